@@ -1,0 +1,140 @@
+/* The MPI layer model: MPI semantics in virtual time on top of a netmodel network.
+ *
+ * One engine for both front ends: the model server feeds it the events live ranks report,
+ * replay feeds it recorded events. It knows nothing about sockets, files or the real MPI.
+ *
+ * Ranks are world ranks 0..nranks-1. Requests are identified per rank by a 64-bit id the caller
+ * chooses (the shim uses a per-rank counter). Times are int64 picoseconds. Every post carries the
+ * rank's virtual clock at the call; posts of one rank come in non-decreasing time.
+ *
+ * Driving: the caller posts events, then calls ms_model_run_until(H) with the conservative
+ * horizon H (no event with time >= H is processed). A rank that called ms_model_wait() is
+ * blocked until the model calls the resume callback for it.
+ */
+#ifndef MS_MODEL_H
+#define MS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "netmodel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int64_t ms_time_t;
+typedef struct ms_model ms_model;
+
+#define MS_ANY_SOURCE (-1)
+#define MS_ANY_TAG (-1)
+#define MS_PROC_NULL (-2)
+
+/* Communicator ids: 0 is MPI_COMM_WORLD (identity map), 1 is MPI_COMM_SELF (each rank alone).
+ * Others are registered with ms_model_comm_add by every member (same id, same member list). */
+#define MS_COMM_WORLD 0ULL
+#define MS_COMM_SELF 1ULL
+
+typedef enum { MS_SEND_STANDARD = 0, MS_SEND_SYNC, MS_SEND_READY, MS_SEND_BUFFERED } ms_send_mode;
+
+typedef enum {
+    MS_COLL_BARRIER = 0, MS_COLL_BCAST, MS_COLL_REDUCE, MS_COLL_ALLREDUCE, MS_COLL_GATHER,
+    MS_COLL_SCATTER, MS_COLL_ALLGATHER, MS_COLL_ALLTOALL, MS_COLL_REDUCE_SCATTER,
+    MS_COLL_SCAN, MS_COLL_EXSCAN, MS_COLL_GATHERV, MS_COLL_SCATTERV, MS_COLL_ALLGATHERV,
+    MS_COLL_ALLTOALLV, MS_COLL_COUNT
+} ms_coll_kind;
+
+/* Arguments of a collective, as seen by one member. `bytes` is this member's message size in
+ * the sense MPICH uses to choose the algorithm (bcast: the buffer; reduce/allreduce/scan: the
+ * vector; gather/scatter/allgather/alltoall: one block, i.e. what one rank contributes to one
+ * peer). `counts`, for the v-variants only, holds `comm size` per-peer byte counts (NULL
+ * otherwise); for gatherv/scatterv they are the root's per-member blocks. */
+typedef struct ms_coll_args {
+    ms_coll_kind kind;
+    int root;                     /* comm rank; ignored where there is no root */
+    uint64_t bytes;
+    const uint64_t *counts;
+} ms_coll_args;
+
+typedef enum { MS_WAIT_ALL = 0, MS_WAIT_ANY, MS_WAIT_SOME, MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME } ms_wait_mode;
+
+/* What the model says about one request when a rank resumes. */
+typedef struct ms_req_result {
+    uint64_t req;
+    int completed;                /* 1 if complete by the resume time */
+    int source;                   /* comm rank that matched (receives), else -1 */
+    int tag;                      /* matched tag (receives), else -1 */
+    uint64_t bytes;               /* bytes received (receives) or sent */
+    ms_time_t complete_time;      /* when it completed in the model */
+} ms_req_result;
+
+/* A wildcard receive (or probe) of `rank` whose sender has been decided. Every resume of a rank
+ * is preceded by these notices so that the shim can post the real receive for exactly that
+ * source and tag, in posting order. */
+typedef struct ms_resolution {
+    uint64_t req;
+    int source;                   /* comm rank */
+    int tag;
+    uint64_t bytes;
+} ms_resolution;
+
+/* The model resumes a blocked rank at time `t` (the time its MPI call returns). `results` has
+ * one entry per request given to ms_model_wait, in the same order (for probes: one entry with
+ * the probe's finding; completed = 0 means "nothing there" for Iprobe). */
+typedef void (*ms_resume_fn)(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n);
+
+/* Create over an existing network (the model does not own it). rank_to_host maps each world
+ * rank to a host of the topology (NULL: rank i on host i). Registers its configuration keys
+ * (section [mpi]) in cfg via ms_model_register_keys() before the profile is loaded. */
+int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen);
+ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, const int *rank_to_host,
+                          char *err, size_t errlen);
+void ms_model_destroy(ms_model *m);
+void ms_model_set_resume(ms_model *m, ms_resume_fn fn, void *user);
+
+int ms_model_comm_add(ms_model *m, uint64_t comm, int size, const int *world_ranks, char *err, size_t errlen);
+
+/* Host CPU cost of the call itself, added by the caller to the rank's clock before it goes on
+ * (an Isend returns after its send overhead). Same functions used live and in replay. */
+ms_time_t ms_model_isend_cost(const ms_model *m, uint64_t bytes);
+ms_time_t ms_model_irecv_cost(const ms_model *m, uint64_t bytes);
+
+/* Nonblocking posts: the rank goes on. dst/src/root are comm ranks. Return 0 or negative error
+ * (message in err). MS_PROC_NULL peers complete at once. */
+int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int dst, int tag,
+                   uint64_t bytes, ms_send_mode mode, char *err, size_t errlen);
+int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int src, int tag,
+                   uint64_t bytes, char *err, size_t errlen);
+int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm,
+                   const ms_coll_args *args, char *err, size_t errlen);
+
+/* Block the rank until the requests complete (WAIT_*), or answer at once for the rank's time
+ * (TEST_*: the answer is for time t, plus the modelled poll cost). Completed requests are
+ * forgotten after the resume. */
+int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t n, const uint64_t *reqs,
+                  char *err, size_t errlen);
+/* Probe (blocking = 1) or Iprobe (blocking = 0) for (src, tag) on comm. */
+int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, int tag, int blocking,
+                   char *err, size_t errlen);
+/* The rank has finished (MPI_Finalize, or it died): it will post nothing more. */
+int ms_model_finalize(ms_model *m, int rank, ms_time_t t);
+
+size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size_t max);
+
+/* Conservative driving. */
+ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */
+int ms_model_run_until(ms_model *m, ms_time_t limit);  /* process every event with time < limit */
+
+/* Per-rank accounting and diagnostics. */
+typedef struct ms_rank_stats {
+    uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;   /* user point-to-point + collectives' */
+    uint64_t coll_calls;
+} ms_rank_stats;
+void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
+int ms_model_rank_blocked(const ms_model *m, int rank);
+/* One line describing what a blocked rank waits for (deadlock reports). */
+int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,144 @@
+/* netmodel: network models of source-routed system-area networks, in virtual time.
+ *
+ * No MPI in here. Build a network from a configuration (named profile file + overrides) and a
+ * topology (file or generator name); inject packets; be called back when each is delivered;
+ * run until a time or until idle; read statistics.
+ *
+ * Time is an int64 count of picoseconds everywhere. All functions that can fail return 0 on
+ * success and a negative value on error, with a human-readable message (naming file, line and
+ * key where there is one) written into the caller's buffer. Nothing here prints or exits.
+ */
+#ifndef NETMODEL_H
+#define NETMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int64_t nm_time_t;           /* picoseconds */
+#define NM_TIME_NEVER INT64_MAX
+#define NM_PS_PER_S 1000000000000LL
+
+/* ------------------------------------------------------------------------------------------ */
+/* Configuration: typed keys with unit, default and source; INI profile files; --set overrides. */
+
+typedef struct nm_config nm_config;
+
+typedef enum { NM_KEY_INT, NM_KEY_DOUBLE, NM_KEY_STRING } nm_key_type;
+
+/* One configuration key. `name` is "section.key" (e.g. "network.link_rate").
+ * `unit` is one of: "" (dimensionless), "B" (bytes), "ps" (time), "b/s" (bit rate), "m" (metres),
+ * "m/s" (velocity), "Hz". Values in files may carry a unit suffix with an SI/IEC prefix that is
+ * converted to the key's unit (e.g. "1.28 Gb/s", "10 m", "6.25 ns", "16 KiB"); a bare number is
+ * in the key's unit. `choices`, for string keys, is a '|'-separated list of allowed values or
+ * NULL for free text. */
+typedef struct nm_key_def {
+    const char *name;
+    nm_key_type type;
+    const char *unit;
+    const char *default_value;
+    const char *source;       /* where the default comes from, e.g. "seed 000 Table 2" */
+    const char *help;
+    const char *choices;
+} nm_key_def;
+
+nm_config *nm_config_create(void);   /* with netmodel's own keys registered */
+void nm_config_destroy(nm_config *cfg);
+/* Other layers (the MPI model) add their keys; `defs` must outlive the config. */
+int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, char *err, size_t errlen);
+/* Load an INI file ([section] then key = value; ';' or '#' comments). Unknown sections or keys,
+ * bad values and bad units are errors naming file and line. Keys set later override earlier. */
+int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen);
+/* A profile is a name looked up as <dir>/<name>.ini in each ':'-separated directory of
+ * `search_path`, or a path to a file. A profile may say `include = other` in [profile]. */
+int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char *search_path,
+                           char *err, size_t errlen);
+/* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
+int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
+
+int64_t nm_config_int(const nm_config *cfg, const char *name);     /* aborts the lookup: 0 if unknown */
+double nm_config_double(const nm_config *cfg, const char *name);
+const char *nm_config_string(const nm_config *cfg, const char *name);
+int nm_config_has(const nm_config *cfg, const char *name);
+/* The resolved configuration as a JSON object: {"key": {"value": v, "unit": u, "source": s}, ...}
+ * where source is the default's citation or "file:line" / "--set" of the value in force. */
+int nm_config_write_json(const nm_config *cfg, FILE *out, int indent);
+/* One line per key "key = value unit  (source)" for human output. */
+int nm_config_write_text(const nm_config *cfg, FILE *out);
+/* Snapshot of (name, value-as-text) for serialising a resolved configuration elsewhere. */
+size_t nm_config_count(const nm_config *cfg);
+const char *nm_config_key_at(const nm_config *cfg, size_t i);
+const char *nm_config_value_text(const nm_config *cfg, const char *name);
+const char *nm_config_unit(const nm_config *cfg, const char *name);
+const char *nm_config_origin(const nm_config *cfg, const char *name);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Topology: hosts, switches, full-duplex links between numbered ports; source routes.        */
+
+typedef struct nm_topology nm_topology;
+
+/* `spec` is a generator name (crossbar:N, triangle18, system96, array:S:K, ring:S:K:L, clos64,
+ * auto:N — the default testbed for N hosts: crossbar:8 up to 8 hosts, triangle18 up to 18) or a
+ * path to a topology file (format in netmodel/README.md). */
+nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen);
+void nm_topology_destroy(nm_topology *topo);
+int nm_topology_hosts(const nm_topology *topo);
+int nm_topology_switches(const nm_topology *topo);
+int nm_topology_links(const nm_topology *topo);
+const char *nm_topology_name(const nm_topology *topo);
+/* Number of switches on the route from src to dst (hosts are 0-based), or -1 if no route. */
+int nm_topology_route_hops(const nm_topology *topo, int src_host, int dst_host);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Network: an engine (chosen by network.engine) running on a topology.                        */
+
+typedef struct nm_network nm_network;
+
+typedef struct nm_delivery {
+    int src_host, dst_host;
+    uint64_t payload_bytes;
+    nm_time_t inject_time;    /* when the packet was handed to the source NIC */
+    nm_time_t deliver_time;   /* when its last character (CRC) reached the destination host */
+    uint64_t cookie;          /* caller's tag, returned untouched */
+} nm_delivery;
+
+typedef void (*nm_deliver_fn)(void *user, const nm_delivery *d);
+/* Called for every packet dropped (timeout) so the caller can account for it. */
+typedef void (*nm_drop_fn)(void *user, const nm_delivery *d);
+
+nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen);
+void nm_network_destroy(nm_network *net);
+void nm_network_set_callbacks(nm_network *net, nm_deliver_fn deliver, nm_drop_fn drop, void *user);
+/* Hand a packet of `payload_bytes` data bytes to the source host's NIC at time t (t must not be
+ * earlier than the last time the network was run to). Packet framing (route bytes, type, CRC,
+ * GAP) is the engine's business. Returns 0, or negative on bad hosts / time. */
+int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payload_bytes,
+                      nm_time_t t, uint64_t cookie);
+/* Time of the next pending engine event, NM_TIME_NEVER when idle. */
+nm_time_t nm_network_next_time(const nm_network *net);
+/* Process every event with time < limit (delivery callbacks are made from inside). */
+int nm_network_run_until(nm_network *net, nm_time_t limit);
+/* Run until no event is pending. */
+int nm_network_run(nm_network *net);
+nm_time_t nm_network_now(const nm_network *net);
+const char *nm_network_engine_name(const nm_network *net);
+
+typedef struct nm_stats {
+    uint64_t packets_injected, packets_delivered, packets_dropped;
+    uint64_t payload_bytes_delivered;
+    uint64_t char_hops;        /* characters moved across links (engine work counter) */
+    uint64_t events;           /* engine events processed */
+} nm_stats;
+void nm_network_stats(const nm_network *net, nm_stats *out);
+/* Busy time of each directed link channel so far, for utilisation maps: fills up to `max`
+ * entries and returns the number of channels. Channel i's endpoints via nm_topology. */
+size_t nm_network_link_busy(const nm_network *net, nm_time_t *busy_ps, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
