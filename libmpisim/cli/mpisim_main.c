@@ -1,0 +1,326 @@
+/* mpisim: the command. Subcommands: run, net, study, config, version. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mpisim.h"
+#include "netmodel.h"
+#include "study.h"
+#ifdef MPISIM_HAVE_NET_TOOL
+#include "net_tool.h"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
+            "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
+            "                  [--listen ADDR] [--server-address HOST] -n N -- PROGRAM [ARGS...]\n"
+            "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
+            "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
+            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--out DIR]\n"
+            "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
+            "       mpisim version\n"
+            "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
+            MPISIM_SOURCE_PROFILE_DIR);
+}
+
+/* Directory of this executable, to find libmpisim.so (../lib) and the programs (.). */
+static int self_dir(char *out, size_t len)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n < 0) return -1;
+    path[n] = 0;
+    snprintf(out, len, "%s", dirname(path));
+    return 0;
+}
+
+const char *mpisim_profile_path(void)
+{
+    const char *p = getenv("MPISIM_PROFILE_PATH");
+    static char buf[PATH_MAX * 2];
+    if (p && *p) {
+        snprintf(buf, sizeof buf, "%s:%s", p, MPISIM_SOURCE_PROFILE_DIR);
+        return buf;
+    }
+    return MPISIM_SOURCE_PROFILE_DIR;
+}
+
+/* --set accepts the documented short names of the shim's keys too. */
+static int apply_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
+{
+    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
+        size_t n = strlen(shorts[i]);
+        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
+            char full[512];
+            snprintf(full, sizeof full, "shim.%s", assign);
+            return nm_config_set(cfg, full, "--set", err, errlen);
+        }
+    }
+    return nm_config_set(cfg, assign, "--set", err, errlen);
+}
+
+typedef struct run_opts {
+    const char *profile;
+    const char **sets;
+    int nsets;
+    const char *compute;
+    const char *cpu_factor;
+    const char *report;
+    const char *mpirun;
+    const char **mpirun_args;
+    int nmpirun_args;
+    const char *listen;
+    const char *advertise;
+    int nranks;
+    char **prog;
+    int nprog;
+} run_opts;
+
+nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets, char *err, size_t errlen)
+{
+    nm_config *cfg = nm_config_create();
+    if (!cfg) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (ms_register_all_keys(cfg, err, errlen) < 0 ||
+        nm_config_load_profile(cfg, profile ? profile : "default", mpisim_profile_path(), err, errlen) < 0) {
+        nm_config_destroy(cfg);
+        return NULL;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (apply_set(cfg, sets[i], err, errlen) < 0) {
+            nm_config_destroy(cfg);
+            return NULL;
+        }
+    return cfg;
+}
+
+static int parse_run(int argc, char **argv, run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sets = calloc((size_t)argc + 2, sizeof *o->sets);
+    o->mpirun_args = calloc((size_t)argc + 1, sizeof *o->mpirun_args);
+    o->report = "mpisim-report.json";
+    o->listen = "127.0.0.1";
+    o->advertise = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+#define NEXT()                                                                                                     \
+    do {                                                                                                           \
+        if (i + 1 >= argc) {                                                                                       \
+            fprintf(stderr, "mpisim run: %s needs a value\n", a);                                                  \
+            return -1;                                                                                             \
+        }                                                                                                          \
+    } while (0)
+        if (!strcmp(a, "--")) {
+            o->prog = argv + i + 1;
+            o->nprog = argc - i - 1;
+            break;
+        } else if (!strcmp(a, "--profile")) { NEXT(); o->profile = argv[++i]; }
+        else if (!strcmp(a, "--set")) { NEXT(); o->sets[o->nsets++] = argv[++i]; }
+        else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
+        else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
+        else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
+        else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
+        else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
+        else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
+        else if (!strcmp(a, "--server-address")) { NEXT(); o->advertise = argv[++i]; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
+            NEXT();
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1000000) {
+                fprintf(stderr, "mpisim run: -n wants a positive number of ranks, got '%s'\n", argv[i]);
+                return -1;
+            }
+            o->nranks = (int)n;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else {
+            fprintf(stderr, "mpisim run: unknown option '%s' (the program goes after --)\n", a);
+            return -1;
+        }
+#undef NEXT
+    }
+    if (!o->nprog) {
+        fprintf(stderr, "mpisim run: no program given (mpisim run -n N -- PROGRAM [ARGS...])\n");
+        return -1;
+    }
+    if (!o->nranks) {
+        fprintf(stderr, "mpisim run: say how many ranks with -n N\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    if (parse_run(argc, argv, &o) < 0) return 2;
+    char err[1024];
+    char cfs[64];
+    int nsets = o.nsets;
+    if (o.compute) {
+        static char buf[64];
+        snprintf(buf, sizeof buf, "shim.compute=%s", o.compute);
+        o.sets[nsets++] = buf;
+    }
+    if (o.cpu_factor) {
+        snprintf(cfs, sizeof cfs, "shim.cpu_factor=%s", o.cpu_factor);
+        o.sets[nsets++] = cfs;
+    }
+    nm_config *cfg = mpisim_load_config(o.profile, o.sets, nsets, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    ms_server *s = ms_server_create();
+    if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    char endpoint[512];
+    char host[256] = "127.0.0.1";
+    if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
+    else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
+    if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    char dir[PATH_MAX], shim[PATH_MAX + 64];
+    if (self_dir(dir, sizeof dir) < 0) {
+        fprintf(stderr, "mpisim: cannot find its own directory\n");
+        return 2;
+    }
+    const char *shim_env = getenv("MPISIM_SHIM");
+    if (shim_env) snprintf(shim, sizeof shim, "%s", shim_env);
+    else snprintf(shim, sizeof shim, "%s/../lib/libmpisim.so", dir);
+    if (access(shim, R_OK) != 0) {
+        fprintf(stderr, "mpisim: the shim %s is missing (set MPISIM_SHIM)\n", shim);
+        return 2;
+    }
+    char nbuf[32];
+    snprintf(nbuf, sizeof nbuf, "%d", o.nranks);
+    const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 32), sizeof *av);
+    int k = 0;
+    av[k++] = o.mpirun ? o.mpirun : "mpirun";
+    if (geteuid() == 0) av[k++] = "--allow-run-as-root";
+    av[k++] = "--oversubscribe";
+    av[k++] = "-n";
+    av[k++] = nbuf;
+    /* the secret travels in the environment, never on a command line others can read */
+    av[k++] = "-x";
+    av[k++] = "LD_PRELOAD";
+    av[k++] = "-x";
+    av[k++] = "MPISIM_SERVER";
+    av[k++] = "-x";
+    av[k++] = "MPISIM_SECRET";
+    for (int i = 0; i < o.nmpirun_args; i++) av[k++] = o.mpirun_args[i];
+    for (int i = 0; i < o.nprog; i++) av[k++] = o.prog[i];
+    av[k] = NULL;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "mpisim: fork failed: %s\n", strerror(errno));
+        return 2;
+    }
+    if (pid == 0) {
+        setenv("LD_PRELOAD", shim, 1);
+        setenv("MPISIM_SERVER", endpoint, 1);
+        setenv("MPISIM_SECRET", ms_server_secret(s), 1);
+        execvp(av[0], (char *const *)av);
+        fprintf(stderr, "mpisim: cannot run %s: %s\n", av[0], strerror(errno));
+        _exit(127);
+    }
+    /* the launcher forwards Ctrl-C to the ranks; the server waits for them to go */
+    signal(SIGINT, SIG_IGN);
+    int status = 0;
+    if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    char outcome[256];
+    int oc = ms_server_outcome(s, outcome, sizeof outcome);
+    if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
+    if (o.report && strcmp(o.report, "-")) {
+        FILE *f = fopen(o.report, "w");
+        if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
+        else {
+            ms_server_write_report(s, f);
+            fclose(f);
+        }
+    }
+    ms_server_write_summary(s, stderr, o.report);
+    ms_server_destroy(s);
+    nm_config_destroy(cfg);
+    free(av);
+    free(o.sets);
+    free(o.mpirun_args);
+    return rc;
+}
+
+static int cmd_config(int argc, char **argv)
+{
+    const char *profile = NULL;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    int nsets = 0, json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc) sets[nsets++] = argv[++i];
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else {
+            fprintf(stderr, "mpisim config: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    char err[1024];
+    nm_config *cfg = mpisim_load_config(profile, sets, nsets, err, sizeof err);
+    free(sets);
+    if (!cfg) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    if (json) nm_config_write_json(cfg, stdout, 0);
+    else nm_config_write_text(cfg, stdout);
+    nm_config_destroy(cfg);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "config")) return cmd_config(argc - 2, argv + 2);
+    if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
+#ifdef MPISIM_HAVE_NET_TOOL
+    if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
+#endif
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("mpisim %s\n", MPISIM_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "mpisim: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

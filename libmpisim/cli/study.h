@@ -1,0 +1,10 @@
+/* Studies: `mpisim study NAME` runs a program many times under `mpisim run` and tabulates. */
+#ifndef MPISIM_STUDY_H
+#define MPISIM_STUDY_H
+#include "netmodel.h"
+
+int mpisim_study_main(int argc, char **argv);
+const char *mpisim_profile_path(void);
+nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets, char *err, size_t errlen);
+
+#endif

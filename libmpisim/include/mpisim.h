@@ -1,0 +1,52 @@
+/* libmpisim's public interface: the model server that co-simulates a live MPI job.
+ *
+ * Lifecycle as hwloc's: create, configure, listen, run, report, destroy. The server owns the
+ * engine (MPI layer model on a netmodel network), accepts one TCP connection per rank from the
+ * shim (libmpisim.so) carrying the run's secret, and answers the ranks' blocking calls under
+ * conservative synchronization (see docs/architecture.md). Nothing here prints to stdout or
+ * exits; errors come back as text in the caller's buffer. */
+#ifndef MPISIM_H
+#define MPISIM_H
+
+#include <stdio.h>
+#include <sys/types.h>
+#include "netmodel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ms_server ms_server;
+
+/* Register the keys of the shim (section [shim]) and of the MPI model (section [mpi]) in a
+ * netmodel configuration, before profiles are loaded. */
+int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen);
+
+ms_server *ms_server_create(void);
+/* cfg: the resolved configuration (the server reads it, does not own it); nranks: job size;
+ * argv: the program and its arguments, for the report. */
+int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc, char *const *argv,
+                        char *err, size_t errlen);
+/* Listen on bind_addr ("0.0.0.0" for ranks on other hosts, "127.0.0.1" for local) and an
+ * ephemeral port. `advertise` is the host name ranks should connect to. Fills endpoint with
+ * "host:port" for MPISIM_SERVER. */
+int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len,
+                     char *err, size_t errlen);
+/* The run's secret (hex), to hand to the ranks through the environment. */
+const char *ms_server_secret(const ms_server *s);
+/* Serve until every rank has finished or died and `child` (the launcher, or -1) has exited.
+ * *child_status receives the launcher's wait status. Returns 0, or negative on a server error;
+ * a deadlock or an unmodelled call is not a server error: see ms_server_outcome(). */
+int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen);
+/* 0: clean; 1: the program deadlocked in virtual time; 2: a rank stopped on an error
+ * (unmodelled call, crash, abort). One line describing it goes into buf. */
+int ms_server_outcome(const ms_server *s, char *buf, size_t len);
+int ms_server_write_report(const ms_server *s, FILE *out);
+/* A short human summary (for stderr). */
+int ms_server_write_summary(const ms_server *s, FILE *out, const char *report_path);
+void ms_server_destroy(ms_server *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

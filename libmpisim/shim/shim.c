@@ -1,0 +1,872 @@
+/* The shim's runtime: lifecycle, virtual clock, connection to the model server, request
+ * table, and the loops that wait for the model while keeping the real MPI moving. */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Sends above this size that the model sends eagerly go out from a copy: the real MPI may use
+ * its own rendezvous for them, and the program must not wait in the real MPI for a receiver
+ * that the model has not yet released. Open MPI's shared-memory eager limit is 4 KiB. */
+#define MS_REAL_EAGER_SAFE 4096
+
+typedef struct ms_state {
+    int active;                  /* connected to a server; wrappers do their work */
+    int depth;                   /* nesting of wrapped calls (re-entry guard) */
+    int rank, size;
+    int fd;
+    ms_msg_welcome params;
+    int64_t clock_ps;
+    int64_t compute_ps, mpi_ps;
+    int64_t call_start_ps;
+    int64_t last_exit_ns;
+    uint64_t calls, unmodelled_calls;
+    uint64_t next_req;
+    /* outgoing batch */
+    char *out;
+    size_t out_len, out_cap;
+    /* incoming */
+    char *in;
+    size_t in_len, in_cap;
+    /* the reply a blocked rank waits for */
+    int resume_ready;
+    int64_t resume_t;
+    ms_msg_result *results;
+    int results_cap, results_n;
+    int fin_ok;
+    /* request table: open addressing on the MPI_Request value */
+    ms_rq **table;
+    size_t table_cap, table_used;
+    ms_rq *free_rqs;
+    ms_rq *deferred_head, *deferred_tail;
+    ms_rq **detached;
+    size_t detached_n, detached_cap;
+    /* communicators */
+    int comm_keyval;
+    MPI_Comm progress_comm;      /* private: Iprobe on it only drives progress */
+    ms_fn_id blocked_fn;
+} ms_state;
+
+static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID};
+
+typedef struct ms_comm_info {
+    uint64_t id;
+    uint64_t children;           /* communicators created from this one so far */
+} ms_comm_info;
+static ms_comm_info world_info = {MS_COMM_WORLD_ID, 0}, self_info = {MS_COMM_SELF_ID, 0};
+
+/* ---------------------------------------------------------------------------------------- */
+/* errors */
+
+void ms_fatal(const char *fmt, ...)
+{
+    char line[MS_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
+    fflush(stderr);
+    if (S.fd >= 0) {
+        /* tell the server so the run's report says why it stopped */
+        ms_msg_header h = {MS_MSG_UNMODELLED, sizeof(ms_msg_text)};
+        ms_msg_text t;
+        memset(&t, 0, sizeof t);
+        snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
+        ssize_t w1 = write(S.fd, &h, sizeof h);
+        ssize_t w2 = write(S.fd, &t, sizeof t);
+        (void)w1;
+        (void)w2;
+    }
+    PMPI_Abort(MPI_COMM_WORLD, 3);
+    _exit(3);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* clock */
+
+static int64_t read_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(S.params.compute_mode == MS_COMPUTE_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int ms_bypass(void) { return !S.active || S.depth > 0; }
+
+void ms_enter(ms_fn_id fn)
+{
+    (void)fn;
+    if (S.depth++ == 0) {
+        if (S.params.compute_mode != MS_COMPUTE_NONE) {
+            int64_t now = read_ns();
+            int64_t d = now - S.last_exit_ns;
+            if (d < 0) d = 0;
+            int64_t ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
+            S.clock_ps += ps;
+            S.compute_ps += ps;
+        }
+        S.call_start_ps = S.clock_ps;
+        S.calls++;
+    }
+}
+
+void ms_exit(ms_fn_id fn)
+{
+    (void)fn;
+    if (--S.depth == 0) {
+        S.mpi_ps += S.clock_ps - S.call_start_ps;
+        if (S.params.compute_mode != MS_COMPUTE_NONE) S.last_exit_ns = read_ns();
+    }
+}
+
+int64_t ms_now(void) { return S.clock_ps; }
+void ms_advance(int64_t ps) { S.clock_ps += ps; }
+int64_t ms_isend_cost(uint64_t bytes)
+{
+    return S.params.isend_cost_base_ps + S.params.isend_cost_per_byte_ps * (int64_t)bytes;
+}
+int64_t ms_irecv_cost(uint64_t bytes)
+{
+    return S.params.irecv_cost_base_ps + S.params.irecv_cost_per_byte_ps * (int64_t)bytes;
+}
+int64_t ms_eager_threshold(void) { return S.params.eager_threshold; }
+uint64_t ms_next_req_id(void) { return ++S.next_req; }
+
+/* ---------------------------------------------------------------------------------------- */
+/* transport */
+
+static void out_reserve(size_t more)
+{
+    if (S.out_len + more <= S.out_cap) return;
+    size_t cap = S.out_cap ? S.out_cap : 65536;
+    while (cap < S.out_len + more) cap *= 2;
+    char *p = realloc(S.out, cap);
+    if (!p) ms_fatal("out of memory for the report buffer");
+    S.out = p;
+    S.out_cap = cap;
+}
+
+static void flush_out(void)
+{
+    size_t off = 0;
+    while (off < S.out_len) {
+        ssize_t w = write(S.fd, S.out + off, S.out_len - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                struct pollfd p = {S.fd, POLLOUT, 0};
+                poll(&p, 1, 10);
+                continue;
+            }
+            S.active = 0;
+            ms_fatal("lost the connection to the model server (%s)", strerror(errno));
+        }
+        off += (size_t)w;
+    }
+    S.out_len = 0;
+}
+
+static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    ms_msg_header h = {type, (uint32_t)(alen + blen)};
+    out_reserve(sizeof h + alen + blen);
+    memcpy(S.out + S.out_len, &h, sizeof h);
+    S.out_len += sizeof h;
+    if (alen) memcpy(S.out + S.out_len, a, alen);
+    S.out_len += alen;
+    if (blen) memcpy(S.out + S.out_len, b, blen);
+    S.out_len += blen;
+    if (S.out_len > (1u << 20)) flush_out();
+}
+
+static ms_rq *find_by_id(uint64_t id);
+static void handle_message(uint32_t type, const char *p, uint32_t len);
+
+/* Read whatever the server has sent and act on it. wait_ms: how long to block for data. */
+static void service_server(int wait_ms)
+{
+    struct pollfd pfd = {S.fd, POLLIN, 0};
+    int n = poll(&pfd, 1, wait_ms);
+    if (n <= 0) return;
+    for (;;) {
+        if (S.in_cap - S.in_len < 65536) {
+            size_t cap = S.in_cap ? S.in_cap * 2 : 131072;
+            char *q = realloc(S.in, cap);
+            if (!q) ms_fatal("out of memory for the server's replies");
+            S.in = q;
+            S.in_cap = cap;
+        }
+        ssize_t r = read(S.fd, S.in + S.in_len, S.in_cap - S.in_len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) break;
+        if (r <= 0) {
+            S.active = 0;
+            ms_fatal("the model server closed the connection");
+        }
+        S.in_len += (size_t)r;
+        if ((size_t)r < S.in_cap - S.in_len + (size_t)r) break;
+    }
+    size_t off = 0;
+    while (S.in_len - off >= sizeof(ms_msg_header)) {
+        ms_msg_header h;
+        memcpy(&h, S.in + off, sizeof h);
+        if (S.in_len - off < sizeof h + h.length) break;
+        handle_message(h.type, S.in + off + sizeof h, h.length);
+        off += sizeof h + h.length;
+    }
+    memmove(S.in, S.in + off, S.in_len - off);
+    S.in_len -= off;
+}
+
+static void handle_message(uint32_t type, const char *p, uint32_t len)
+{
+    switch (type) {
+    case MS_MSG_RESUME: {
+        ms_msg_resume rs;
+        memcpy(&rs, p, sizeof rs);
+        if (rs.n > S.results_cap) {
+            ms_msg_result *q = realloc(S.results, sizeof *q * (size_t)rs.n);
+            if (!q) ms_fatal("out of memory");
+            S.results = q;
+            S.results_cap = rs.n;
+        }
+        memcpy(S.results, p + sizeof rs, sizeof(ms_msg_result) * (size_t)rs.n);
+        S.results_n = rs.n;
+        S.resume_t = rs.t;
+        S.resume_ready = 1;
+        break;
+    }
+    case MS_MSG_RESOLVE: {
+        ms_msg_resolve rv;
+        memcpy(&rv, p, sizeof rv);
+        ms_rq *r = find_by_id(rv.req);
+        if (r && !r->resolved) {
+            r->resolved = 1;
+            r->src = rv.source;
+            r->tag = rv.tag;
+        }
+        break;
+    }
+    case MS_MSG_DESCRIBE: {
+        ms_msg_text t;
+        memset(&t, 0, sizeof t);
+        snprintf(t.text, sizeof t.text, "%s", ms_fn_names[S.blocked_fn]);
+        put_msg(MS_MSG_CALLSITE, &t, sizeof t, NULL, 0);
+        flush_out();
+        break;
+    }
+    case MS_MSG_ABORT: {
+        ms_msg_text t;
+        memset(&t, 0, sizeof t);
+        memcpy(&t, p, len < sizeof t ? len : sizeof t);
+        t.text[MS_TEXT_MAX - 1] = 0;
+        fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
+        fflush(stderr);
+        S.active = 0;
+        PMPI_Abort(MPI_COMM_WORLD, 4);
+        _exit(4);
+    }
+    case MS_MSG_FIN_OK:
+        S.fin_ok = 1;
+        break;
+    default:
+        ms_fatal("unexpected message %u from the model server", type);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* real MPI progress */
+
+void ms_progress(void)
+{
+    int flag;
+    /* Nothing is ever sent on progress_comm: the probe only runs the real MPI's progress engine,
+     * without the request bookkeeping Testsome would need. */
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, S.progress_comm, &flag, MPI_STATUS_IGNORE);
+    /* finish detached sends as their receivers take them */
+    for (size_t i = 0; i < S.detached_n;) {
+        ms_rq *r = S.detached[i];
+        PMPI_Test(&r->real, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            ms_rq_free(r);
+            S.detached[i] = S.detached[--S.detached_n];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Back off from spinning to sleeping in poll(): ranks share cores with each other. */
+static int backoff_ms(unsigned spins) { return spins < 64 ? 0 : 1; }
+
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags);
+
+void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
+{
+    wait_common(mode, n, reqs, results, fn, 0);
+}
+
+void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
+{
+    ms_msg_result res;
+    wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC);
+}
+
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags)
+{
+    ms_msg_wait w = {0};
+    w.flags = flags;
+    w.t = S.clock_ps;
+    w.mode = mode;
+    w.n = n;
+    w.fn = (int32_t)fn;
+    w.callsite = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    uint64_t ids_small[16] = {0};
+    uint64_t *ids = n <= 16 ? ids_small : malloc(sizeof *ids * (size_t)n);
+    if (!ids) ms_fatal("out of memory");
+    for (int i = 0; i < n; i++) ids[i] = reqs[i]->id;
+    put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
+    if (ids != ids_small) free(ids);
+    flush_out();
+    S.resume_ready = 0;
+    S.blocked_fn = fn;
+    for (unsigned spins = 0; !S.resume_ready; spins++) {
+        service_server(backoff_ms(spins));
+        if (!S.resume_ready) ms_progress();
+    }
+    if (S.results_n != n) ms_fatal("model answered %d results for %d requests", S.results_n, n);
+    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
+    for (int i = 0; i < n; i++) {
+        results[i] = S.results[i];
+        if (S.results[i].completed) {
+            reqs[i]->model_done = 1;
+            if (reqs[i]->kind == MS_RQ_RECV && !reqs[i]->resolved) {
+                reqs[i]->resolved = 1;
+                reqs[i]->src = S.results[i].source;
+                reqs[i]->tag = S.results[i].tag;
+            }
+        }
+    }
+}
+
+void ms_block_probe(uint64_t comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn)
+{
+    ms_msg_probe pr = {0};
+    pr.t = S.clock_ps;
+    pr.comm = comm;
+    pr.src = src;
+    pr.tag = tag;
+    pr.blocking = blocking;
+    pr.fn = (int32_t)fn;
+    pr.callsite = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    put_msg(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
+    flush_out();
+    S.resume_ready = 0;
+    S.blocked_fn = fn;
+    for (unsigned spins = 0; !S.resume_ready; spins++) {
+        service_server(backoff_ms(spins));
+        if (!S.resume_ready) ms_progress();
+    }
+    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
+    *result = S.results[0];
+}
+
+int ms_real_complete(ms_rq *r)
+{
+    if (r->real_done || !r->real_posted) return MPI_SUCCESS;
+    int flag = 0;
+    for (unsigned spins = 0;; spins++) {
+        int rc = PMPI_Test(&r->real, &flag, &r->status);
+        if (rc != MPI_SUCCESS) return rc;
+        if (flag) break;
+        /* the server may push decisions (wildcard senders) that a peer's transfer needs */
+        service_server(backoff_ms(spins));
+        ms_post_deferred();
+    }
+    r->real_done = 1;
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* reports */
+
+void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn)
+{
+    ms_msg_isend m = {0};
+    m.t = S.clock_ps;
+    m.req = r->id;
+    m.comm = r->comm_id;
+    m.bytes = bytes;
+    m.dst = dst;
+    m.tag = tag;
+    m.mode = mode;
+    m.fn = (int32_t)fn;
+    put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
+}
+
+void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
+{
+    ms_msg_irecv m = {0};
+    m.t = S.clock_ps;
+    m.req = r->id;
+    m.comm = r->comm_id;
+    m.bytes = bytes;
+    m.src = src;
+    m.tag = tag;
+    m.fn = (int32_t)fn;
+    put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
+}
+
+void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+                     ms_fn_id fn)
+{
+    ms_msg_icoll m = {0};
+    m.t = S.clock_ps;
+    m.req = r->id;
+    m.comm = r->comm_id;
+    m.bytes = bytes;
+    m.kind = kind;
+    m.root = root;
+    m.ncounts = counts ? ncounts : 0;
+    m.fn = (int32_t)fn;
+    put_msg(MS_MSG_ICOLL, &m, sizeof m, counts, counts ? sizeof *counts * (size_t)ncounts : 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* request table */
+
+static size_t hash_ptr(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+#define TOMBSTONE ((ms_rq *)1)
+
+static void table_grow(void)
+{
+    size_t cap = S.table_cap ? S.table_cap * 2 : 1024;
+    ms_rq **t = calloc(cap, sizeof *t);
+    if (!t) ms_fatal("out of memory for the request table");
+    for (size_t i = 0; i < S.table_cap; i++) {
+        ms_rq *r = S.table[i];
+        if (r && r != TOMBSTONE) {
+            size_t j = hash_ptr(r->user) & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = r;
+        }
+    }
+    free(S.table);
+    S.table = t;
+    S.table_cap = cap;
+}
+
+void ms_rq_index(ms_rq *r)
+{
+    if ((S.table_used + 1) * 2 > S.table_cap) table_grow();
+    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
+    while (S.table[j] && S.table[j] != TOMBSTONE) j = (j + 1) & (S.table_cap - 1);
+    S.table[j] = r;
+    S.table_used++;
+}
+
+ms_rq *ms_rq_find(MPI_Request user)
+{
+    if (!S.table_cap) return NULL;
+    size_t j = hash_ptr(user) & (S.table_cap - 1);
+    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
+        if (S.table[j] != TOMBSTONE && S.table[j]->user == user) return S.table[j];
+    return NULL;
+}
+
+void ms_rq_unindex(ms_rq *r)
+{
+    if (!S.table_cap) return;
+    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
+    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
+        if (S.table[j] == r) {
+            S.table[j] = TOMBSTONE;
+            S.table_used--; /* tombstones are cleared at the next growth */
+            return;
+        }
+}
+
+static ms_rq *find_by_id(uint64_t id)
+{
+    /* RESOLVE names receives that may not be indexed yet (blocking receives): look in the
+     * deferred list first, it is short. */
+    for (ms_rq *r = S.deferred_head; r; r = r->next_deferred)
+        if (r->id == id) return r;
+    for (size_t i = 0; i < S.table_cap; i++)
+        if (S.table[i] && S.table[i] != TOMBSTONE && S.table[i]->id == id) return S.table[i];
+    return NULL;
+}
+
+ms_rq *ms_rq_new(int kind)
+{
+    ms_rq *r = S.free_rqs;
+    if (r) {
+        S.free_rqs = r->next_free;
+        void *copy = r->copy;
+        size_t cap = r->copy_cap;
+        memset(r, 0, sizeof *r);
+        r->copy = copy;
+        r->copy_cap = cap;
+    } else {
+        r = calloc(1, sizeof *r);
+        if (!r) ms_fatal("out of memory for a request");
+    }
+    r->kind = kind;
+    r->id = ms_next_req_id();
+    r->real = MPI_REQUEST_NULL;
+    r->user = MPI_REQUEST_NULL;
+    return r;
+}
+
+void ms_rq_free(ms_rq *r)
+{
+    r->next_free = S.free_rqs;
+    S.free_rqs = r;
+}
+
+void ms_detach_send(ms_rq *r)
+{
+    if (S.detached_n == S.detached_cap) {
+        size_t cap = S.detached_cap ? S.detached_cap * 2 : 64;
+        ms_rq **d = realloc(S.detached, cap * sizeof *d);
+        if (!d) ms_fatal("out of memory");
+        S.detached = d;
+        S.detached_cap = cap;
+    }
+    S.detached[S.detached_n++] = r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* deferred receives: posted to the real MPI in the order the model matched them */
+
+void ms_defer_recv(ms_rq *r)
+{
+    r->deferred = 1;
+    r->next_deferred = NULL;
+    if (S.deferred_tail) S.deferred_tail->next_deferred = r;
+    else S.deferred_head = r;
+    S.deferred_tail = r;
+}
+
+int ms_recv_has_unresolved_before(uint64_t comm_id)
+{
+    for (ms_rq *r = S.deferred_head; r; r = r->next_deferred)
+        if (r->comm_id == comm_id) return 1;
+    return 0;
+}
+
+void ms_post_deferred(void)
+{
+    ms_rq *prev = NULL;
+    for (ms_rq *r = S.deferred_head; r;) {
+        ms_rq *next = r->next_deferred;
+        /* a receive may go once its source is known and no earlier receive on its communicator
+         * is still undecided; one the model has completed may always go (an undecided earlier
+         * wildcard can only match later messages) */
+        int blocked = 0;
+        for (ms_rq *q = S.deferred_head; q != r; q = q->next_deferred)
+            if (q->comm_id == r->comm_id && !q->resolved) blocked = 1;
+        if (r->resolved && (!blocked || r->model_done)) {
+            int rc = PMPI_Irecv(r->buf, r->count, r->dtype, r->src, r->tag, r->comm, &r->real);
+            if (rc != MPI_SUCCESS) ms_fatal("posting the real receive failed (error %d)", rc);
+            r->real_posted = 1;
+            r->deferred = 0;
+            if (prev) prev->next_deferred = next;
+            else S.deferred_head = next;
+            if (S.deferred_tail == r) S.deferred_tail = prev;
+            r->next_deferred = NULL;
+        } else {
+            prev = r;
+        }
+        r = next;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* communicators */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static ms_comm_info *comm_info(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD) return &world_info;
+    if (comm == MPI_COMM_SELF) return &self_info;
+    void *v = NULL;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, S.comm_keyval, &v, &found);
+    return found ? (ms_comm_info *)v : NULL;
+}
+
+uint64_t ms_comm_id(MPI_Comm comm)
+{
+    ms_comm_info *ci = comm_info(comm);
+    if (!ci) {
+        int inter = 0;
+        PMPI_Comm_test_inter(comm, &inter);
+        if (inter) ms_fatal("intercommunicators are not modelled yet");
+        ms_fatal("a communicator made by a call mpisim does not model was used");
+    }
+    return ci->id;
+}
+
+int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
+{
+    ms_comm_info *pi = comm_info(parent);
+    if (!pi) ms_fatal("a communicator made by a call mpisim does not model was used");
+    uint64_t seq = ++pi->children; /* same on every member of parent: creation is collective */
+    if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
+    int n = 0;
+    PMPI_Comm_size(newcomm, &n);
+    int small[64];
+    int *in = n <= 32 ? small : malloc(sizeof(int) * 2 * (size_t)n);
+    if (!in) ms_fatal("out of memory");
+    int *out = in + n;
+    MPI_Group g, wg;
+    PMPI_Comm_group(newcomm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    for (int i = 0; i < n; i++) in[i] = i;
+    PMPI_Group_translate_ranks(g, n, in, wg, out);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    int minw = out[0];
+    uint64_t h = mix64(pi->id ^ mix64(seq));
+    for (int i = 0; i < n; i++) {
+        if (out[i] < minw) minw = out[i];
+        h = mix64(h ^ (uint64_t)(uint32_t)out[i]);
+    }
+    h = mix64(h ^ ((uint64_t)(uint32_t)minw << 32) ^ (uint64_t)(uint32_t)n);
+    if (h <= MS_COMM_SELF_ID) h += 2; /* 0 and 1 are world and self */
+    ms_comm_info *ci = malloc(sizeof *ci);
+    if (!ci) ms_fatal("out of memory");
+    ci->id = h;
+    ci->children = 0;
+    PMPI_Comm_set_attr(newcomm, S.comm_keyval, ci);
+    ms_msg_comm_add m = {h, n, 0};
+    uint64_t *unused = NULL;
+    (void)unused;
+    int32_t members_small[64];
+    int32_t *members = n <= 64 ? members_small : malloc(sizeof(int32_t) * (size_t)n);
+    if (!members) ms_fatal("out of memory");
+    for (int i = 0; i < n; i++) members[i] = out[i];
+    put_msg(MS_MSG_COMM_ADD, &m, sizeof m, members, sizeof(int32_t) * (size_t)n);
+    if (members != members_small) free(members);
+    if (in != small) free(in);
+    return MPI_SUCCESS;
+}
+
+static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    free(attr);
+    return MPI_SUCCESS;
+}
+
+void ms_comm_forget(MPI_Comm comm) { (void)comm; /* the attribute's delete function frees it */ }
+
+/* ---------------------------------------------------------------------------------------- */
+/* unmodelled calls */
+
+void ms_unmodelled(ms_fn_id fn)
+{
+    if (!S.params.unmodelled_passthrough)
+        ms_fatal("%s is not modelled by mpisim yet (run with --set unmodelled=passthrough to let it run "
+                 "untimed)",
+                 ms_fn_names[fn]);
+    S.unmodelled_calls++;
+    ms_msg_text t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]);
+    put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
+}
+
+void ms_unmodelled_done(ms_fn_id fn)
+{
+    (void)fn;
+    /* the call was untimed: the clock did not move, the rank is running again */
+    ms_msg_clock c = {S.clock_ps};
+    put_msg(MS_MSG_CLOCK, &c, sizeof c, NULL, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* lifecycle */
+
+static int connect_server(const char *spec)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= sizeof host) return -1;
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = 0;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
+    int fd = -1;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+static void start_session(void)
+{
+    const char *server = getenv("MPISIM_SERVER");
+    const char *secret = getenv("MPISIM_SECRET");
+    PMPI_Comm_rank(MPI_COMM_WORLD, &S.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &S.size);
+    if (!server || !secret) {
+        /* preloaded without `mpisim run`: stay out of the way */
+        if (S.rank == 0)
+            fprintf(stderr, "mpisim: libmpisim.so is loaded but no model server is set (MPISIM_SERVER); "
+                            "running untimed\n");
+        return;
+    }
+    S.fd = connect_server(server);
+    if (S.fd < 0) ms_fatal("cannot connect to the model server at %s", server);
+    ms_msg_hello h;
+    memset(&h, 0, sizeof h);
+    h.magic = MS_PROTO_MAGIC;
+    h.version = MS_PROTO_VERSION;
+    h.rank = S.rank;
+    h.size = S.size;
+    h.pid = (int32_t)getpid();
+    h.sizes_check = ms_proto_sizes_check();
+    memcpy(h.secret, secret, strnlen(secret, MS_SECRET_LEN));
+    gethostname(h.hostname, sizeof h.hostname - 1);
+    put_msg(MS_MSG_HELLO, &h, sizeof h, NULL, 0);
+    flush_out();
+    /* the WELCOME is the only message that can come now */
+    ms_msg_header hdr;
+    size_t got = 0;
+    char buf[sizeof hdr + sizeof(ms_msg_welcome)];
+    while (got < sizeof buf) {
+        ssize_t r = read(S.fd, buf + got, sizeof buf - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) ms_fatal("the model server refused this rank (wrong secret or rank?)");
+        got += (size_t)r;
+    }
+    memcpy(&hdr, buf, sizeof hdr);
+    if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
+        ms_fatal("unexpected first reply from the model server");
+    memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
+    PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
+    S.clock_ps = 0;
+    S.active = 1;
+    S.last_exit_ns = read_ns();
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) start_session();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    /* Ranks report from one thread at a time; MULTIPLE is answered with SERIALIZED, which the
+     * standard allows (programs that need more check `provided`). */
+    int ask = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    int rc = PMPI_Init_thread(argc, argv, ask, provided);
+    if (rc == MPI_SUCCESS) start_session();
+    return rc;
+}
+
+double MPI_Wtime(void)
+{
+    if (!S.active) return PMPI_Wtime();
+    if (S.depth > 0) return (double)S.clock_ps * 1e-12;
+    ms_enter(MS_FN_Wtime);
+    double t = (double)S.clock_ps * 1e-12;
+    ms_exit(MS_FN_Wtime);
+    return t;
+}
+
+double MPI_Wtick(void)
+{
+    if (!S.active) return PMPI_Wtick();
+    return 1e-12;
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    if (S.active && S.depth == 0) {
+        ms_msg_text t;
+        memset(&t, 0, sizeof t);
+        snprintf(t.text, sizeof t.text, "ABORT MPI_Abort(errorcode %d) at virtual time %.9f s", errorcode,
+                 (double)S.clock_ps * 1e-12);
+        put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
+        flush_out();
+        S.active = 0;
+    }
+    return PMPI_Abort(comm, errorcode);
+}
+
+int MPI_Finalize(void)
+{
+    if (!S.active || S.depth > 0) return PMPI_Finalize();
+    ms_enter(MS_FN_Finalize);
+    ms_msg_finalize f = {0};
+    f.t = S.clock_ps;
+    f.compute_ps = S.compute_ps;
+    f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
+    f.calls = S.calls;
+    f.unmodelled_calls = S.unmodelled_calls;
+    put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
+    flush_out();
+    S.fin_ok = 0;
+    for (unsigned spins = 0; !S.fin_ok; spins++) {
+        service_server(backoff_ms(spins));
+        ms_progress();
+    }
+    /* sends the program saw complete early still have to reach their receivers */
+    for (unsigned spins = 0; S.detached_n; spins++) {
+        ms_progress();
+        if (S.detached_n && spins > 64) usleep(200);
+    }
+    S.active = 0;
+    S.depth--;
+    close(S.fd);
+    S.fd = -1;
+    PMPI_Comm_free(&S.progress_comm);
+    return PMPI_Finalize();
+}

@@ -1,0 +1,101 @@
+/* Internal interface of the shim (libmpisim.so), shared by the hand-written runtime, the
+ * handlers and the generated wrappers. The shim lives inside someone else's program: all state
+ * is in one process-wide struct (a preloaded library has no caller to hold a handle), nothing
+ * is printed on stdout, and the hot path does not allocate. */
+#ifndef MS_SHIM_H
+#define MS_SHIM_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "protocol.h"
+#include "wrappers_gen.h"
+
+#if defined(__GNUC__)
+#define MS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MS_LIKELY(x) (x)
+#define MS_UNLIKELY(x) (x)
+#endif
+
+/* A request the shim tracks: the model's id, and the real MPI request behind it (if posted). */
+typedef enum { MS_RQ_SEND = 1, MS_RQ_RECV, MS_RQ_COLL } ms_rq_kind;
+
+typedef struct ms_rq {
+    uint64_t id;                 /* model request id (per rank, never reused) */
+    MPI_Request user;            /* the handle the program holds */
+    MPI_Request real;            /* real request; MPI_REQUEST_NULL when not posted / done */
+    int kind;
+    int real_posted;             /* the real operation has been started */
+    int real_done;               /* the real operation has completed */
+    int user_is_grequest;        /* `user` is a generalized request standing in for `real` */
+    int deferred;                /* receive waiting for its source/tag to be decided */
+    int resolved;                /* model told us the source/tag (wildcards) */
+    int model_done;              /* model said complete */
+    int detached_copy;           /* send from the shim's copy: user sees completion early */
+    /* receive arguments kept until the real receive can be posted */
+    void *buf;
+    int count;
+    MPI_Datatype dtype;
+    int src, tag;
+    MPI_Comm comm;
+    uint64_t comm_id;
+    MPI_Status status;
+    void *copy;                  /* shim-owned copy of an eager send's data */
+    size_t copy_cap;
+    struct ms_rq *next_deferred; /* FIFO of receives not yet posted, per process */
+    struct ms_rq *next_free;
+} ms_rq;
+
+/* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
+int ms_bypass(void);
+void ms_enter(ms_fn_id fn);
+void ms_exit(ms_fn_id fn);
+void ms_unmodelled(ms_fn_id fn);
+void ms_unmodelled_done(ms_fn_id fn);
+
+/* Clock and costs. */
+int64_t ms_now(void);                   /* the rank's virtual clock, ps */
+void ms_advance(int64_t ps);
+int64_t ms_isend_cost(uint64_t bytes);
+int64_t ms_irecv_cost(uint64_t bytes);
+int64_t ms_eager_threshold(void);
+
+/* Communicators known to the model. */
+uint64_t ms_comm_id(MPI_Comm comm);     /* registers new communicators lazily is NOT allowed: */
+int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm); /* call after every creation */
+void ms_comm_forget(MPI_Comm comm);
+
+/* Requests. */
+ms_rq *ms_rq_new(int kind);
+void ms_rq_free(ms_rq *r);
+ms_rq *ms_rq_find(MPI_Request user);
+void ms_rq_index(ms_rq *r);             /* make r findable by r->user */
+void ms_rq_unindex(ms_rq *r);
+uint64_t ms_next_req_id(void);
+
+/* Reports to the server (buffered) and blocking exchanges. */
+void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn);
+void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
+void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+                     ms_fn_id fn);
+/* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).
+ * On return the clock is the resume time and results[i] tells about reqs[i]. */
+void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
+/* The same, for a collective whose members must all leave at the same virtual time. */
+void ms_model_wait_sync(ms_rq *r, ms_fn_id fn);
+void ms_block_probe(uint64_t comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn);
+
+/* Real-MPI side. */
+void ms_post_deferred(void);            /* post every deferred receive whose turn has come */
+int ms_real_complete(ms_rq *r);         /* finish the real operation, keeping the server served */
+void ms_progress(void);                 /* drive the real MPI's progress once */
+int ms_recv_has_unresolved_before(uint64_t comm_id);
+void ms_defer_recv(ms_rq *r);
+void ms_detach_send(ms_rq *r);          /* the program is done with it; the shim completes it */
+
+/* Fatal errors inside the program: one line on stderr, then abort the MPI job. */
+void ms_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

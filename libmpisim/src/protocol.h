@@ -1,0 +1,157 @@
+/* Wire protocol between the shim (one connection per rank) and the model server.
+ *
+ * TCP, so that ranks on other hosts can reach the server. Every message is a fixed header
+ * (type, payload length) followed by a payload of fixed-width little-endian fields; the
+ * structs below are the payloads. Both ends are built from this header on the same kind of
+ * machine (homogeneous clusters); the HELLO carries a protocol version and the struct sizes so
+ * that a mismatch is refused, not misread.
+ *
+ * Rank -> server messages are either asynchronous (reports: the rank goes on) or blocking
+ * (WAIT, PROBE: the rank waits for a RESUME). Reports are batched by the shim and flushed
+ * before every blocking message, which is all the conservative scheme needs: the server cannot
+ * use a report before it knows the rank's later clock anyway.
+ */
+#ifndef MS_PROTOCOL_H
+#define MS_PROTOCOL_H
+
+#include <stdint.h>
+
+#define MS_PROTO_MAGIC 0x6d70736dU   /* "mpsm" */
+#define MS_PROTO_VERSION 1U
+#define MS_SECRET_LEN 32             /* hex characters */
+#define MS_MAX_WAIT_REQS 65536       /* requests in one WAIT (larger arrays are split) */
+#define MS_COMM_WORLD_ID 0ULL        /* the same ids as ms_model.h */
+#define MS_COMM_SELF_ID 1ULL
+/* ms_msg_wait.flags */
+#define MS_WAIT_FLAG_SYNC 1          /* all members of the collective leave together (comm creation) */
+
+typedef enum {
+    /* rank -> server */
+    MS_MSG_HELLO = 1,      /* ms_msg_hello */
+    MS_MSG_ISEND,          /* ms_msg_isend */
+    MS_MSG_IRECV,          /* ms_msg_irecv */
+    MS_MSG_ICOLL,          /* ms_msg_icoll + counts[] (v-variants) */
+    MS_MSG_COMM_ADD,       /* ms_msg_comm_add + world_ranks[] */
+    MS_MSG_WAIT,           /* ms_msg_wait + reqs[]           (blocking) */
+    MS_MSG_PROBE,          /* ms_msg_probe                   (blocking) */
+    MS_MSG_FINALIZE,       /* ms_msg_finalize                (blocking: answered by FIN_OK) */
+    MS_MSG_UNMODELLED,     /* ms_msg_text: an unmodelled call, fatal or counted */
+    MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
+    MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
+    /* server -> rank */
+    MS_MSG_WELCOME = 64,   /* ms_msg_welcome */
+    MS_MSG_RESUME,         /* ms_msg_resume + results[] */
+    MS_MSG_RESOLVE,        /* ms_msg_resolve: a wildcard receive's sender is decided */
+    MS_MSG_DESCRIBE,       /* no payload: say where you are blocked (deadlock report) */
+    MS_MSG_ABORT,          /* ms_msg_text: stop the program with this message */
+    MS_MSG_FIN_OK,         /* no payload */
+} ms_msg_type;
+
+typedef struct ms_msg_header {
+    uint32_t type;
+    uint32_t length;       /* payload bytes following the header */
+} ms_msg_header;
+
+typedef struct ms_msg_hello {
+    uint32_t magic, version;
+    int32_t rank, size;
+    int32_t pid;
+    uint32_t sizes_check;  /* sizeof of the payload structs, folded, to refuse mismatches */
+    char secret[MS_SECRET_LEN];
+    char hostname[64];
+} ms_msg_hello;
+
+typedef struct ms_msg_welcome {
+    /* model costs the shim applies locally (the same functions as the model's) */
+    int64_t isend_cost_base_ps, isend_cost_per_byte_ps;
+    int64_t irecv_cost_base_ps, irecv_cost_per_byte_ps;
+    int64_t eager_threshold;     /* bytes: below this the model sends eagerly */
+    int32_t compute_mode;        /* ms_compute_mode */
+    int32_t unmodelled_passthrough;
+    double cpu_factor;           /* virtual compute = measured * cpu_factor */
+    int64_t fixed_compute_ps;    /* for compute mode "fixed": cost charged per interval */
+} ms_msg_welcome;
+
+typedef enum { MS_COMPUTE_CPU = 0, MS_COMPUTE_WALL = 1, MS_COMPUTE_NONE = 2 } ms_compute_mode;
+
+typedef struct ms_msg_isend {
+    int64_t t;
+    uint64_t req, comm, bytes;
+    int32_t dst, tag, mode, fn;
+} ms_msg_isend;
+
+typedef struct ms_msg_irecv {
+    int64_t t;
+    uint64_t req, comm, bytes;
+    int32_t src, tag, fn, pad;
+} ms_msg_irecv;
+
+typedef struct ms_msg_icoll {
+    int64_t t;
+    uint64_t req, comm, bytes;
+    int32_t kind, root, ncounts, fn;
+} ms_msg_icoll;
+
+typedef struct ms_msg_comm_add {
+    uint64_t comm;
+    int32_t size, pad;
+} ms_msg_comm_add;
+
+typedef struct ms_msg_wait {
+    int64_t t;
+    int32_t mode, n;
+    int32_t fn, flags;      /* MPI function (for reports); MS_WAIT_FLAG_* */
+    uint64_t callsite;      /* return address inside the program, for reports */
+} ms_msg_wait;
+
+typedef struct ms_msg_probe {
+    int64_t t;
+    uint64_t comm;
+    int32_t src, tag, blocking, fn;
+    uint64_t callsite;
+} ms_msg_probe;
+
+typedef struct ms_msg_clock {
+    int64_t t;
+} ms_msg_clock;
+
+typedef struct ms_msg_finalize {
+    int64_t t;               /* virtual end */
+    int64_t compute_ps;      /* charged computation */
+    int64_t mpi_ps;          /* virtual time inside MPI calls */
+    uint64_t calls;          /* MPI calls made (wrapped) */
+    uint64_t unmodelled_calls;
+} ms_msg_finalize;
+
+typedef struct ms_msg_result {
+    uint64_t req;
+    int64_t complete_time;
+    uint64_t bytes;
+    int32_t completed, source, tag, pad;
+} ms_msg_result;
+
+typedef struct ms_msg_resume {
+    int64_t t;
+    int32_t n, pad;
+} ms_msg_resume;
+
+typedef struct ms_msg_resolve {
+    uint64_t req, bytes;
+    int32_t source, tag;
+} ms_msg_resolve;
+
+/* Text payloads (errors, call sites) are NUL-terminated and at most this long. */
+#define MS_TEXT_MAX 1024
+typedef struct ms_msg_text {
+    char text[MS_TEXT_MAX];
+} ms_msg_text;
+
+static inline uint32_t ms_proto_sizes_check(void)
+{
+    return (uint32_t)(sizeof(ms_msg_hello) * 1u + sizeof(ms_msg_welcome) * 3u + sizeof(ms_msg_isend) * 5u +
+                      sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
+                      sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
+                      sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u);
+}
+
+#endif

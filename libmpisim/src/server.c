@@ -1,0 +1,974 @@
+/* The model server: ranks' reports in, the engine in virtual time, resumes out.
+ *
+ * Conservative synchronization (DESIGN.md): the engine may process events up to
+ *   H = min over running ranks of their last reported clock
+ * (ranks not yet connected count as running at 0; blocked, finished and dead ranks do not
+ * count). When no rank runs and the engine has nothing left, the job is deadlocked in virtual
+ * time and the server says where each rank waits. */
+#define _GNU_SOURCE
+#include "mpisim.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ms_model.h"
+#include "protocol.h"
+#include "fn_names_gen.h"
+
+typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD } rank_state;
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+typedef struct unmodelled_count {
+    char name[64];
+    uint64_t count;
+} unmodelled_count;
+
+typedef struct rank_info {
+    rank_state state;
+    int fd;
+    int64_t clock;
+    buf in, out;
+    int wait_fn;                 /* function blocked in, for reports */
+    int wait_flags;
+    uint64_t wait_callsite;
+    uint64_t last_coll_comm;
+    int held;                    /* resumed by the model, held until its sync group is complete */
+    int64_t held_t;
+    ms_msg_result held_result;
+    int pid;
+    char host[64];
+    ms_msg_finalize fin;
+    int finalized;
+    char error[MS_TEXT_MAX];
+    char callsite_text[MS_TEXT_MAX];
+    unmodelled_count *unmodelled;
+    size_t n_unmodelled;
+} rank_info;
+
+typedef struct pending_conn {
+    int fd;
+    buf in;
+    double deadline;
+} pending_conn;
+
+typedef struct comm_size {
+    uint64_t id;
+    int size;
+} comm_size;
+
+struct ms_server {
+    const nm_config *cfg;
+    nm_topology *topo;
+    nm_network *net;
+    ms_model *model;
+    int nranks;
+    rank_info *ranks;
+    int listen_fd;
+    char secret[MS_SECRET_LEN + 1];
+    pending_conn *pending;
+    size_t npending, cap_pending;
+    comm_size *comms;
+    size_t ncomms, cap_comms;
+    char **argv;
+    int argc;
+    ms_msg_welcome welcome;
+    int deadlocked;
+    char deadlock_text[8192];
+    char stop_reason[MS_TEXT_MAX];
+    int stopped;
+    int64_t events;
+    double wall_start, wall_end;
+    uint64_t rejected_connections;
+    char err[512];
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && len) vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int buf_put(buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return -1;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static void send_msg(rank_info *r, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (r->fd < 0) return;
+    ms_msg_header h = {type, (uint32_t)(alen + blen)};
+    buf_put(&r->out, &h, sizeof h);
+    if (alen) buf_put(&r->out, a, alen);
+    if (blen) buf_put(&r->out, b, blen);
+}
+
+static void flush_rank(rank_info *r)
+{
+    size_t off = 0;
+    while (r->fd >= 0 && off < r->out.len) {
+        ssize_t w = write(r->fd, r->out.p + off, r->out.len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd p = {r->fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+            continue;
+        }
+        if (w <= 0) break; /* the rank is gone; its socket's close will be seen on read */
+        off += (size_t)w;
+    }
+    r->out.len = 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static int comm_members(const ms_server *s, uint64_t id)
+{
+    if (id == MS_COMM_WORLD_ID) return s->nranks;
+    if (id == MS_COMM_SELF_ID) return 1;
+    for (size_t i = 0; i < s->ncomms; i++)
+        if (s->comms[i].id == id) return s->comms[i].size;
+    return -1;
+}
+
+static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *res, size_t n)
+{
+    rank_info *r = &s->ranks[rank];
+    ms_resolution rv[64];
+    size_t k;
+    while ((k = ms_model_take_resolutions(s->model, rank, rv, 64)) > 0)
+        for (size_t i = 0; i < k; i++) {
+            ms_msg_resolve m = {rv[i].req, rv[i].bytes, rv[i].source, rv[i].tag};
+            send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
+        }
+    ms_msg_resume rs = {t, (int32_t)n, 0};
+    send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, res, sizeof *res * n);
+    r->state = RK_RUNNING;
+    r->clock = t;
+}
+
+/* Communicator creation: all members leave at the time the last one finishes, so that none
+ * is inside the real (blocking) creation call while the model still needs its clock. */
+static void release_sync_group(ms_server *s, uint64_t comm)
+{
+    int members = comm_members(s, comm);
+    int held = 0;
+    int64_t tmax = 0;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].held && s->ranks[i].last_coll_comm == comm) {
+            held++;
+            if (s->ranks[i].held_t > tmax) tmax = s->ranks[i].held_t;
+        }
+    if (held < members) return;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].held && s->ranks[i].last_coll_comm == comm) {
+            s->ranks[i].held = 0;
+            ms_msg_result res = s->ranks[i].held_result;
+            res.complete_time = tmax;
+            resume_rank(s, i, tmax, &res, 1);
+        }
+}
+
+static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
+{
+    ms_server *s = user;
+    rank_info *r = &s->ranks[rank];
+    ms_msg_result small[16];
+    ms_msg_result *out = n <= 16 ? small : malloc(sizeof *out * n);
+    if (!out) return;
+    for (size_t i = 0; i < n; i++) {
+        out[i].req = results[i].req;
+        out[i].complete_time = results[i].complete_time;
+        out[i].bytes = results[i].bytes;
+        out[i].completed = results[i].completed;
+        out[i].source = results[i].source;
+        out[i].tag = results[i].tag;
+        out[i].pad = 0;
+    }
+    if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
+        r->held = 1;
+        r->held_t = t;
+        r->held_result = out[0];
+        r->clock = t;
+        release_sync_group(s, r->last_coll_comm);
+    } else {
+        resume_rank(s, rank, t, out, n);
+    }
+    if (out != small) free(out);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    static const nm_key_def shim_keys[] = {
+        {"shim.compute", NM_KEY_STRING, "", "cpu", "DESIGN.md (virtual time)",
+         "what a rank's computation between MPI calls costs: its thread CPU time (cpu), wall time (wall) or "
+         "nothing (none)",
+         "cpu|wall|none", 0},
+        {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "DESIGN.md (virtual time)",
+         "virtual compute time = measured time x this factor (projects a slower or faster processor)", NULL, 0},
+        {"shim.unmodelled", NM_KEY_STRING, "", "error", "issue 2",
+         "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
+         "(passthrough)",
+         "error|passthrough", 0},
+    };
+    if (nm_config_register(cfg, shim_keys, sizeof shim_keys / sizeof shim_keys[0], err, errlen) < 0) return -1;
+    return ms_model_register_keys(cfg, err, errlen);
+}
+
+ms_server *ms_server_create(void)
+{
+    ms_server *s = calloc(1, sizeof *s);
+    if (s) s->listen_fd = -1;
+    return s;
+}
+
+static int make_secret(char *out)
+{
+    unsigned char raw[MS_SECRET_LEN / 2];
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, raw, sizeof raw);
+    close(fd);
+    if (n != (ssize_t)sizeof raw) return -1;
+    for (size_t i = 0; i < sizeof raw; i++) sprintf(out + 2 * i, "%02x", raw[i]);
+    out[MS_SECRET_LEN] = 0;
+    return 0;
+}
+
+int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc, char *const *argv, char *err,
+                        size_t errlen)
+{
+    s->cfg = cfg;
+    s->nranks = nranks;
+    if (nranks < 1) return fail(err, errlen, "the job needs at least one rank");
+    const char *topo = nm_config_string(cfg, "network.topology");
+    char spec[256];
+    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", nranks);
+    else snprintf(spec, sizeof spec, "%s", topo);
+    s->topo = nm_topology_load(spec, cfg, err, errlen);
+    if (!s->topo) return -1;
+    if (nm_topology_hosts(s->topo) < nranks)
+        return fail(err, errlen, "topology %s has %d hosts, the job has %d ranks", nm_topology_name(s->topo),
+                    nm_topology_hosts(s->topo), nranks);
+    s->net = nm_network_create(cfg, s->topo, err, errlen);
+    if (!s->net) return -1;
+    s->model = ms_model_create(cfg, s->net, nranks, NULL, err, errlen);
+    if (!s->model) return -1;
+    ms_model_set_resume(s->model, on_resume, s);
+    s->ranks = calloc((size_t)nranks, sizeof *s->ranks);
+    if (!s->ranks) return fail(err, errlen, "out of memory");
+    for (int i = 0; i < nranks; i++) s->ranks[i].fd = -1;
+    s->argc = argc;
+    s->argv = calloc((size_t)argc + 1, sizeof *s->argv);
+    for (int i = 0; i < argc; i++) s->argv[i] = strdup(argv[i]);
+    if (make_secret(s->secret) < 0) return fail(err, errlen, "cannot read /dev/urandom for the run's secret");
+
+    ms_msg_welcome *w = &s->welcome;
+    memset(w, 0, sizeof *w);
+    w->isend_cost_base_ps = ms_model_isend_cost(s->model, 0);
+    w->isend_cost_per_byte_ps = ms_model_isend_cost(s->model, 1) - w->isend_cost_base_ps;
+    w->irecv_cost_base_ps = ms_model_irecv_cost(s->model, 0);
+    w->irecv_cost_per_byte_ps = ms_model_irecv_cost(s->model, 1) - w->irecv_cost_base_ps;
+    w->eager_threshold = nm_config_int(cfg, "mpi.eager_threshold");
+    const char *cm = nm_config_string(cfg, "shim.compute");
+    w->compute_mode = !strcmp(cm, "wall") ? MS_COMPUTE_WALL : !strcmp(cm, "none") ? MS_COMPUTE_NONE : MS_COMPUTE_CPU;
+    w->cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
+    w->unmodelled_passthrough = !strcmp(nm_config_string(cfg, "shim.unmodelled"), "passthrough");
+    return 0;
+}
+
+const char *ms_server_secret(const ms_server *s) { return s->secret; }
+
+int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len, char *err,
+                     size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int gai = getaddrinfo(bind_addr, "0", &hints, &res);
+    if (gai != 0) return fail(err, errlen, "cannot resolve listen address %s: %s", bind_addr, gai_strerror(gai));
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+        freeaddrinfo(res);
+        if (fd >= 0) close(fd);
+        return fail(err, errlen, "cannot listen on %s: %s", bind_addr, strerror(errno));
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    int port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+                                       : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    s->listen_fd = fd;
+    snprintf(endpoint, len, "%s:%d", advertise, port);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void rank_error(ms_server *s, int rank, const char *text)
+{
+    rank_info *r = &s->ranks[rank];
+    if (!r->error[0]) snprintf(r->error, sizeof r->error, "%.1000s", text);
+    if (!s->stop_reason[0]) snprintf(s->stop_reason, sizeof s->stop_reason, "rank %d: %.1000s", rank, text);
+}
+
+static void count_unmodelled(rank_info *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_unmodelled; i++)
+        if (!strcmp(r->unmodelled[i].name, name)) {
+            r->unmodelled[i].count++;
+            return;
+        }
+    unmodelled_count *u = realloc(r->unmodelled, sizeof *u * (r->n_unmodelled + 1));
+    if (!u) return;
+    r->unmodelled = u;
+    snprintf(u[r->n_unmodelled].name, sizeof u[0].name, "%.63s", name);
+    u[r->n_unmodelled].count = 1;
+    r->n_unmodelled++;
+}
+
+static void rank_gone(ms_server *s, int rank)
+{
+    rank_info *r = &s->ranks[rank];
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+    if (r->state != RK_FINISHED) {
+        if (!r->error[0]) rank_error(s, rank, "the rank's process ended without MPI_Finalize (crashed or killed)");
+        r->state = RK_DEAD;
+        r->held = 0;
+        ms_model_finalize(s->model, rank, r->clock);
+    }
+}
+
+static void model_error(ms_server *s, int rank, const char *what, const char *err)
+{
+    char line[MS_TEXT_MAX];
+    snprintf(line, sizeof line, "model refused %s: %.900s", what, err);
+    rank_error(s, rank, line);
+    s->stopped = 1;
+}
+
+/* One message from a connected rank. */
+static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_t len)
+{
+    rank_info *r = &s->ranks[rank];
+    char err[512] = "";
+    s->events++;
+    switch (type) {
+    case MS_MSG_ISEND: {
+        ms_msg_isend m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        if (ms_model_isend(s->model, rank, m.t, m.req, m.comm, m.dst, m.tag, m.bytes, (ms_send_mode)m.mode, err,
+                           sizeof err) < 0)
+            model_error(s, rank, "a send", err);
+        break;
+    }
+    case MS_MSG_IRECV: {
+        ms_msg_irecv m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        if (ms_model_irecv(s->model, rank, m.t, m.req, m.comm, m.src, m.tag, m.bytes, err, sizeof err) < 0)
+            model_error(s, rank, "a receive", err);
+        break;
+    }
+    case MS_MSG_ICOLL: {
+        ms_msg_icoll m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        if (len < sizeof m + sizeof(uint64_t) * (size_t)m.ncounts) break;
+        r->clock = m.t;
+        r->last_coll_comm = m.comm;
+        uint64_t *counts = NULL;
+        if (m.ncounts > 0) {
+            counts = malloc(sizeof *counts * (size_t)m.ncounts);
+            if (counts) memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
+        }
+        ms_coll_args a = {(ms_coll_kind)m.kind, m.root, m.bytes, counts};
+        if (ms_model_icoll(s->model, rank, m.t, m.req, m.comm, &a, err, sizeof err) < 0)
+            model_error(s, rank, "a collective", err);
+        free(counts);
+        break;
+    }
+    case MS_MSG_COMM_ADD: {
+        ms_msg_comm_add m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        if (m.size <= 0 || len < sizeof m + sizeof(int32_t) * (size_t)m.size) break;
+        int *w = malloc(sizeof(int) * (size_t)m.size);
+        if (!w) break;
+        for (int i = 0; i < m.size; i++) {
+            int32_t v;
+            memcpy(&v, p + sizeof m + sizeof v * (size_t)i, sizeof v);
+            w[i] = v;
+        }
+        if (ms_model_comm_add(s->model, m.comm, m.size, w, err, sizeof err) < 0) model_error(s, rank, "a communicator", err);
+        free(w);
+        if (comm_members(s, m.comm) < 0) {
+            if (s->ncomms == s->cap_comms) {
+                s->cap_comms = s->cap_comms ? s->cap_comms * 2 : 16;
+                s->comms = realloc(s->comms, sizeof *s->comms * s->cap_comms);
+            }
+            s->comms[s->ncomms].id = m.comm;
+            s->comms[s->ncomms].size = m.size;
+            s->ncomms++;
+        }
+        break;
+    }
+    case MS_MSG_WAIT: {
+        ms_msg_wait m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        if (m.n < 0 || len < sizeof m + sizeof(uint64_t) * (size_t)m.n) break;
+        uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
+        if (!ids) break;
+        memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
+        r->clock = m.t;
+        r->state = RK_BLOCKED;
+        r->wait_fn = m.fn;
+        r->wait_flags = m.flags;
+        r->wait_callsite = m.callsite;
+        if (ms_model_wait(s->model, rank, m.t, (ms_wait_mode)m.mode, (size_t)m.n, ids, err, sizeof err) < 0)
+            model_error(s, rank, "a wait", err);
+        free(ids);
+        break;
+    }
+    case MS_MSG_PROBE: {
+        ms_msg_probe m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        r->state = RK_BLOCKED;
+        r->wait_fn = m.fn;
+        r->wait_flags = 0;
+        r->wait_callsite = m.callsite;
+        if (ms_model_probe(s->model, rank, m.t, m.comm, m.src, m.tag, m.blocking, err, sizeof err) < 0)
+            model_error(s, rank, "a probe", err);
+        break;
+    }
+    case MS_MSG_CLOCK: {
+        ms_msg_clock m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        break;
+    }
+    case MS_MSG_FINALIZE: {
+        if (len < sizeof r->fin) break;
+        memcpy(&r->fin, p, sizeof r->fin);
+        r->clock = r->fin.t;
+        r->finalized = 1;
+        r->state = RK_FINISHED;
+        ms_model_finalize(s->model, rank, r->fin.t);
+        send_msg(r, MS_MSG_FIN_OK, NULL, 0, NULL, 0);
+        break;
+    }
+    case MS_MSG_UNMODELLED: {
+        char text[MS_TEXT_MAX];
+        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+        memcpy(text, p, n);
+        text[n] = 0;
+        if (!strncmp(text, "FATAL ", 6)) {
+            rank_error(s, rank, text + 6);
+            s->stopped = 1;
+        } else if (!strncmp(text, "ABORT ", 6)) {
+            rank_error(s, rank, text + 6);
+        } else {
+            count_unmodelled(r, text);
+            /* an untimed call: the rank does not wait on the model while it runs it */
+        }
+        break;
+    }
+    case MS_MSG_CALLSITE: {
+        size_t n = len < sizeof r->callsite_text - 1 ? len : sizeof r->callsite_text - 1;
+        memcpy(r->callsite_text, p, n);
+        r->callsite_text[n] = 0;
+        break;
+    }
+    default:
+        rank_error(s, rank, "sent a message the server does not know (protocol mismatch?)");
+        rank_gone(s, rank);
+    }
+}
+
+static void read_rank(ms_server *s, int rank)
+{
+    rank_info *r = &s->ranks[rank];
+    for (;;) {
+        if (r->in.cap - r->in.len < 65536) {
+            size_t cap = r->in.cap ? r->in.cap * 2 : 131072;
+            char *q = realloc(r->in.p, cap);
+            if (!q) return;
+            r->in.p = q;
+            r->in.cap = cap;
+        }
+        ssize_t n = read(r->fd, r->in.p + r->in.len, r->in.cap - r->in.len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        if (n <= 0) {
+            /* process what arrived before the close */
+            size_t off = 0;
+            while (r->in.len - off >= sizeof(ms_msg_header)) {
+                ms_msg_header h;
+                memcpy(&h, r->in.p + off, sizeof h);
+                if (r->in.len - off < sizeof h + h.length) break;
+                handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
+                off += sizeof h + h.length;
+            }
+            r->in.len = 0;
+            rank_gone(s, rank);
+            return;
+        }
+        r->in.len += (size_t)n;
+        if (r->in.len < r->in.cap) break;
+    }
+    size_t off = 0;
+    while (r->in.len - off >= sizeof(ms_msg_header)) {
+        ms_msg_header h;
+        memcpy(&h, r->in.p + off, sizeof h);
+        if (r->in.len - off < sizeof h + h.length) break;
+        handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
+        off += sizeof h + h.length;
+    }
+    memmove(r->in.p, r->in.p + off, r->in.len - off);
+    r->in.len -= off;
+}
+
+static int secret_equal(const char *a, const char *b)
+{
+    unsigned char d = 0;
+    for (int i = 0; i < MS_SECRET_LEN; i++) d |= (unsigned char)(a[i] ^ b[i]);
+    return d == 0;
+}
+
+static void drop_pending(ms_server *s, size_t i, const char *why)
+{
+    if (why) {
+        s->rejected_connections++;
+        fprintf(stderr, "mpisim: refused a connection to the model server: %s\n", why);
+    }
+    if (s->pending[i].fd >= 0 && why) close(s->pending[i].fd);
+    free(s->pending[i].in.p);
+    s->pending[i] = s->pending[--s->npending];
+}
+
+/* A connection that has not yet said who it is. */
+static void read_pending(ms_server *s, size_t i)
+{
+    pending_conn *c = &s->pending[i];
+    char tmp[sizeof(ms_msg_header) + sizeof(ms_msg_hello)];
+    ssize_t n = read(c->fd, tmp, sizeof tmp - c->in.len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+        drop_pending(s, i, "closed before introducing itself");
+        return;
+    }
+    buf_put(&c->in, tmp, (size_t)n);
+    if (c->in.len < sizeof tmp) return;
+    ms_msg_header h;
+    ms_msg_hello hello;
+    memcpy(&h, c->in.p, sizeof h);
+    memcpy(&hello, c->in.p + sizeof h, sizeof hello);
+    if (h.type != MS_MSG_HELLO || h.length != sizeof hello || hello.magic != MS_PROTO_MAGIC) {
+        drop_pending(s, i, "not an mpisim rank");
+        return;
+    }
+    if (hello.version != MS_PROTO_VERSION || hello.sizes_check != ms_proto_sizes_check()) {
+        drop_pending(s, i, "a rank built from another mpisim version");
+        return;
+    }
+    if (!secret_equal(hello.secret, s->secret)) {
+        drop_pending(s, i, "wrong secret (a rank of another run?)");
+        return;
+    }
+    if (hello.rank < 0 || hello.rank >= s->nranks || hello.size != s->nranks) {
+        drop_pending(s, i, "rank or job size does not match this run");
+        return;
+    }
+    rank_info *r = &s->ranks[hello.rank];
+    if (r->state != RK_UNCONNECTED) {
+        drop_pending(s, i, "this rank is already connected");
+        return;
+    }
+    r->fd = c->fd;
+    r->pid = hello.pid;
+    memcpy(r->host, hello.hostname, sizeof r->host);
+    r->host[sizeof r->host - 1] = 0;
+    r->state = RK_RUNNING;
+    r->clock = 0;
+    send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
+    flush_rank(r);
+    c->fd = -1;
+    drop_pending(s, i, NULL);
+}
+
+static void accept_all(ms_server *s)
+{
+    for (;;) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (s->npending == s->cap_pending) {
+            s->cap_pending = s->cap_pending ? s->cap_pending * 2 : 64;
+            s->pending = realloc(s->pending, sizeof *s->pending * s->cap_pending);
+        }
+        pending_conn *c = &s->pending[s->npending++];
+        memset(c, 0, sizeof *c);
+        c->fd = fd;
+        c->deadline = wall_now() + 30.0;
+    }
+}
+
+static int64_t horizon(const ms_server *s)
+{
+    int64_t h = NM_TIME_NEVER;
+    for (int i = 0; i < s->nranks; i++) {
+        const rank_info *r = &s->ranks[i];
+        if (r->state == RK_UNCONNECTED) return 0;
+        if (r->state == RK_RUNNING && r->clock < h) h = r->clock;
+    }
+    return h;
+}
+
+static void report_deadlock(ms_server *s)
+{
+    size_t off = 0;
+    off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                            "deadlock in virtual time: every rank waits and nothing is in flight");
+    for (int i = 0; i < s->nranks && off < sizeof s->deadlock_text; i++) {
+        rank_info *r = &s->ranks[i];
+        if (r->state != RK_BLOCKED) continue;
+        char what[512] = "";
+        ms_model_describe_wait(s->model, i, what, sizeof what);
+        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                "\n  rank %d at %.6f us in %s%s%s (call site %#llx)", i, r->clock * 1e-6,
+                                (r->wait_fn >= 0 && (size_t)r->wait_fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[r->wait_fn] : "?",
+                                what[0] ? ": " : "", what,
+                                (unsigned long long)r->wait_callsite);
+    }
+    s->deadlocked = 1;
+    s->stopped = 1;
+}
+
+static void advance_engine(ms_server *s)
+{
+    for (int guard = 0; guard < 1000000; guard++) {
+        int64_t h = horizon(s);
+        int before_running = 0;
+        for (int i = 0; i < s->nranks; i++) before_running += s->ranks[i].state == RK_RUNNING;
+        if (ms_model_run_until(s->model, h) < 0) {
+            snprintf(s->stop_reason, sizeof s->stop_reason, "the engine failed");
+            s->stopped = 1;
+            return;
+        }
+        int after_running = 0;
+        for (int i = 0; i < s->nranks; i++) after_running += s->ranks[i].state == RK_RUNNING;
+        /* push decided wildcard senders to ranks now: a peer's real transfer may need them */
+        for (int i = 0; i < s->nranks; i++) {
+            rank_info *r = &s->ranks[i];
+            if (r->fd < 0) continue;
+            ms_resolution rv[64];
+            size_t k;
+            while ((k = ms_model_take_resolutions(s->model, i, rv, 64)) > 0)
+                for (size_t j = 0; j < k; j++) {
+                    ms_msg_resolve m = {rv[j].req, rv[j].bytes, rv[j].source, rv[j].tag};
+                    send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
+                }
+        }
+        if (after_running == before_running && horizon(s) == h) break;
+    }
+    int connected_all = 1, running = 0, blocked = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        rank_state st = s->ranks[i].state;
+        if (st == RK_UNCONNECTED) connected_all = 0;
+        if (st == RK_RUNNING) running++;
+        if (st == RK_BLOCKED) blocked++;
+    }
+    if (connected_all && !running && blocked && ms_model_next_time(s->model) == NM_TIME_NEVER) report_deadlock(s);
+}
+
+int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
+{
+    s->wall_start = wall_now();
+    int child_done = child < 0;
+    size_t nfds_cap = (size_t)s->nranks + 1 + 64;
+    struct pollfd *pfds = malloc(sizeof *pfds * nfds_cap);
+    int *who = malloc(sizeof *who * nfds_cap);
+    if (!pfds || !who) return fail(err, errlen, "out of memory");
+    int aborted_sent = 0;
+    for (;;) {
+        if (!child_done) {
+            int st;
+            pid_t w = waitpid(child, &st, WNOHANG);
+            if (w == child) {
+                child_done = 1;
+                if (child_status) *child_status = st;
+            }
+        }
+        int live = 0;
+        for (int i = 0; i < s->nranks; i++)
+            if (s->ranks[i].fd >= 0) live++;
+        if (child_done && !live) break;
+        if (child_done && live == 0 && s->npending == 0) break;
+
+        if (s->stopped && !aborted_sent) {
+            char text[MS_TEXT_MAX];
+            if (s->deadlocked) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
+            else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
+            ms_msg_text t;
+            memset(&t, 0, sizeof t);
+            snprintf(t.text, sizeof t.text, "%s", s->deadlocked ? "deadlock in virtual time (see the mpisim report)"
+                                                                : text);
+            for (int i = 0; i < s->nranks; i++) {
+                send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
+                flush_rank(&s->ranks[i]);
+            }
+            aborted_sent = 1;
+        }
+
+        size_t nf = 0;
+        if (s->npending + (size_t)s->nranks + 1 > nfds_cap) {
+            nfds_cap = s->npending + (size_t)s->nranks + 65;
+            pfds = realloc(pfds, sizeof *pfds * nfds_cap);
+            who = realloc(who, sizeof *who * nfds_cap);
+        }
+        pfds[nf] = (struct pollfd){s->listen_fd, POLLIN, 0};
+        who[nf++] = -1;
+        for (int i = 0; i < s->nranks; i++)
+            if (s->ranks[i].fd >= 0) {
+                pfds[nf] = (struct pollfd){s->ranks[i].fd, POLLIN, 0};
+                who[nf++] = i;
+            }
+        for (size_t i = 0; i < s->npending; i++) {
+            pfds[nf] = (struct pollfd){s->pending[i].fd, POLLIN, 0};
+            who[nf++] = -2 - (int)i;
+        }
+        int n = poll(pfds, nf, child_done ? 200 : 20);
+        if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
+        if (n > 0) {
+            /* pending connections first (indices shift when one is dropped: go backwards) */
+            for (size_t k = nf; k-- > 0;)
+                if (who[k] <= -2 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                    read_pending(s, (size_t)(-2 - who[k]));
+            if (pfds[0].revents & POLLIN) accept_all(s);
+            for (size_t k = 1; k < nf; k++)
+                if (who[k] >= 0 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR))) read_rank(s, who[k]);
+        }
+        double now = wall_now();
+        for (size_t i = s->npending; i-- > 0;)
+            if (now > s->pending[i].deadline) drop_pending(s, i, "did not introduce itself within 30 s");
+        if (!s->stopped) advance_engine(s);
+        for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
+    }
+    s->wall_end = wall_now();
+    free(pfds);
+    free(who);
+    return 0;
+}
+
+int ms_server_outcome(const ms_server *s, char *buf, size_t len)
+{
+    if (s->deadlocked) {
+        snprintf(buf, len, "%s", s->deadlock_text);
+        return 1;
+    }
+    if (s->stop_reason[0]) {
+        snprintf(buf, len, "%s", s->stop_reason);
+        return 2;
+    }
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_UNCONNECTED) {
+            snprintf(buf, len, "rank %d never connected to the model server (did the program call MPI_Init?)", i);
+            return 2;
+        }
+    if (len) buf[0] = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* report */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *state_name(const rank_info *r)
+{
+    switch (r->state) {
+    case RK_FINISHED: return "finalized";
+    case RK_DEAD: return "died";
+    case RK_BLOCKED: return "blocked";
+    case RK_RUNNING: return "running";
+    default: return "never_connected";
+    }
+}
+
+int ms_server_write_report(const ms_server *s, FILE *f)
+{
+    fprintf(f, "{\n  \"schema\": \"mpisim-report/1\",\n  \"mpisim_version\": ");
+    json_str(f, MPISIM_VERSION);
+    fprintf(f, ",\n  \"program\": [");
+    for (int i = 0; i < s->argc; i++) {
+        if (i) fputs(", ", f);
+        json_str(f, s->argv[i]);
+    }
+    fprintf(f, "],\n  \"nranks\": %d,\n  \"topology\": ", s->nranks);
+    json_str(f, s->topo ? nm_topology_name(s->topo) : "");
+    fprintf(f, ",\n  \"engine\": ");
+    json_str(f, s->net ? nm_network_engine_name(s->net) : "");
+    fprintf(f, ",\n  \"config\": ");
+    nm_config_write_json(s->cfg, f, 2);
+    int64_t vmax = 0;
+    uint64_t msgs = 0, bytes = 0;
+    fprintf(f, ",\n  \"ranks\": [\n");
+    for (int i = 0; i < s->nranks; i++) {
+        const rank_info *r = &s->ranks[i];
+        ms_rank_stats st;
+        memset(&st, 0, sizeof st);
+        if (s->model) ms_model_rank_stats(s->model, i, &st);
+        int64_t end = r->finalized ? r->fin.t : r->clock;
+        if (end > vmax) vmax = end;
+        msgs += st.msgs_sent;
+        bytes += st.bytes_sent;
+        fprintf(f,
+                "    {\"rank\": %d, \"host\": ", i);
+        json_str(f, r->host);
+        fprintf(f,
+                ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
+                "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
+                "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
+                r->pid, state_name(r), (long long)end, (long long)r->fin.compute_ps, (long long)r->fin.mpi_ps,
+                (unsigned long long)r->fin.calls, (unsigned long long)st.msgs_sent,
+                (unsigned long long)st.bytes_sent, (unsigned long long)st.msgs_recv,
+                (unsigned long long)st.bytes_recv, (unsigned long long)st.coll_calls);
+        for (size_t k = 0; k < r->n_unmodelled; k++) {
+            if (k) fputs(", ", f);
+            json_str(f, r->unmodelled[k].name);
+            fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
+        }
+        fputs("}", f);
+        if (r->error[0]) {
+            fputs(", \"error\": ", f);
+            json_str(f, r->error);
+        }
+        fprintf(f, "}%s\n", i + 1 < s->nranks ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"summary\": {\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
+               "\"wall_s\": %.3f, \"server_messages\": %lld, \"rejected_connections\": %llu",
+            (long long)vmax, (unsigned long long)msgs, (unsigned long long)bytes, s->wall_end - s->wall_start,
+            (long long)s->events, (unsigned long long)s->rejected_connections);
+    char outcome[8192];
+    int oc = ms_server_outcome(s, outcome, sizeof outcome);
+    fprintf(f, ", \"outcome\": \"%s\"", oc == 0 ? "ok" : oc == 1 ? "deadlock" : "error");
+    if (oc) {
+        fputs(", \"outcome_text\": ", f);
+        json_str(f, outcome);
+    }
+    fprintf(f, "}\n}\n");
+    return ferror(f) ? -1 : 0;
+}
+
+int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path)
+{
+    int64_t vmax = 0;
+    uint64_t msgs = 0, bytes = 0, unmod = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        const rank_info *r = &s->ranks[i];
+        ms_rank_stats st;
+        memset(&st, 0, sizeof st);
+        ms_model_rank_stats(s->model, i, &st);
+        int64_t end = r->finalized ? r->fin.t : r->clock;
+        if (end > vmax) vmax = end;
+        msgs += st.msgs_sent;
+        bytes += st.bytes_sent;
+        for (size_t k = 0; k < r->n_unmodelled; k++) unmod += r->unmodelled[k].count;
+    }
+    fprintf(f, "mpisim: %d ranks on %s (%s engine): virtual time %.9f s, %llu messages, %llu bytes; wall %.2f s",
+            s->nranks, nm_topology_name(s->topo), nm_network_engine_name(s->net), vmax * 1e-12,
+            (unsigned long long)msgs, (unsigned long long)bytes, s->wall_end - s->wall_start);
+    if (unmod) fprintf(f, "; %llu unmodelled calls ran untimed", (unsigned long long)unmod);
+    if (report_path) fprintf(f, "; report %s", report_path);
+    fputc('\n', f);
+    char outcome[8192];
+    if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    return 0;
+}
+
+void ms_server_destroy(ms_server *s)
+{
+    if (!s) return;
+    for (int i = 0; s->ranks && i < s->nranks; i++) {
+        if (s->ranks[i].fd >= 0) close(s->ranks[i].fd);
+        free(s->ranks[i].in.p);
+        free(s->ranks[i].out.p);
+        free(s->ranks[i].unmodelled);
+    }
+    for (size_t i = 0; i < s->npending; i++) {
+        close(s->pending[i].fd);
+        free(s->pending[i].in.p);
+    }
+    free(s->pending);
+    free(s->ranks);
+    free(s->comms);
+    for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
+    free(s->argv);
+    if (s->listen_fd >= 0) close(s->listen_fd);
+    ms_model_destroy(s->model);
+    nm_network_destroy(s->net);
+    nm_topology_destroy(s->topo);
+    free(s);
+}

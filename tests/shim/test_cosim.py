@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""Integration tests of the co-simulation: real programs under `mpisim run` with the shim.
+
+Usage: test_cosim.py BUILD_DIR SOURCE_DIR TEST_NAME
+Each test prints what it checked and exits 0 on success.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+BIN = os.path.join(BUILD, "bin")
+MPISIM = os.path.join(BIN, "mpisim")
+WORK = tempfile.mkdtemp(prefix="mpisim-test-")
+
+
+def run(args, check=True, timeout=300):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def mpisim_run(n, prog, *, sets=(), compute="none", report=None, extra=(), check=True, profile=None):
+    report = report or os.path.join(WORK, "report.json")
+    args = [MPISIM, "run", "--compute", compute, "--report", report]
+    if profile:
+        args += ["--profile", profile]
+    for s in sets:
+        args += ["--set", s]
+    args += list(extra) + ["-n", str(n), "--"] + list(prog)
+    p = run(args, check=check)
+    rep = None
+    if os.path.exists(report):
+        with open(report) as f:
+            rep = json.load(f)
+    return p, rep
+
+
+def mpicc(src, out):
+    run(["mpicc", "-O1", "-std=c11", "-o", out, src])
+    return out
+
+
+def cfg_value(rep, key):
+    return rep["config"][key]["value"]
+
+
+# ---------------------------------------------------------------------------------------------
+# closed forms (docs: libmpisim/model/README.md, netmodel/README.md)
+
+def closed_form_half_rtt(rep, m):
+    """Half round trip of a blocking ping-pong of m bytes on one crossbar, analytic engine."""
+    rate = float(cfg_value(rep, "network.link_rate"))
+    tau = round(8e12 / rate)
+    prop = 2 * round(float(cfg_value(rep, "network.link_length")) / float(cfg_value(rep, "network.propagation_velocity")) * 1e12)
+    d = int(cfg_value(rep, "network.switch_delay"))
+    h = 1
+    mtu = int(cfg_value(rep, "mpi.packet_payload"))
+    env = int(cfg_value(rep, "mpi.envelope_bytes"))
+    ctl = int(cfg_value(rep, "mpi.control_bytes"))
+    os_ = int(cfg_value(rep, "mpi.send_overhead"))
+    or_ = int(cfg_value(rep, "mpi.recv_overhead"))
+    threshold = int(cfg_value(rep, "mpi.eager_threshold"))
+    frame = h + 4 + 1 + 1  # route, type, CRC, GAP characters around each payload
+
+    def lat(p):  # uncontended packet latency: eq. 3 generalised
+        return tau * (p + 4 + h) + prop + h * d
+
+    def net(b):
+        total = b + env
+        npk = max(1, math.ceil(total / mtu))
+        last = total - (npk - 1) * mtu
+        return (npk - 1) * (mtu + frame) * tau + lat(last)
+
+    if m < threshold:
+        return os_ + net(m) + or_
+    return os_ + lat(ctl) + or_ + lat(ctl) + net(m) + or_
+
+
+def test_pingpong_exact():
+    sizes = "0,1,2,4,8,64,512,1000,4096,4097,8192,16383,16384,16385,65536,100000,1048576"
+    p, rep = mpisim_run(2, [os.path.join(BIN, "pingpong"), "--only", sizes, "--iters", "3", "--warmup", "1"],
+                        sets=["network.engine=analytic"])
+    rows = [l for l in p.stdout.splitlines() if re.match(r"^\d+,", l)]
+    assert rows, p.stdout
+    checked = 0
+    for line in rows:
+        b, half, _ = line.split(",")
+        b = int(b)
+        got = round(float(half) * 1e12)
+        want = closed_form_half_rtt(rep, b)
+        if got != want:
+            sys.exit(f"FAILED: {b} B: half round trip {got} ps, closed form {want} ps")
+        checked += 1
+    print(f"pingpong: {checked} sizes equal the closed form to the picosecond")
+
+
+def test_matmul_wtime():
+    p, rep = mpisim_run(4, [os.path.join(BIN, "matmul"), "64"])
+    m = re.search(r"time_s=([0-9.eE+-]+)", p.stdout)
+    assert m and "check=ok" in p.stdout, p.stdout
+    t = round(float(m.group(1)) * 1e12)
+    r0 = rep["ranks"][0]
+    if t != r0["virtual_end_ps"]:
+        sys.exit(f"FAILED: matmul printed {t} ps, rank 0 report says {r0['virtual_end_ps']} ps")
+    print(f"matmul: MPI_Wtime interval {t} ps == rank 0 virtual_end_ps")
+
+
+def strip(rep):
+    return [{k: v for k, v in r.items() if k not in ("pid", "host")} for r in rep["ranks"]]
+
+
+def test_deterministic():
+    prog = [os.path.join(BIN, "matmul"), "48"]
+    _, a = mpisim_run(4, prog, report=os.path.join(WORK, "a.json"))
+    _, b = mpisim_run(4, prog, report=os.path.join(WORK, "b.json"))
+    if strip(a) != strip(b):
+        sys.exit(f"FAILED: two --compute none runs differ:\n{strip(a)}\n{strip(b)}")
+    print("two --compute none runs: identical per-rank results")
+
+
+def test_cpu_charged():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/burn.c"), os.path.join(WORK, "burn"))
+    work = "30000000"
+    _, r2 = mpisim_run(2, [exe, work], compute="cpu", report=os.path.join(WORK, "c2.json"))
+    _, r16 = mpisim_run(16, [exe, work], compute="cpu", report=os.path.join(WORK, "c16.json"))
+    c2 = sorted(r["compute_ps"] for r in r2["ranks"])
+    c16 = sorted(r["compute_ps"] for r in r16["ranks"])
+    med2, med16 = c2[len(c2) // 2], c16[len(c16) // 2]
+    ratio = med16 / med2
+    print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f}")
+    if not 0.9 <= ratio <= 1.1:
+        sys.exit("FAILED: per-rank compute differs by more than 10% (wall time charged?)")
+
+
+def test_unlinked_program():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/burn.c"), os.path.join(WORK, "burn"))
+    ldd = run(["ldd", exe]).stdout
+    assert "mpisim" not in ldd, ldd
+    p, rep = mpisim_run(2, [exe, "1000"], sets=["network.engine=analytic"])
+    m = re.search(r"transfer_s=([0-9.eE+-]+)", p.stdout)
+    assert m, p.stdout
+    t = float(m.group(1))
+    floor = 1048576 / 160e6
+    print(f"1 MiB over a 1.28 Gb/s link took {t * 1e3:.4f} ms of virtual time (floor {floor * 1e3:.4f} ms)")
+    if t < floor:
+        sys.exit("FAILED: faster than the link allows")
+
+
+def test_unmodelled():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
+    p, _ = mpisim_run(2, [exe], check=False)
+    lines = [l for l in p.stderr.splitlines() if "MPI_Alltoall" in l]
+    if p.returncode == 0 or not lines:
+        sys.exit(f"FAILED: expected a stop naming MPI_Alltoall\n{p.stderr}")
+    print("error line:", lines[0])
+    p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"])
+    assert "alltoall=ok" in p.stdout, p.stdout
+    n = sum(r["unmodelled"].get("MPI_Alltoall", 0) for r in rep["ranks"])
+    if n != 2:
+        sys.exit(f"FAILED: the report counts {n} untimed MPI_Alltoall calls, expected 2")
+    print("passthrough: ran untimed and counted", n)
+
+
+def test_bad_profile():
+    bad = os.path.join(WORK, "bad.ini")
+    with open(bad, "w") as f:
+        f.write("[network]\nlink_rate = 1.28 Gb/s\nlink_colour = blue\n")
+    p = run([MPISIM, "run", "--profile", bad, "-n", "2", "--", "true"], check=False)
+    if p.returncode == 0 or "bad.ini:3" not in p.stderr or "link_colour" not in p.stderr:
+        sys.exit(f"FAILED: expected file:line and key\n{p.stderr}")
+    print("malformed profile:", p.stderr.strip().splitlines()[0])
+
+
+def test_wildcard_virtual_order():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/wildcard.c"), os.path.join(WORK, "wildcard"))
+    p, _ = mpisim_run(3, [exe], compute="cpu")
+    m = re.search(r"first=(\d+) second=(\d+)", p.stdout)
+    assert m, p.stdout
+    if m.group(1) != "2":
+        sys.exit(f"FAILED: ANY_SOURCE matched rank {m.group(1)} first, virtual time says rank 2\n{p.stdout}")
+    print("wildcard receive matched the virtual-time-first sender:", p.stdout.strip())
+
+
+def test_deadlock():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/deadlock.c"), os.path.join(WORK, "deadlock"))
+    p, rep = mpisim_run(2, [exe], check=False)
+    if p.returncode == 0 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
+        sys.exit(f"FAILED: expected a deadlock report naming MPI_Recv\n{p.stderr}")
+    print("deadlock report:", [l for l in p.stderr.splitlines() if "rank" in l][:3])
+
+
+def test_args_and_exit_code():
+    p, _ = mpisim_run(1, ["sh", "-c", 'printf "%s|" "$@"; exit 7', "sh", "a b", "--set", "-n"], check=False)
+    if p.returncode != 7 or p.stdout != "a b|--set|-n|":
+        sys.exit(f"FAILED: args or exit code not passed through: rc={p.returncode} out={p.stdout!r}")
+    print("arguments after -- and the exit code reach the user untouched")
+
+
+TESTS = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
+if NAME not in TESTS:
+    sys.exit(f"unknown test {NAME}; known: {', '.join(TESTS)}")
+TESTS[NAME]()
