@@ -1,0 +1,162 @@
+/* fan: the fan-in / fan-out application core of seed 001 (Wyckoff & Chen).
+ *
+ *   fan-in:  every rank other than 0 sends S bytes to rank 0 (blocking MPI_Send); rank 0 has
+ *            posted one MPI_Irecv per sender and waits for all of them (MPI_Waitall).
+ *   fan-out: rank 0 sends S bytes to every other rank (MPI_Isend to ranks 1..P-1 in order, then
+ *            MPI_Waitall); every other rank receives with a blocking MPI_Recv.
+ *   Each repetition of each operation starts after an MPI_Barrier. Every rank records MPI_Wtime
+ *   right after the barrier (start) and when its own part is complete (end).
+ *   duration_s = max over ranks of end - min over ranks of start: the time until the last data
+ *   is delivered (it assumes MPI_Wtime is one clock for all ranks, which holds under the
+ *   simulator and for ranks on one host); root_s = end - start on rank 0 alone.
+ *
+ * Usage: fan [--size S] [--reps K] [--op in|out|both]      (defaults: 2048, 3, both)
+ *
+ * Output (rank 0):
+ *   # fan procs=<P> bytes=<S> reps=<K>
+ *   op,bytes,procs,rep,duration_s,root_s
+ *   fanin,2048,4,0,<s>,<s>
+ *   ...
+ *   fanout,2048,4,0,<s>,<s>
+ *   ...
+ *   # check=ok
+ * Every received payload is checked against its deterministic pattern after the timed part.
+ */
+#include "common.h"
+
+static const char *const USAGE = "fan [--size S] [--reps K] [--op in|out|both]";
+
+enum { TAG_FANIN = 301, TAG_FANOUT = 302 };
+
+static uint64_t msg_seed(int op, long rep, int peer) { return ((uint64_t)op << 40) ^ ((uint64_t)rep << 20) ^ (uint64_t)peer; }
+
+/* Reduce (start, end) to rank 0 and print one CSV row. */
+static void report(const char *op, long size, int procs, long rep, double start, double end)
+{
+    double smin = 0.0, emax = 0.0;
+    MPI_Reduce(&start, &smin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&end, &emax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (app_world_rank() == 0) {
+        printf("%s,%ld,%d,%ld,%.9e,%.9e\n", op, size, procs, rep, emax - smin, end - start);
+        fflush(stdout);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const int rank = app_world_rank();
+    const int procs = app_world_size();
+
+    long size = 2048, reps = 3;
+    int do_in = 1, do_out = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        if (strcmp(a, "--size") == 0) {
+            if (app_parse_long(v, 0, 1L << 30, &size) != 0)
+                app_usage_error("fan", USAGE, "--size needs a size in [0, 1G]");
+            i++;
+        } else if (strcmp(a, "--reps") == 0) {
+            if (app_parse_long(v, 1, 1000000, &reps) != 0)
+                app_usage_error("fan", USAGE, "--reps needs an integer >= 1");
+            i++;
+        } else if (strcmp(a, "--op") == 0) {
+            if (v != NULL && strcmp(v, "in") == 0) {
+                do_in = 1;
+                do_out = 0;
+            } else if (v != NULL && strcmp(v, "out") == 0) {
+                do_in = 0;
+                do_out = 1;
+            } else if (v != NULL && strcmp(v, "both") == 0) {
+                do_in = do_out = 1;
+            } else {
+                app_usage_error("fan", USAGE, "--op needs in, out or both");
+            }
+            i++;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            app_help(USAGE);
+        } else {
+            app_usage_error("fan", USAGE, "unexpected argument '%s'", a);
+        }
+    }
+
+    const size_t sz = (size_t)size;
+    long errors = 0;
+    /* rank 0 holds one slot per peer; the others one buffer */
+    unsigned char *buf = app_xmalloc(rank == 0 ? sz * (size_t)procs : sz);
+    MPI_Request *reqs = app_xmalloc(sizeof(MPI_Request) * (size_t)procs);
+
+    if (rank == 0) {
+        printf("# fan procs=%d bytes=%ld reps=%ld\n", procs, size, reps);
+        printf("op,bytes,procs,rep,duration_s,root_s\n");
+        fflush(stdout);
+    }
+
+    if (do_in) {
+        for (long rep = 0; rep < reps; rep++) {
+            if (rank == 0)
+                memset(buf, 0, sz * (size_t)procs);
+            else
+                app_fill_pattern(buf, sz, msg_seed(1, rep, rank));
+            MPI_Barrier(MPI_COMM_WORLD);
+            double start = MPI_Wtime();
+            if (rank == 0) {
+                for (int r = 1; r < procs; r++)
+                    MPI_Irecv(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANIN, MPI_COMM_WORLD, &reqs[r - 1]);
+                if (procs > 1)
+                    MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
+            } else {
+                MPI_Send(buf, (int)size, MPI_BYTE, 0, TAG_FANIN, MPI_COMM_WORLD);
+            }
+            double end = MPI_Wtime();
+            if (rank == 0) {
+                for (int r = 1; r < procs; r++) {
+                    size_t bad = app_check_pattern(buf + sz * (size_t)r, sz, msg_seed(1, rep, r));
+                    if (bad) {
+                        fprintf(stderr, "fan: fan-in rep %ld: %zu bytes wrong in the message from rank %d\n", rep,
+                                bad, r);
+                        errors++;
+                    }
+                }
+            }
+            report("fanin", size, procs, rep, start, end);
+        }
+    }
+
+    if (do_out) {
+        for (long rep = 0; rep < reps; rep++) {
+            if (rank == 0) {
+                for (int r = 1; r < procs; r++)
+                    app_fill_pattern(buf + sz * (size_t)r, sz, msg_seed(2, rep, r));
+            } else {
+                memset(buf, 0, sz);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            double start = MPI_Wtime();
+            if (rank == 0) {
+                for (int r = 1; r < procs; r++)
+                    MPI_Isend(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANOUT, MPI_COMM_WORLD, &reqs[r - 1]);
+                if (procs > 1)
+                    MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
+            } else {
+                MPI_Recv(buf, (int)size, MPI_BYTE, 0, TAG_FANOUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            double end = MPI_Wtime();
+            if (rank != 0) {
+                size_t bad = app_check_pattern(buf, sz, msg_seed(2, rep, rank));
+                if (bad) {
+                    fprintf(stderr, "fan: fan-out rep %ld: rank %d received %zu wrong bytes\n", rep, rank, bad);
+                    errors++;
+                }
+            }
+            report("fanout", size, procs, rep, start, end);
+        }
+    }
+
+    int status = app_finish(errors, "fan");
+    free(buf);
+    free(reqs);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,252 @@
+/* logp: parameterized LogP (Kielmann, Bal & Verstoep, "Fast measurement of LogP parameters for
+ * message passing platforms", IPDPS workshops 2000), as used by seed 003 section 5.3:
+ * o_s, o_r and g per message size, and L. Rank 0 measures, rank 1 mirrors, other ranks idle.
+ *
+ *   RTT(m), o_s(m): K times: rank 0 sends m bytes (MPI_Send) and receives a 0-byte reply.
+ *        o_s(m) = mean time of the MPI_Send call; RTT(m) = mean time of send + reply.
+ *   o_r(m): K times: rank 0 sends a 0-byte request, the mirror replies with m bytes; rank 0 waits
+ *        (busy, MPI_Wtime) delta = max(1.2 RTT(m), --min-delta) so that the reply has arrived,
+ *        then times the MPI_Recv call. o_r(m) = mean time of the MPI_Recv call.
+ *   g(m): rank 0 sends n messages of m bytes in a row (MPI_Send), g = (time of the sends) / n,
+ *        then waits for the mirror's 0-byte ack. n starts at 10 and doubles until two successive
+ *        values differ by less than 1 % (at least 20 messages), or n reaches --max-runs, or n m
+ *        exceeds 32 MiB (saturation of the pipeline, as in Kielmann's method).
+ *   L = RTT(0) / 2 - g(0)   (PLogP: RTT(m) = 2 L + g(m) + g(0)).
+ *   The run starts with 50 untimed empty round trips; each phase is preceded by 2 untimed
+ *   repetitions. Size 0 is always measured (for L).
+ *
+ * Usage: logp [--sizes a,b,..] [--iters K] [--max-runs N] [--min-delta SECONDS]
+ *   defaults: --sizes 0,1,4,16,64,256,1024,4096,8192,16383,16384,32768,65536,262144,1048576
+ *             --iters 20 --max-runs 1280 --min-delta 5e-6
+ *
+ * Output (rank 0):
+ *   # logp procs=<P> iters=<K> L_s=<L>
+ *   bytes,os_s,or_s,g_s,L_s,rtt_s
+ *   <one line per size; L_s repeats the single L on every line>
+ *   # check=ok
+ * The payload of the last message of each phase is checked against its pattern.
+ */
+#include "common.h"
+
+static const char *const USAGE = "logp [--sizes a,b,..] [--iters K] [--max-runs N] [--min-delta SECONDS]";
+
+enum { TAG_CTRL = 601, TAG_DATA = 602, TAG_REPLY = 603 };
+enum { PH_RTT = 1, PH_OR = 2, PH_G = 3, PH_DONE = 4 };
+
+#define WARMUP 2
+#define G_BYTES_CAP (32.0 * 1024 * 1024)
+
+/* control message from rank 0 to the mirror: phase, size, count */
+typedef struct {
+    int phase, size;
+    long count;
+} ctrl_t;
+
+static void send_ctrl(int phase, int size, long count)
+{
+    long msg[3] = {phase, size, count};
+    MPI_Send(msg, 3, MPI_LONG, 1, TAG_CTRL, MPI_COMM_WORLD);
+}
+
+static ctrl_t recv_ctrl(void)
+{
+    long msg[3];
+    MPI_Recv(msg, 3, MPI_LONG, 0, TAG_CTRL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    ctrl_t c = {(int)msg[0], (int)msg[1], msg[2]};
+    return c;
+}
+
+static uint64_t seed_of(int phase, int size) { return ((uint64_t)phase << 40) ^ (uint64_t)size ^ 0x600DULL; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const int rank = app_world_rank();
+    const int procs = app_world_size();
+
+    long iters = 20, max_runs = 1280;
+    double min_delta = 5e-6;
+    long *sizes = NULL;
+    int nsizes = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        if (strcmp(a, "--sizes") == 0) {
+            nsizes = 0;
+            if (app_parse_list(v, 0, 1L << 28, &sizes, &nsizes) != 0)
+                app_usage_error("logp", USAGE, "--sizes needs a comma-separated list of sizes");
+            i++;
+        } else if (strcmp(a, "--iters") == 0) {
+            if (app_parse_long(v, 1, 10000000L, &iters) != 0)
+                app_usage_error("logp", USAGE, "--iters needs an integer >= 1");
+            i++;
+        } else if (strcmp(a, "--max-runs") == 0) {
+            if (app_parse_long(v, 10, 100000000L, &max_runs) != 0)
+                app_usage_error("logp", USAGE, "--max-runs needs an integer >= 10");
+            i++;
+        } else if (strcmp(a, "--min-delta") == 0) {
+            if (app_parse_double(v, 0.0, 10.0, &min_delta) != 0)
+                app_usage_error("logp", USAGE, "--min-delta needs seconds in [0, 10]");
+            i++;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            app_help(USAGE);
+        } else {
+            app_usage_error("logp", USAGE, "unexpected argument '%s'", a);
+        }
+    }
+    if (procs < 2)
+        app_usage_error("logp", USAGE, "needs at least 2 processes");
+    if (nsizes == 0) {
+        static const long def[] = {0, 1, 4, 16, 64, 256, 1024, 4096, 8192, 16383, 16384, 32768, 65536, 262144, 1048576};
+        nsizes = (int)(sizeof def / sizeof def[0]);
+        sizes = app_xmalloc(sizeof def);
+        memcpy(sizes, def, sizeof def);
+    } else {
+        long *nv = realloc(sizes, (size_t)(nsizes + 1) * sizeof(long));
+        if (nv == NULL)
+            app_usage_error("logp", USAGE, "out of memory");
+        sizes = nv;
+        sizes[nsizes++] = 0;
+    }
+    app_sort_unique(sizes, &nsizes); /* size 0 first */
+    long maxsize = sizes[nsizes - 1];
+
+    unsigned char *sbuf = app_xmalloc((size_t)maxsize);
+    unsigned char *rbuf = app_xmalloc((size_t)maxsize);
+    long errors = 0;
+
+    if (rank == 0) {
+        double *os = app_xcalloc((size_t)nsizes, sizeof(double));
+        double *orr = app_xcalloc((size_t)nsizes, sizeof(double));
+        double *g = app_xcalloc((size_t)nsizes, sizeof(double));
+        double *rtt = app_xcalloc((size_t)nsizes, sizeof(double));
+        /* untimed warm-up of the connection: 50 empty round trips */
+        send_ctrl(PH_RTT, 0, 50);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int k = 0; k < 50; k++) {
+            MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        for (int si = 0; si < nsizes; si++) {
+            const int m = (int)sizes[si];
+
+            /* RTT(m) and o_s(m): m bytes forward, 0 back */
+            app_fill_pattern(sbuf, (size_t)m, seed_of(PH_RTT, m));
+            send_ctrl(PH_RTT, m, iters + WARMUP);
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* sync */
+            double sum_os = 0.0, sum_rtt = 0.0;
+            for (long k = 0; k < iters + WARMUP; k++) {
+                double t0 = MPI_Wtime();
+                MPI_Send(sbuf, m, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+                double t1 = MPI_Wtime();
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t2 = MPI_Wtime();
+                if (k >= WARMUP) {
+                    sum_os += t1 - t0;
+                    sum_rtt += t2 - t0;
+                }
+            }
+            os[si] = sum_os / (double)iters;
+            rtt[si] = sum_rtt / (double)iters;
+
+            /* o_r(m): 0 bytes forward, m back, received after a delay */
+            const double delta = 1.2 * rtt[si] > min_delta ? 1.2 * rtt[si] : min_delta;
+            memset(rbuf, 0, (size_t)m);
+            send_ctrl(PH_OR, m, iters + WARMUP);
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* sync */
+            double sum_or = 0.0;
+            for (long k = 0; k < iters + WARMUP; k++) {
+                MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+                app_spin(delta);
+                double t0 = MPI_Wtime();
+                MPI_Recv(rbuf, m, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t1 = MPI_Wtime();
+                if (k >= WARMUP)
+                    sum_or += t1 - t0;
+            }
+            orr[si] = sum_or / (double)iters;
+            size_t bad = app_check_pattern(rbuf, (size_t)m, seed_of(PH_OR, m));
+            if (bad) {
+                fprintf(stderr, "logp: rank 0: o_r phase, %d bytes: %zu bytes wrong\n", m, bad);
+                errors++;
+            }
+
+            /* g(m): n messages in a row, doubling n until the per-message time settles */
+            app_fill_pattern(sbuf, (size_t)m, seed_of(PH_G, m));
+            long runs = 10;
+            double prev = 0.0, avg = 0.0;
+            int first = 1;
+            for (;;) {
+                send_ctrl(PH_G, m, runs);
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* sync */
+                double t0 = MPI_Wtime();
+                for (long k = 0; k < runs; k++)
+                    MPI_Send(sbuf, m, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+                double t1 = MPI_Wtime();
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* ack */
+                avg = (t1 - t0) / (double)runs;
+                int settled = !first && runs >= 20 && prev > 0.0 && (avg > prev ? avg - prev : prev - avg) < 0.01 * prev;
+                if (settled || runs * 2 > max_runs || (double)runs * 2.0 * (double)m > G_BYTES_CAP)
+                    break;
+                first = 0;
+                prev = avg;
+                runs *= 2;
+            }
+            g[si] = avg;
+        }
+        send_ctrl(PH_DONE, 0, 0);
+
+        const double L = rtt[0] / 2.0 - g[0];
+        printf("# logp procs=%d iters=%ld L_s=%.9e\n", procs, iters, L);
+        printf("bytes,os_s,or_s,g_s,L_s,rtt_s\n");
+        for (int si = 0; si < nsizes; si++)
+            printf("%ld,%.9e,%.9e,%.9e,%.9e,%.9e\n", sizes[si], os[si], orr[si], g[si], L, rtt[si]);
+        fflush(stdout);
+        free(os);
+        free(orr);
+        free(g);
+        free(rtt);
+    } else if (rank == 1) {
+        for (;;) {
+            ctrl_t c = recv_ctrl();
+            if (c.phase == PH_DONE)
+                break;
+            const int m = c.size;
+            if (c.phase == PH_RTT) {
+                memset(rbuf, 0, (size_t)m);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+                for (long k = 0; k < c.count; k++) {
+                    MPI_Recv(rbuf, m, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+                }
+            } else if (c.phase == PH_OR) {
+                app_fill_pattern(sbuf, (size_t)m, seed_of(PH_OR, m));
+                MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+                for (long k = 0; k < c.count; k++) {
+                    MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(sbuf, m, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+                }
+            } else if (c.phase == PH_G) {
+                memset(rbuf, 0, (size_t)m);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+                for (long k = 0; k < c.count; k++)
+                    MPI_Recv(rbuf, m, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+            }
+            if (c.phase == PH_RTT || c.phase == PH_G) {
+                size_t bad = app_check_pattern(rbuf, (size_t)m, seed_of(c.phase, m));
+                if (bad) {
+                    fprintf(stderr, "logp: rank 1: phase %d, %d bytes: %zu bytes wrong\n", c.phase, m, bad);
+                    errors++;
+                }
+            }
+        }
+    }
+
+    int status = app_finish(errors, "logp");
+    free(sbuf);
+    free(rbuf);
+    free(sizes);
+    MPI_Finalize();
+    return status;
+}

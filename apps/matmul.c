@@ -1,0 +1,188 @@
+/* matmul: the parallel integer matrix multiply of seed 000 (George & VanLoon), section 3.2.
+ *
+ *   C = A x B, N x N int32 matrices. The master (rank 0) distributes the rows of A evenly over
+ *   all ranks including itself, then sends B^T (B transposed) to every slave; every rank computes
+ *   its rows of C as dot products of rows of A with rows of B^T; the slaves return their rows of
+ *   C; the run ends when the master has computed its own rows and received all the others.
+ *   Point-to-point MPI_Send/MPI_Recv only, as the paper's program.
+ *
+ * Usage: matmul N [--check] [--repeat K] [--seed S]
+ *
+ * Output (rank 0, one line):
+ *   N=<n> P=<procs> time_s=<mean> repeat=<K> time_min_s=<min> time_max_s=<max> check=ok
+ * time_s is the MPI_Wtime interval, on rank 0, of one whole distribute-compute-collect (mean
+ * over the K repetitions; each repetition starts after an MPI_Barrier). Rank 0 always verifies C
+ * against a sequential product, outside the timed region; on a mismatch it prints check=FAIL,
+ * a message on stderr, and exits 1.
+ */
+#include "common.h"
+
+static const char *const USAGE = "matmul N [--check] [--repeat K] [--seed S]";
+
+enum { TAG_A = 101, TAG_BT = 102, TAG_C = 103 };
+
+/* Rows of A given to rank r: count and first row (the first N % P ranks get one more). */
+static void row_block(long n, int procs, int r, long *first, long *count)
+{
+    long base = n / procs, rem = n % procs;
+    *count = base + (r < rem ? 1 : 0);
+    *first = (long)r * base + (r < rem ? r : rem);
+}
+
+static int32_t a_elem(long i, long j, long seed) { return (int32_t)((i + 2 * j + seed) % 7) - 3; }
+static int32_t b_elem(long i, long j, long seed) { return (int32_t)((3 * i + j + 2 * seed) % 5) - 2; }
+
+/* c[i][j] = sum_k a[i][k] * bt[j][k] for `rows` rows of a. */
+static void multiply_rows(const int32_t *a, const int32_t *bt, int32_t *c, long rows, long n)
+{
+    for (long i = 0; i < rows; i++) {
+        const int32_t *ai = a + i * n;
+        for (long j = 0; j < n; j++) {
+            const int32_t *btj = bt + j * n;
+            int32_t s = 0;
+            for (long k = 0; k < n; k++)
+                s += ai[k] * btj[k];
+            c[i * n + j] = s;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const int rank = app_world_rank();
+    const int procs = app_world_size();
+
+    long n = -1, repeat = 1, seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--check") == 0) {
+            /* verification is always done; accepted for compatibility */
+        } else if (strcmp(a, "--repeat") == 0) {
+            if (i + 1 >= argc || app_parse_long(argv[++i], 1, 1000000, &repeat) != 0)
+                app_usage_error("matmul", USAGE, "--repeat needs an integer >= 1");
+        } else if (strcmp(a, "--seed") == 0) {
+            if (i + 1 >= argc || app_parse_long(argv[++i], 0, 1000000000L, &seed) != 0)
+                app_usage_error("matmul", USAGE, "--seed needs an integer in [0, 1e9]");
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            app_help(USAGE);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            app_usage_error("matmul", USAGE, "unknown option '%s'", a);
+        } else if (n < 0) {
+            if (app_parse_long(a, 1, 46340, &n) != 0)
+                app_usage_error("matmul", USAGE, "N must be an integer in [1, 46340], got '%s'", a);
+        } else {
+            app_usage_error("matmul", USAGE, "unexpected argument '%s'", a);
+        }
+    }
+    if (n < 0)
+        app_usage_error("matmul", USAGE, "missing N");
+
+    const size_t nn = (size_t)n * (size_t)n;
+    long my_first, my_rows;
+    row_block(n, procs, rank, &my_first, &my_rows);
+
+    double tsum = 0.0, tmin = 0.0, tmax = 0.0;
+    int status = 0;
+
+    if (rank == 0) {
+        int32_t *a = app_xmalloc(nn * sizeof(int32_t));
+        int32_t *b = app_xmalloc(nn * sizeof(int32_t));
+        int32_t *bt = app_xmalloc(nn * sizeof(int32_t));
+        int32_t *c = app_xmalloc(nn * sizeof(int32_t));
+        for (long i = 0; i < n; i++)
+            for (long j = 0; j < n; j++) {
+                a[i * n + j] = a_elem(i, j, seed);
+                b[i * n + j] = b_elem(i, j, seed);
+            }
+        for (long i = 0; i < n; i++)
+            for (long j = 0; j < n; j++)
+                bt[j * n + i] = b[i * n + j];
+
+        for (long rep = 0; rep < repeat; rep++) {
+            memset(c, 0, nn * sizeof(int32_t));
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            /* distribute rows of A */
+            for (int r = 1; r < procs; r++) {
+                long first, rows;
+                row_block(n, procs, r, &first, &rows);
+                if (rows > 0)
+                    MPI_Send(a + first * n, (int)(rows * n), MPI_INT32_T, r, TAG_A, MPI_COMM_WORLD);
+            }
+            /* then B^T to every slave that has rows */
+            for (int r = 1; r < procs; r++) {
+                long first, rows;
+                row_block(n, procs, r, &first, &rows);
+                if (rows > 0)
+                    MPI_Send(bt, (int)nn, MPI_INT32_T, r, TAG_BT, MPI_COMM_WORLD);
+            }
+            /* own rows */
+            multiply_rows(a + my_first * n, bt, c + my_first * n, my_rows, n);
+            /* collect */
+            for (int r = 1; r < procs; r++) {
+                long first, rows;
+                row_block(n, procs, r, &first, &rows);
+                if (rows > 0)
+                    MPI_Recv(c + first * n, (int)(rows * n), MPI_INT32_T, r, TAG_C, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+            }
+            double dt = MPI_Wtime() - t0;
+            tsum += dt;
+            if (rep == 0 || dt < tmin)
+                tmin = dt;
+            if (rep == 0 || dt > tmax)
+                tmax = dt;
+        }
+
+        /* verification, outside the timed region: sequential i-k-j product */
+        int32_t *ref = app_xcalloc(nn, sizeof(int32_t));
+        for (long i = 0; i < n; i++)
+            for (long k = 0; k < n; k++) {
+                const int32_t aik = a[i * n + k];
+                for (long j = 0; j < n; j++)
+                    ref[i * n + j] += aik * b[k * n + j];
+            }
+        long bad = 0, first_bad = -1;
+        for (size_t x = 0; x < nn; x++)
+            if (ref[x] != c[x]) {
+                if (first_bad < 0)
+                    first_bad = (long)x;
+                bad++;
+            }
+        printf("N=%ld P=%d time_s=%.9e repeat=%ld time_min_s=%.9e time_max_s=%.9e check=%s\n", n,
+               procs, tsum / (double)repeat, repeat, tmin, tmax, bad == 0 ? "ok" : "FAIL");
+        fflush(stdout);
+        if (bad != 0) {
+            fprintf(stderr,
+                    "matmul: verification FAILED: %ld of %zu elements wrong; first C[%ld][%ld] = %d, "
+                    "expected %d\n",
+                    bad, nn, first_bad / n, first_bad % n, (int)c[first_bad], (int)ref[first_bad]);
+            status = 1;
+        }
+        free(ref);
+        free(a);
+        free(b);
+        free(bt);
+        free(c);
+    } else {
+        int32_t *a = app_xmalloc((size_t)my_rows * (size_t)n * sizeof(int32_t));
+        int32_t *bt = app_xmalloc(my_rows > 0 ? nn * sizeof(int32_t) : 1);
+        int32_t *c = app_xmalloc((size_t)my_rows * (size_t)n * sizeof(int32_t));
+        for (long rep = 0; rep < repeat; rep++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (my_rows == 0)
+                continue;
+            MPI_Recv(a, (int)(my_rows * n), MPI_INT32_T, 0, TAG_A, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(bt, (int)nn, MPI_INT32_T, 0, TAG_BT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            multiply_rows(a, bt, c, my_rows, n);
+            MPI_Send(c, (int)(my_rows * n), MPI_INT32_T, 0, TAG_C, MPI_COMM_WORLD);
+        }
+        free(a);
+        free(bt);
+        free(c);
+    }
+
+    MPI_Finalize();
+    return status;
+}
