@@ -119,6 +119,9 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
 int ms_model_finalize(ms_model *m, int rank, ms_time_t t);
 
 size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size_t max);
+/* Addition: the `req` of a resolution made by a wildcard MPI_Probe/MPI_Iprobe (which has no
+ * request); source/tag/bytes are those of the probe's result. */
+#define MS_RESOLUTION_PROBE UINT64_MAX
 
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */
@@ -133,6 +136,30 @@ void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
 int ms_model_rank_blocked(const ms_model *m, int rank);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
+
+/* ---- Additions (model engineer) ---------------------------------------------------------- */
+
+/* The [mpi] parameters in force (for the shim's WELCOME, reports and run records). */
+typedef struct ms_model_params {
+    int64_t eager_threshold;                        /* B */
+    int64_t send_overhead, send_overhead_per_byte;  /* ps, ps/B */
+    int64_t recv_overhead, recv_overhead_per_byte;  /* ps, ps/B */
+    int64_t gap;                                    /* ps */
+    int64_t packet_payload, envelope_bytes, control_bytes;   /* B */
+    int64_t poll_cost;                              /* ps */
+    int64_t reduce_cost_per_byte;                   /* ps/B */
+} ms_model_params;
+void ms_model_get_params(const ms_model *m, ms_model_params *out);
+/* Errors met while running (a failed injection, a dropped packet, out of memory): NULL when
+ * none; otherwise the last message, and the count in *count if given. The model keeps going
+ * (a failed packet is delivered at once) so the caller decides whether to abort. */
+const char *ms_model_last_error(const ms_model *m, uint64_t *count);
+/* Injections moved later to the network's current time (only possible with zero send/receive
+ * overheads; see README.md). 0 in any normal configuration. */
+uint64_t ms_model_clamped_injections(const ms_model *m);
+/* Name of the algorithm this model plays for a collective of this size/message ("binomial"...). */
+const char *ms_model_coll_algorithm(const ms_model *m, ms_coll_kind kind, int size, uint64_t bytes,
+                                    const uint64_t *counts);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,10 @@ typedef struct nm_key_def {
     const char *source;       /* where the default comes from, e.g. "seed 000 Table 2" */
     const char *help;
     const char *choices;
+    unsigned flags;           /* NM_KEY_NONNEG / NM_KEY_POSITIVE range checks (0: any value) */
 } nm_key_def;
+#define NM_KEY_NONNEG   1u    /* value >= 0 */
+#define NM_KEY_POSITIVE 2u    /* value > 0 */
 
 nm_config *nm_config_create(void);   /* with netmodel's own keys registered */
 void nm_config_destroy(nm_config *cfg);
@@ -81,9 +84,10 @@ const char *nm_config_origin(const nm_config *cfg, const char *name);
 
 typedef struct nm_topology nm_topology;
 
-/* `spec` is a generator name (crossbar:N, triangle18, system96, array:S:K, ring:S:K:L, clos64,
- * auto:N — the default testbed for N hosts: crossbar:8 up to 8 hosts, triangle18 up to 18) or a
- * path to a topology file (format in netmodel/README.md). */
+/* `spec` is a generator name (crossbar:N, triangle18[:N], system96[:N], array:S:K, ring:S:K:L,
+ * clos64[:N], auto:N — the default testbed for N hosts: one network.switch_ports crossbar (8x8)
+ * up to that many hosts, triangle18 up to 18, system96 up to 96) or a path to a topology file
+ * (format in netmodel/README.md). `cfg` gives link defaults and routing; NULL: defaults. */
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen);
 void nm_topology_destroy(nm_topology *topo);
 int nm_topology_hosts(const nm_topology *topo);

@@ -51,6 +51,11 @@ struct nm_topology {
     nm_switch *switches;
     nm_link *links;
     nm_route *routes;              /* nhosts*nhosts, index src*nhosts+dst; src==dst: nhops=-1 */
+    /* Added by topology.c (may be NULL/0 in hand-built topologies): */
+    char **host_names;             /* nhosts names ("H0"... for generated topologies) */
+    char **switch_names;           /* nswitches names */
+    int *host_line;                /* declaring line in a topology file, 0 if generated */
+    int route_given_count;         /* routes given explicitly by `route` lines */
 };
 
 static inline const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
@@ -75,7 +80,64 @@ typedef struct nm_engine_ops {
 void nm_network_deliver_(nm_network *net, const nm_delivery *d);
 void nm_network_drop_(nm_network *net, const nm_delivery *d);
 
+/* ---- helpers shared by the parts (config.c, topology.c, routes.c) ---- */
+
+/* The node at the far end of directed channel c (the receiving side). */
+static inline void nm_channel_to(const nm_topology *t, int c, int *kind, int *id, int *port)
+{
+    const nm_link *l = &t->links[c / 2];
+    if ((c & 1) == 0) { *kind = l->b_kind; *id = l->b_id; *port = l->b_port; }
+    else              { *kind = l->a_kind; *id = l->a_id; *port = l->a_port; }
+}
+/* The node at the sending end of directed channel c. */
+static inline void nm_channel_from(const nm_topology *t, int c, int *kind, int *id, int *port)
+{
+    const nm_link *l = &t->links[c / 2];
+    if ((c & 1) == 0) { *kind = l->a_kind; *id = l->a_id; *port = l->a_port; }
+    else              { *kind = l->b_kind; *id = l->b_id; *port = l->b_port; }
+}
+/* Directed channel leaving node (kind,id) through `link`. */
+static inline int nm_channel_leaving(const nm_topology *t, int link, int kind, int id)
+{
+    const nm_link *l = &t->links[link];
+    return nm_channel_of(link, l->a_kind == kind && l->a_id == id);
+}
+
+/* Parse a quantity with optional unit suffix (SI prefixes p n u µ m c k K M G T; IEC Ki Mi Gi Ti
+ * for bytes) into `unit` (one of "", "B", "ps", "b/s", "m", "m/s", "Hz"). 0 or -1. */
+int nm_parse_quantity(const char *unit, const char *text, double *out);
+/* "a bit rate", "a time", ... for error messages. */
+const char *nm_unit_noun(const char *unit);
+/* Derived integer link timing from rate/length/velocity (char_ps, prop_ps). */
+void nm_link_derive(nm_link *l);
+
+/* Topology building (topology.c), used by the file parser and the generators. Each returns
+ * the new index, or -1 (out of memory / bad argument, message in err). */
+nm_topology *nm_topo_new(const char *name);
+int nm_topo_add_host(nm_topology *t, const char *name, int line);
+int nm_topo_add_switch(nm_topology *t, const char *name, int nports);
+/* Link with rate/length/velocity (<= 0: taken from cfg's network.* defaults). */
+int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kind, int b_id, int b_port,
+                     double rate_bps, double length_m, double velocity_mps, const nm_config *cfg,
+                     char *err, size_t errlen);
+/* Generators (topo_gen.c): fills an empty topology for `spec`; 1 if spec is not a generator
+ * name, 0 on success, -1 on error. */
+int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, char *err, size_t errlen);
+/* Allocate the nhosts*nhosts route table (all nhops = -1). */
+int nm_topo_alloc_routes(nm_topology *t);
+
+/* Route storage. nm_route_set copies the arrays; nm_route_clear frees them (nhops = -1). */
+int nm_route_set(nm_route *r, int nhops, const int *out_port, const int *channel);
+void nm_route_clear(nm_route *r);
+/* Fill every route src != dst not already set (nhops == -1), by network.routing (and
+ * network.route_ties). Unreachable pairs keep nhops = -1; the caller decides if that is an
+ * error. 0, or -1 with a message. */
+int nm_routes_compute(nm_topology *topo, const nm_config *cfg, char *err, size_t errlen);
+
 extern const nm_engine_ops nm_engine_analytic;
 extern const nm_engine_ops nm_engine_myrinet;
+/* The myrinet engine's own keys (network.nic_recv_queue, network.myrinet_stepping), registered
+ * only if the configuration does not already have them. 0 or -1 with a message. */
+int nm_myrinet_register_keys(nm_config *cfg, char *err, size_t errlen);
 
 #endif

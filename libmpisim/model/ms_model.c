@@ -1,0 +1,1538 @@
+/* The MPI layer model: matching, eager/rendezvous protocols, host overheads, collectives as
+ * point-to-point step lists, waits/tests/probes, all in virtual time over a netmodel network.
+ * The timing contract is written in README.md next to this file. */
+#include "ms_model.h"
+#include "ms_coll.h"
+#include "ms_util.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEVER NM_TIME_NEVER
+
+/* ---- configuration keys ---------------------------------------------------------------------- */
+
+static const nm_key_def mpi_keys[] = {
+    {"mpi.eager_threshold", NM_KEY_INT, "B", "16384",
+     "seed 003 section 2 (MPICH-GM: eager protocol below 16K)",
+     "messages of fewer bytes go eager, others rendezvous (RTS/CTS, then the data)", NULL, NM_KEY_NONNEG},
+    {"mpi.send_overhead", NM_KEY_INT, "ps", "400000",
+     "seed 003 section 5.3 (o = 0.8 us send+receive for 1 B, split evenly: o_s = 0.4 us)",
+     "host CPU time of one send (o_s), charged to the sender's clock", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_overhead", NM_KEY_INT, "ps", "400000",
+     "seed 003 section 5.3 (o = 0.8 us send+receive for 1 B, split evenly: o_r = 0.4 us)",
+     "host CPU time of one receive (o_r), added to the receive's completion", NULL, NM_KEY_NONNEG},
+    {"mpi.send_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "LogGP-style extension; 0 keeps seed 003's constant o",
+     "send overhead per message byte (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "LogGP-style extension; 0 keeps seed 003's constant o",
+     "receive overhead per message byte (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.gap", NM_KEY_INT, "ps", "0", "LogP g; not modelled in seed 000's testbed (seed 003 5.3 measured 2.3 us)",
+     "minimum interval between the starts of two data messages injected by one host NIC", NULL, NM_KEY_NONNEG},
+    {"mpi.packet_payload", NM_KEY_INT, "B", "4096", "GM MTU of 4 KB (seed 003 section 2, GM)",
+     "largest payload of one network packet; messages are cut into packets of this size", NULL, NM_KEY_POSITIVE},
+    {"mpi.envelope_bytes", NM_KEY_INT, "B", "0", "project choice: 0 keeps seed 000 eq. 3 exact",
+     "MPI header bytes carried in a message's first packet", NULL, NM_KEY_NONNEG},
+    {"mpi.control_bytes", NM_KEY_INT, "B", "0", "project choice (header-only packets)",
+     "payload of rendezvous RTS/CTS and synchronous-send ACK packets", NULL, NM_KEY_NONNEG},
+    {"mpi.poll_cost", NM_KEY_INT, "ps", "100000",
+     "project choice: makes polling loops (MPI_Test/MPI_Iprobe) advance in virtual time",
+     "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
+    {"mpi.reduce_cost_per_byte", NM_KEY_INT, "ps/B", "0", "project choice (0: reductions are free)",
+     "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+#define COLL_KEY(n, choices)                                                                        \
+    {"mpi.coll." n ".algorithm", NM_KEY_STRING, "", "auto", "MPICH 3.x defaults (auto)",           \
+     "algorithm of MPI_" n "; auto = MPICH's choice by size and message length", choices, 0}
+    COLL_KEY("barrier", "auto|dissemination"),
+    COLL_KEY("bcast", "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather"),
+    COLL_KEY("reduce", "auto|binomial|reduce_scatter_gather"),
+    COLL_KEY("allreduce", "auto|recursive_doubling|reduce_scatter_allgather"),
+    COLL_KEY("gather", "auto|binomial|linear"),
+    COLL_KEY("scatter", "auto|binomial|linear"),
+    COLL_KEY("allgather", "auto|recursive_doubling|bruck|ring"),
+    COLL_KEY("alltoall", "auto|bruck|scattered|pairwise"),
+    COLL_KEY("reduce_scatter", "auto|recursive_halving|pairwise"),
+    COLL_KEY("scan", "auto|recursive_doubling"),
+    COLL_KEY("exscan", "auto|recursive_doubling"),
+    COLL_KEY("gatherv", "auto|linear"),
+    COLL_KEY("scatterv", "auto|linear"),
+    COLL_KEY("allgatherv", "auto|recursive_doubling|bruck|ring"),
+    COLL_KEY("alltoallv", "auto|scattered"),
+#undef COLL_KEY
+};
+
+int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    return nm_config_register(cfg, mpi_keys, sizeof mpi_keys / sizeof mpi_keys[0], err, errlen);
+}
+
+/* ---- internal structures --------------------------------------------------------------------- */
+
+enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
+enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME };
+enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
+
+/* Event order classes at equal times: internal model events and posts go before the network's
+ * events of that time, observers (resumes: waits, tests, probes) after them. */
+#define CLS_INTERNAL 0ULL
+#define CLS_POST 1ULL
+#define CLS_RESUME 2ULL
+#define ORDER_CLASS(o) ((o) >> 62)
+#define RANK_SHIFT 38
+#define LOW38 ((1ULL << RANK_SHIFT) - 1)
+#define MAX_RANKS (1 << 24)
+
+typedef struct ms_mq ms_mq;
+typedef struct coll_member coll_member;
+
+typedef struct ms_req {
+    uint64_t id;
+    int rank;                 /* world rank of the owner */
+    uint8_t kind, internal, in_wait, mode;
+    uint64_t comm;
+    int32_t ctx;              /* matching context */
+    int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
+    int peer_world_cache;     /* world rank of peer (-1 for wildcards / PROC_NULL) */
+    int64_t tag;
+    uint64_t bytes;
+    ms_time_t post, done;     /* done = NEVER until decided */
+    int m_src;
+    int64_t m_tag;
+    uint64_t m_bytes;
+    uint64_t post_seq;
+    ms_mq *mq;                /* posted queue while unmatched */
+    struct ms_req *qn, *qp;
+    coll_member *cm;
+    uint32_t pidx;
+} ms_req;
+
+typedef struct ms_msg {
+    uint32_t idx;
+    int pending;              /* references: awaiting match, scheduled injections, packets in flight */
+    int src, dst, sh, dh;     /* world ranks, hosts */
+    int32_t ctx;
+    int src_c;                /* sender's comm rank */
+    int64_t tag;
+    uint64_t bytes;
+    uint8_t mode, rndv;
+    ms_req *sreq, *rreq;
+    ms_time_t local_done;     /* end of the send overhead */
+    uint32_t pkts_left;
+    ms_time_t arrival;
+    ms_mq *mq_src, *mq_any;   /* unexpected queues while unmatched */
+    struct ms_msg *sn, *sp, *an, *ap;
+} ms_msg;
+
+struct ms_mq {                /* per (context, receiver, source or ANY) */
+    uint64_t k1, k2;
+    ms_req *ph, *pt;          /* posted receives, posting order */
+    ms_msg *uh, *ut;          /* unexpected messages, arrival order (s-links or a-links) */
+    uint32_t pidx;
+    int any;
+};
+
+typedef struct ms_comm {
+    uint64_t id;
+    int size, idx, self;
+    int *members;             /* NULL for world and self */
+    uint64_t *coll_seq;       /* per member (world: per rank; self: per world rank) */
+} ms_comm;
+
+struct coll_member {
+    ms_req *req;
+    int rank, crank;
+    ms_comm *comm;
+    int32_t ctx;
+    int64_t tag;
+    ms_coll_kind kind;
+    ms_coll_plan plan;
+    size_t step;
+    uint32_t pending;
+    ms_time_t step_start, step_max;
+};
+
+typedef struct rank_state {
+    int host;
+    ms_time_t cpu_free;
+    uint64_t cnt;             /* per-rank sequence for post/resume ordering */
+    int blocked, finalized;
+    int wkind;
+    ms_wait_mode wmode;
+    ms_time_t wt, wmax, sched;
+    uint64_t gen;
+    size_t wn, wcap, nundet;
+    ms_req **wreqs;
+    ms_req_result *res;
+    size_t rescap;
+    /* probe */
+    int32_t pctx;
+    uint64_t pcomm;
+    int psrc;
+    int64_t ptag;
+    int parmed, pfound, pf_src;
+    int64_t pf_tag;
+    uint64_t pf_bytes;
+    ms_time_t pf_time;
+    /* wildcard resolutions not yet taken */
+    ms_resolution *resol;
+    size_t rhead, rn, rcap;
+    ms_rank_stats st;
+} rank_state;
+
+struct ms_model {
+    /* parameters */
+    int64_t eager_thr, o_s, o_r, o_s_pb, o_r_pb, gap, pkt_payload, env_bytes, ctl_bytes, poll, red_pb;
+    int coll_alg[MS_COLL_COUNT];
+    nm_network *net;
+    int nranks, nhosts;
+    rank_state *ranks;
+    ms_time_t *nic_free;
+    ms_resume_fn resume;
+    void *user;
+    ms_heap heap;
+    uint64_t seq0, post_seq;
+    ms_hmap reqs, comms, cranks, mqs;
+    ms_pool msgs, reqpool, mqpool;
+    ms_comm **commv;
+    size_t ncomms, capcomms;
+    ms_time_t now, stop;
+    int in_run, in_cb;
+    uint64_t errors, clamped;
+    char last_err[256];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+static void model_error(ms_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void model_error(ms_model *m, const char *fmt, ...)
+{
+    m->errors++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->last_err, sizeof m->last_err, fmt, ap);
+    va_end(ap);
+}
+
+static inline ms_time_t tmax(ms_time_t a, ms_time_t b) { return a > b ? a : b; }
+static inline ms_time_t os_cost(const ms_model *m, uint64_t b) { return m->o_s + (ms_time_t)b * m->o_s_pb; }
+static inline ms_time_t or_cost(const ms_model *m, uint64_t b) { return m->o_r + (ms_time_t)b * m->o_r_pb; }
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+static void push_ev(ms_model *m, ms_time_t t, uint64_t order, uint32_t type, int rank, void *p, uint64_t a)
+{
+    ms_event e = {t, order, type, rank, p, a};
+    if (ms_heap_push(&m->heap, &e) != 0) model_error(m, "out of memory (event queue)");
+}
+static void push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint64_t a)
+{
+    push_ev(m, t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), type, -1, p, a);
+}
+static void push_post(ms_model *m, int rank, ms_time_t t, uint32_t type, void *p)
+{
+    rank_state *rs = &m->ranks[rank];
+    push_ev(m, t, (CLS_POST << 62) | ((uint64_t)rank << RANK_SHIFT) | (rs->cnt++ & LOW38), type, rank, p, 0);
+}
+static void schedule_resume(ms_model *m, int rank, ms_time_t T)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (rs->sched != NEVER && T >= rs->sched) return;
+    rs->sched = T;
+    rs->gen++;
+    push_ev(m, T, (CLS_RESUME << 62) | ((uint64_t)rank << RANK_SHIFT) | (rs->gen & LOW38), EV_RESUME, rank,
+            NULL, rs->gen);
+}
+
+/* ---- communicators --------------------------------------------------------------------------- */
+
+static ms_comm *comm_get(const ms_model *m, uint64_t id) { return ms_hmap_get(&m->comms, id, 0); }
+
+/* comm rank of world rank w in c, -1 if not a member */
+static int comm_rank_of(const ms_model *m, const ms_comm *c, int w)
+{
+    if (c->id == MS_COMM_WORLD) return w >= 0 && w < m->nranks ? w : -1;
+    if (c->self) return 0;
+    void *v = ms_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)w);
+    return v ? (int)((intptr_t)v - 1) : -1;
+}
+/* world rank of comm rank r in c, seen by world rank `me` */
+static int comm_world_of(const ms_comm *c, int r, int me)
+{
+    if (c->self) return me;
+    if (!c->members) return r;
+    return c->members[r];
+}
+static uint64_t *coll_seq_slot(ms_comm *c, int crank, int world)
+{
+    return c->self || c->id == MS_COMM_WORLD ? &c->coll_seq[world] : &c->coll_seq[crank];
+}
+
+static ms_comm *comm_new(ms_model *m, uint64_t id, int size, int self, size_t nseq)
+{
+    if (m->ncomms == m->capcomms) {
+        size_t nc = m->capcomms ? m->capcomms * 2 : 16;
+        ms_comm **n = realloc(m->commv, nc * sizeof *n);
+        if (!n) return NULL;
+        m->commv = n;
+        m->capcomms = nc;
+    }
+    ms_comm *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->coll_seq = calloc(nseq ? nseq : 1, sizeof *c->coll_seq);
+    if (!c->coll_seq) { free(c); return NULL; }
+    c->id = id;
+    c->size = size;
+    c->self = self;
+    c->idx = (int)m->ncomms;
+    if (ms_hmap_put(&m->comms, id, 0, c) != 0) {
+        free(c->coll_seq);
+        free(c);
+        return NULL;
+    }
+    m->commv[m->ncomms++] = c;
+    return c;
+}
+
+int ms_model_comm_add(ms_model *m, uint64_t comm, int size, const int *world_ranks, char *err, size_t errlen)
+{
+    if (!m) return -1;
+    if (comm == MS_COMM_WORLD || comm == MS_COMM_SELF) {
+        set_err(err, errlen, "communicator id %" PRIu64 " is reserved (world/self)", comm);
+        return -1;
+    }
+    if (size < 1 || !world_ranks) {
+        set_err(err, errlen, "communicator %" PRIu64 ": bad size %d", comm, size);
+        return -1;
+    }
+    ms_comm *c = comm_get(m, comm);
+    if (c) {
+        if (c->size != size || memcmp(c->members, world_ranks, (size_t)size * sizeof(int)) != 0) {
+            set_err(err, errlen, "communicator %" PRIu64 " registered again with a different member list", comm);
+            return -1;
+        }
+        return 0;
+    }
+    for (int i = 0; i < size; i++) {
+        if (world_ranks[i] < 0 || world_ranks[i] >= m->nranks) {
+            set_err(err, errlen, "communicator %" PRIu64 ": member %d is world rank %d (of %d)", comm, i,
+                    world_ranks[i], m->nranks);
+            return -1;
+        }
+    }
+    c = comm_new(m, comm, size, 0, (size_t)size);
+    if (!c) { set_err(err, errlen, "out of memory"); return -1; }
+    c->members = malloc((size_t)size * sizeof(int));
+    if (!c->members) { set_err(err, errlen, "out of memory"); return -1; }
+    memcpy(c->members, world_ranks, (size_t)size * sizeof(int));
+    for (int i = 0; i < size; i++) {
+        if (ms_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i])) {
+            set_err(err, errlen, "communicator %" PRIu64 ": world rank %d listed twice", comm, world_ranks[i]);
+            /* leave the comm registered but unusable members are harmless; report the error */
+            return -1;
+        }
+        if (ms_hmap_put(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i], (void *)(intptr_t)(i + 1)) != 0) {
+            set_err(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+static ms_req *req_new(ms_model *m)
+{
+    uint32_t idx;
+    ms_req *r = ms_pool_alloc(&m->reqpool, &idx);
+    if (!r) return NULL;
+    r->pidx = idx;
+    r->done = NEVER;
+    return r;
+}
+static void req_free(ms_model *m, ms_req *r) { ms_pool_release(&m->reqpool, r->pidx); }
+
+/* ---- match queues ---------------------------------------------------------------------------- */
+
+static uint64_t mq_k2(int dst, int src) { return ((uint64_t)(uint32_t)dst << 32) | (uint32_t)(src + 2); }
+
+static ms_mq *mq_find(const ms_model *m, int32_t ctx, int dst, int src)
+{
+    return ms_hmap_get(&m->mqs, (uint64_t)ctx, mq_k2(dst, src));
+}
+static ms_mq *mq_get(ms_model *m, int32_t ctx, int dst, int src)
+{
+    ms_mq *q = mq_find(m, ctx, dst, src);
+    if (q) return q;
+    uint32_t idx;
+    q = ms_pool_alloc(&m->mqpool, &idx);
+    if (!q) return NULL;
+    q->pidx = idx;
+    q->k1 = (uint64_t)ctx;
+    q->k2 = mq_k2(dst, src);
+    q->any = src == MS_ANY_SOURCE;
+    if (ms_hmap_put(&m->mqs, q->k1, q->k2, q) != 0) {
+        ms_pool_release(&m->mqpool, idx);
+        return NULL;
+    }
+    return q;
+}
+static void mq_maybe_release(ms_model *m, ms_mq *q)
+{
+    if (q && !q->ph && !q->uh) {
+        ms_hmap_del(&m->mqs, q->k1, q->k2);
+        ms_pool_release(&m->mqpool, q->pidx);
+    }
+}
+static void posted_append(ms_mq *q, ms_req *r)
+{
+    r->mq = q;
+    r->qn = NULL;
+    r->qp = q->pt;
+    if (q->pt) q->pt->qn = r;
+    else q->ph = r;
+    q->pt = r;
+}
+static void posted_unlink(ms_model *m, ms_req *r)
+{
+    ms_mq *q = r->mq;
+    if (r->qp) r->qp->qn = r->qn;
+    else q->ph = r->qn;
+    if (r->qn) r->qn->qp = r->qp;
+    else q->pt = r->qp;
+    r->mq = NULL;
+    r->qn = r->qp = NULL;
+    mq_maybe_release(m, q);
+}
+static void unexp_append(ms_mq *qs, ms_mq *qa, ms_msg *g)
+{
+    g->mq_src = qs;
+    g->sn = NULL;
+    g->sp = qs->ut;
+    if (qs->ut) qs->ut->sn = g;
+    else qs->uh = g;
+    qs->ut = g;
+    g->mq_any = qa;
+    g->an = NULL;
+    g->ap = qa->ut;
+    if (qa->ut) qa->ut->an = g;
+    else qa->uh = g;
+    qa->ut = g;
+}
+static void unexp_unlink(ms_model *m, ms_msg *g)
+{
+    ms_mq *qs = g->mq_src, *qa = g->mq_any;
+    if (g->sp) g->sp->sn = g->sn;
+    else qs->uh = g->sn;
+    if (g->sn) g->sn->sp = g->sp;
+    else qs->ut = g->sp;
+    if (g->ap) g->ap->an = g->an;
+    else qa->uh = g->an;
+    if (g->an) g->an->ap = g->ap;
+    else qa->ut = g->ap;
+    g->mq_src = g->mq_any = NULL;
+    g->sn = g->sp = g->an = g->ap = NULL;
+    mq_maybe_release(m, qs);
+    mq_maybe_release(m, qa);
+}
+static int tag_ok(int64_t want, int64_t have) { return want == MS_ANY_TAG || want == have; }
+
+/* Earliest-arrived unexpected message for (ctx, dst, src, tag), or NULL. */
+static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int64_t tag)
+{
+    ms_mq *q = mq_find(m, ctx, dst, src);
+    if (!q) return NULL;
+    if (src == MS_ANY_SOURCE) {
+        for (ms_msg *g = q->uh; g; g = g->an)
+            if (tag_ok(tag, g->tag)) return g;
+    } else {
+        for (ms_msg *g = q->uh; g; g = g->sn)
+            if (tag_ok(tag, g->tag)) return g;
+    }
+    return NULL;
+}
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+static ms_msg *msg_at(const ms_model *m, uint32_t idx) { return ms_pool_at(&m->msgs, idx); }
+static void msg_unref(ms_model *m, ms_msg *g)
+{
+    if (--g->pending == 0) ms_pool_release(&m->msgs, g->idx);
+}
+
+static void determine(ms_model *m, ms_req *r, ms_time_t T);
+
+static void push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_t tag, uint64_t bytes)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (rs->rhead > 0 && rs->rhead == rs->rn) rs->rhead = rs->rn = 0;
+    if (rs->rn == rs->rcap) {
+        size_t nc = rs->rcap ? rs->rcap * 2 : 8;
+        ms_resolution *n = realloc(rs->resol, nc * sizeof *n);
+        if (!n) { model_error(m, "out of memory (resolutions)"); return; }
+        rs->resol = n;
+        rs->rcap = nc;
+    }
+    ms_resolution *x = &rs->resol[rs->rn++];
+    x->req = req;
+    x->source = src;
+    x->tag = (int)tag;
+    x->bytes = bytes;
+}
+
+static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
+{
+    g->pending++;
+    push_internal(m, t, EV_INJECT, g, (uint64_t)kind);
+}
+
+/* A receive r meets message g at match time mt. */
+static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
+{
+    r->m_src = g->src_c;
+    r->m_tag = g->tag;
+    r->m_bytes = g->bytes;
+    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG))
+        push_resolution(m, r->rank, r->id, g->src_c, g->tag, g->bytes);
+    rank_state *rd = &m->ranks[g->dst];
+    rd->st.msgs_recv++;
+    rd->st.bytes_recv += g->bytes;
+    if (!g->rndv) {
+        if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
+        determine(m, r, mt + or_cost(m, g->bytes));
+    } else {
+        g->rreq = r;
+        schedule_inject(m, g, PK_CTS, mt + or_cost(m, 0));
+    }
+    msg_unref(m, g);   /* the "awaiting match" reference */
+}
+
+/* Message g has arrived at its receiver at time d (eager: last data packet; rendezvous: RTS). */
+static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
+{
+    g->arrival = d;
+    ms_mq *qs = mq_find(m, g->ctx, g->dst, g->src_c), *qa = mq_find(m, g->ctx, g->dst, MS_ANY_SOURCE);
+    ms_req *r1 = NULL, *r2 = NULL;
+    if (qs)
+        for (ms_req *r = qs->ph; r; r = r->qn)
+            if (tag_ok(r->tag, g->tag)) { r1 = r; break; }
+    if (qa)
+        for (ms_req *r = qa->ph; r; r = r->qn)
+            if (tag_ok(r->tag, g->tag)) { r2 = r; break; }
+    ms_req *r = r1;
+    if (r2 && (!r || r2->post_seq < r->post_seq)) r = r2;
+    if (r) {
+        posted_unlink(m, r);
+        match(m, g, r, tmax(d, r->post));
+        return;
+    }
+    qs = mq_get(m, g->ctx, g->dst, g->src_c);
+    qa = mq_get(m, g->ctx, g->dst, MS_ANY_SOURCE);
+    if (!qs || !qa) { model_error(m, "out of memory (match queues)"); return; }
+    unexp_append(qs, qa, g);
+    rank_state *rs = &m->ranks[g->dst];
+    if (rs->parmed && rs->pctx == g->ctx && (rs->psrc == MS_ANY_SOURCE || rs->psrc == g->src_c) &&
+        tag_ok(rs->ptag, g->tag)) {
+        rs->parmed = 0;
+        rs->pfound = 1;
+        rs->pf_src = g->src_c;
+        rs->pf_tag = g->tag;
+        rs->pf_bytes = g->bytes;
+        rs->pf_time = d;
+        if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+            push_resolution(m, g->dst, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+        schedule_resume(m, g->dst, d);
+    }
+}
+
+/* A packet of kind k of message g reached its destination at time d. */
+static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
+{
+    switch (k) {
+    case PK_DATA:
+        if (--g->pkts_left > 0) break;
+        if (!g->rndv) {
+            arrival(m, g, d);
+        } else {
+            ms_req *s = g->sreq, *r = g->rreq;
+            g->sreq = g->rreq = NULL;
+            if (s) determine(m, s, tmax(d, g->local_done));
+            if (r) determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes));
+        }
+        break;
+    case PK_RTS:
+        arrival(m, g, d);
+        break;
+    case PK_CTS:
+        /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
+         * reaction, injected from inside the delivery callback) */
+        schedule_inject(m, g, PK_DATA, d);
+        break;
+    case PK_ACK: {
+        ms_req *s = g->sreq;
+        g->sreq = NULL;
+        if (s) determine(m, s, tmax(d, g->local_done));
+        break;
+    }
+    }
+    msg_unref(m, g);
+}
+
+static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_t t)
+{
+    int from = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
+    int to = (k == PK_CTS || k == PK_ACK) ? g->sh : g->dh;
+    ms_time_t now = nm_network_now(m->net);
+    if (t < now) {   /* only with zero overheads right after a resume; see README */
+        m->clamped++;
+        t = now;
+    }
+    int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << 2) | (uint64_t)k);
+    if (rc < 0) {
+        model_error(m, "nm_network_inject(host %d -> host %d, %" PRIu64 " B, t=%" PRId64 ") failed (%d)", from, to,
+                    payload, t, rc);
+        /* deliver at once so that the model does not hang */
+        g->pending++;
+        packet_done(m, g, k, t);
+    }
+}
+
+static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
+{
+    if (g->sh == g->dh) {
+        /* same host (or a message to self): no network, delivered at injection time */
+        if (k == PK_DATA) g->pkts_left = 1;
+        g->pending++;
+        packet_done(m, g, k, t);
+    } else if (k == PK_DATA) {
+        uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
+        uint64_t npk = total ? (total + pp - 1) / pp : 1;
+        g->pkts_left = (uint32_t)npk;
+        g->pending += (int)npk;
+        for (uint64_t i = 0; i < npk; i++) {
+            uint64_t pl = total - i * pp < pp ? total - i * pp : pp;
+            net_inject(m, g, PK_DATA, pl, t);
+        }
+    } else {
+        g->pending++;
+        net_inject(m, g, k, (uint64_t)m->ctl_bytes, t);
+    }
+    msg_unref(m, g);   /* the scheduled-injection reference */
+}
+
+/* ---- posts ----------------------------------------------------------------------------------- */
+
+static void do_send(ms_model *m, ms_req *r, ms_time_t t)
+{
+    if (r->peer == MS_PROC_NULL) {
+        determine(m, r, t);
+        return;
+    }
+    rank_state *rs = &m->ranks[r->rank];
+    ms_time_t start = tmax(t, rs->cpu_free), ldone = start + os_cost(m, r->bytes);
+    rs->cpu_free = ldone;
+    rs->st.msgs_sent++;
+    rs->st.bytes_sent += r->bytes;
+    uint32_t idx;
+    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
+    if (!g || idx > (UINT32_MAX >> 2)) {
+        model_error(m, "out of memory (messages)");
+        determine(m, r, ldone);
+        return;
+    }
+    g->idx = idx;
+    g->pending = 1;
+    g->src = r->rank;
+    g->dst = r->peer_world_cache;
+    g->sh = rs->host;
+    g->dh = m->ranks[g->dst].host;
+    g->ctx = r->ctx;
+    g->src_c = r->m_src;   /* sender's own comm rank, stashed at post */
+    g->tag = r->tag;
+    g->bytes = r->bytes;
+    g->mode = r->mode;
+    g->local_done = ldone;
+    /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
+     * after the previous start: messages of one host leave in posting order (non-overtaking). */
+    ms_time_t tinj = ldone;
+    if (g->sh != g->dh) {
+        tinj = tmax(ldone, m->nic_free[g->sh]);
+        m->nic_free[g->sh] = tinj + m->gap;
+    }
+    if ((int64_t)r->bytes < m->eager_thr) {
+        schedule_inject(m, g, PK_DATA, tinj);
+        if (r->mode == MS_SEND_SYNC) {
+            g->sreq = r;
+        } else {
+            determine(m, r, ldone);
+        }
+    } else {
+        g->rndv = 1;
+        g->sreq = r;
+        schedule_inject(m, g, PK_RTS, tinj);
+    }
+}
+
+static void do_recv(ms_model *m, ms_req *r, ms_time_t t)
+{
+    if (r->peer == MS_PROC_NULL) {
+        r->m_src = MS_PROC_NULL;
+        r->m_tag = MS_ANY_TAG;
+        r->m_bytes = 0;
+        determine(m, r, t);
+        return;
+    }
+    ms_msg *g = unexp_find(m, r->ctx, r->rank, r->peer, r->tag);
+    if (g) {
+        unexp_unlink(m, g);
+        match(m, g, r, tmax(t, g->arrival));
+        return;
+    }
+    ms_mq *q = mq_get(m, r->ctx, r->rank, r->peer);
+    if (!q) { model_error(m, "out of memory (match queues)"); return; }
+    r->post_seq = m->post_seq++;
+    posted_append(q, r);
+}
+
+/* ---- collectives ----------------------------------------------------------------------------- */
+
+static void coll_finish_step(ms_model *m, coll_member *cm);
+
+static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
+{
+    cm->step_start = s;
+    cm->step_max = s;
+    if (cm->step >= cm->plan.nsteps) {
+        ms_req *u = cm->req;
+        u->cm = NULL;
+        ms_coll_plan_free(&cm->plan);
+        free(cm);
+        determine(m, u, s);
+        return;
+    }
+    const ms_coll_step *st = &cm->plan.steps[cm->step];
+    cm->pending = (uint32_t)st->nops + 1;
+    for (size_t i = 0; i < st->nops; i++) {
+        const ms_coll_op *op = &cm->plan.ops[st->first_op + i];
+        ms_req *r = req_new(m);
+        if (!r) { model_error(m, "out of memory (requests)"); cm->pending--; continue; }
+        r->rank = cm->rank;
+        r->kind = op->is_send ? REQ_SEND : REQ_RECV;
+        r->internal = 1;
+        r->mode = MS_SEND_STANDARD;
+        r->comm = cm->comm->id;
+        r->ctx = cm->ctx;
+        r->peer = op->peer;
+        r->peer_world_cache = comm_world_of(cm->comm, op->peer, cm->rank);
+        r->tag = cm->tag;
+        r->bytes = op->bytes;
+        r->post = s;
+        r->cm = cm;
+        if (op->is_send) {
+            r->m_src = cm->crank;
+            do_send(m, r, s);
+        } else {
+            do_recv(m, r, s);
+        }
+    }
+    if (--cm->pending == 0) coll_finish_step(m, cm);
+}
+
+static void coll_finish_step(ms_model *m, coll_member *cm)
+{
+    const ms_coll_step *st = &cm->plan.steps[cm->step];
+    ms_time_t end = cm->step_max + (ms_time_t)st->reduce_bytes * m->red_pb;
+    cm->step++;
+    push_internal(m, end, EV_COLL_STEP, cm, 0);
+}
+
+static void coll_op_done(ms_model *m, coll_member *cm, ms_time_t T)
+{
+    if (T > cm->step_max) cm->step_max = T;
+    if (--cm->pending == 0) coll_finish_step(m, cm);
+}
+
+/* ---- completion and waits -------------------------------------------------------------------- */
+
+static void determine(ms_model *m, ms_req *r, ms_time_t T)
+{
+    r->done = T;
+    if (r->internal) {
+        coll_member *cm = r->cm;
+        req_free(m, r);
+        coll_op_done(m, cm, T);
+        return;
+    }
+    rank_state *rs = &m->ranks[r->rank];
+    if (rs->wkind != W_WAIT || !r->in_wait) return;
+    if (rs->wmode == MS_WAIT_ALL) {
+        if (T > rs->wmax) rs->wmax = T;
+        if (--rs->nundet == 0) schedule_resume(m, r->rank, tmax(rs->wt, rs->wmax));
+    } else {
+        schedule_resume(m, r->rank, tmax(rs->wt, T));
+    }
+}
+
+static void fill_result(ms_req_result *o, const ms_req *r, int completed)
+{
+    o->req = r->id;
+    o->completed = completed;
+    o->source = -1;
+    o->tag = -1;
+    o->bytes = r->bytes;
+    o->complete_time = completed ? r->done : NEVER;
+    if (completed && r->kind == REQ_RECV) {
+        o->source = r->m_src;
+        o->tag = (int)r->m_tag;
+        o->bytes = r->m_bytes;
+    }
+}
+
+static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (!rs->blocked || rs->gen != gen) return;
+    size_t n = rs->wn, nres = n ? n : 1;
+    if (rs->rescap < nres) {
+        ms_req_result *nr = realloc(rs->res, nres * sizeof *nr);
+        if (!nr) { model_error(m, "out of memory (results)"); return; }
+        rs->res = nr;
+        rs->rescap = nres;
+    }
+    ms_req_result *res = rs->res;
+    ms_time_t R = T;
+    size_t nout = n;
+    if (rs->wkind == W_WAIT || rs->wkind == W_TEST) {
+        ms_time_t at = T;   /* completed means done <= at */
+        if (rs->wkind == W_TEST) R = T + m->poll;
+        int all = 1;
+        size_t best = n;
+        for (size_t i = 0; i < n; i++) {
+            ms_req *r = rs->wreqs[i];
+            if (r->done > at) all = 0;
+            else if (best == n || r->done < rs->wreqs[best]->done) best = i;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ms_req *r = rs->wreqs[i];
+            int c;
+            switch (rs->wmode) {
+            case MS_WAIT_ALL: case MS_TEST_ALL: c = all; break;
+            case MS_WAIT_ANY: case MS_TEST_ANY: c = i == best; break;
+            default: c = r->done <= at; break;
+            }
+            fill_result(&res[i], r, c);
+        }
+        for (size_t i = 0; i < n; i++) {
+            ms_req *r = rs->wreqs[i];
+            r->in_wait = 0;
+            if (res[i].completed) {
+                ms_hmap_del(&m->reqs, (uint64_t)rank, r->id);
+                req_free(m, r);
+            }
+        }
+    } else {
+        /* probes: one result */
+        nout = 1;
+        memset(&res[0], 0, sizeof res[0]);
+        res[0].req = 0;
+        res[0].source = -1;
+        res[0].tag = -1;
+        res[0].complete_time = NEVER;
+        if (rs->wkind == W_IPROBE) {
+            R = T + m->poll;
+            if (!rs->pfound && rs->psrc != MS_PROC_NULL) {
+                ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
+                if (g) {
+                    rs->pfound = 1;
+                    rs->pf_src = g->src_c;
+                    rs->pf_tag = g->tag;
+                    rs->pf_bytes = g->bytes;
+                    rs->pf_time = g->arrival;
+                    if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+                        push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+                }
+            }
+        }
+        if (rs->pfound) {
+            res[0].completed = 1;
+            res[0].source = rs->pf_src;
+            res[0].tag = (int)rs->pf_tag;
+            res[0].bytes = rs->pf_bytes;
+            res[0].complete_time = rs->pf_time;
+        }
+        rs->parmed = 0;
+        rs->pfound = 0;
+    }
+    rs->blocked = 0;
+    rs->wkind = W_NONE;
+    rs->wn = 0;
+    rs->sched = NEVER;
+    if (R < m->stop) m->stop = R;   /* the resumed rank may post events from R on */
+    if (m->resume) m->resume(m->user, rank, R, res, nout);
+}
+
+static void do_probe_check(ms_model *m, int rank, ms_time_t t)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (!rs->blocked || rs->wkind != W_PROBE) return;
+    ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
+    if (g) {
+        rs->pfound = 1;
+        rs->pf_src = g->src_c;
+        rs->pf_tag = g->tag;
+        rs->pf_bytes = g->bytes;
+        rs->pf_time = g->arrival;
+        if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+            push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+        schedule_resume(m, rank, t);
+    } else {
+        rs->parmed = 1;
+    }
+}
+
+/* ---- driving --------------------------------------------------------------------------------- */
+
+static void process(ms_model *m, const ms_event *e)
+{
+    switch (e->type) {
+    case EV_SEND_POST: do_send(m, e->p, e->t); break;
+    case EV_RECV_POST: do_recv(m, e->p, e->t); break;
+    case EV_COLL_STEP: coll_step_start(m, e->p, e->t); break;
+    case EV_PROBE: do_probe_check(m, e->rank, e->t); break;
+    case EV_INJECT: do_inject(m, e->p, (int)e->a, e->t); break;
+    case EV_RESUME: do_resume(m, e->rank, e->a, e->t); break;
+    default: break;
+    }
+}
+
+static void on_deliver(void *user, const nm_delivery *d)
+{
+    ms_model *m = user;
+    ms_msg *g = msg_at(m, (uint32_t)(d->cookie >> 2));
+    if (!g) { model_error(m, "delivery with unknown cookie %" PRIu64, d->cookie); return; }
+    int was = m->in_cb;
+    m->in_cb = 1;
+    packet_done(m, g, (int)(d->cookie & 3), d->deliver_time);
+    /* Zero-delay reactions (a CTS making the data go, an ACK at match time, a collective step
+     * starting when a receive completes) are processed now, while the network is at this time. */
+    for (;;) {
+        const ms_event *e = ms_heap_top(&m->heap);
+        if (!e || e->t > d->deliver_time || ORDER_CLASS(e->order) == CLS_RESUME) break;
+        ms_event ev;
+        ms_heap_pop(&m->heap, &ev);
+        process(m, &ev);
+    }
+    m->in_cb = was;
+}
+
+static void on_drop(void *user, const nm_delivery *d)
+{
+    ms_model *m = user;
+    model_error(m, "packet dropped by the network (host %d -> host %d, cookie %" PRIu64 "); delivered anyway",
+                d->src_host, d->dst_host, d->cookie);
+    on_deliver(user, d);
+}
+
+ms_time_t ms_model_next_time(const ms_model *m)
+{
+    if (!m) return NEVER;
+    const ms_event *e = ms_heap_top(&m->heap);
+    ms_time_t tm = e ? e->t : NEVER, tn = nm_network_next_time(m->net);
+    return tm < tn ? tm : tn;
+}
+
+int ms_model_run_until(ms_model *m, ms_time_t limit)
+{
+    if (!m || m->in_run) return -1;
+    m->in_run = 1;
+    m->stop = limit;
+    int rc = 0;
+    for (;;) {
+        const ms_event *e = ms_heap_top(&m->heap);
+        ms_time_t tm = e ? e->t : NEVER, tn = nm_network_next_time(m->net);
+        if (e && tm < m->stop && (ORDER_CLASS(e->order) == CLS_RESUME ? tm < tn : tm <= tn)) {
+            ms_event ev;
+            ms_heap_pop(&m->heap, &ev);
+            if (ev.t > m->now) m->now = ev.t;
+            process(m, &ev);
+            continue;
+        }
+        if (tn != NEVER && tn < m->stop) {
+            if (tn > m->now) m->now = tn;
+            if (nm_network_run_until(m->net, tn + 1) < 0) {
+                model_error(m, "nm_network_run_until failed at t=%" PRId64, tn);
+                rc = -1;
+                break;
+            }
+            continue;
+        }
+        break;
+    }
+    m->in_run = 0;
+    return rc;
+}
+
+/* ---- public API ------------------------------------------------------------------------------ */
+
+ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, const int *rank_to_host, char *err,
+                          size_t errlen)
+{
+    if (!cfg || !net || nranks < 1 || nranks >= MAX_RANKS) {
+        set_err(err, errlen, "ms_model_create: need a configuration, a network and 1..%d ranks", MAX_RANKS - 1);
+        return NULL;
+    }
+    if (!nm_config_has(cfg, "mpi.eager_threshold")) {
+        set_err(err, errlen, "ms_model_create: the [mpi] keys are not registered (call ms_model_register_keys)");
+        return NULL;
+    }
+    ms_model *m = calloc(1, sizeof *m);
+    if (!m) { set_err(err, errlen, "out of memory"); return NULL; }
+    m->eager_thr = nm_config_int(cfg, "mpi.eager_threshold");
+    m->o_s = nm_config_int(cfg, "mpi.send_overhead");
+    m->o_r = nm_config_int(cfg, "mpi.recv_overhead");
+    m->o_s_pb = nm_config_int(cfg, "mpi.send_overhead_per_byte");
+    m->o_r_pb = nm_config_int(cfg, "mpi.recv_overhead_per_byte");
+    m->gap = nm_config_int(cfg, "mpi.gap");
+    m->pkt_payload = nm_config_int(cfg, "mpi.packet_payload");
+    m->env_bytes = nm_config_int(cfg, "mpi.envelope_bytes");
+    m->ctl_bytes = nm_config_int(cfg, "mpi.control_bytes");
+    m->poll = nm_config_int(cfg, "mpi.poll_cost");
+    m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
+    if (m->pkt_payload < 1) m->pkt_payload = 1;
+    for (int k = 0; k < MS_COLL_COUNT; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "mpi.coll.%s.algorithm", ms_coll_kind_name((ms_coll_kind)k));
+        const char *v = nm_config_has(cfg, key) ? nm_config_string(cfg, key) : "auto";
+        int a = ms_coll_algorithm_lookup((ms_coll_kind)k, v);
+        if (a < 0) {
+            set_err(err, errlen, "%s: unknown algorithm '%s' (one of %s)", key, v,
+                    ms_coll_algorithm_choices((ms_coll_kind)k));
+            free(m);
+            return NULL;
+        }
+        m->coll_alg[k] = a;
+    }
+    m->net = net;
+    m->nranks = nranks;
+    m->ranks = calloc((size_t)nranks, sizeof *m->ranks);
+    if (!m->ranks) goto oom;
+    int maxh = -1;
+    for (int r = 0; r < nranks; r++) {
+        int h = rank_to_host ? rank_to_host[r] : r;
+        if (h < 0) {
+            set_err(err, errlen, "ms_model_create: rank %d mapped to host %d", r, h);
+            ms_model_destroy(m);
+            return NULL;
+        }
+        m->ranks[r].host = h;
+        m->ranks[r].sched = NEVER;
+        if (h > maxh) maxh = h;
+    }
+    m->nhosts = maxh + 1;
+    m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
+    if (!m->nic_free) goto oom;
+    ms_pool_init(&m->msgs, sizeof(ms_msg));
+    ms_pool_init(&m->reqpool, sizeof(ms_req));
+    ms_pool_init(&m->mqpool, sizeof(ms_mq));
+    if (!comm_new(m, MS_COMM_WORLD, nranks, 0, (size_t)nranks)) goto oom;
+    ms_comm *self = comm_new(m, MS_COMM_SELF, 1, 1, (size_t)nranks);
+    if (!self) goto oom;
+    nm_network_set_callbacks(net, on_deliver, on_drop, m);
+    return m;
+oom:
+    set_err(err, errlen, "out of memory");
+    ms_model_destroy(m);
+    return NULL;
+}
+
+void ms_model_destroy(ms_model *m)
+{
+    if (!m) return;
+    if (m->net) nm_network_set_callbacks(m->net, NULL, NULL, NULL);
+    /* collective member states still running */
+    for (size_t i = 0; i < m->reqs.cap; i++) {
+        ms_req *r = m->reqs.s ? m->reqs.s[i].v : NULL;
+        if (r && r->kind == REQ_COLL && r->cm) {
+            ms_coll_plan_free(&r->cm->plan);
+            free(r->cm);
+        }
+    }
+    for (size_t i = 0; i < m->ncomms; i++) {
+        free(m->commv[i]->members);
+        free(m->commv[i]->coll_seq);
+        free(m->commv[i]);
+    }
+    free(m->commv);
+    if (m->ranks) {
+        for (int r = 0; r < m->nranks; r++) {
+            free(m->ranks[r].wreqs);
+            free(m->ranks[r].res);
+            free(m->ranks[r].resol);
+        }
+    }
+    free(m->ranks);
+    free(m->nic_free);
+    ms_heap_free(&m->heap);
+    ms_hmap_free(&m->reqs);
+    ms_hmap_free(&m->comms);
+    ms_hmap_free(&m->cranks);
+    ms_hmap_free(&m->mqs);
+    ms_pool_free(&m->msgs);
+    ms_pool_free(&m->reqpool);
+    ms_pool_free(&m->mqpool);
+    free(m);
+}
+
+void ms_model_set_resume(ms_model *m, ms_resume_fn fn, void *user)
+{
+    if (!m) return;
+    m->resume = fn;
+    m->user = user;
+}
+
+ms_time_t ms_model_isend_cost(const ms_model *m, uint64_t bytes) { return m ? os_cost(m, bytes) : 0; }
+ms_time_t ms_model_irecv_cost(const ms_model *m, uint64_t bytes)
+{
+    (void)m;
+    (void)bytes;
+    return 0;
+}
+
+/* Common checks of a post: rank, time, comm membership, request id. */
+static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_t req, ms_comm **c_out,
+                      int *crank_out, char *err, size_t errlen)
+{
+    if (!m || rank < 0 || rank >= m->nranks) {
+        set_err(err, errlen, "bad rank %d", rank);
+        return -1;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->finalized) {
+        set_err(err, errlen, "rank %d posts after MPI_Finalize", rank);
+        return -1;
+    }
+    if (rs->blocked) {
+        set_err(err, errlen, "rank %d posts while blocked", rank);
+        return -1;
+    }
+    if (t < m->now) {
+        set_err(err, errlen, "rank %d posts at t=%" PRId64 " ps, before the model's time %" PRId64 " ps", rank, t,
+                m->now);
+        return -1;
+    }
+    ms_comm *c = comm_get(m, comm);
+    if (!c) {
+        set_err(err, errlen, "rank %d: unknown communicator %" PRIu64, rank, comm);
+        return -1;
+    }
+    int cr = comm_rank_of(m, c, rank);
+    if (cr < 0) {
+        set_err(err, errlen, "rank %d is not a member of communicator %" PRIu64, rank, comm);
+        return -1;
+    }
+    if (ms_hmap_get(&m->reqs, (uint64_t)rank, req)) {
+        set_err(err, errlen, "rank %d: request %" PRIu64 " is already active", rank, req);
+        return -1;
+    }
+    *c_out = c;
+    *crank_out = cr;
+    return 0;
+}
+
+static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, char *err, size_t errlen)
+{
+    ms_req *r = req_new(m);
+    if (!r || ms_hmap_put(&m->reqs, (uint64_t)rank, id, r) != 0) {
+        if (r) req_free(m, r);
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->id = id;
+    r->rank = rank;
+    return r;
+}
+
+int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int dst, int tag,
+                   uint64_t bytes, ms_send_mode mode, char *err, size_t errlen)
+{
+    ms_comm *c;
+    int cr;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    if (dst != MS_PROC_NULL && (dst < 0 || dst >= c->size)) {
+        set_err(err, errlen, "rank %d: send to rank %d of communicator %" PRIu64 " (size %d)", rank, dst, comm, c->size);
+        return -1;
+    }
+    if (tag < 0) {
+        set_err(err, errlen, "rank %d: send with tag %d", rank, tag);
+        return -1;
+    }
+    if ((unsigned)mode > MS_SEND_BUFFERED) {
+        set_err(err, errlen, "rank %d: bad send mode %d", rank, (int)mode);
+        return -1;
+    }
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    if (!r) return -1;
+    r->kind = REQ_SEND;
+    r->mode = (uint8_t)mode;
+    r->comm = comm;
+    r->ctx = c->idx * 2;
+    r->peer = dst;
+    r->peer_world_cache = dst == MS_PROC_NULL ? -1 : comm_world_of(c, dst, rank);
+    r->tag = tag;
+    r->bytes = bytes;
+    r->post = t;
+    r->m_src = cr;
+    push_post(m, rank, t, EV_SEND_POST, r);
+    return 0;
+}
+
+int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int src, int tag,
+                   uint64_t bytes, char *err, size_t errlen)
+{
+    ms_comm *c;
+    int cr;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    if (src != MS_PROC_NULL && src != MS_ANY_SOURCE && (src < 0 || src >= c->size)) {
+        set_err(err, errlen, "rank %d: receive from rank %d of communicator %" PRIu64 " (size %d)", rank, src, comm,
+                c->size);
+        return -1;
+    }
+    if (tag < 0 && tag != MS_ANY_TAG) {
+        set_err(err, errlen, "rank %d: receive with tag %d", rank, tag);
+        return -1;
+    }
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    if (!r) return -1;
+    r->kind = REQ_RECV;
+    r->comm = comm;
+    r->ctx = c->idx * 2;
+    r->peer = src;
+    r->peer_world_cache = (src >= 0) ? comm_world_of(c, src, rank) : -1;
+    r->tag = tag;
+    r->bytes = bytes;
+    r->post = t;
+    r->m_src = -1;
+    r->m_tag = -1;
+    push_post(m, rank, t, EV_RECV_POST, r);
+    return 0;
+}
+
+int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, const ms_coll_args *args,
+                   char *err, size_t errlen)
+{
+    ms_comm *c;
+    int cr;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    if (!args || (unsigned)args->kind >= MS_COLL_COUNT) {
+        set_err(err, errlen, "rank %d: bad collective", rank);
+        return -1;
+    }
+    int v = args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV || args->kind == MS_COLL_ALLGATHERV ||
+            args->kind == MS_COLL_ALLTOALLV;
+    coll_member *cm = calloc(1, sizeof *cm);
+    if (!cm) { set_err(err, errlen, "out of memory"); return -1; }
+    const uint64_t *counts = (v || args->kind == MS_COLL_REDUCE_SCATTER) ? args->counts : NULL;
+    /* gatherv/scatterv: only the root's counts describe the blocks */
+    if ((args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV) && cr != args->root) counts = NULL;
+    if (ms_coll_generate(&cm->plan, args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes,
+                         counts) != 0) {
+        ms_coll_plan_free(&cm->plan);
+        free(cm);
+        set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d, root %d): bad arguments", rank,
+                ms_coll_mpi_name(args->kind), comm, c->size, args->root);
+        return -1;
+    }
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    if (!r) {
+        ms_coll_plan_free(&cm->plan);
+        free(cm);
+        return -1;
+    }
+    r->kind = REQ_COLL;
+    r->comm = comm;
+    r->ctx = c->idx * 2 + 1;
+    r->peer = -1;
+    r->tag = -1;
+    r->bytes = args->bytes;
+    r->post = t;
+    r->cm = cm;
+    cm->req = r;
+    cm->rank = rank;
+    cm->crank = cr;
+    cm->comm = c;
+    cm->ctx = c->idx * 2 + 1;
+    cm->kind = args->kind;
+    uint64_t *seq = coll_seq_slot(c, cr, rank);
+    cm->tag = (int64_t)((*seq)++);
+    m->ranks[rank].st.coll_calls++;
+    push_post(m, rank, t, EV_COLL_STEP, cm);
+    return 0;
+}
+
+static int check_block(ms_model *m, int rank, ms_time_t t, char *err, size_t errlen)
+{
+    if (!m || rank < 0 || rank >= m->nranks) {
+        set_err(err, errlen, "bad rank %d", rank);
+        return -1;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->blocked) {
+        set_err(err, errlen, "rank %d is already blocked", rank);
+        return -1;
+    }
+    if (rs->finalized) {
+        set_err(err, errlen, "rank %d waits after MPI_Finalize", rank);
+        return -1;
+    }
+    if (t < m->now) {
+        set_err(err, errlen, "rank %d waits at t=%" PRId64 " ps, before the model's time %" PRId64 " ps", rank, t,
+                m->now);
+        return -1;
+    }
+    return 0;
+}
+
+int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t n, const uint64_t *reqs, char *err,
+                  size_t errlen)
+{
+    if (check_block(m, rank, t, err, errlen)) return -1;
+    if ((unsigned)mode > MS_TEST_SOME || (n && !reqs)) {
+        set_err(err, errlen, "rank %d: bad wait", rank);
+        return -1;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->wcap < n) {
+        ms_req **nw = realloc(rs->wreqs, n * sizeof *nw);
+        if (!nw) { set_err(err, errlen, "out of memory"); return -1; }
+        rs->wreqs = nw;
+        rs->wcap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, reqs[i]);
+        if (!r || r->in_wait) {
+            for (size_t j = 0; j < i; j++) rs->wreqs[j]->in_wait = 0;
+            set_err(err, errlen, "rank %d: request %" PRIu64 " is %s", rank, reqs[i],
+                    r ? "listed twice in one wait" : "not active (unknown or already completed)");
+            return -1;
+        }
+        r->in_wait = 1;
+        rs->wreqs[i] = r;
+    }
+    rs->wn = n;
+    rs->wmode = mode;
+    rs->wt = t;
+    rs->blocked = 1;
+    rs->sched = NEVER;
+    if (mode >= MS_TEST_ALL) {
+        rs->wkind = W_TEST;
+        for (size_t i = 0; i < n; i++) rs->wreqs[i]->in_wait = 0;
+        schedule_resume(m, rank, t);
+        return 0;
+    }
+    rs->wkind = W_WAIT;
+    rs->nundet = 0;
+    rs->wmax = t;
+    ms_time_t first = NEVER;
+    for (size_t i = 0; i < n; i++) {
+        ms_req *r = rs->wreqs[i];
+        if (r->done == NEVER) rs->nundet++;
+        else {
+            if (r->done > rs->wmax) rs->wmax = r->done;
+            if (r->done < first) first = r->done;
+        }
+    }
+    if (n == 0) schedule_resume(m, rank, t);
+    else if (mode == MS_WAIT_ALL) {
+        if (rs->nundet == 0) schedule_resume(m, rank, rs->wmax);
+    } else if (first != NEVER) {
+        schedule_resume(m, rank, tmax(t, first));
+    }
+    return 0;
+}
+
+int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, int tag, int blocking, char *err,
+                   size_t errlen)
+{
+    if (check_block(m, rank, t, err, errlen)) return -1;
+    ms_comm *c = comm_get(m, comm);
+    if (!c || comm_rank_of(m, c, rank) < 0) {
+        set_err(err, errlen, "rank %d: probe on unknown communicator %" PRIu64, rank, comm);
+        return -1;
+    }
+    if (src != MS_ANY_SOURCE && src != MS_PROC_NULL && (src < 0 || src >= c->size)) {
+        set_err(err, errlen, "rank %d: probe for rank %d of communicator %" PRIu64 " (size %d)", rank, src, comm,
+                c->size);
+        return -1;
+    }
+    rank_state *rs = &m->ranks[rank];
+    rs->pctx = c->idx * 2;
+    rs->pcomm = comm;
+    rs->psrc = src;
+    rs->ptag = tag;
+    rs->parmed = 0;
+    rs->pfound = 0;
+    rs->wn = 0;
+    rs->wt = t;
+    rs->blocked = 1;
+    rs->sched = NEVER;
+    rs->wkind = blocking ? W_PROBE : W_IPROBE;
+    if (src == MS_PROC_NULL) {
+        rs->pfound = 1;
+        rs->pf_src = MS_PROC_NULL;
+        rs->pf_tag = MS_ANY_TAG;
+        rs->pf_bytes = 0;
+        rs->pf_time = t;
+        schedule_resume(m, rank, t);
+    } else if (blocking) {
+        push_post(m, rank, t, EV_PROBE, NULL);
+    } else {
+        schedule_resume(m, rank, t);
+    }
+    return 0;
+}
+
+int ms_model_finalize(ms_model *m, int rank, ms_time_t t)
+{
+    (void)t;
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    m->ranks[rank].finalized = 1;
+    return 0;
+}
+
+size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size_t max)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return 0;
+    rank_state *rs = &m->ranks[rank];
+    size_t k = 0;
+    while (k < max && rs->rhead < rs->rn) out[k++] = rs->resol[rs->rhead++];
+    if (rs->rhead == rs->rn) rs->rhead = rs->rn = 0;
+    return k;
+}
+
+void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (m && rank >= 0 && rank < m->nranks) *out = m->ranks[rank].st;
+}
+
+int ms_model_rank_blocked(const ms_model *m, int rank)
+{
+    return m && rank >= 0 && rank < m->nranks ? m->ranks[rank].blocked : 0;
+}
+
+static void describe_req(const ms_model *m, const ms_req *r, char *buf, size_t len)
+{
+    char peer[48], tag[32];
+    double us = (double)r->post / 1e6;
+    if (r->kind == REQ_COLL) {
+        const coll_member *cm = r->cm;
+        if (cm)
+            snprintf(buf, len, "%s on comm %" PRIu64 " (step %zu of %zu, entered at %.3f us)",
+                     ms_coll_mpi_name(cm->kind), r->comm, cm->step + 1, cm->plan.nsteps, us);
+        else
+            snprintf(buf, len, "collective on comm %" PRIu64 " (entered at %.3f us)", r->comm, us);
+        return;
+    }
+    if (r->peer == MS_ANY_SOURCE) snprintf(peer, sizeof peer, "any source");
+    else if (r->peer == MS_PROC_NULL) snprintf(peer, sizeof peer, "MPI_PROC_NULL");
+    else if (r->comm != MS_COMM_WORLD && r->peer_world_cache >= 0)
+        snprintf(peer, sizeof peer, "rank %d (world %d)", r->peer, r->peer_world_cache);
+    else snprintf(peer, sizeof peer, "rank %d", r->peer);
+    if (r->tag == MS_ANY_TAG) snprintf(tag, sizeof tag, "any tag");
+    else snprintf(tag, sizeof tag, "tag %" PRId64, r->tag);
+    if (r->kind == REQ_RECV)
+        snprintf(buf, len, "recv from %s %s comm %" PRIu64 " (posted at %.3f us)", peer, tag, r->comm, us);
+    else
+        snprintf(buf, len, "%ssend to %s %s comm %" PRIu64 " (%" PRIu64 " B, posted at %.3f us)",
+                 r->mode == MS_SEND_SYNC ? "synchronous " : "", peer, tag, r->comm, r->bytes, us);
+    (void)m;
+}
+
+int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len)
+{
+    if (!m || rank < 0 || rank >= m->nranks || !buf || len == 0) return -1;
+    const rank_state *rs = &m->ranks[rank];
+    if (!rs->blocked) {
+        snprintf(buf, len, "not blocked");
+        return 0;
+    }
+    if (rs->wkind == W_PROBE || rs->wkind == W_IPROBE) {
+        char src[32], tag[32];
+        if (rs->psrc == MS_ANY_SOURCE) snprintf(src, sizeof src, "any source");
+        else snprintf(src, sizeof src, "rank %d", rs->psrc);
+        if (rs->ptag == MS_ANY_TAG) snprintf(tag, sizeof tag, "any tag");
+        else snprintf(tag, sizeof tag, "tag %" PRId64, rs->ptag);
+        snprintf(buf, len, "%s for %s %s comm %" PRIu64 " (since %.3f us)",
+                 rs->wkind == W_PROBE ? "MPI_Probe" : "MPI_Iprobe", src, tag, rs->pcomm, (double)rs->wt / 1e6);
+        return 0;
+    }
+    static const char *const names[] = {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
+                                        "MPI_Testall", "MPI_Testany", "MPI_Testsome"};
+    const char *fn = rs->wn == 1 && rs->wmode == MS_WAIT_ALL ? "MPI_Wait"
+                     : rs->wn == 1 && rs->wmode == MS_TEST_ALL ? "MPI_Test" : names[rs->wmode];
+    size_t pending = 0, first = rs->wn;
+    for (size_t i = 0; i < rs->wn; i++)
+        if (rs->wreqs[i]->done == NEVER) {
+            if (first == rs->wn) first = i;
+            pending++;
+        }
+    if (first == rs->wn) {
+        snprintf(buf, len, "%s (%zu requests, all complete; resuming)", fn, rs->wn);
+        return 0;
+    }
+    char d[200];
+    describe_req(m, rs->wreqs[first], d, sizeof d);
+    if (pending > 1) snprintf(buf, len, "%s on %s; %zu of %zu requests pending", fn, d, pending, rs->wn);
+    else snprintf(buf, len, "%s on %s", fn, d);
+    return 0;
+}
+
+void ms_model_get_params(const ms_model *m, ms_model_params *out)
+{
+    if (!m || !out) return;
+    out->eager_threshold = m->eager_thr;
+    out->send_overhead = m->o_s;
+    out->send_overhead_per_byte = m->o_s_pb;
+    out->recv_overhead = m->o_r;
+    out->recv_overhead_per_byte = m->o_r_pb;
+    out->gap = m->gap;
+    out->packet_payload = m->pkt_payload;
+    out->envelope_bytes = m->env_bytes;
+    out->control_bytes = m->ctl_bytes;
+    out->poll_cost = m->poll;
+    out->reduce_cost_per_byte = m->red_pb;
+}
+
+const char *ms_model_last_error(const ms_model *m, uint64_t *count)
+{
+    if (!m) return NULL;
+    if (count) *count = m->errors;
+    return m->errors ? m->last_err : NULL;
+}
+
+uint64_t ms_model_clamped_injections(const ms_model *m) { return m ? m->clamped : 0; }
+
+const char *ms_model_coll_algorithm(const ms_model *m, ms_coll_kind kind, int size, uint64_t bytes,
+                                    const uint64_t *counts)
+{
+    if (!m || (unsigned)kind >= MS_COLL_COUNT || size < 1) return NULL;
+    int a = m->coll_alg[kind];
+    ms_coll_plan p = {0};
+    if (ms_coll_generate(&p, kind, a, size, 0, 0, bytes, counts) != 0) {
+        ms_coll_plan_free(&p);
+        return NULL;
+    }
+    a = p.alg;
+    ms_coll_plan_free(&p);
+    return ms_coll_algorithm_name(kind, a);
+}

@@ -1,0 +1,61 @@
+/* Small containers for the MPI layer model: an open-addressing hash map keyed by two 64-bit
+ * words, a binary heap of events keyed by (time, order), and a chunked object pool whose
+ * objects have stable 32-bit indices (packet cookies name messages by index). Internal. */
+#ifndef MS_UTIL_H
+#define MS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- hash map (k1, k2) -> void* -------------------------------------------------------------- */
+typedef struct ms_hslot {
+    uint64_t k1, k2;
+    void *v;          /* NULL = empty slot */
+} ms_hslot;
+typedef struct ms_hmap {
+    ms_hslot *s;
+    size_t cap, n;    /* cap is a power of two */
+} ms_hmap;
+
+void *ms_hmap_get(const ms_hmap *h, uint64_t k1, uint64_t k2);
+int ms_hmap_put(ms_hmap *h, uint64_t k1, uint64_t k2, void *v);    /* replaces; 0 or -1 (memory) */
+void *ms_hmap_del(ms_hmap *h, uint64_t k1, uint64_t k2);           /* returns the removed value */
+void ms_hmap_free(ms_hmap *h);
+
+/* ---- event heap ------------------------------------------------------------------------------ */
+typedef struct ms_event {
+    int64_t t;
+    uint64_t order;   /* tie-break within one time: class in the top 2 bits, then a sequence */
+    uint32_t type;
+    int32_t rank;
+    void *p;
+    uint64_t a;
+} ms_event;
+typedef struct ms_heap {
+    ms_event *e;
+    size_t n, cap;
+} ms_heap;
+
+int ms_heap_push(ms_heap *h, const ms_event *ev);
+void ms_heap_pop(ms_heap *h, ms_event *out);
+static inline const ms_event *ms_heap_top(const ms_heap *h) { return h->n ? &h->e[0] : NULL; }
+void ms_heap_free(ms_heap *h);
+
+/* ---- pool with indices ----------------------------------------------------------------------- */
+#define MS_POOL_CHUNK_BITS 10
+typedef struct ms_pool {
+    size_t objsize;
+    char **chunks;
+    size_t nchunks, capchunks;
+    uint32_t *free_idx;
+    size_t nfree, capfree;
+    uint32_t next;      /* next never-used index */
+} ms_pool;
+
+void ms_pool_init(ms_pool *p, size_t objsize);
+void *ms_pool_alloc(ms_pool *p, uint32_t *idx);     /* zeroed object */
+void ms_pool_release(ms_pool *p, uint32_t idx);
+void *ms_pool_at(const ms_pool *p, uint32_t idx);
+void ms_pool_free(ms_pool *p);
+
+#endif

@@ -1,0 +1,921 @@
+/* Configuration: typed keys with units, defaults and citations; INI profiles; overrides.
+ *
+ * Every key keeps its value in force, the value's canonical text (so that a resolved
+ * configuration can be written out and read back exactly) and its origin: the default's
+ * citation, "file:line", or the origin given to nm_config_set (e.g. "--set"). */
+#define _XOPEN_SOURCE 700
+#include "nm_internal.h"
+
+#include <ini.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef MPISIM_SOURCE_PROFILE_DIR
+#define MPISIM_SOURCE_PROFILE_DIR "configs"
+#endif
+
+#define NM_MAX_INCLUDE_DEPTH 16
+#define NM_MAX_FILE_BYTES (4u << 20)
+
+/* ------------------------------------------------------------------------------------------ */
+/* netmodel's own keys. Citations name the seed file and its table or section. */
+
+static const nm_key_def nm_network_keys[] = {
+    {"network.engine", NM_KEY_STRING, "", "analytic",
+     "mpisim design: analytic until the character-level engine is validated",
+     "packet engine: analytic (closed-form, cut-through with reservation) or myrinet "
+     "(character-level wormhole)", "analytic|myrinet", 0},
+    {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
+     "generator (crossbar:N, auto:N, triangle18, system96, array:S:K, ring:S:K:L, clos64) or "
+     "topology file; 'auto' = auto:<number of hosts needed>", NULL, 0},
+    {"network.routing", NM_KEY_STRING, "", "shortest", "seed 000 sec 2 (source routing)",
+     "route computation: shortest (BFS over switches); updown and itb are reserved for seed 002",
+     "shortest|updown|itb", 0},
+    {"network.route_ties", NM_KEY_STRING, "", "lowest", "mpisim design (deterministic routes)",
+     "choice among equal-length next hops: lowest port, or spread by (src+dst) modulo the "
+     "number of candidates (uses parallel links and Clos spines)", "lowest|spread", 0},
+    {"network.seed", NM_KEY_INT, "", "1", "mpisim design (determinism)",
+     "seed of any pseudo-random choice in the network model", NULL, 0},
+    {"network.link_rate", NM_KEY_DOUBLE, "b/s", "1.28e9", "seed 000 Table 2 (Link Data Rate)",
+     "data rate of every link unless the topology says otherwise", NULL, NM_KEY_POSITIVE},
+    {"network.link_length", NM_KEY_DOUBLE, "m", "10", "seed 000 Table 2 (Length of Link)",
+     "cable length of every link unless the topology says otherwise", NULL, NM_KEY_NONNEG},
+    {"network.propagation_velocity", NM_KEY_DOUBLE, "m/s", "1.8e8",
+     "seed 000 Table 2 (Propagation Velocity; 0.6 c, sec 3.1)",
+     "signal velocity in the cables (also accepts a delay per length, e.g. 4.92 ns/m)", NULL,
+     NM_KEY_POSITIVE},
+    {"network.switch_delay", NM_KEY_INT, "ps", "0",
+     "seed 000 eq. 3 (no switch delay); seed 002 sec 5.3 uses 150 ns",
+     "switch routing (fall-through) delay of a packet head, per switch", NULL, NM_KEY_NONNEG},
+    {"network.slack_buffer", NM_KEY_INT, "B", "96", "seed 000 Table 2 (Slack Buffer Size)",
+     "slack buffer per input port", NULL, NM_KEY_POSITIVE},
+    {"network.high_water", NM_KEY_INT, "B", "56", "seed 000 Table 2 (High-water Mark)",
+     "slack buffer fill above which STOP is sent", NULL, NM_KEY_NONNEG},
+    {"network.low_water", NM_KEY_INT, "B", "40", "seed 000 Table 2 (Low-water Mark)",
+     "slack buffer fill below which GO is sent", NULL, NM_KEY_NONNEG},
+    {"network.beat_period", NM_KEY_INT, "ps", "1 s", "seed 000 Table 2 (BEAT Time)",
+     "period of BEAT characters", NULL, NM_KEY_POSITIVE},
+    {"network.timeout", NM_KEY_INT, "ps", "1 s", "seed 000 Table 2 (Timeout Interval)",
+     "a packet still in the network this long after injection is dropped (0: never)", NULL,
+     NM_KEY_NONNEG},
+    {"network.type_bytes", NM_KEY_INT, "B", "4", "seed 000 sec 2; seed 004 Table 3 (Packet type)",
+     "packet-type characters per packet", NULL, NM_KEY_NONNEG},
+    {"network.crc_bytes", NM_KEY_INT, "B", "1", "seed 000 sec 2; seed 004 Table 3 (CRC-8)",
+     "CRC characters per packet", NULL, NM_KEY_NONNEG},
+    {"network.gap_bytes", NM_KEY_INT, "B", "1", "seed 000 sec 2 (at least one GAP) and eq. 2",
+     "GAP characters after each packet", NULL, NM_KEY_NONNEG},
+    {"network.nic_send_cost", NM_KEY_INT, "ps", "0", "seed 000 eq. 3 (no NIC cost)",
+     "per-packet processing at the source NIC (serialised per NIC)", NULL, NM_KEY_NONNEG},
+    {"network.nic_recv_cost", NM_KEY_INT, "ps", "0", "seed 000 eq. 3 (no NIC cost)",
+     "per-packet processing at the destination NIC (serialised per NIC)", NULL, NM_KEY_NONNEG},
+    {"network.switch_ports", NM_KEY_INT, "", "8", "seed 000 sec 3.1 (Myricom M2F SW8 8x8 crossbar)",
+     "ports of generated crossbars where the generator does not fix it", NULL, NM_KEY_POSITIVE},
+    {"profile.description", NM_KEY_STRING, "", "", "mpisim design",
+     "what the profile models, with its source", NULL, 0},
+};
+
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct nm_entry {
+    const nm_key_def *def;
+    int64_t ival;
+    double dval;
+    char *text;     /* canonical text of the value */
+    char *origin;   /* citation, "file:line" or the nm_config_set origin */
+} nm_entry;
+
+struct nm_config {
+    nm_entry *e;
+    size_t n, cap;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* Read a whole stream into a NUL-terminated buffer; -1 when larger than `max` (len = max+1). */
+static char *read_all(FILE *f, size_t max, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n > max) { *len = n; return buf; }
+        if (n < cap) break;
+        char *nb = cap > max ? NULL : realloc(buf, 2 * cap + 1);
+        if (!nb) { free(buf); return NULL; }
+        buf = nb;
+        cap *= 2;
+    }
+    if (buf) buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* ---- units ---------------------------------------------------------------------------- */
+
+typedef struct { const char *sym; int exp10; int pow1024; } nm_prefix;
+static const nm_prefix si_prefixes[] = {
+    {"", 0, 0},   {"p", -12, 0}, {"n", -9, 0}, {"u", -6, 0}, {"\xc2\xb5", -6, 0},
+    {"m", -3, 0}, {"c", -2, 0},  {"k", 3, 0},  {"K", 3, 0},  {"M", 6, 0},
+    {"G", 9, 0},  {"T", 12, 0},
+};
+static const nm_prefix iec_prefixes[] = {{"Ki", 0, 1}, {"Mi", 0, 2}, {"Gi", 0, 3}, {"Ti", 0, 4}};
+
+/* A base unit spelling: value in the key's unit = number * prefix * 10^exp10 * mul.
+ * `inverse` bases (a delay per length for a velocity) are reciprocated. */
+typedef struct { const char *unit; const char *base; int exp10; double mul; int inverse; int iec; } nm_base;
+static const nm_base bases[] = {
+    {"B", "bytes", 0, 1, 0, 1}, {"B", "byte", 0, 1, 0, 1}, {"B", "B", 0, 1, 0, 1},
+    {"ps", "s", 12, 1, 0, 0},
+    {"b/s", "bit/s", 0, 1, 0, 0}, {"b/s", "bps", 0, 1, 0, 0}, {"b/s", "b/s", 0, 1, 0, 0},
+    {"b/s", "B/s", 0, 8, 0, 0},
+    {"m", "m", 0, 1, 0, 0},
+    {"m/s", "m/s", 0, 1, 0, 0}, {"m/s", "s/m", 0, 1, 1, 0},
+    {"Hz", "Hz", 0, 1, 0, 0},
+};
+
+static double pow10i(int e)
+{
+    /* exact powers of ten up to 1e22; division for negative exponents rounds once */
+    static const double p[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (e >= 0) return e <= 22 ? p[e] : pow(10.0, e);
+    return e >= -22 ? 1.0 / p[-e] : pow(10.0, e);
+}
+
+static double scale10(double x, int e)
+{
+    /* x * 10^e, dividing for negative e so that e.g. 4.92e-9 is formed with one rounding */
+    if (e >= 0) return x * pow10i(e);
+    return e >= -22 ? x / pow10i(-e) : x * pow(10.0, e);
+}
+
+const char *nm_unit_noun(const char *unit)
+{
+    if (!unit || !*unit) return "a number";
+    if (!strcmp(unit, "B")) return "a byte count";
+    if (!strcmp(unit, "ps")) return "a time";
+    if (!strcmp(unit, "b/s")) return "a bit rate";
+    if (!strcmp(unit, "m")) return "a length";
+    if (!strcmp(unit, "m/s")) return "a velocity";
+    if (!strcmp(unit, "Hz")) return "a frequency";
+    return "a value";
+}
+
+/* Scan a decimal number (sign, digits, fraction, exponent) at s; returns its length (0 if
+ * none). Hex, inf and nan are refused on purpose: strtod would accept them. */
+static size_t scan_number(const char *s, int *is_integer)
+{
+    size_t i = 0, digits = 0;
+    *is_integer = 1;
+    if (s[i] == '+' || s[i] == '-') i++;
+    while (s[i] >= '0' && s[i] <= '9') { i++; digits++; }
+    if (s[i] == '.') {
+        *is_integer = 0;
+        i++;
+        while (s[i] >= '0' && s[i] <= '9') { i++; digits++; }
+    }
+    if (digits == 0) return 0;
+    if (s[i] == 'e' || s[i] == 'E') {
+        size_t j = i + 1;
+        if (s[j] == '+' || s[j] == '-') j++;
+        if (s[j] >= '0' && s[j] <= '9') {
+            while (s[j] >= '0' && s[j] <= '9') j++;
+            *is_integer = 0;
+            i = j;
+        }
+    }
+    return i;
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
+
+int nm_parse_quantity(const char *unit, const char *text, double *out)
+{
+    if (!text || !unit) return -1;
+    while (is_space(*text)) text++;
+    int is_int;
+    size_t nlen = scan_number(text, &is_int);
+    if (nlen == 0 || nlen > 64) return -1;
+    char num[72];
+    memcpy(num, text, nlen);
+    num[nlen] = '\0';
+    errno = 0;
+    double x = strtod(num, NULL);
+    if (errno == ERANGE || !isfinite(x)) return -1;
+    const char *suf = text + nlen;
+    while (is_space(*suf)) suf++;
+    size_t slen = strlen(suf);
+    while (slen > 0 && is_space(suf[slen - 1])) slen--;
+    if (slen == 0) { *out = x; return 0; }
+    for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
+        const nm_base *B = &bases[b];
+        if (strcmp(B->unit, unit) != 0) continue;
+        size_t blen = strlen(B->base);
+        if (slen < blen || strncmp(suf + slen - blen, B->base, blen) != 0) continue;
+        size_t plen = slen - blen;
+        const nm_prefix *P = NULL;
+        for (size_t k = 0; k < sizeof si_prefixes / sizeof si_prefixes[0] && !P; k++)
+            if (strlen(si_prefixes[k].sym) == plen && !strncmp(suf, si_prefixes[k].sym, plen)) P = &si_prefixes[k];
+        for (size_t k = 0; B->iec && k < sizeof iec_prefixes / sizeof iec_prefixes[0] && !P; k++)
+            if (strlen(iec_prefixes[k].sym) == plen && !strncmp(suf, iec_prefixes[k].sym, plen)) P = &iec_prefixes[k];
+        if (!P) continue;
+        double v;
+        if (B->inverse) {
+            /* delay per metre: velocity = 1 / (x * 10^prefix s/m) */
+            double d = scale10(x, P->exp10);
+            if (!(d > 0)) return -1;
+            v = 1.0 / d;
+        } else {
+            v = scale10(x, P->exp10 + B->exp10) * B->mul;
+            for (int k = 0; k < P->pow1024; k++) v *= 1024.0;
+        }
+        if (!isfinite(v)) return -1;
+        *out = v;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- key table -------------------------------------------------------------------------- */
+
+static nm_entry *find(const nm_config *cfg, const char *name)
+{
+    if (!cfg || !name) return NULL;
+    for (size_t i = 0; i < cfg->n; i++)
+        if (!strcmp(cfg->e[i].def->name, name)) return &cfg->e[i];
+    return NULL;
+}
+
+/* Remove an inline "  # comment" (inih strips only ';' comments). */
+static void strip_hash_comment(char *v)
+{
+    for (char *p = v; *p; p++) {
+        if (*p == '#' && (p == v || is_space(p[-1]))) { *p = '\0'; break; }
+    }
+    size_t n = strlen(v);
+    while (n > 0 && is_space(v[n - 1])) v[--n] = '\0';
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t vl = strlen(v);
+    const char *p = choices;
+    while (*p) {
+        const char *q = strchr(p, '|');
+        size_t l = q ? (size_t)(q - p) : strlen(p);
+        if (l == vl && !strncmp(p, v, l)) return 1;
+        if (!q) break;
+        p = q + 1;
+    }
+    return 0;
+}
+
+/* Parse `raw` for def into (ival, dval, text). On error writes "expected ..., got '...'". */
+static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, double *dval,
+                       char **text, char *msg, size_t msglen)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", raw ? raw : "");
+    strip_hash_comment(buf);
+    char *v = buf;
+    while (is_space(*v)) v++;
+    char canon[64];
+    if (def->type == NM_KEY_STRING) {
+        if (def->choices && !choice_ok(def->choices, v)) {
+            set_err(msg, msglen, "expected one of %s, got '%s'", def->choices, v);
+            return -1;
+        }
+        char *t = dupstr(v);
+        if (!t) { set_err(msg, msglen, "out of memory"); return -1; }
+        *text = t;
+        *ival = 0;
+        *dval = 0;
+        return 0;
+    }
+    double x;
+    int is_int;
+    size_t nlen = scan_number(v, &is_int);
+    int64_t iv = 0;
+    const char *rest = v + nlen;
+    while (is_space(*rest)) rest++;
+    int exact_int = 0;
+    if (def->type == NM_KEY_INT && nlen > 0 && is_int && *rest == '\0') {
+        /* bare integer: exact through strtoll (seeds may exceed 2^53) */
+        errno = 0;
+        long long ll = strtoll(v, NULL, 10);
+        if (errno == ERANGE) goto bad;
+        iv = ll;
+        x = (double)ll;
+        exact_int = 1;
+    } else if (nm_parse_quantity(def->unit, v, &x) != 0) {
+        goto bad;
+    }
+    if (def->type == NM_KEY_INT && !exact_int) {
+        if (!(fabs(x) < 9.2e18)) goto bad;
+        double r = nearbyint(x);
+        /* times round to the picosecond; counts must be whole (tolerating decimal noise) */
+        if (strcmp(def->unit, "ps") != 0 && fabs(x - r) > 1e-9 * fmax(1.0, fabs(x))) goto bad;
+        iv = (int64_t)r;
+    }
+    if (def->type == NM_KEY_INT) x = (double)iv;
+    if ((def->flags & NM_KEY_POSITIVE) && !(x > 0)) {
+        set_err(msg, msglen, "expected %s greater than 0, got '%s'", nm_unit_noun(def->unit), v);
+        return -1;
+    }
+    if ((def->flags & NM_KEY_NONNEG) && !(x >= 0)) {
+        set_err(msg, msglen, "expected %s not below 0, got '%s'", nm_unit_noun(def->unit), v);
+        return -1;
+    }
+    if (def->type == NM_KEY_INT) snprintf(canon, sizeof canon, "%lld", (long long)iv);
+    else snprintf(canon, sizeof canon, "%.17g", x);
+    /* shortest text that reads back to the same double, for readable output */
+    if (def->type == NM_KEY_DOUBLE) {
+        for (int prec = 1; prec <= 17; prec++) {
+            char t[64];
+            snprintf(t, sizeof t, "%.*g", prec, x);
+            if (strtod(t, NULL) == x) { memcpy(canon, t, strlen(t) + 1); break; }
+        }
+    }
+    *text = dupstr(canon);
+    if (!*text) { set_err(msg, msglen, "out of memory"); return -1; }
+    *ival = iv;
+    *dval = x;
+    return 0;
+bad:
+    set_err(msg, msglen, "expected %s, got '%s'",
+            def->type == NM_KEY_INT && !*def->unit ? "an integer" : nm_unit_noun(def->unit), v);
+    return -1;
+}
+
+static int entry_assign(nm_entry *e, const char *raw, const char *origin, char *msg, size_t msglen)
+{
+    int64_t iv;
+    double dv;
+    char *text = NULL;
+    if (parse_value(e->def, raw, &iv, &dv, &text, msg, msglen) != 0) return -1;
+    char *o = dupstr(origin ? origin : "");
+    if (!o) { free(text); set_err(msg, msglen, "out of memory"); return -1; }
+    free(e->text);
+    free(e->origin);
+    e->text = text;
+    e->origin = o;
+    e->ival = iv;
+    e->dval = dv;
+    return 0;
+}
+
+int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, char *err, size_t errlen)
+{
+    if (!cfg || (!defs && count)) { set_err(err, errlen, "nm_config_register: null argument"); return -1; }
+    size_t start = cfg->n;
+    for (size_t i = 0; i < count; i++) {
+        const nm_key_def *d = &defs[i];
+        const char *dot = d->name ? strchr(d->name, '.') : NULL;
+        if (!dot || dot == d->name || !dot[1] || !d->unit || !d->default_value) {
+            set_err(err, errlen, "key '%s': name must be 'section.key' with unit and default",
+                    d->name ? d->name : "(null)");
+            goto fail;
+        }
+        if (find(cfg, d->name)) {
+            set_err(err, errlen, "key '%s' registered twice", d->name);
+            goto fail;
+        }
+        if (cfg->n == cfg->cap) {
+            size_t nc = cfg->cap ? cfg->cap * 2 : 32;
+            nm_entry *ne = realloc(cfg->e, nc * sizeof *ne);
+            if (!ne) { set_err(err, errlen, "out of memory"); goto fail; }
+            cfg->e = ne;
+            cfg->cap = nc;
+        }
+        nm_entry *e = &cfg->e[cfg->n];
+        memset(e, 0, sizeof *e);
+        e->def = d;
+        char msg[400];
+        if (entry_assign(e, d->default_value, d->source ? d->source : "default", msg, sizeof msg) != 0) {
+            set_err(err, errlen, "key '%s': bad default: %s", d->name, msg);
+            goto fail;
+        }
+        cfg->n++;
+    }
+    return 0;
+fail:
+    while (cfg->n > start) {
+        cfg->n--;
+        free(cfg->e[cfg->n].text);
+        free(cfg->e[cfg->n].origin);
+    }
+    return -1;
+}
+
+nm_config *nm_config_create(void)
+{
+    nm_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg) return NULL;
+    char err[256];
+    if (nm_config_register(cfg, nm_network_keys, sizeof nm_network_keys / sizeof nm_network_keys[0],
+                           err, sizeof err) != 0) {
+        nm_config_destroy(cfg);
+        return NULL;
+    }
+#ifdef NM_HAVE_MYRINET
+    /* engine keys belong in every configuration, so that profiles and --set can name them */
+    if (nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
+        nm_config_destroy(cfg);
+        return NULL;
+    }
+#endif
+    return cfg;
+}
+
+void nm_config_destroy(nm_config *cfg)
+{
+    if (!cfg) return;
+    for (size_t i = 0; i < cfg->n; i++) {
+        free(cfg->e[i].text);
+        free(cfg->e[i].origin);
+    }
+    free(cfg->e);
+    free(cfg);
+}
+
+/* ---- snapshots (a failed load leaves the configuration as it was) ------------------------ */
+
+typedef struct { int64_t ival; double dval; char *text, *origin; } nm_saved;
+
+static nm_saved *snapshot(const nm_config *cfg)
+{
+    nm_saved *s = calloc(cfg->n ? cfg->n : 1, sizeof *s);
+    if (!s) return NULL;
+    for (size_t i = 0; i < cfg->n; i++) {
+        s[i].ival = cfg->e[i].ival;
+        s[i].dval = cfg->e[i].dval;
+        s[i].text = dupstr(cfg->e[i].text);
+        s[i].origin = dupstr(cfg->e[i].origin);
+        if (!s[i].text || !s[i].origin) {
+            for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); }
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (apply) {
+            free(cfg->e[i].text);
+            free(cfg->e[i].origin);
+            cfg->e[i].text = s[i].text;
+            cfg->e[i].origin = s[i].origin;
+            cfg->e[i].ival = s[i].ival;
+            cfg->e[i].dval = s[i].dval;
+        } else {
+            free(s[i].text);
+            free(s[i].origin);
+        }
+    }
+    free(s);
+}
+
+/* ---- INI loading ---------------------------------------------------------------------- */
+
+typedef struct nm_reader {
+    const char *buf;
+    size_t len, pos;
+    int line;        /* line number of the chunk last handed to inih */
+    int too_long;    /* line number of an over-long line, which stops the parse */
+} nm_reader;
+
+/* fgets-style reader over the file in memory, so that the handler knows the line number
+ * (Debian's inih is built without INI_HANDLER_LINENO). */
+static char *reader_fn(char *str, int num, void *stream)
+{
+    nm_reader *r = stream;
+    if (r->too_long || r->pos >= r->len || num < 2) return NULL;
+    size_t n = 0, max = (size_t)num - 1;
+    r->line++;
+    while (r->pos < r->len && n < max) {
+        char c = r->buf[r->pos++];
+        str[n++] = c;
+        if (c == '\n') break;
+    }
+    str[n] = '\0';
+    if (n == max && str[n - 1] != '\n' && r->pos < r->len) {
+        r->too_long = r->line;
+        return NULL;
+    }
+    return str;
+}
+
+typedef struct nm_include { char name[256]; int line; } nm_include;
+
+typedef struct nm_load {
+    nm_config *cfg;
+    const char *path;           /* as named in messages */
+    const char *search_path;
+    char **stack;               /* canonical paths of the files being loaded (cycle check) */
+    int depth;
+    nm_reader rd;
+    int pass;                   /* 1: collect includes; 2: apply keys */
+    nm_include *inc;
+    int ninc, capinc;
+    int err_line;               /* first handler error */
+    char msg[1024];
+} nm_load;
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    nm_load *L = user;
+    if (L->err_line) return 1;  /* keep only the first error */
+    int line = L->rd.line;
+    int is_include = !strcmp(section, "profile") && !strcmp(name, "include");
+    if (L->pass == 1) {
+        if (!is_include) return 1;
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        if (!*v || strlen(v) >= sizeof L->inc[0].name) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "key 'profile.include': expected a profile name, got '%s'", v);
+            return 0;
+        }
+        if (L->ninc == L->capinc) {
+            int nc = L->capinc ? 2 * L->capinc : 4;
+            nm_include *ni = realloc(L->inc, (size_t)nc * sizeof *ni);
+            if (!ni) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            L->inc = ni;
+            L->capinc = nc;
+        }
+        snprintf(L->inc[L->ninc].name, sizeof L->inc[0].name, "%s", v);
+        L->inc[L->ninc].line = line;
+        L->ninc++;
+        return 1;
+    }
+    if (is_include) return 1;
+    char full[256];
+    if (!*section) snprintf(full, sizeof full, "%s", name);
+    else snprintf(full, sizeof full, "%s.%s", section, name);
+    nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
+    if (!e) {
+        L->err_line = line;
+        snprintf(L->msg, sizeof L->msg, "unknown key '%s' in section [%s]", name, section);
+        return 0;
+    }
+    char origin[512 + 16], m[420];
+    snprintf(origin, sizeof origin, "%s:%d", L->path, line);
+    if (entry_assign(e, value, origin, m, sizeof m) != 0) {
+        L->err_line = line;
+        snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
+        return 0;
+    }
+    return 1;
+}
+
+static int run_pass(nm_load *L, int pass, char *err, size_t errlen)
+{
+    L->pass = pass;
+    L->rd.pos = 0;
+    L->rd.line = 0;
+    L->rd.too_long = 0;
+    L->err_line = 0;
+    int rc = ini_parse_stream(reader_fn, &L->rd, handler, L);
+    /* report the earliest of: an over-long line, a rejected key, an inih syntax error */
+    int best = 0, kind = 0;
+    if (L->rd.too_long) { best = L->rd.too_long; kind = 1; }
+    if (L->err_line && (!best || L->err_line < best)) { best = L->err_line; kind = 2; }
+    if (rc > 0 && (!best || rc < best)) { best = rc; kind = 3; }
+    if (kind == 1) set_err(err, errlen, "%s:%d: line too long", L->path, best);
+    if (kind == 2) set_err(err, errlen, "%s:%d: %s", L->path, best, L->msg);
+    if (kind == 3) set_err(err, errlen, "%s:%d: expected '[section]' or 'key = value'", L->path, best);
+    if (kind) return -1;
+    if (rc < 0) {
+        set_err(err, errlen, "%s: cannot parse (inih error %d)", L->path, rc);
+        return -1;
+    }
+    return 0;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int load_file_rec(nm_config *cfg, const char *path, const char *search_path, char **stack,
+                         int depth, char *err, size_t errlen);
+
+/* Find profile `name` for an include in `from` (its directory first, then the search path). */
+static int resolve_profile(const char *name, const char *from_dir, const char *search_path,
+                           char *out, size_t outlen)
+{
+    size_t nl = strlen(name);
+    int has_ext = nl > 4 && !strcmp(name + nl - 4, ".ini");
+    if (strchr(name, '/')) {
+        if (name[0] == '/' || !from_dir) snprintf(out, outlen, "%s", name);
+        else snprintf(out, outlen, "%s/%s", from_dir, name);
+        return file_exists(out) ? 0 : -1;
+    }
+    if (from_dir) {
+        snprintf(out, outlen, "%s/%s%s", from_dir, name, has_ext ? "" : ".ini");
+        if (file_exists(out)) return 0;
+    }
+    const char *sp = (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR;
+    const char *p = sp;
+    while (1) {
+        const char *q = strchr(p, ':');
+        size_t l = q ? (size_t)(q - p) : strlen(p);
+        if (l > 0) {
+            int n = snprintf(out, outlen, "%.*s/%s%s", (int)l, p, name, has_ext ? "" : ".ini");
+            if (n > 0 && (size_t)n < outlen && file_exists(out)) return 0;
+        }
+        if (!q) break;
+        p = q + 1;
+    }
+    return -1;
+}
+
+static int load_file_rec(nm_config *cfg, const char *path, const char *search_path, char **stack,
+                         int depth, char *err, size_t errlen)
+{
+    char *canon = realpath(path, NULL);
+    if (!canon) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < depth; i++) {
+        if (!strcmp(stack[i], canon)) {
+            free(canon);
+            return 1;  /* cycle: the caller reports it with its file:line */
+        }
+    }
+    if (depth >= NM_MAX_INCLUDE_DEPTH) {
+        free(canon);
+        set_err(err, errlen, "%s: includes nested deeper than %d", path, NM_MAX_INCLUDE_DEPTH);
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(canon);
+        return -1;
+    }
+    size_t len = 0;
+    char *buf = read_all(f, NM_MAX_FILE_BYTES, &len);
+    fclose(f);
+    if (!buf) { free(canon); set_err(err, errlen, "out of memory"); return -1; }
+    if (len > NM_MAX_FILE_BYTES) {
+        free(buf);
+        free(canon);
+        set_err(err, errlen, "%s:1: file larger than %u bytes", path, NM_MAX_FILE_BYTES);
+        return -1;
+    }
+    int rc = -1;
+    nm_load L;
+    memset(&L, 0, sizeof L);
+    L.cfg = cfg;
+    L.path = path;
+    L.search_path = search_path;
+    L.stack = stack;
+    L.depth = depth;
+    L.rd.buf = buf;
+    L.rd.len = len;
+    void *nul = memchr(buf, '\0', len);
+    if (nul) {
+        int line = 1;
+        for (const char *p = buf; p < (const char *)nul; p++) line += *p == '\n';
+        set_err(err, errlen, "%s:%d: NUL byte in file", path, line);
+        goto out;
+    }
+    stack[depth] = canon;
+    if (run_pass(&L, 1, err, errlen) != 0) goto out;
+    /* includes first, so that this file's own keys override them whatever the line order */
+    char *dir = dupstr(path);
+    if (!dir) goto out;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    for (int i = 0; i < L.ninc; i++) {
+        char ipath[4096];
+        if (resolve_profile(L.inc[i].name, slash ? dir : ".", search_path, ipath, sizeof ipath) != 0) {
+            set_err(err, errlen, "%s:%d: profile '%s' not found (looked beside %s and in '%s')", path,
+                    L.inc[i].line, L.inc[i].name, path,
+                    (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+            free(dir);
+            goto out;
+        }
+        int r = load_file_rec(cfg, ipath, search_path, stack, depth + 1, err, errlen);
+        if (r == 1) {
+            set_err(err, errlen, "%s:%d: include cycle: '%s' is already being loaded", path,
+                    L.inc[i].line, ipath);
+            free(dir);
+            goto out;
+        }
+        if (r != 0) { free(dir); goto out; }
+    }
+    free(dir);
+    if (run_pass(&L, 2, err, errlen) != 0) goto out;
+    rc = 0;
+out:
+    stack[depth] = NULL;
+    free(L.inc);
+    free(buf);
+    free(canon);
+    return rc;
+}
+
+static int load_top(nm_config *cfg, const char *path, const char *search_path, char *err, size_t errlen)
+{
+    nm_saved *saved = snapshot(cfg);
+    if (!saved) { set_err(err, errlen, "out of memory"); return -1; }
+    char *stack[NM_MAX_INCLUDE_DEPTH + 1] = {0};
+    int rc = load_file_rec(cfg, path, search_path, stack, 0, err, errlen);
+    if (rc == 1) rc = -1;  /* cannot happen at depth 0 */
+    restore(cfg, saved, cfg->n, rc != 0);
+    return rc;
+}
+
+int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen)
+{
+    if (!cfg || !path) { set_err(err, errlen, "nm_config_load_file: no file named"); return -1; }
+    return load_top(cfg, path, NULL, err, errlen);
+}
+
+int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char *search_path,
+                           char *err, size_t errlen)
+{
+    if (!cfg || !name_or_path || !*name_or_path) {
+        set_err(err, errlen, "nm_config_load_profile: no profile named");
+        return -1;
+    }
+    char path[4096];
+    if (file_exists(name_or_path)) {
+        snprintf(path, sizeof path, "%s", name_or_path);
+    } else if (strchr(name_or_path, '/') ||
+               resolve_profile(name_or_path, NULL, search_path, path, sizeof path) != 0) {
+        set_err(err, errlen, "profile '%s' not found (searched '%s')", name_or_path,
+                (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+        return -1;
+    }
+    return load_top(cfg, path, search_path, err, errlen);
+}
+
+int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+{
+    if (!origin) origin = "--set";
+    if (!cfg || !assignment) { set_err(err, errlen, "%s: nothing to set", origin); return -1; }
+    const char *eq = strchr(assignment, '=');
+    if (!eq) {
+        set_err(err, errlen, "%s: expected key=value, got '%s'", origin, assignment);
+        return -1;
+    }
+    char key[256];
+    const char *k0 = assignment, *k1 = eq;
+    while (k0 < k1 && is_space(*k0)) k0++;
+    while (k1 > k0 && is_space(k1[-1])) k1--;
+    if ((size_t)(k1 - k0) >= sizeof key) {
+        set_err(err, errlen, "%s: key too long", origin);
+        return -1;
+    }
+    memcpy(key, k0, (size_t)(k1 - k0));
+    key[k1 - k0] = '\0';
+    nm_entry *e = find(cfg, key);
+    if (!e) {
+        set_err(err, errlen, "%s: unknown key '%s'", origin, key);
+        return -1;
+    }
+    char m[420];
+    if (entry_assign(e, eq + 1, origin, m, sizeof m) != 0) {
+        set_err(err, errlen, "%s: key '%s': %s", origin, key, m);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- lookups ---------------------------------------------------------------------------- */
+
+int64_t nm_config_int(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    if (!e) return 0;
+    if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e->dval);
+    return e->ival;
+}
+
+double nm_config_double(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    if (!e) return 0.0;
+    return e->def->type == NM_KEY_INT ? (double)e->ival : e->dval;
+}
+
+const char *nm_config_string(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e->text : "";
+}
+
+int nm_config_has(const nm_config *cfg, const char *name) { return find(cfg, name) != NULL; }
+size_t nm_config_count(const nm_config *cfg) { return cfg ? cfg->n : 0; }
+const char *nm_config_key_at(const nm_config *cfg, size_t i)
+{
+    return (cfg && i < cfg->n) ? cfg->e[i].def->name : NULL;
+}
+const char *nm_config_value_text(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e->text : NULL;
+}
+const char *nm_config_unit(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e->def->unit : NULL;
+}
+const char *nm_config_origin(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e->origin : NULL;
+}
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+/* JSON string with escapes; invalid UTF-8 bytes become U+FFFD so the output stays valid. */
+static void json_str(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    fputc('"', out);
+    while (*p) {
+        unsigned c = *p;
+        if (c == '"' || c == '\\') { fputc('\\', out); fputc((int)c, out); p++; }
+        else if (c < 0x20) { fprintf(out, "\\u%04x", c); p++; }
+        else if (c < 0x80) { fputc((int)c, out); p++; }
+        else {
+            int n = (c >= 0xc2 && c <= 0xdf) ? 1 : (c >= 0xe0 && c <= 0xef) ? 2 : (c >= 0xf0 && c <= 0xf4) ? 3 : -1;
+            int ok = n > 0;
+            for (int k = 1; ok && k <= n; k++) ok = (p[k] & 0xc0) == 0x80;
+            if (ok && n == 2 && c == 0xe0 && p[1] < 0xa0) ok = 0;   /* overlong */
+            if (ok && n == 2 && c == 0xed && p[1] >= 0xa0) ok = 0;  /* surrogates */
+            if (ok && n == 3 && c == 0xf0 && p[1] < 0x90) ok = 0;
+            if (ok && n == 3 && c == 0xf4 && p[1] >= 0x90) ok = 0;
+            if (ok) { fwrite(p, 1, (size_t)n + 1, out); p += n + 1; }
+            else { fputs("\\ufffd", out); p++; }
+        }
+    }
+    fputc('"', out);
+}
+
+int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
+{
+    if (!cfg || !out) return -1;
+    const char *nl = indent > 0 ? "\n" : "";
+    int in = indent > 0 ? indent : 0;
+    fputc('{', out);
+    for (size_t i = 0; i < cfg->n; i++) {
+        const nm_entry *e = &cfg->e[i];
+        fprintf(out, "%s%s%*s", i ? "," : "", nl, in, "");
+        json_str(out, e->def->name);
+        fprintf(out, ": {%s%*s\"value\": ", nl, 2 * in, "");
+        if (e->def->type == NM_KEY_STRING) json_str(out, e->text);
+        else fputs(e->text, out);  /* canonical numbers are valid JSON numbers */
+        fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
+        json_str(out, e->def->unit);
+        fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
+        json_str(out, e->origin);
+        fprintf(out, "%s%*s}", nl, in, "");
+    }
+    fprintf(out, "%s}%s", nl, nl);
+    return ferror(out) ? -1 : 0;
+}
+
+int nm_config_write_text(const nm_config *cfg, FILE *out)
+{
+    if (!cfg || !out) return -1;
+    for (size_t i = 0; i < cfg->n; i++) {
+        const nm_entry *e = &cfg->e[i];
+        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e->text, *e->def->unit ? " " : "",
+                e->def->unit, e->origin);
+    }
+    return ferror(out) ? -1 : 0;
+}

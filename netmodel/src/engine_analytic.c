@@ -1,0 +1,304 @@
+/* The `analytic` engine: exact, deterministic cut-through with channel reservation.
+ *
+ * Contract (netmodel/README.md has the derivation and closed forms):
+ *   packet on a route of h switches, channels 0..h, payload P; T/C/G = type/CRC/GAP bytes;
+ *   d = switch_delay; tau_i = bottleneck character time up to channel i (max of char_ps of
+ *   channels 0..i; = tau when all links are equal).
+ *   W_i = (h - i) + T + P + C + G characters occupy channel i (route bytes are stripped one
+ *   per switch).
+ *   head reaches channel 0 at a_0 = max(t, NIC free) + nic_send_cost (the send NIC is serial)
+ *   s_i = max(a_i, free_i); free_i = s_i + W_i*tau_i
+ *   a_{i+1} = s_i + tau_i + prop_i + d          (one route byte read, cable, switch)
+ *   CRC at the destination: e = s_h + prop_h + (T + P + C - 1)*tau_h
+ *   delivered at max(e, receive NIC free) + nic_recv_cost (the receive NIC is serial)
+ * Uncontended, equal links, no NIC costs: e - t = tau*(P + 4 + h) + sum(prop) + h*d for T=4, C=1:
+ * seed 000 eq. 3 for h = 1, d = 0.
+ * Events are processed in (time, sequence) order; sequence numbers are given when events are
+ * scheduled, so equal times resolve in scheduling order and runs are bit-reproducible. */
+#include "nm_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_INJECT, EV_HEAD, EV_ARRIVE, EV_DELIVER };
+
+typedef struct ev {
+    nm_time_t time;
+    uint64_t seq;
+    int type;
+    int pkt;
+} ev;
+
+typedef struct pkt {
+    int src, dst;
+    uint64_t payload, cookie;
+    nm_time_t inject;
+    int hop;             /* channel index of the next/current head event */
+    nm_time_t tau;       /* bottleneck character time so far */
+    int next_free;       /* free-list link */
+} pkt;
+
+typedef struct analytic {
+    const nm_topology *topo;
+    nm_network *net;
+    /* parameters, integer ps / bytes */
+    nm_time_t switch_delay, nic_send, nic_recv, timeout;
+    int64_t type_bytes, crc_bytes, gap_bytes;
+    /* state */
+    nm_time_t now;
+    uint64_t seq;
+    ev *heap;
+    size_t nheap, capheap;
+    pkt *pk;
+    int npk, cappk, free_pk;
+    nm_time_t *chan_free, *chan_busy;  /* per directed channel */
+    nm_time_t *nic_send_free, *nic_recv_free;  /* per host */
+    int running;
+    nm_stats st;
+} analytic;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- binary heap keyed (time, seq) ------------------------------------------------------ */
+
+static int ev_less(const ev *a, const ev *b)
+{
+    return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
+{
+    if (A->nheap == A->capheap) {
+        size_t nc = A->capheap ? 2 * A->capheap : 256;
+        ev *nh = realloc(A->heap, nc * sizeof *nh);
+        if (!nh) return -1;
+        A->heap = nh;
+        A->capheap = nc;
+    }
+    ev e = {time, A->seq++, type, pkt};
+    size_t i = A->nheap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&e, &A->heap[p])) break;
+        A->heap[i] = A->heap[p];
+        i = p;
+    }
+    A->heap[i] = e;
+    return 0;
+}
+
+static ev heap_pop(analytic *A)
+{
+    ev top = A->heap[0];
+    ev last = A->heap[--A->nheap];
+    size_t i = 0, n = A->nheap;
+    while (1) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const ev *best = &last;
+        if (l < n && ev_less(&A->heap[l], best)) { m = l; best = &A->heap[l]; }
+        if (r < n && ev_less(&A->heap[r], best)) { m = r; }
+        if (m == i) break;
+        A->heap[i] = A->heap[m];
+        i = m;
+    }
+    if (n > 0) A->heap[i] = last;
+    return top;
+}
+
+/* ---- packets ---------------------------------------------------------------------------- */
+
+static int pkt_alloc(analytic *A)
+{
+    if (A->free_pk >= 0) {
+        int i = A->free_pk;
+        A->free_pk = A->pk[i].next_free;
+        return i;
+    }
+    if (A->npk == A->cappk) {
+        int nc = A->cappk ? 2 * A->cappk : 256;
+        pkt *np = realloc(A->pk, (size_t)nc * sizeof *np);
+        if (!np) return -1;
+        A->pk = np;
+        A->cappk = nc;
+    }
+    return A->npk++;
+}
+
+static void pkt_free(analytic *A, int i)
+{
+    A->pk[i].next_free = A->free_pk;
+    A->free_pk = i;
+}
+
+/* ---- engine ops ------------------------------------------------------------------------- */
+
+static void an_destroy(void *e)
+{
+    analytic *A = e;
+    if (!A) return;
+    free(A->heap);
+    free(A->pk);
+    free(A->chan_free);
+    free(A->chan_busy);
+    free(A->nic_send_free);
+    free(A->nic_recv_free);
+    free(A);
+}
+
+static void *an_create(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err, size_t errlen)
+{
+    analytic *A = calloc(1, sizeof *A);
+    if (!A) { set_err(err, errlen, "out of memory"); return NULL; }
+    A->topo = topo;
+    A->net = net;
+    A->switch_delay = nm_config_int(cfg, "network.switch_delay");
+    A->nic_send = nm_config_int(cfg, "network.nic_send_cost");
+    A->nic_recv = nm_config_int(cfg, "network.nic_recv_cost");
+    A->timeout = nm_config_int(cfg, "network.timeout");
+    A->type_bytes = nm_config_int(cfg, "network.type_bytes");
+    A->crc_bytes = nm_config_int(cfg, "network.crc_bytes");
+    A->gap_bytes = nm_config_int(cfg, "network.gap_bytes");
+    A->free_pk = -1;
+    size_t nch = 2 * (size_t)topo->nlinks, nh = (size_t)topo->nhosts;
+    A->chan_free = calloc(nch ? nch : 1, sizeof *A->chan_free);
+    A->chan_busy = calloc(nch ? nch : 1, sizeof *A->chan_busy);
+    A->nic_send_free = calloc(nh ? nh : 1, sizeof *A->nic_send_free);
+    A->nic_recv_free = calloc(nh ? nh : 1, sizeof *A->nic_recv_free);
+    if (!A->chan_free || !A->chan_busy || !A->nic_send_free || !A->nic_recv_free) {
+        an_destroy(A);
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    return A;
+}
+
+static int an_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, uint64_t cookie)
+{
+    analytic *A = e;
+    const nm_topology *T = A->topo;
+    if (src < 0 || dst < 0 || src >= T->nhosts || dst >= T->nhosts || src == dst) return -2;
+    if (nm_route_get(T, src, dst)->nhops < 0) return -3;
+    if (t < A->now) return -4;
+    if (payload > ((uint64_t)1 << 40)) return -5;  /* keeps W*tau far from int64 overflow */
+    int i = pkt_alloc(A);
+    if (i < 0) return -6;
+    pkt *p = &A->pk[i];
+    p->src = src;
+    p->dst = dst;
+    p->payload = payload;
+    p->cookie = cookie;
+    p->inject = t;
+    p->hop = 0;
+    p->tau = 0;
+    if (heap_push(A, t, EV_INJECT, i) != 0) {
+        pkt_free(A, i);
+        return -6;
+    }
+    A->st.packets_injected++;
+    return 0;
+}
+
+static nm_time_t an_next_time(const void *e)
+{
+    const analytic *A = e;
+    return A->nheap ? A->heap[0].time : NM_TIME_NEVER;
+}
+
+static nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
+
+/* Process one event; may call the user's callbacks (which may inject). */
+static int process(analytic *A, const ev *E)
+{
+    const nm_topology *T = A->topo;
+    int i = E->pkt;
+    pkt *p = &A->pk[i];
+    switch (E->type) {
+    case EV_INJECT: {
+        nm_time_t a0 = tmax(E->time, A->nic_send_free[p->src]) + A->nic_send;
+        A->nic_send_free[p->src] = a0;
+        return heap_push(A, a0, EV_HEAD, i);
+    }
+    case EV_HEAD: {
+        const nm_route *r = nm_route_get(T, p->src, p->dst);
+        int c = r->channel[p->hop];
+        const nm_link *L = &T->links[c / 2];
+        p->tau = tmax(p->tau, L->char_ps);
+        int64_t h = r->nhops;
+        int64_t body = A->type_bytes + (int64_t)p->payload + A->crc_bytes;
+        int64_t W = (h - p->hop) + body + A->gap_bytes;
+        nm_time_t s = tmax(E->time, A->chan_free[c]);
+        A->chan_free[c] = s + W * p->tau;
+        A->chan_busy[c] += W * p->tau;
+        A->st.char_hops += (uint64_t)(W - A->gap_bytes);
+        if (p->hop < h) {
+            p->hop++;
+            return heap_push(A, s + p->tau + L->prop_ps + A->switch_delay, EV_HEAD, i);
+        }
+        nm_time_t last = body > 0 ? body - 1 : 0;
+        return heap_push(A, s + L->prop_ps + last * p->tau, EV_ARRIVE, i);
+    }
+    case EV_ARRIVE: {
+        nm_time_t dl = tmax(E->time, A->nic_recv_free[p->dst]) + A->nic_recv;
+        A->nic_recv_free[p->dst] = dl;
+        if (dl > E->time) return heap_push(A, dl, EV_DELIVER, i);
+        __attribute__((fallthrough));  /* no receive cost: deliver now */
+    }
+    case EV_DELIVER: {
+        nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->time, p->cookie};
+        pkt_free(A, i);  /* before the callback, which may inject and move the pool */
+        if (A->timeout > 0 && d.deliver_time - d.inject_time > A->timeout) {
+            A->st.packets_dropped++;
+            nm_network_drop_(A->net, &d);
+        } else {
+            A->st.packets_delivered++;
+            A->st.payload_bytes_delivered += d.payload_bytes;
+            nm_network_deliver_(A->net, &d);
+        }
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static int an_run_until(void *e, nm_time_t limit)
+{
+    analytic *A = e;
+    if (A->running) return -1;  /* no re-entry from a callback */
+    A->running = 1;
+    int rc = 0;
+    while (A->nheap && A->heap[0].time < limit) {
+        ev E = heap_pop(A);
+        A->now = E.time;  /* never backwards: heap order and injections at >= now */
+        A->st.events++;
+        if (process(A, &E) != 0) { rc = -1; break; }
+    }
+    if (rc == 0 && limit != NM_TIME_NEVER && limit > A->now) A->now = limit;
+    A->running = 0;
+    return rc;
+}
+
+static nm_time_t an_now(const void *e) { return ((const analytic *)e)->now; }
+
+static void an_stats(const void *e, nm_stats *out) { *out = ((const analytic *)e)->st; }
+
+static size_t an_link_busy(const void *e, nm_time_t *busy, size_t max)
+{
+    const analytic *A = e;
+    size_t n = 2 * (size_t)A->topo->nlinks;
+    if (busy) memcpy(busy, A->chan_busy, (n < max ? n : max) * sizeof *busy);
+    return n;
+}
+
+const nm_engine_ops nm_engine_analytic = {
+    "analytic", an_create, an_destroy, an_inject, an_next_time, an_run_until, an_now, an_stats, an_link_busy,
+};

@@ -1,0 +1,131 @@
+/* Network facade: picks the engine named by network.engine and forwards to it; checks the
+ * arguments every engine would otherwise check; relays deliveries and drops to the user. */
+#include "nm_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nm_network {
+    const nm_engine_ops *ops;
+    void *eng;
+    const nm_topology *topo;
+    nm_deliver_fn deliver;
+    nm_drop_fn drop;
+    void *user;
+};
+
+static const nm_engine_ops *const engines[] = {
+    &nm_engine_analytic,
+#ifdef NM_HAVE_MYRINET
+    &nm_engine_myrinet,
+#endif
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
+{
+    if (!cfg || !topo || !topo->routes) {
+        set_err(err, errlen, "nm_network_create: a configuration and a loaded topology are needed");
+        return NULL;
+    }
+    const char *name = nm_config_string(cfg, "network.engine");
+    const nm_engine_ops *ops = NULL;
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+        if (!strcmp(engines[i]->name, name)) ops = engines[i];
+    if (!ops) {
+        set_err(err, errlen, "network.engine '%s' is not built into this netmodel (%s: %s)", name,
+                nm_config_origin(cfg, "network.engine"), "available: analytic"
+#ifdef NM_HAVE_MYRINET
+                ", myrinet"
+#endif
+        );
+        return NULL;
+    }
+    nm_network *net = calloc(1, sizeof *net);
+    if (!net) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    net->ops = ops;
+    net->topo = topo;
+    net->eng = ops->create(cfg, topo, net, err, errlen);
+    if (!net->eng) {
+        free(net);
+        return NULL;
+    }
+    return net;
+}
+
+void nm_network_destroy(nm_network *net)
+{
+    if (!net) return;
+    net->ops->destroy(net->eng);
+    free(net);
+}
+
+void nm_network_set_callbacks(nm_network *net, nm_deliver_fn deliver, nm_drop_fn drop, void *user)
+{
+    if (!net) return;
+    net->deliver = deliver;
+    net->drop = drop;
+    net->user = user;
+}
+
+int nm_network_inject(nm_network *net, int src, int dst, uint64_t payload, nm_time_t t, uint64_t cookie)
+{
+    if (!net) return -1;
+    const nm_topology *tp = net->topo;
+    if (src < 0 || dst < 0 || src >= tp->nhosts || dst >= tp->nhosts || src == dst) return -2;
+    if (nm_route_get(tp, src, dst)->nhops < 0) return -3;
+    if (t < net->ops->now(net->eng)) return -4;
+    return net->ops->inject(net->eng, src, dst, payload, t, cookie);
+}
+
+nm_time_t nm_network_next_time(const nm_network *net)
+{
+    return net ? net->ops->next_time(net->eng) : NM_TIME_NEVER;
+}
+
+int nm_network_run_until(nm_network *net, nm_time_t limit)
+{
+    return net ? net->ops->run_until(net->eng, limit) : -1;
+}
+
+int nm_network_run(nm_network *net) { return nm_network_run_until(net, NM_TIME_NEVER); }
+
+nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net->eng) : 0; }
+
+const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->name : ""; }
+
+void nm_network_stats(const nm_network *net, nm_stats *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (net) net->ops->stats(net->eng, out);
+}
+
+size_t nm_network_link_busy(const nm_network *net, nm_time_t *busy_ps, size_t max)
+{
+    return net ? net->ops->link_busy(net->eng, busy_ps, max) : 0;
+}
+
+void nm_network_deliver_(nm_network *net, const nm_delivery *d)
+{
+    if (net && net->deliver) net->deliver(net->user, d);
+}
+
+void nm_network_drop_(nm_network *net, const nm_delivery *d)
+{
+    if (net && net->drop) net->drop(net->user, d);
+}

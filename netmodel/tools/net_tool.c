@@ -1,0 +1,430 @@
+/* `mpisim net`: network-only runs with synthetic traffic (seed 000 sec 3.1, seed 002 sec 5,
+ * seed 003 sec 5.6). Each host has one pending generation event (lazy), offered load is a
+ * bit rate per host, packets of a fixed payload; the tool reports accepted throughput, packet
+ * latency (inject to delivery), drops and link utilisation over a measurement window. */
+#define _POSIX_C_SOURCE 200809L
+#include "net_tool.h"
+
+#include "netmodel.h"
+#include "nm_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef MPISIM_SOURCE_PROFILE_DIR
+#define MPISIM_SOURCE_PROFILE_DIR "configs"
+#endif
+
+enum { TR_UNIFORM, TR_HOTSPOT, TR_LOCAL, TR_PERM };
+
+typedef struct {
+    int nhosts;
+    const nm_topology *topo;
+    int *outstanding;
+    nm_time_t w0, w1;            /* measurement window */
+    uint64_t win_bytes, win_pkts;
+    nm_time_t *lat;
+    size_t nlat, caplat;
+    uint64_t dropped, dropped_win;
+    int oom;
+} run_state;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static double urand(uint64_t *s) { return ((splitmix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+static void on_deliver(void *u, const nm_delivery *d)
+{
+    run_state *r = u;
+    r->outstanding[d->src_host]--;
+    if (d->deliver_time >= r->w0 && d->deliver_time < r->w1) {
+        r->win_bytes += d->payload_bytes;
+        r->win_pkts++;
+    }
+    if (d->inject_time >= r->w0 && d->inject_time < r->w1) {
+        if (r->nlat == r->caplat) {
+            size_t nc = r->caplat ? 2 * r->caplat : 4096;
+            nm_time_t *nl = realloc(r->lat, nc * sizeof *nl);
+            if (!nl) { r->oom = 1; return; }
+            r->lat = nl;
+            r->caplat = nc;
+        }
+        r->lat[r->nlat++] = d->deliver_time - d->inject_time;
+    }
+}
+static void on_drop(void *u, const nm_delivery *d)
+{
+    run_state *r = u;
+    r->outstanding[d->src_host]--;
+    r->dropped++;
+    if (d->inject_time >= r->w0 && d->inject_time < r->w1) r->dropped_win++;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+    nm_time_t x = *(const nm_time_t *)a, y = *(const nm_time_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int ilog2_exact(int n)
+{
+    int b = 0;
+    while ((1 << b) < n) b++;
+    return (1 << b) == n ? b : -1;
+}
+static int bit(int x, int i) { return (x >> i) & 1; }
+
+/* Destination of a permutation (seed 003 sec 5.6.2; seed 002 sec 5.2 for bit-reversal), on
+ * n-bit host numbers; -1 if the name is unknown. Single-stage variants use the highest stage. */
+static int permute(const char *name, int s, int nb, int nhosts)
+{
+    int d = 0;
+    if (!strcmp(name, "bit-reversal")) {
+        for (int i = 0; i < nb; i++) d |= bit(s, i) << (nb - 1 - i);
+    } else if (!strcmp(name, "complement")) {
+        d = (~s) & ((1 << nb) - 1);
+    } else if (!strcmp(name, "butterfly")) {          /* swap the highest and the lowest bit */
+        d = s & ~(1 | (1 << (nb - 1)));
+        d |= bit(s, 0) << (nb - 1) | bit(s, nb - 1);
+    } else if (!strcmp(name, "matrix-transpose") || !strcmp(name, "transpose")) {
+        int h = nb / 2;                               /* swap the two halves of the address */
+        d = ((s & ((1 << h) - 1)) << (nb - h)) | (s >> h);
+    } else if (!strcmp(name, "perfect-shuffle") || !strcmp(name, "shuffle")) {
+        d = ((s << 1) | bit(s, nb - 1)) & ((1 << nb) - 1);   /* rotate left by one */
+    } else if (!strcmp(name, "baseline")) {
+        d = (s >> 1) | (bit(s, 0) << (nb - 1));       /* rotate right by one */
+    } else if (!strcmp(name, "cube")) {
+        d = s ^ (1 << (nb - 1));                      /* complement the highest bit */
+    } else if (!strcmp(name, "neighbor")) {
+        d = s ^ 1;
+        if (d >= nhosts) d = s;
+    } else {
+        return -1;
+    }
+    return d;
+}
+
+static int parse_time(const char *text, nm_time_t *out)
+{
+    double v;
+    if (nm_parse_quantity("ps", text, &v) != 0 || !(v >= 0) || v > 9e18) return -1;
+    *out = (nm_time_t)llround(v);
+    return 0;
+}
+
+static void usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: %s --profile P --topology T [--set key=value]... [--traffic PATTERN]\n"
+            "          [--load BITS_PER_S_PER_HOST] [--payload BYTES] [--interarrival uniform|exponential]\n"
+            "          [--seed S] [--warmup T] [--measure T] [--max-outstanding N] [--json]\n"
+            "PATTERN: uniform, hotspot:F, local:L, bit-reversal, butterfly, complement, matrix-transpose,\n"
+            "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
+            "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
+            "$MPISIM_PROFILE_PATH, else %s.\n",
+            prog, MPISIM_SOURCE_PROFILE_DIR);
+}
+
+int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
+{
+    const char *prog = argc > 0 ? argv[0] : "net";
+    const char *profile = "default", *topo_spec = NULL, *traffic = "uniform", *inter = "uniform";
+    double load = 160e6;
+    long long payload = 64, max_out = 8;
+    long long seed = -1;
+    nm_time_t warmup = 1000000000LL, measure = 10000000000LL;   /* 1 ms, 10 ms */
+    int json = 0, nsets = 0;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    char err[512] = "";
+    int rc = 1;
+    nm_config *cfg = NULL;
+    nm_topology *topo = NULL;
+    nm_network *net = NULL;
+    run_state rs = {0};
+    int *perm = NULL, *local_cnt = NULL, *local = NULL;
+    nm_time_t *next = NULL;
+    double *phase_k = NULL;
+    nm_time_t *busy0 = NULL, *busy1 = NULL;
+    if (!sets) { fprintf(errout, "%s: out of memory\n", prog); return 1; }
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV                                                              \
+    do {                                                                   \
+        if (!v) { fprintf(errout, "%s: %s needs a value\n", prog, a); rc = 2; goto done; } \
+        i++;                                                               \
+    } while (0)
+        if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(out, prog); rc = 0; goto done; }
+        else if (!strcmp(a, "--profile")) { NEEDV; profile = v; }
+        else if (!strcmp(a, "--topology")) { NEEDV; topo_spec = v; }
+        else if (!strcmp(a, "--set")) { NEEDV; sets[nsets++] = v; }
+        else if (!strcmp(a, "--traffic")) { NEEDV; traffic = v; }
+        else if (!strcmp(a, "--interarrival")) { NEEDV; inter = v; }
+        else if (!strcmp(a, "--load")) {
+            NEEDV;
+            if (nm_parse_quantity("b/s", v, &load) != 0 || !(load > 0)) {
+                fprintf(errout, "%s: --load '%s' is not a positive bit rate\n", prog, v); rc = 2; goto done;
+            }
+        } else if (!strcmp(a, "--payload")) {
+            NEEDV;
+            double p;
+            if (nm_parse_quantity("B", v, &p) != 0 || !(p >= 0) || p > 1e9) {
+                fprintf(errout, "%s: --payload '%s' is not a byte count\n", prog, v); rc = 2; goto done;
+            }
+            payload = llround(p);
+        } else if (!strcmp(a, "--seed")) { NEEDV; seed = atoll(v); }
+        else if (!strcmp(a, "--max-outstanding")) { NEEDV; max_out = atoll(v); if (max_out < 1) max_out = 1; }
+        else if (!strcmp(a, "--warmup") || !strcmp(a, "--measure")) {
+            NEEDV;
+            nm_time_t t;
+            if (parse_time(v, &t) != 0) { fprintf(errout, "%s: %s '%s' is not a time\n", prog, a, v); rc = 2; goto done; }
+            if (!strcmp(a, "--warmup")) warmup = t; else measure = t;
+        } else {
+            fprintf(errout, "%s: unknown argument '%s'\n", prog, a);
+            usage(errout, prog);
+            rc = 2;
+            goto done;
+        }
+#undef NEEDV
+    }
+    if (strcmp(inter, "uniform") && strcmp(inter, "exponential")) {
+        fprintf(errout, "%s: --interarrival must be uniform or exponential\n", prog);
+        rc = 2;
+        goto done;
+    }
+    if (measure <= 0) { fprintf(errout, "%s: --measure must be positive\n", prog); rc = 2; goto done; }
+
+    cfg = nm_config_create();
+    if (!cfg || nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
+        fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
+        goto done;
+    }
+    const char *path = getenv("MPISIM_PROFILE_PATH");
+    if (!path || !*path) path = MPISIM_SOURCE_PROFILE_DIR;
+    if (nm_config_load_profile(cfg, profile, path, err, sizeof err) != 0) {
+        fprintf(errout, "%s: %s\n", prog, err);
+        goto done;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (nm_config_set(cfg, sets[i], "--set", err, sizeof err) != 0) {
+            fprintf(errout, "%s: %s\n", prog, err);
+            rc = 2;
+            goto done;
+        }
+    if (!topo_spec) topo_spec = nm_config_string(cfg, "network.topology");
+    if (!strcmp(topo_spec, "auto")) topo_spec = "auto:8";
+    topo = nm_topology_load(topo_spec, cfg, err, sizeof err);
+    if (!topo) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    net = nm_network_create(cfg, topo, err, sizeof err);
+    if (!net) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    if (seed < 0) seed = nm_config_int(cfg, "network.seed");
+
+    int n = nm_topology_hosts(topo);
+    rs.nhosts = n;
+    rs.topo = topo;
+    rs.outstanding = calloc((size_t)n, sizeof *rs.outstanding);
+    perm = malloc((size_t)n * sizeof *perm);
+    next = malloc((size_t)n * sizeof *next);
+    phase_k = calloc((size_t)n, sizeof *phase_k);
+    if (!rs.outstanding || !perm || !next || !phase_k) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
+    if (n < 2) { fprintf(errout, "%s: topology '%s' has fewer than 2 hosts\n", prog, topo_spec); goto done; }
+
+    /* traffic pattern */
+    int kind = TR_UNIFORM, hotspot = -1, local_l = 0;
+    double hot_f = 0;
+    uint64_t rng = (uint64_t)seed * 0x2545F4914F6CDD1DULL + 12345;
+    if (!strcmp(traffic, "uniform")) kind = TR_UNIFORM;
+    else if (!strncmp(traffic, "hotspot:", 8)) {
+        kind = TR_HOTSPOT;
+        hot_f = atof(traffic + 8);
+        if (hot_f > 1) hot_f /= 100.0;   /* a percentage */
+        if (!(hot_f >= 0 && hot_f <= 1)) { fprintf(errout, "%s: hotspot fraction out of range\n", prog); rc = 2; goto done; }
+        hotspot = (int)(splitmix(&rng) % (uint64_t)n);   /* chosen at random (seed 002 sec 5.2) */
+    } else if (!strncmp(traffic, "local:", 6)) {
+        kind = TR_LOCAL;
+        local_l = atoi(traffic + 6);
+        local_cnt = calloc((size_t)n + 1, sizeof *local_cnt);
+        local = malloc((size_t)n * (size_t)n * sizeof *local);
+        if (!local_cnt || !local) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
+        for (int s = 0; s < n; s++)
+            for (int d = 0; d < n; d++) {
+                int hops = nm_topology_route_hops(topo, s, d);
+                if (d != s && hops >= 0 && hops <= local_l) local[(size_t)s * n + local_cnt[s]++] = d;
+            }
+    } else {
+        kind = TR_PERM;
+        int nb = ilog2_exact(n);
+        if (nb < 1) {
+            fprintf(errout, "%s: permutation '%s' needs a power-of-two number of hosts (have %d)\n", prog, traffic, n);
+            rc = 2;
+            goto done;
+        }
+        for (int s = 0; s < n; s++) {
+            perm[s] = permute(traffic, s, nb, n);
+            if (perm[s] < 0) { fprintf(errout, "%s: unknown traffic pattern '%s'\n", prog, traffic); rc = 2; goto done; }
+        }
+    }
+
+    /* generators: one pending generation per host; fixed rate has a random phase */
+    double period_ps = 8.0 * (double)(payload > 0 ? payload : 1) / load * 1e12;
+    int expo = !strcmp(inter, "exponential");
+    for (int s = 0; s < n; s++) {
+        double u = urand(&rng);
+        double first = expo ? -log(u) * period_ps : u * period_ps;
+        phase_k[s] = first;
+        next[s] = (nm_time_t)llround(first);
+    }
+    rs.w0 = warmup;
+    rs.w1 = warmup + measure;
+    nm_network_set_callbacks(net, on_deliver, on_drop, &rs);
+    size_t nch = nm_network_link_busy(net, NULL, 0);
+    busy0 = calloc(nch + 1, sizeof *busy0);
+    busy1 = calloc(nch + 1, sizeof *busy1);
+    if (!busy0 || !busy1) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
+
+    uint64_t refused = 0, injected_win = 0, cookie = 0;
+    int measured_busy0 = 0, engine_err = 0;
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_MONOTONIC, &c0);
+    for (;;) {
+        int s = 0;
+        for (int i = 1; i < n; i++) if (next[i] < next[s]) s = i;
+        nm_time_t t = next[s];
+        if (!measured_busy0 && t >= warmup) {
+            if (nm_network_run_until(net, warmup) < 0) engine_err = 1;
+            nm_network_link_busy(net, busy0, nch);
+            measured_busy0 = 1;
+        }
+        if (t >= rs.w1) break;
+        if (nm_network_run_until(net, t) < 0) engine_err = 1;
+        int d = -1;
+        switch (kind) {
+        case TR_UNIFORM: d = (int)(splitmix(&rng) % (uint64_t)(n - 1)); if (d >= s) d++; break;
+        case TR_HOTSPOT:
+            if (s != hotspot && urand(&rng) < hot_f) d = hotspot;
+            else { d = (int)(splitmix(&rng) % (uint64_t)(n - 1)); if (d >= s) d++; }
+            break;
+        case TR_LOCAL:
+            if (local_cnt[s] > 0) d = local[(size_t)s * n + splitmix(&rng) % (uint64_t)local_cnt[s]];
+            break;
+        case TR_PERM: d = perm[s] != s ? perm[s] : -1; break;
+        }
+        if (d >= 0) {
+            if (rs.outstanding[s] >= max_out) refused++;   /* the source NIC is full: source blocks */
+            else if (nm_network_inject(net, s, d, (uint64_t)payload, t, cookie++) == 0) {
+                rs.outstanding[s]++;
+                if (t >= rs.w0) injected_win++;
+            }
+        }
+        if (expo) phase_k[s] += -log(urand(&rng)) * period_ps;
+        else phase_k[s] += period_ps;
+        next[s] = (nm_time_t)llround(phase_k[s]);
+        if (next[s] <= t) next[s] = t + 1;
+    }
+    if (nm_network_run_until(net, rs.w1) < 0) engine_err = 1;
+    nm_network_link_busy(net, busy1, nch);
+    if (nm_network_run(net) < 0) engine_err = 1;   /* drain: latency of the last measured packets */
+    clock_gettime(CLOCK_MONOTONIC, &c1);
+    double wall = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    if (rs.oom) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
+
+    nm_stats st;
+    nm_network_stats(net, &st);
+    double secs = (double)measure / 1e12;
+    double thr_total = (double)rs.win_bytes * 8.0 / secs;
+    int senders = 0;
+    for (int s = 0; s < n; s++) {
+        if (kind == TR_PERM && perm[s] == s) continue;
+        if (kind == TR_LOCAL && local_cnt[s] == 0) continue;
+        senders++;
+    }
+    double thr_host = senders ? thr_total / senders : 0;
+    double lmean = 0, lmin = 0, lmax = 0, p50 = 0, p99 = 0;
+    if (rs.nlat) {
+        qsort(rs.lat, rs.nlat, sizeof *rs.lat, cmp_time);
+        double sum = 0;
+        for (size_t i = 0; i < rs.nlat; i++) sum += (double)rs.lat[i];
+        lmean = sum / (double)rs.nlat / 1000.0;
+        lmin = (double)rs.lat[0] / 1000.0;
+        lmax = (double)rs.lat[rs.nlat - 1] / 1000.0;
+        p50 = (double)rs.lat[(size_t)((double)(rs.nlat - 1) * 0.50)] / 1000.0;
+        p99 = (double)rs.lat[(size_t)((double)(rs.nlat - 1) * 0.99)] / 1000.0;
+    }
+    if (json) {
+        fprintf(out, "{\"engine\": \"%s\", \"profile\": \"%s\", \"topology\": \"%s\", \"hosts\": %d, "
+                     "\"traffic\": \"%s\", \"interarrival\": \"%s\", \"payload_bytes\": %lld, "
+                     "\"offered_bps_per_host\": %.6g, \"seed\": %lld, \"warmup_ps\": %lld, \"measure_ps\": %lld,\n",
+                nm_network_engine_name(net), profile, nm_topology_name(topo), n, traffic, inter, payload, load,
+                seed, (long long)warmup, (long long)measure);
+        fprintf(out, " \"senders\": %d, \"packets_injected\": %llu, \"packets_delivered\": %llu, "
+                     "\"packets_measured\": %zu, \"refused_at_source\": %llu, \"dropped\": %llu, "
+                     "\"dropped_measured\": %llu,\n",
+                senders, (unsigned long long)injected_win, (unsigned long long)rs.win_pkts, rs.nlat,
+                (unsigned long long)refused, (unsigned long long)rs.dropped, (unsigned long long)rs.dropped_win);
+        fprintf(out, " \"throughput_bps_per_host\": %.10g, \"throughput_bps_total\": %.10g,\n", thr_host, thr_total);
+        fprintf(out, " \"latency_ns_mean\": %.6f, \"latency_ns_min\": %.6f, \"latency_ns_max\": %.6f, "
+                     "\"latency_ns_p50\": %.6f, \"latency_ns_p99\": %.6f,\n", lmean, lmin, lmax, p50, p99);
+        fprintf(out, " \"events\": %llu, \"char_hops\": %llu, \"wall_s\": %.6f, \"engine_error\": %d,\n",
+                (unsigned long long)st.events, (unsigned long long)st.char_hops, wall, engine_err);
+        fprintf(out, " \"link_utilization\": [");
+        for (size_t c = 0; c < nch; c++) {
+            const nm_link *l = &topo->links[c / 2];
+            int fk = (c & 1) ? l->b_kind : l->a_kind, fi = (c & 1) ? l->b_id : l->a_id;
+            int tk = (c & 1) ? l->a_kind : l->b_kind, ti = (c & 1) ? l->a_id : l->b_id;
+            fprintf(out, "%s{\"channel\": %zu, \"from\": \"%c%d\", \"to\": \"%c%d\", \"util\": %.6f}",
+                    c ? ", " : "", c, fk == NM_NODE_HOST ? 'H' : 'S', fi, tk == NM_NODE_HOST ? 'H' : 'S', ti,
+                    (double)(busy1[c] - busy0[c]) / (double)measure);
+        }
+        fprintf(out, "]}\n");
+    } else {
+        fprintf(out, "engine %s, profile %s, topology %s (%d hosts), traffic %s, %s interarrival\n",
+                nm_network_engine_name(net), profile, nm_topology_name(topo), n, traffic, inter);
+        fprintf(out, "payload %lld B, offered %.6g b/s per host, window %.6g us after %.6g us warmup\n",
+                payload, load, (double)measure / 1e6, (double)warmup / 1e6);
+        fprintf(out, "accepted throughput: %.6g b/s per host (%d senders), %.6g b/s total\n", thr_host, senders,
+                thr_total);
+        fprintf(out, "packets: %llu injected in window, %llu delivered in window, %llu refused at source, "
+                     "%llu dropped (timeout)\n",
+                (unsigned long long)injected_win, (unsigned long long)rs.win_pkts, (unsigned long long)refused,
+                (unsigned long long)rs.dropped);
+        fprintf(out, "latency (ns, %zu packets): mean %.3f min %.3f max %.3f p50 %.3f p99 %.3f\n", rs.nlat, lmean,
+                lmin, lmax, p50, p99);
+        fprintf(out, "engine: %llu events, %llu character hops, %.3f s wall\n", (unsigned long long)st.events,
+                (unsigned long long)st.char_hops, wall);
+        fprintf(out, "link utilisation (directed channels):\n");
+        for (size_t c = 0; c < nch; c++) {
+            const nm_link *l = &topo->links[c / 2];
+            int fk = (c & 1) ? l->b_kind : l->a_kind, fi = (c & 1) ? l->b_id : l->a_id;
+            int tk = (c & 1) ? l->a_kind : l->b_kind, ti = (c & 1) ? l->a_id : l->b_id;
+            fprintf(out, "  %4zu %c%d -> %c%d  %.4f\n", c, fk == NM_NODE_HOST ? 'H' : 'S', fi,
+                    tk == NM_NODE_HOST ? 'H' : 'S', ti, (double)(busy1[c] - busy0[c]) / (double)measure);
+        }
+        if (engine_err) fprintf(out, "ENGINE ERROR: a slack buffer overflowed or memory ran out\n");
+    }
+    rc = engine_err ? 1 : 0;
+done:
+    free(busy0);
+    free(busy1);
+    free(phase_k);
+    free(next);
+    free(local);
+    free(local_cnt);
+    free(perm);
+    free(rs.outstanding);
+    free(rs.lat);
+    nm_network_destroy(net);
+    nm_topology_destroy(topo);
+    nm_config_destroy(cfg);
+    free(sets);
+    return rc;
+}

@@ -1,0 +1,306 @@
+// Tests of the character-level myrinet engine against seed 000 (eqs. 2-3, sec 4.1) and against
+// its own one-character-at-a-time reference mode.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "net_tool.h"
+#include "netmodel.h"
+#include "nm_internal.h"
+}
+
+namespace {
+
+struct Rec {
+    std::vector<nm_delivery> del, drop;
+};
+void on_del(void *u, const nm_delivery *d) { static_cast<Rec *>(u)->del.push_back(*d); }
+void on_drop(void *u, const nm_delivery *d) { static_cast<Rec *>(u)->drop.push_back(*d); }
+
+struct Net {
+    nm_config *cfg = nullptr;
+    nm_topology *topo = nullptr;
+    nm_network *net = nullptr;
+    Rec rec;
+    Net(const std::string &topology, const std::vector<std::string> &sets)
+    {
+        char err[512] = "";
+        cfg = nm_config_create();
+        EXPECT_NE(cfg, nullptr);
+        EXPECT_EQ(nm_myrinet_register_keys(cfg, err, sizeof err), 0) << err;
+        EXPECT_EQ(nm_config_set(cfg, "network.engine=myrinet", "test", err, sizeof err), 0) << err;
+        for (auto &s : sets) EXPECT_EQ(nm_config_set(cfg, s.c_str(), "test", err, sizeof err), 0) << err;
+        topo = nm_topology_load(topology.c_str(), cfg, err, sizeof err);
+        EXPECT_NE(topo, nullptr) << err;
+        net = nm_network_create(cfg, topo, err, sizeof err);
+        EXPECT_NE(net, nullptr) << err;
+        EXPECT_STREQ(nm_network_engine_name(net), "myrinet");
+        nm_network_set_callbacks(net, on_del, on_drop, &rec);
+    }
+    ~Net()
+    {
+        nm_network_destroy(net);
+        nm_topology_destroy(topo);
+        nm_config_destroy(cfg);
+    }
+    size_t channel_chars(int c)
+    {
+        std::vector<nm_time_t> b(nm_network_link_busy(net, nullptr, 0));
+        nm_network_link_busy(net, b.data(), b.size());
+        return (size_t)(b[c] / topo->links[c / 2].char_ps);
+    }
+};
+
+const double TAU = 6250.0;                 // ps, one character at 1.28 Gb/s
+const double PROP = 10.0 / 1.8e8 * 1e12;   // ps, 10 m at 1.8e8 m/s
+
+double eq3_ps(double P) { return (P + 5) * TAU + 2 * PROP; }   // seed 000 eq. 3, C = 1
+
+std::string run_tool(std::vector<std::string> args)
+{
+    args.insert(args.begin(), "mpisim-net");
+    std::vector<char *> argv;
+    for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    int rc = nm_net_main((int)argv.size(), argv.data(), out, stderr);
+    fclose(out);
+    std::string s(buf, len);
+    free(buf);
+    EXPECT_EQ(rc, 0) << s;
+    return s;
+}
+double json_num(const std::string &j, const std::string &key)
+{
+    size_t p = j.find("\"" + key + "\":");
+    if (p == std::string::npos) return NAN;
+    return std::atof(j.c_str() + p + key.size() + 3);
+}
+
+std::string write_mixed_topology()
+{
+    std::string path = testing::TempDir() + "myrinet_mixed.topo";
+    FILE *f = fopen(path.c_str(), "w");
+    fputs("switch S0 ports 4\nswitch S1 ports 4\nhost A\nhost B\nhost C\nhost D\n"
+          "link A:0 S0:0 rate=2.56Gb/s\n"
+          "link B:0 S0:1 rate=640Mb/s length=3m\n"
+          "link S0:2 S1:0 rate=1.28Gb/s length=25m\n"
+          "link C:0 S1:1 rate=640Mb/s\n"
+          "link D:0 S1:2 rate=5.12Gb/s\n",
+          f);
+    fclose(f);
+    return path;
+}
+
+}  // namespace
+
+// Seed 000 eq. 3: latency from the first character's start at the source to the end of the CRC
+// at the destination is eq. 3 plus the same whole number of character times at every payload.
+TEST(Myrinet, TwoNodeLatencyIsEq3PlusConstantCharacters)
+{
+    for (const char *delay : {"0", "150ns"}) {
+        Net n("crossbar:2", {std::string("network.switch_delay=") + delay});
+        int k_first = -1000;
+        nm_time_t t = 0;
+        for (int P = 4; P <= 8192; P *= 2) {
+            ASSERT_EQ(nm_network_inject(n.net, 0, 1, P, t, P), 0);
+            ASSERT_EQ(nm_network_run(n.net), 0);
+            ASSERT_EQ(n.rec.del.size(), 1u);
+            double lat = (double)(n.rec.del[0].deliver_time - n.rec.del[0].inject_time);
+            double off = (lat - eq3_ps(P)) / TAU;
+            int k = (int)std::lround(off);
+            if (k_first == -1000) k_first = k;
+            EXPECT_EQ(k, k_first) << "payload " << P;
+            double resid = lat - eq3_ps(P) - k * TAU;
+            EXPECT_LT(std::fabs(resid) / eq3_ps(P), 1e-4) << "payload " << P;
+            n.rec.del.clear();
+            t = nm_network_now(n.net) + 1000000;
+        }
+        // store-and-forward of one character at the switch + the CRC's own time; the routing
+        // delay adds to the header only when it exceeds one character time
+        EXPECT_EQ(k_first, std::string(delay) == "0" ? 2 : 1 + 24) << "switch_delay " << delay;
+    }
+}
+
+// Seed 000 eq. 2 with C = 1: back-to-back packets reach R*P/(P+7).
+TEST(Myrinet, TwoNodeThroughputIsApet)
+{
+    for (int P = 4; P <= 8192; P *= 2) {
+        Net n("crossbar:2", {});
+        const int N = 200;
+        for (int i = 0; i < N; i++) ASSERT_EQ(nm_network_inject(n.net, 0, 1, P, 0, i), 0);
+        ASSERT_EQ(nm_network_run(n.net), 0);
+        ASSERT_EQ(n.rec.del.size(), (size_t)N);
+        double span = (double)(n.rec.del.back().deliver_time - n.rec.del.front().deliver_time) / 1e12;
+        double thr = 8.0 * P * (N - 1) / span;
+        double apet = 1.28e9 * P / (P + 7.0);
+        EXPECT_LT(std::fabs(thr - apet) / apet, 1e-3) << "payload " << P << " thr " << thr << " apet " << apet;
+    }
+}
+
+// Seed 000 sec 4.1: 8 nodes, uniform destinations, saturated: 790 Mb/s peak for large packets.
+TEST(Myrinet, EightNodeSaturated8KB)
+{
+    std::string j = run_tool({"--topology", "crossbar:8", "--set", "network.engine=myrinet", "--payload", "8192",
+                              "--load", "1.44e9", "--warmup", "1ms", "--measure", "20ms", "--json"});
+    double thr = json_num(j, "throughput_bps_per_host");
+    EXPECT_NEAR(thr, 790e6, 79e6) << j.substr(0, 600);
+    EXPECT_EQ(json_num(j, "dropped"), 0);
+    EXPECT_EQ(json_num(j, "engine_error"), 0);
+}
+
+// Tiny slack buffers: a worm blocked behind another stops its source after about high_water
+// characters (STOP), resumes later (GO), and no buffer overflows.
+TEST(Myrinet, StopGoWithTinyBuffers)
+{
+    Net n("crossbar:3", {"network.slack_buffer=12", "network.high_water=6", "network.low_water=3",
+                         "network.link_length=1"});
+    ASSERT_EQ(nm_network_inject(n.net, 0, 2, 8192, 0, 1), 0);
+    ASSERT_EQ(nm_network_inject(n.net, 1, 2, 8192, 1000000, 2), 0);   // 1 us later: blocked
+    ASSERT_EQ(nm_network_run_until(n.net, 20000000), 0);                // 20 us
+    int c1 = nm_channel_leaving(n.topo, n.topo->hosts[1].link, NM_NODE_HOST, 1);
+    size_t sent = n.channel_chars(c1);
+    EXPECT_GT(sent, 6u);                 // filled past the high-water mark ...
+    EXPECT_LE(sent, 12u + 1u);           // ... but stopped before overflowing (+ route byte)
+    ASSERT_EQ(nm_network_run(n.net), 0); // no overflow anywhere
+    ASSERT_EQ(n.rec.del.size(), 2u);
+    EXPECT_EQ(n.rec.drop.size(), 0u);
+    // the second packet finishes one packet time after the first (GO resumed it)
+    double gap = (double)(n.rec.del[1].deliver_time - n.rec.del[0].deliver_time);
+    EXPECT_GT(gap, 8190 * TAU);
+    EXPECT_LT(gap, 8300 * TAU);
+}
+
+// The overflow check is live: marks that leave no room for the characters in flight on a long
+// cable make run_until report an error instead of aborting.
+TEST(Myrinet, OverflowIsReportedNotAborted)
+{
+    Net n("crossbar:3", {"network.slack_buffer=8", "network.high_water=6", "network.low_water=3",
+                         "network.link_length=100"});
+    ASSERT_EQ(nm_network_inject(n.net, 0, 2, 4096, 0, 1), 0);
+    ASSERT_EQ(nm_network_inject(n.net, 1, 2, 4096, 1000000, 2), 0);
+    EXPECT_LT(nm_network_run(n.net), 0);
+}
+
+// Seed 000 sec 2: a packet older than the timeout is removed from every buffer and link. The
+// destination NIC holds one packet and takes 1 ms to hand it over, so the next packets block
+// in the network and time out; afterwards the network is clean.
+TEST(Myrinet, BlockedWormIsDroppedAfterTimeout)
+{
+    Net n("crossbar:2", {"network.nic_recv_queue=1", "network.nic_recv_cost=1ms", "network.timeout=100us"});
+    for (int i = 0; i < 3; i++) ASSERT_EQ(nm_network_inject(n.net, 0, 1, 1000, 0, i), 0);
+    ASSERT_EQ(nm_network_run_until(n.net, 3000000000LL), 0);   // 3 ms
+    ASSERT_EQ(n.rec.del.size(), 1u);
+    EXPECT_EQ(n.rec.del[0].cookie, 0u);
+    ASSERT_EQ(n.rec.drop.size(), 2u);
+    EXPECT_EQ(n.rec.drop[0].cookie, 1u);
+    EXPECT_EQ(n.rec.drop[1].cookie, 2u);
+    EXPECT_GE(n.rec.drop[0].deliver_time, 100000000);   // dropped at its deadline, not before
+    EXPECT_LT(n.rec.drop[0].deliver_time, 120000000);
+    ASSERT_EQ(nm_network_inject(n.net, 0, 1, 1000, 3000000000LL, 9), 0);
+    ASSERT_EQ(nm_network_run(n.net), 0);
+    ASSERT_EQ(n.rec.del.size(), 2u);
+    EXPECT_EQ(n.rec.del[1].cookie, 9u);
+    nm_stats st;
+    nm_network_stats(n.net, &st);
+    EXPECT_EQ(st.packets_dropped, 2u);
+}
+
+// Same inputs, same outputs: two runs of the tool with one seed are identical.
+TEST(Myrinet, DeterministicRuns)
+{
+    std::vector<std::string> a = {"--topology", "crossbar:8", "--set", "network.engine=myrinet", "--payload", "100",
+                                  "--load", "1e9", "--warmup", "20us", "--measure", "300us", "--seed", "7",
+                                  "--interarrival", "exponential", "--json"};
+    auto strip = [](std::string s) {
+        size_t p = s.find("\"wall_s\":");
+        size_t q = s.find(',', p);
+        return s.erase(p, q - p);
+    };
+    EXPECT_EQ(strip(run_tool(a)), strip(run_tool(a)));
+}
+
+// Mixed link rates: one packet crosses 2.56 Gb/s, 1.28 Gb/s and 640 Mb/s links. With large
+// buffers no flow control acts, and the CRC's arrival follows the character recurrence
+// s_h(k) = max(s_h(k-1) + tau_h, s_{h-1}(k+1) + tau_{h-1} + prop_{h-1}) computed here directly.
+TEST(Myrinet, MixedRatesFollowCharacterRecurrence)
+{
+    std::string topo = write_mixed_topology();
+    Net n(topo, {"network.slack_buffer=100000", "network.high_water=90000", "network.low_water=10"});
+    const int P = 500;
+    ASSERT_EQ(nm_network_inject(n.net, 0, 2, P, 0, 1), 0);   // A -> C
+    ASSERT_EQ(nm_network_run(n.net), 0);
+    ASSERT_EQ(n.rec.del.size(), 1u);
+    const nm_route *rt = nm_route_get(n.topo, 0, 2);
+    ASSERT_EQ(rt->nhops, 2);
+    std::vector<double> prev;
+    for (int h = 0; h < rt->nchannels; h++) {
+        const nm_link &l = n.topo->links[rt->channel[h] / 2];
+        int len = (rt->nhops - h) + 4 + P + 1 + 1;
+        std::vector<double> s(len);
+        for (int k = 0; k < len; k++) {
+            double t = k ? s[k - 1] + l.char_ps : 0;
+            if (h > 0) {
+                const nm_link &u = n.topo->links[rt->channel[h - 1] / 2];
+                t = std::max(t, prev[k + 1] + u.char_ps + u.prop_ps);
+            }
+            s[k] = t;
+        }
+        if (h == rt->nchannels - 1) {
+            double crc_end = s[len - 2] + l.char_ps + l.prop_ps;
+            EXPECT_EQ((nm_time_t)crc_end, n.rec.del[0].deliver_time);
+        }
+        prev = s;
+    }
+}
+
+// The run-based fast mode and the one-character-at-a-time reference mode give the same
+// delivery time for every packet, under contention, tiny buffers (STOP/GO), mixed rates and
+// a routing delay.
+TEST(Myrinet, FastModeEqualsCharacterStepping)
+{
+    std::string mixed = write_mixed_topology();
+    struct Case {
+        std::string topo;
+        std::vector<std::string> sets;
+        int payload_max;
+    } cases[] = {
+        {"crossbar:4", {"network.slack_buffer=40", "network.high_water=8", "network.low_water=4"}, 300},
+        {mixed, {"network.slack_buffer=100", "network.high_water=20", "network.low_water=10"}, 400},
+        {"triangle18", {"network.switch_delay=150ns"}, 200},
+    };
+    for (auto &cs : cases) {
+        std::map<uint64_t, nm_time_t> res[2];
+        uint64_t ndrop[2] = {0, 0};
+        for (int mode = 0; mode < 2; mode++) {
+            auto sets = cs.sets;
+            sets.push_back(std::string("network.myrinet_stepping=") + (mode ? "1" : "0"));
+            Net n(cs.topo, sets);
+            int H = nm_topology_hosts(n.topo);
+            uint64_t rng = 12345;
+            auto rnd = [&rng]() { rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; return rng >> 33; };
+            nm_time_t t = 0;
+            for (int i = 0; i < 400; i++) {
+                int s = (int)(rnd() % H), d = (int)(rnd() % (H - 1));
+                if (d >= s) d++;
+                int P = 1 + (int)(rnd() % cs.payload_max);
+                t += (nm_time_t)(rnd() % 400000);
+                ASSERT_EQ(nm_network_run_until(n.net, t), 0);
+                ASSERT_EQ(nm_network_inject(n.net, s, d, P, t, i), 0);
+            }
+            ASSERT_EQ(nm_network_run(n.net), 0);
+            for (auto &d : n.rec.del) res[mode][d.cookie] = d.deliver_time;
+            ndrop[mode] = n.rec.drop.size();
+        }
+        EXPECT_EQ(res[0].size(), 400u) << cs.topo;
+        EXPECT_EQ(ndrop[0], ndrop[1]);
+        EXPECT_TRUE(res[0] == res[1]) << cs.topo;
+    }
+}

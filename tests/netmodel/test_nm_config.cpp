@@ -1,0 +1,339 @@
+// Configuration: units, defaults and citations, INI files with file:line errors, includes,
+// profiles on a search path, --set, and the JSON writer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "netmodel.h"
+#include "nm_test_util.h"
+
+namespace {
+
+struct Cfg {
+    nm_config *c = nm_config_create();
+    ~Cfg() { nm_config_destroy(c); }
+};
+
+std::string set_err(nm_config *c, const std::string &a)
+{
+    char err[512] = "";
+    int rc = nm_config_set(c, a.c_str(), "--set", err, sizeof err);
+    return rc == 0 ? std::string() : std::string(err);
+}
+
+TEST(Config, DefaultsHaveUnitsAndCitations)
+{
+    Cfg k;
+    ASSERT_NE(k.c, nullptr);
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 1.28e9);
+    EXPECT_STREQ(nm_config_unit(k.c, "network.link_rate"), "b/s");
+    EXPECT_NE(std::string(nm_config_origin(k.c, "network.link_rate")).find("seed 000 Table 2"), std::string::npos);
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_length"), 10.0);
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.propagation_velocity"), 1.8e8);
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 0);
+    EXPECT_EQ(nm_config_int(k.c, "network.slack_buffer"), 96);
+    EXPECT_EQ(nm_config_int(k.c, "network.high_water"), 56);
+    EXPECT_EQ(nm_config_int(k.c, "network.low_water"), 40);
+    EXPECT_EQ(nm_config_int(k.c, "network.beat_period"), 1000000000000LL);
+    EXPECT_EQ(nm_config_int(k.c, "network.timeout"), 1000000000000LL);
+    EXPECT_EQ(nm_config_int(k.c, "network.type_bytes"), 4);
+    EXPECT_EQ(nm_config_int(k.c, "network.crc_bytes"), 1);
+    EXPECT_EQ(nm_config_int(k.c, "network.gap_bytes"), 1);
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_ports"), 8);
+    EXPECT_STREQ(nm_config_string(k.c, "network.engine"), "analytic");
+    EXPECT_STREQ(nm_config_string(k.c, "network.topology"), "auto");
+    EXPECT_STREQ(nm_config_string(k.c, "network.routing"), "shortest");
+    EXPECT_TRUE(nm_config_has(k.c, "profile.description"));
+    EXPECT_FALSE(nm_config_has(k.c, "network.nope"));
+    EXPECT_EQ(nm_config_int(k.c, "network.nope"), 0);
+    // every key has a unit string and an origin
+    for (size_t i = 0; i < nm_config_count(k.c); i++) {
+        const char *key = nm_config_key_at(k.c, i);
+        ASSERT_NE(nm_config_unit(k.c, key), nullptr);
+        ASSERT_NE(nm_config_origin(k.c, key), nullptr);
+        EXPECT_STRNE(nm_config_origin(k.c, key), "") << key;
+    }
+}
+
+TEST(Config, UnitsAndPrefixes)
+{
+    Cfg k;
+    struct Case { const char *a; const char *key; double want; };
+    const Case cases[] = {
+        {"network.link_rate=2.56Gb/s", "network.link_rate", 2.56e9},
+        {"network.link_rate = 640 Mb/s", "network.link_rate", 640e6},
+        {"network.link_rate=160 MB/s", "network.link_rate", 1.28e9},   // bytes per second x 8
+        {"network.link_rate=5.12 Gbps", "network.link_rate", 5.12e9},
+        {"network.link_rate=1.28e9", "network.link_rate", 1.28e9},    // bare number: key's unit
+        {"network.link_length=10 m", "network.link_length", 10},
+        {"network.link_length=250 cm", "network.link_length", 2.5},
+        {"network.link_length=0.5km", "network.link_length", 500},
+        {"network.propagation_velocity=2e8 m/s", "network.propagation_velocity", 2e8},
+        {"network.propagation_velocity=5 ns/m", "network.propagation_velocity", 2e8},
+        {"network.switch_delay=6.25 ns", "network.switch_delay", 6250},
+        {"network.switch_delay=150ns", "network.switch_delay", 150000},
+        {"network.switch_delay=1.5 us", "network.switch_delay", 1500000},
+        {"network.switch_delay=2 \xc2\xb5s", "network.switch_delay", 2000000},
+        {"network.switch_delay=3 ms", "network.switch_delay", 3e9},
+        {"network.switch_delay=1 s", "network.switch_delay", 1e12},
+        {"network.switch_delay=42", "network.switch_delay", 42},       // bare number: ps
+        {"network.slack_buffer=16 KiB", "network.slack_buffer", 16384},
+        {"network.slack_buffer=16 KB", "network.slack_buffer", 16000},  // KB = 1000 (documented)
+        {"network.slack_buffer=16kB", "network.slack_buffer", 16000},
+        {"network.slack_buffer=1 MiB", "network.slack_buffer", 1048576},
+        {"network.slack_buffer=80 bytes", "network.slack_buffer", 80},
+        {"network.slack_buffer=80", "network.slack_buffer", 80},
+        {"network.seed=9007199254740993", "network.seed", 9007199254740993.0},
+    };
+    for (const Case &c : cases) {
+        EXPECT_EQ(set_err(k.c, c.a), "") << c.a;
+        EXPECT_DOUBLE_EQ(nm_config_double(k.c, c.key), c.want) << c.a;
+        EXPECT_STREQ(nm_config_origin(k.c, c.key), "--set");
+    }
+    // int keys hold exact integers, beyond 2^53 too
+    ASSERT_EQ(set_err(k.c, "network.seed=9007199254740993"), "");
+    EXPECT_EQ(nm_config_int(k.c, "network.seed"), 9007199254740993LL);
+    EXPECT_STREQ(nm_config_value_text(k.c, "network.seed"), "9007199254740993");
+    // velocity from a delay per metre: 1 / 4.92 ns
+    ASSERT_EQ(set_err(k.c, "network.propagation_velocity=4.92 ns/m"), "");
+    EXPECT_NEAR(nm_config_double(k.c, "network.propagation_velocity"), 1.0 / 4.92e-9, 1e-3);
+}
+
+TEST(Config, BadValuesAndKeys)
+{
+    Cfg k;
+    EXPECT_EQ(set_err(k.c, "network.link_rate=abc"), "--set: key 'network.link_rate': expected a bit rate, got 'abc'");
+    EXPECT_NE(set_err(k.c, "network.link_rate=10 m"), "");        // wrong dimension
+    EXPECT_NE(set_err(k.c, "network.link_rate=1.28 Gb"), "");     // not a rate
+    EXPECT_NE(set_err(k.c, "network.link_rate=0"), "");           // must be positive
+    EXPECT_NE(set_err(k.c, "network.link_rate=inf"), "");
+    EXPECT_NE(set_err(k.c, "network.link_rate=nan"), "");
+    EXPECT_NE(set_err(k.c, "network.link_rate=0x10"), "");
+    EXPECT_NE(set_err(k.c, "network.link_rate=1e999"), "");
+    EXPECT_NE(set_err(k.c, "network.slack_buffer=1.5"), "");      // bytes are whole
+    EXPECT_NE(set_err(k.c, "network.slack_buffer=-1"), "");
+    EXPECT_NE(set_err(k.c, "network.slack_buffer=16 Kib"), "");
+    EXPECT_NE(set_err(k.c, "network.switch_delay=1 m"), "");
+    EXPECT_NE(set_err(k.c, "network.switch_ports=eight"), "");
+    EXPECT_EQ(set_err(k.c, "network.engine=bogus"),
+              "--set: key 'network.engine': expected one of analytic|myrinet, got 'bogus'");
+    EXPECT_EQ(set_err(k.c, "network.bogus=1"), "--set: unknown key 'network.bogus'");
+    EXPECT_EQ(set_err(k.c, "no equals sign"), "--set: expected key=value, got 'no equals sign'");
+    // failures leave the value alone
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 1.28e9);
+    EXPECT_NE(std::string(nm_config_origin(k.c, "network.link_rate")).find("seed 000"), std::string::npos);
+}
+
+TEST(Config, FileErrorsNameFileAndLine)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512];
+    std::string p = d.write("a.ini", "[network]\nlink_rate = 2.56 Gb/s\nfoo = 3\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err), p + ":3: unknown key 'foo' in section [network]");
+    // a failed load changes nothing
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 1.28e9);
+
+    p = d.write("b.ini", "; comment\n[network]\nlink_rate = abc\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err), p + ":3: key 'network.link_rate': expected a bit rate, got 'abc'");
+
+    p = d.write("c.ini", "[network]\n\n[nosuch]\nx = 1\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err), p + ":4: unknown key 'x' in section [nosuch]");
+
+    p = d.write("d.ini", "[network]\nthis line has no equals sign\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err).rfind(p + ":2: expected", 0), 0u) << err;
+
+    p = d.write("e.ini", "[network\nlink_rate = 1\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err).rfind(p + ":1: ", 0), 0u) << err;
+
+    p = d.write("f.ini", "[network]\nlink_rate = 1 Gb/s\nlink_length = " + std::string(300, '1') + "\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_EQ(std::string(err), p + ":3: line too long");
+
+    EXPECT_NE(nm_config_load_file(k.c, (d.path + "/missing.ini").c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("missing.ini"), std::string::npos);
+}
+
+TEST(Config, FileValuesOriginsAndComments)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string p = d.write("ok.ini",
+                            "# hash comment\n[profile]\ndescription = test profile ; inline\n[network]\n"
+                            "link_rate = 2.56 Gb/s   ; seed 000 sec 4.3\n"
+                            "switch_delay = 150 ns  # seed 002 sec 5.3\n"
+                            "engine = analytic\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 2.56e9);
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 150000);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.link_rate")), p + ":5");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")), p + ":6");
+    EXPECT_STREQ(nm_config_string(k.c, "profile.description"), "test profile");
+    // full key names outside any section
+    std::string top = d.write("top.ini", "network.gap_bytes = 2\n[network]\ncrc_bytes = 2\n");
+    ASSERT_EQ(nm_config_load_file(k.c, top.c_str(), err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(k.c, "network.gap_bytes"), 2);
+    EXPECT_EQ(nm_config_int(k.c, "network.crc_bytes"), 2);
+    // --set overrides the file
+    ASSERT_EQ(set_err(k.c, "network.link_rate=5.12Gb/s"), "");
+    EXPECT_STREQ(nm_config_origin(k.c, "network.link_rate"), "--set");
+}
+
+TEST(Config, IncludesAndCycles)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string base = d.write("base.ini", "[network]\nlink_rate = 640 Mb/s\nswitch_delay = 100 ns\n");
+    // keys of the including file win whatever the line order
+    std::string top = d.write("top.ini", "[network]\nswitch_delay = 150 ns\n[profile]\ninclude = base\n");
+    ASSERT_EQ(nm_config_load_profile(k.c, top.c_str(), "", err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 640e6);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.link_rate")), base + ":2");
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 150000);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")), top + ":2");
+
+    Cfg k2;
+    d.write("x.ini", "[profile]\ninclude = y\n");
+    d.write("y.ini", "[profile]\ninclude = x\n");
+    EXPECT_NE(nm_config_load_profile(k2.c, "x", d.path.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("include cycle"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find("y.ini:2:"), std::string::npos) << err;
+
+    d.write("self.ini", "[profile]\ninclude = self\n");
+    EXPECT_NE(nm_config_load_profile(k2.c, "self", d.path.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("self.ini:2: include cycle"), std::string::npos) << err;
+
+    d.write("bad_inc.ini", "[profile]\n\ninclude = nowhere\n");
+    EXPECT_NE(nm_config_load_profile(k2.c, "bad_inc", d.path.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("bad_inc.ini:3: profile 'nowhere' not found"), std::string::npos) << err;
+}
+
+TEST(Config, SearchPath)
+{
+    nmt::TempDir a, b;
+    Cfg k;
+    char err[512] = "";
+    b.write("p1.ini", "[network]\nlink_rate = 2 Gb/s\n");
+    std::string sp = a.path + ":" + b.path;
+    ASSERT_EQ(nm_config_load_profile(k.c, "p1", sp.c_str(), err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 2e9);
+    a.write("p1.ini", "[network]\nlink_rate = 3 Gb/s\n");  // first directory wins
+    ASSERT_EQ(nm_config_load_profile(k.c, "p1", sp.c_str(), err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(k.c, "network.link_rate"), 3e9);
+    EXPECT_NE(nm_config_load_profile(k.c, "nosuch", sp.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("nosuch"), std::string::npos);
+}
+
+TEST(Config, ShippedProfiles)
+{
+    const char *dir = MPISIM_SOURCE_PROFILE_DIR;
+    for (const char *name : {"default", "seed000-sbus", "seed002-pci", "seed003-ecard"}) {
+        Cfg k;
+        char err[512] = "";
+        ASSERT_EQ(nm_config_load_profile(k.c, name, dir, err, sizeof err), 0) << name << ": " << err;
+        EXPECT_STRNE(nm_config_string(k.c, "profile.description"), "") << name;
+        // every network value is set by the profile itself, with its line
+        EXPECT_NE(std::string(nm_config_origin(k.c, "network.link_rate")).find(".ini:"), std::string::npos) << name;
+    }
+    Cfg d;
+    char err[512] = "";
+    ASSERT_EQ(nm_config_load_profile(d.c, "default", dir, err, sizeof err), 0) << err;
+    EXPECT_NE(std::string(nm_config_origin(d.c, "network.link_rate")).find("seed000-sbus.ini:"), std::string::npos);
+    EXPECT_DOUBLE_EQ(nm_config_double(d.c, "network.link_rate"), 1.28e9);
+
+    Cfg p;
+    ASSERT_EQ(nm_config_load_profile(p.c, "seed002-pci", dir, err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(p.c, "network.switch_delay"), 150000);
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 80);
+    EXPECT_EQ(nm_config_int(p.c, "network.switch_ports"), 16);
+    EXPECT_DOUBLE_EQ(nm_config_double(p.c, "network.link_rate"), 1.28e9);
+    EXPECT_NEAR(nm_config_double(p.c, "network.propagation_velocity"), 1.0 / 4.92e-9, 1e-3);
+
+    Cfg e;
+    ASSERT_EQ(nm_config_load_profile(e.c, "seed003-ecard", dir, err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(e.c, "network.link_rate"), 2e9);
+}
+
+TEST(Config, RegisterOtherLayers)
+{
+    static const nm_key_def mpi_keys[] = {
+        {"mpi.eager_limit", NM_KEY_INT, "B", "16 KiB", "seed 003 sec 5.2", "eager/rendezvous switch", nullptr, 0},
+        {"mpi.send_overhead", NM_KEY_INT, "ps", "0.4 us", "seed 003 sec 5.3", "o_s", nullptr, NM_KEY_NONNEG},
+    };
+    Cfg k;
+    char err[512] = "";
+    ASSERT_EQ(nm_config_register(k.c, mpi_keys, 2, err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(k.c, "mpi.eager_limit"), 16384);
+    EXPECT_EQ(nm_config_int(k.c, "mpi.send_overhead"), 400000);
+    EXPECT_NE(nm_config_register(k.c, mpi_keys, 1, err, sizeof err), 0);  // twice
+    static const nm_key_def bad_default[] = {
+        {"mpi.x", NM_KEY_INT, "B", "lots", "nowhere", "", nullptr, 0},
+    };
+    EXPECT_NE(nm_config_register(k.c, bad_default, 1, err, sizeof err), 0);
+    EXPECT_FALSE(nm_config_has(k.c, "mpi.x"));
+    nmt::TempDir d;
+    std::string p = d.write("m.ini", "[mpi]\neager_limit = 32 KiB\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(k.c, "mpi.eager_limit"), 32768);
+}
+
+TEST(Config, JsonIsValidAndComplete)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string p = d.write("j.ini", "[profile]\ndescription = quote \" backslash \\ tab\t\x01 end\n"
+                                     "[network]\nlink_rate = 2.56 Gb/s\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    ASSERT_EQ(set_err(k.c, "network.switch_delay=150 ns"), "");
+    for (int indent : {0, 2}) {
+        std::string jp = d.path + "/out" + std::to_string(indent) + ".json";
+        d.files.push_back(jp);
+        FILE *f = std::fopen(jp.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        ASSERT_EQ(nm_config_write_json(k.c, f, indent), 0);
+        std::fclose(f);
+        std::string text = nmt::read_file(jp);
+        nmt::Json j;
+        ASSERT_TRUE(nmt::JsonParser(text).parse(j)) << text;
+        ASSERT_EQ(j.kind, nmt::Json::Obj);
+        EXPECT_EQ(j.obj.size(), nm_config_count(k.c));
+        for (size_t i = 0; i < nm_config_count(k.c); i++) {
+            const char *key = nm_config_key_at(k.c, i);
+            const nmt::Json *e = j.get(key);
+            ASSERT_NE(e, nullptr) << key;
+            ASSERT_NE(e->get("value"), nullptr);
+            ASSERT_NE(e->get("unit"), nullptr);
+            ASSERT_NE(e->get("source"), nullptr);
+            EXPECT_EQ(e->get("unit")->str, nm_config_unit(k.c, key));
+            EXPECT_EQ(e->get("source")->str, nm_config_origin(k.c, key));
+        }
+        EXPECT_DOUBLE_EQ(j.get("network.link_rate")->get("value")->num, 2.56e9);
+        EXPECT_EQ(j.get("network.link_rate")->get("source")->str, p + ":4");
+        EXPECT_DOUBLE_EQ(j.get("network.switch_delay")->get("value")->num, 150000);
+        EXPECT_EQ(j.get("network.switch_delay")->get("source")->str, "--set");
+        EXPECT_EQ(j.get("network.engine")->get("value")->kind, nmt::Json::Str);
+    }
+    // value texts round-trip through --set
+    Cfg k2;
+    for (size_t i = 0; i < nm_config_count(k.c); i++) {
+        const char *key = nm_config_key_at(k.c, i);
+        std::string a = std::string(key) + "=" + nm_config_value_text(k.c, key);
+        if (std::string(key) == "profile.description") continue;  // free text with control chars
+        ASSERT_EQ(set_err(k2.c, a), "") << a;
+        EXPECT_STREQ(nm_config_value_text(k2.c, key), nm_config_value_text(k.c, key));
+    }
+    FILE *f = std::tmpfile();
+    ASSERT_EQ(nm_config_write_text(k.c, f), 0);
+    std::fclose(f);
+}
+
+}  // namespace
