@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     long my_first, my_rows;
     row_block(n, procs, rank, &my_first, &my_rows);
 
-    double tsum = 0.0, tmin = 0.0, tmax = 0.0;
+    double tsum = 0.0, tmin = 0.0, tmax = 0.0, last_t0 = 0.0, last_t1 = 0.0;
     int status = 0;
 
     if (rank == 0) {
@@ -127,7 +127,10 @@ int main(int argc, char **argv)
                     MPI_Recv(c + first * n, (int)(rows * n), MPI_INT32_T, r, TAG_C, MPI_COMM_WORLD,
                              MPI_STATUS_IGNORE);
             }
-            double dt = MPI_Wtime() - t0;
+            double t1 = MPI_Wtime();
+            double dt = t1 - t0;
+            last_t0 = t0;
+            last_t1 = t1;
             tsum += dt;
             if (rep == 0 || dt < tmin)
                 tmin = dt;
@@ -150,8 +153,9 @@ int main(int argc, char **argv)
                     first_bad = (long)x;
                 bad++;
             }
-        printf("N=%ld P=%d time_s=%.9e repeat=%ld time_min_s=%.9e time_max_s=%.9e check=%s\n", n,
-               procs, tsum / (double)repeat, repeat, tmin, tmax, bad == 0 ? "ok" : "FAIL");
+        printf("N=%ld P=%d time_s=%.12e repeat=%ld time_min_s=%.12e time_max_s=%.12e wtime_start_s=%.12e "
+               "wtime_end_s=%.12e check=%s\n",
+               n, procs, tsum / (double)repeat, repeat, tmin, tmax, last_t0, last_t1, bad == 0 ? "ok" : "FAIL");
         fflush(stdout);
         if (bad != 0) {
             fprintf(stderr,

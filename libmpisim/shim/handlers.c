@@ -43,7 +43,7 @@ static void empty_status(MPI_Status *st)
 static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                           MPI_Comm comm, uint64_t bytes, int sync)
 {
-    if (!sync && bytes > 4096 && (int64_t)bytes < ms_eager_threshold()) {
+    if (!sync && bytes > MS_REAL_EAGER_SAFE && (int64_t)bytes < ms_eager_threshold()) {
         int need = 0;
         PMPI_Pack_size(count, dt, comm, &need);
         if ((size_t)need > r->copy_cap) {

@@ -16,10 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Sends above this size that the model sends eagerly go out from a copy: the real MPI may use
- * its own rendezvous for them, and the program must not wait in the real MPI for a receiver
- * that the model has not yet released. Open MPI's shared-memory eager limit is 4 KiB. */
-#define MS_REAL_EAGER_SAFE 4096
 
 typedef struct ms_state {
     int active;                  /* connected to a server; wrappers do their work */

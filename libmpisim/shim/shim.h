@@ -19,6 +19,12 @@
 #define MS_UNLIKELY(x) (x)
 #endif
 
+/* Sends above this size that the model sends eagerly go out from a copy: the real MPI may use
+ * its own rendezvous for them, and the program must not wait in the real MPI for a receiver
+ * that the model has not yet released. Open MPI's shared-memory eager limit is 4 KiB including
+ * its header (a 4096-byte payload already goes rendezvous), TCP's 64 KiB. */
+#define MS_REAL_EAGER_SAFE 1024
+
 /* A request the shim tracks: the model's id, and the real MPI request behind it (if posted). */
 typedef enum { MS_RQ_SEND = 1, MS_RQ_RECV, MS_RQ_COLL } ms_rq_kind;
 

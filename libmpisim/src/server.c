@@ -697,17 +697,16 @@ static void report_deadlock(ms_server *s)
 
 static void advance_engine(ms_server *s)
 {
+    /* the model stops early after resuming a rank (that rank may post from its resume time
+     * on); go again with the new horizon while it has work below it */
     for (int guard = 0; guard < 1000000; guard++) {
         int64_t h = horizon(s);
-        int before_running = 0;
-        for (int i = 0; i < s->nranks; i++) before_running += s->ranks[i].state == RK_RUNNING;
+        int64_t next = ms_model_next_time(s->model);
         if (ms_model_run_until(s->model, h) < 0) {
             snprintf(s->stop_reason, sizeof s->stop_reason, "the engine failed");
             s->stopped = 1;
             return;
         }
-        int after_running = 0;
-        for (int i = 0; i < s->nranks; i++) after_running += s->ranks[i].state == RK_RUNNING;
         /* push decided wildcard senders to ranks now: a peer's real transfer may need them */
         for (int i = 0; i < s->nranks; i++) {
             rank_info *r = &s->ranks[i];
@@ -720,7 +719,9 @@ static void advance_engine(ms_server *s)
                     send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
                 }
         }
-        if (after_running == before_running && horizon(s) == h) break;
+        int64_t h2 = horizon(s), next2 = ms_model_next_time(s->model);
+        if (next2 >= h2) break;
+        if (h2 == h && next2 == next) break; /* no progress possible now */
     }
     int connected_all = 1, running = 0, blocked = 0;
     for (int i = 0; i < s->nranks; i++) {
