@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "                  [--listen ADDR] [--server-address HOST] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
             "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
-            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--out DIR]\n"
+            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
+            "                  [--out DIR]\n"
             "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
             "       mpisim version\n"
             "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",

@@ -27,7 +27,7 @@
 
 static const nm_key_def nm_network_keys[] = {
     {"network.engine", NM_KEY_STRING, "", "analytic",
-     "mpisim design: analytic until the character-level engine is validated",
+     "mpisim design: built-in fallback; every shipped profile selects myrinet (seed 000 sec. 2)",
      "packet engine: analytic (closed-form, cut-through with reservation) or myrinet "
      "(character-level wormhole)", "analytic|myrinet", 0},
     {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
