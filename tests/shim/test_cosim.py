@@ -130,11 +130,18 @@ def test_deterministic():
 def test_cpu_charged():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/burn.c"), os.path.join(WORK, "burn"))
     work = "30000000"
-    _, r2 = mpisim_run(2, [exe, work], compute="cpu", report=os.path.join(WORK, "c2.json"))
-    _, r16 = mpisim_run(16, [exe, work], compute="cpu", report=os.path.join(WORK, "c16.json"))
-    c2 = sorted(r["compute_ps"] for r in r2["ranks"])
-    c16 = sorted(r["compute_ps"] for r in r16["ranks"])
-    med2, med16 = c2[len(c2) // 2], c16[len(c16) // 2]
+
+    def median_compute(n, tag):
+        # CPU-time noise on a shared machine only inflates: take the least of three runs
+        best = None
+        for k in range(3):
+            _, r = mpisim_run(n, [exe, work], compute="cpu", report=os.path.join(WORK, f"c{tag}{k}.json"))
+            c = sorted(x["compute_ps"] for x in r["ranks"])
+            med = c[len(c) // 2]
+            best = med if best is None else min(best, med)
+        return best
+
+    med2, med16 = median_compute(2, "a"), median_compute(16, "b")
     ratio = med16 / med2
     print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f}")
     if not 0.9 <= ratio <= 1.1:
