@@ -17,6 +17,13 @@
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
 #endif
+#ifdef MPISIM_HAVE_TRACE
+/* libmpisim/trace: merge the ranks' raw files and meta.json into one HDF5 trace */
+int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
+#endif
+#ifdef MPISIM_HAVE_REPLAY
+#include "replay_cli.h"
+#endif
 
 static void usage(FILE *f)
 {
@@ -24,6 +31,11 @@ static void usage(FILE *f)
             "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] -n N -- PROGRAM [ARGS...]\n"
+            "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
+            "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
+            "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
+            "       mpisim replay TRACE [--profile P] [--set k=v]... [--cpu-scale X] [--report F]\n"
+            "       mpisim sweep TRACE --vary key=v1,v2,... [--jobs J] [--out F.csv]\n"
             "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
             "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
             "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
@@ -86,6 +98,8 @@ typedef struct run_opts {
     int nranks;
     char **prog;
     int nprog;
+    const char *trace;      /* HDF5 trace to write (run --trace, or trace --output) */
+    int capture_only;       /* `mpisim trace`: no model server */
 } run_opts;
 
 nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets, char *err, size_t errlen)
@@ -134,6 +148,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
+        else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
         else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
         else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
         else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
@@ -167,10 +182,92 @@ static int parse_run(int argc, char **argv, run_opts *o)
     return 0;
 }
 
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* meta.json beside the ranks' raw trace files: what the HDF5 trace records about the run */
+static int write_trace_meta(const char *dir, const run_opts *o, const nm_config *cfg)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\"mpisim_version\": \"%s\", \"nranks\": %d, \"capture_only\": %s, \"program\": [", MPISIM_VERSION,
+            o->nranks, o->capture_only ? "true" : "false");
+    for (int i = 0; i < o->nprog; i++) {
+        if (i) fputs(", ", f);
+        json_string(f, o->prog[i]);
+    }
+    fputs("], \"config\": ", f);
+    nm_config_write_json(cfg, f, 0);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, ", \"machine\": ");
+    char machine[512];
+    snprintf(machine, sizeof machine, "host %s, %ld online processors", host, sysconf(_SC_NPROCESSORS_ONLN));
+    json_string(f, machine);
+    fputs("}\n", f);
+    return fclose(f);
+}
+
+static int make_trace_dir(const char *trace, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s.raw", trace);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int finish_trace(const char *dir, const char *trace)
+{
+#ifdef MPISIM_HAVE_TRACE
+    char err[1024];
+    if (ms_trace_convert(dir, trace, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
+        return -1;
+    }
+    fprintf(stderr, "mpisim: trace %s\n", trace);
+    return 0;
+#else
+    fprintf(stderr, "mpisim: built without HDF5 trace support; raw trace in %s\n", dir);
+    (void)trace;
+    return 0;
+#endif
+}
+
+static int cmd_trace(int argc, char **argv);
+
+static int launch_and_serve(run_opts *o, nm_config *cfg);
+
 static int cmd_run(int argc, char **argv)
 {
     run_opts o;
     if (parse_run(argc, argv, &o) < 0) return 2;
+    return launch_and_serve(&o, NULL);
+}
+
+/* mpisim trace [--output F.h5] [--profile P] [--set k=v] [--compute M] -n N -- PROGRAM ARGS */
+static int cmd_trace(int argc, char **argv)
+{
+    run_opts o;
+    if (parse_run(argc, argv, &o) < 0) return 2;
+    o.capture_only = 1;
+    if (!o.trace) o.trace = "mpisim-trace.h5";
+    return launch_and_serve(&o, NULL);
+}
+
+static int launch_and_serve(run_opts *o_, nm_config *unused)
+{
+    run_opts o = *o_;
+    (void)unused;
     char err[1024];
     char cfs[64];
     int nsets = o.nsets;
@@ -188,18 +285,28 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
-    ms_server *s = ms_server_create();
-    if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim: %s\n", err);
-        return 2;
+    ms_server *s = NULL;
+    char endpoint[512] = "";
+    if (!o.capture_only) {
+        s = ms_server_create();
+        if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
+        char host[256] = "127.0.0.1";
+        if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
+        else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
+        if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
     }
-    char endpoint[512];
-    char host[256] = "127.0.0.1";
-    if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
-    else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
-    if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim: %s\n", err);
-        return 2;
+    char trace_dir[PATH_MAX + 8] = "";
+    if (o.trace) {
+        if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg) < 0) {
+            fprintf(stderr, "mpisim: cannot create the trace directory %s: %s\n", trace_dir, strerror(errno));
+            return 2;
+        }
     }
     char dir[PATH_MAX], shim[PATH_MAX + 64];
     if (self_dir(dir, sizeof dir) < 0) {
@@ -215,7 +322,7 @@ static int cmd_run(int argc, char **argv)
     }
     char nbuf[32];
     snprintf(nbuf, sizeof nbuf, "%d", o.nranks);
-    const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 32), sizeof *av);
+    const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 40), sizeof *av);
     int k = 0;
     av[k++] = o.mpirun ? o.mpirun : "mpirun";
     if (geteuid() == 0) av[k++] = "--allow-run-as-root";
@@ -225,10 +332,19 @@ static int cmd_run(int argc, char **argv)
     /* the secret travels in the environment, never on a command line others can read */
     av[k++] = "-x";
     av[k++] = "LD_PRELOAD";
-    av[k++] = "-x";
-    av[k++] = "MPISIM_SERVER";
-    av[k++] = "-x";
-    av[k++] = "MPISIM_SECRET";
+    if (!o.capture_only) {
+        av[k++] = "-x";
+        av[k++] = "MPISIM_SERVER";
+        av[k++] = "-x";
+        av[k++] = "MPISIM_SECRET";
+    } else {
+        av[k++] = "-x";
+        av[k++] = "MPISIM_COMPUTE";
+    }
+    if (o.trace) {
+        av[k++] = "-x";
+        av[k++] = "MPISIM_TRACE_DIR";
+    }
     for (int i = 0; i < o.nmpirun_args; i++) av[k++] = o.mpirun_args[i];
     for (int i = 0; i < o.nprog; i++) av[k++] = o.prog[i];
     av[k] = NULL;
@@ -242,30 +358,44 @@ static int cmd_run(int argc, char **argv)
     }
     if (pid == 0) {
         setenv("LD_PRELOAD", shim, 1);
-        setenv("MPISIM_SERVER", endpoint, 1);
-        setenv("MPISIM_SECRET", ms_server_secret(s), 1);
+        if (!o.capture_only) {
+            setenv("MPISIM_SERVER", endpoint, 1);
+            setenv("MPISIM_SECRET", ms_server_secret(s), 1);
+        } else {
+            setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
+        }
+        if (o.trace) setenv("MPISIM_TRACE_DIR", trace_dir, 1);
         execvp(av[0], (char *const *)av);
         fprintf(stderr, "mpisim: cannot run %s: %s\n", av[0], strerror(errno));
         _exit(127);
     }
-    /* the launcher forwards Ctrl-C to the ranks; the server waits for them to go */
+    /* the launcher forwards Ctrl-C to the ranks; we wait for them to go */
     signal(SIGINT, SIG_IGN);
     int status = 0;
-    if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    char outcome[256];
-    int oc = ms_server_outcome(s, outcome, sizeof outcome);
-    if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
-    if (o.report && strcmp(o.report, "-")) {
-        FILE *f = fopen(o.report, "w");
-        if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
-        else {
-            ms_server_write_report(s, f);
-            fclose(f);
+    int rc;
+    if (s) {
+        if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     }
-    ms_server_write_summary(s, stderr, o.report);
-    ms_server_destroy(s);
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (s) {
+        char outcome[256];
+        int oc = ms_server_outcome(s, outcome, sizeof outcome);
+        if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
+        if (o.report && strcmp(o.report, "-")) {
+            FILE *f = fopen(o.report, "w");
+            if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
+            else {
+                ms_server_write_report(s, f);
+                fclose(f);
+            }
+        }
+        ms_server_write_summary(s, stderr, o.report);
+        ms_server_destroy(s);
+    }
+    if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);
@@ -309,6 +439,20 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "config")) return cmd_config(argc - 2, argv + 2);
+    if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
+#ifdef MPISIM_HAVE_TRACE
+    if (!strcmp(cmd, "trace-recover")) {
+        if (argc != 4) {
+            fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
+            return 2;
+        }
+        return finish_trace(argv[2], argv[3]) < 0 ? 1 : 0;
+    }
+#endif
+#ifdef MPISIM_HAVE_REPLAY
+    if (!strcmp(cmd, "replay")) return mpisim_replay_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
+#endif
     if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);

@@ -122,14 +122,14 @@ def main():
         c.append(sig)
         c.append('{')
         c.append(f'    if (ms_bypass()) return {pn}({args});')
-        c.append(f'    ms_enter(MS_FN_{n});')
+        c.append(f'    ms_enter(MS_FN_{n}, __builtin_return_address(0));')
         if cls == 'modelled':
             c.append(f'    int rc = ms_h_{handler}({args});')
         else:
             c.append(f'    ms_unmodelled(MS_FN_{n});')
             c.append(f'    int rc = {pn}({args});')
             c.append(f'    ms_unmodelled_done(MS_FN_{n});')
-        c.append(f'    ms_exit(MS_FN_{n});')
+        c.append(f'    ms_exit(MS_FN_{n}, rc);')
         c.append('    return rc;')
         c.append('}')
         c.append('')

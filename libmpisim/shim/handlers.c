@@ -43,7 +43,7 @@ static void empty_status(MPI_Status *st)
 static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                           MPI_Comm comm, uint64_t bytes, int sync)
 {
-    if (!sync && bytes > MS_REAL_EAGER_SAFE && (int64_t)bytes < ms_eager_threshold()) {
+    if (ms_has_server() && !sync && bytes > MS_REAL_EAGER_SAFE && (int64_t)bytes < ms_eager_threshold()) {
         int need = 0;
         PMPI_Pack_size(count, dt, comm, &need);
         if ((size_t)need > r->copy_cap) {
@@ -122,7 +122,8 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
     r->comm = comm;
     uint64_t bytes = type_bytes(dt, count);
     *rc = MPI_SUCCESS;
-    if (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && !ms_recv_has_unresolved_before(r->comm_id)) {
+    /* capture only: no model to decide wildcards, the real MPI does */
+    if (!ms_has_server() || (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && !ms_recv_has_unresolved_before(r->comm_id))) {
         r->resolved = 1;
         r->real_posted = 1;
         *rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &r->real);

@@ -2,8 +2,10 @@
  * table, and the loops that wait for the model while keeping the real MPI moving. */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "trace_raw.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -52,9 +54,18 @@ typedef struct ms_state {
     int comm_keyval;
     MPI_Comm progress_comm;      /* private: Iprobe on it only drives progress */
     ms_fn_id blocked_fn;
+    /* capture */
+    int trace_fd;                /* -1: not tracing */
+    char *tr;
+    size_t tr_len, tr_cap;
+    int64_t last_raw_compute_ns;
+    int server;                  /* 1: co-simulation; 0: capture only */
 } ms_state;
 
-static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID};
+static void trace_flush(void);
+static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
+
+int ms_has_server(void) { return S.server; }
 
 typedef struct ms_comm_info {
     uint64_t id;
@@ -74,6 +85,7 @@ void ms_fatal(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
     fflush(stderr);
+    trace_flush();
     if (S.fd >= 0) {
         /* tell the server so the run's report says why it stopped */
         ms_msg_header h = {MS_MSG_UNMODELLED, sizeof(ms_msg_text)};
@@ -90,6 +102,91 @@ void ms_fatal(const char *fmt, ...)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* trace capture: whole records appended to a per-rank file (trace_raw.h) */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void trace_flush(void)
+{
+    size_t off = 0;
+    while (S.trace_fd >= 0 && off < S.tr_len) {
+        ssize_t w = write(S.trace_fd, S.tr + off, S.tr_len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            /* a full disk must not kill the program: stop tracing, say so once */
+            fprintf(stderr, "mpisim: rank %d: writing the trace failed (%s); tracing stops\n", S.rank,
+                    strerror(errno));
+            close(S.trace_fd);
+            S.trace_fd = -1;
+            break;
+        }
+        off += (size_t)w;
+    }
+    S.tr_len = 0;
+}
+
+static void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (S.trace_fd < 0) return;
+    ms_msg_header h = {type, (uint32_t)(alen + blen)};
+    size_t need = sizeof h + alen + blen;
+    if (S.tr_len + need > S.tr_cap) {
+        size_t cap = S.tr_cap ? S.tr_cap : 2 * MS_TRACE_FLUSH_BYTES;
+        while (cap < S.tr_len + need) cap *= 2;
+        char *p = realloc(S.tr, cap);
+        if (!p) {
+            S.trace_fd = -1;
+            return;
+        }
+        S.tr = p;
+        S.tr_cap = cap;
+    }
+    memcpy(S.tr + S.tr_len, &h, sizeof h);
+    if (alen) memcpy(S.tr + S.tr_len + sizeof h, a, alen);
+    if (blen) memcpy(S.tr + S.tr_len + sizeof h + alen, b, blen);
+    S.tr_len += need;
+    if (S.tr_len >= MS_TRACE_FLUSH_BYTES) trace_flush();
+}
+
+static void trace_open(void)
+{
+    const char *dir = getenv("MPISIM_TRACE_DIR");
+    if (!dir || !*dir) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%06d.mstrace", dir, S.rank);
+    S.trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (S.trace_fd < 0) ms_fatal("cannot write the trace %s: %s", path, strerror(errno));
+    ms_trace_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, MS_TRACE_MAGIC, 8);
+    h.version = MS_PROTO_VERSION;
+    h.sizes_check = ms_proto_sizes_check();
+    h.rank = S.rank;
+    h.size = S.size;
+    h.pid = (int32_t)getpid();
+    h.cosim = S.server;
+    h.start_real_ns = mono_ns();
+    gethostname(h.hostname, sizeof h.hostname - 1);
+    ssize_t w = write(S.trace_fd, &h, sizeof h);
+    if (w != (ssize_t)sizeof h) ms_fatal("cannot write the trace header to %s", path);
+}
+
+/* Capture only: what the model would have answered, from the real MPI (times 0). */
+void ms_trace_resolution(const ms_rq *r)
+{
+    if (S.trace_fd < 0 || r->kind != MS_RQ_RECV) return;
+    int count = 0;
+    PMPI_Get_count(&r->status, MPI_BYTE, &count);
+    ms_msg_resolve m = {r->id, (uint64_t)(count < 0 ? 0 : count), r->status.MPI_SOURCE, r->status.MPI_TAG};
+    trace_put(MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* clock */
 
 static int64_t read_ns(void)
@@ -101,28 +198,35 @@ static int64_t read_ns(void)
 
 int ms_bypass(void) { return !S.active || S.depth > 0; }
 
-void ms_enter(ms_fn_id fn)
+void ms_enter(ms_fn_id fn, void *callsite)
 {
-    (void)fn;
     if (S.depth++ == 0) {
+        int64_t d = 0, ps = 0;
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             int64_t now = read_ns();
-            int64_t d = now - S.last_exit_ns;
+            d = now - S.last_exit_ns;
             if (d < 0) d = 0;
-            int64_t ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
+            ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
             S.clock_ps += ps;
             S.compute_ps += ps;
         }
         S.call_start_ps = S.clock_ps;
         S.calls++;
+        if (S.trace_fd >= 0) {
+            ms_msg_tr_call c = {ps, d, mono_ns(), (uint64_t)(uintptr_t)callsite, (int32_t)fn, 0};
+            trace_put(MS_MSG_TR_CALL, &c, sizeof c, NULL, 0);
+        }
     }
 }
 
-void ms_exit(ms_fn_id fn)
+void ms_exit(ms_fn_id fn, int rc)
 {
-    (void)fn;
     if (--S.depth == 0) {
         S.mpi_ps += S.clock_ps - S.call_start_ps;
+        if (S.trace_fd >= 0) {
+            ms_msg_tr_exit e = {mono_ns(), S.server ? S.clock_ps : 0, (int32_t)fn, rc};
+            trace_put(MS_MSG_TR_EXIT, &e, sizeof e, NULL, 0);
+        }
         if (S.params.compute_mode != MS_COMPUTE_NONE) S.last_exit_ns = read_ns();
     }
 }
@@ -156,6 +260,7 @@ static void out_reserve(size_t more)
 
 static void flush_out(void)
 {
+    if (!S.server) return;
     size_t off = 0;
     while (off < S.out_len) {
         ssize_t w = write(S.fd, S.out + off, S.out_len - off);
@@ -176,6 +281,8 @@ static void flush_out(void)
 
 static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
+    trace_put(type, a, alen, b, blen);
+    if (!S.server) return;
     ms_msg_header h = {type, (uint32_t)(alen + blen)};
     out_reserve(sizeof h + alen + blen);
     memcpy(S.out + S.out_len, &h, sizeof h);
@@ -230,6 +337,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
 {
     switch (type) {
     case MS_MSG_RESUME: {
+        trace_put(type, p, len, NULL, 0);
         ms_msg_resume rs;
         memcpy(&rs, p, sizeof rs);
         if (rs.n > S.results_cap) {
@@ -245,6 +353,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         break;
     }
     case MS_MSG_RESOLVE: {
+        trace_put(type, p, len, NULL, 0);
         ms_msg_resolve rv;
         memcpy(&rv, p, sizeof rv);
         ms_rq *r = find_by_id(rv.req);
@@ -320,6 +429,54 @@ void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
     wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC);
 }
 
+/* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
+static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *results)
+{
+    int is_test = mode >= 3; /* MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME */
+    int any = (mode == 1 || mode == 4), some = (mode == 2 || mode == 5), all = !any && !some;
+    int done = 0;
+    for (unsigned spins = 0;; spins++) {
+        for (int i = 0; i < n; i++) {
+            ms_rq *r = reqs[i];
+            if (r->real_done || !r->real_posted) continue;
+            int flag = 0;
+            PMPI_Test(&r->real, &flag, &r->status);
+            if (flag) r->real_done = 1;
+        }
+        done = 0;
+        for (int i = 0; i < n; i++) done += reqs[i]->real_done || !reqs[i]->real_posted;
+        if (is_test || (all && done == n) || (!all && done > 0)) break;
+        if (spins > 64) usleep(50);
+    }
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        ms_rq *r = reqs[i];
+        int c = r->real_done || !r->real_posted;
+        if (all && is_test && done != n) c = 0;
+        if (any && c) {
+            if (first >= 0) c = 0;
+            else first = i;
+        }
+        memset(&results[i], 0, sizeof results[i]);
+        results[i].req = r->id;
+        results[i].completed = c;
+        results[i].source = -1;
+        results[i].tag = -1;
+        if (c && r->kind == MS_RQ_RECV && r->real_posted) {
+            int count = 0;
+            PMPI_Get_count(&r->status, MPI_BYTE, &count);
+            results[i].source = r->status.MPI_SOURCE;
+            results[i].tag = r->status.MPI_TAG;
+            results[i].bytes = (uint64_t)(count < 0 ? 0 : count);
+            r->resolved = 1;
+            ms_trace_resolution(r);
+        }
+        if (c) r->model_done = 1;
+    }
+    ms_msg_resume rs = {0, n, 0};
+    trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
+}
+
 static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags)
 {
     ms_msg_wait w = {0};
@@ -335,6 +492,10 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     for (int i = 0; i < n; i++) ids[i] = reqs[i]->id;
     put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
     if (ids != ids_small) free(ids);
+    if (!S.server) {
+        wait_real(mode, n, reqs, results);
+        return;
+    }
     flush_out();
     S.resume_ready = 0;
     S.blocked_fn = fn;
@@ -357,8 +518,9 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     }
 }
 
-void ms_block_probe(uint64_t comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn)
+void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn)
 {
+    uint64_t comm = ms_comm_id(mcomm);
     ms_msg_probe pr = {0};
     pr.t = S.clock_ps;
     pr.comm = comm;
@@ -368,6 +530,24 @@ void ms_block_probe(uint64_t comm, int src, int tag, int blocking, ms_msg_result
     pr.fn = (int32_t)fn;
     pr.callsite = (uint64_t)(uintptr_t)__builtin_return_address(0);
     put_msg(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
+    if (!S.server) {
+        MPI_Status st;
+        int flag = 1;
+        if (blocking) PMPI_Probe(src, tag, mcomm, &st);
+        else PMPI_Iprobe(src, tag, mcomm, &flag, &st);
+        memset(result, 0, sizeof *result);
+        result->completed = flag;
+        result->source = flag ? st.MPI_SOURCE : -1;
+        result->tag = flag ? st.MPI_TAG : -1;
+        if (flag) {
+            int count = 0;
+            PMPI_Get_count(&st, MPI_BYTE, &count);
+            result->bytes = (uint64_t)(count < 0 ? 0 : count);
+        }
+        ms_msg_resume rs = {0, 1, 0};
+        trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
+        return;
+    }
     flush_out();
     S.resume_ready = 0;
     S.blocked_fn = fn;
@@ -746,43 +926,59 @@ static void start_session(void)
 {
     const char *server = getenv("MPISIM_SERVER");
     const char *secret = getenv("MPISIM_SECRET");
+    const char *trace = getenv("MPISIM_TRACE_DIR");
     PMPI_Comm_rank(MPI_COMM_WORLD, &S.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &S.size);
-    if (!server || !secret) {
-        /* preloaded without `mpisim run`: stay out of the way */
+    int capture_only = (!server || !secret) && trace && *trace;
+    if ((!server || !secret) && !capture_only) {
+        /* preloaded without `mpisim run` or `mpisim trace`: stay out of the way */
         if (S.rank == 0)
             fprintf(stderr, "mpisim: libmpisim.so is loaded but no model server is set (MPISIM_SERVER); "
                             "running untimed\n");
         return;
     }
-    S.fd = connect_server(server);
-    if (S.fd < 0) ms_fatal("cannot connect to the model server at %s", server);
-    ms_msg_hello h;
-    memset(&h, 0, sizeof h);
-    h.magic = MS_PROTO_MAGIC;
-    h.version = MS_PROTO_VERSION;
-    h.rank = S.rank;
-    h.size = S.size;
-    h.pid = (int32_t)getpid();
-    h.sizes_check = ms_proto_sizes_check();
-    memcpy(h.secret, secret, strnlen(secret, MS_SECRET_LEN));
-    gethostname(h.hostname, sizeof h.hostname - 1);
-    put_msg(MS_MSG_HELLO, &h, sizeof h, NULL, 0);
-    flush_out();
-    /* the WELCOME is the only message that can come now */
-    ms_msg_header hdr;
-    size_t got = 0;
-    char buf[sizeof hdr + sizeof(ms_msg_welcome)];
-    while (got < sizeof buf) {
-        ssize_t r = read(S.fd, buf + got, sizeof buf - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) ms_fatal("the model server refused this rank (wrong secret or rank?)");
-        got += (size_t)r;
+    if (capture_only) {
+        /* `mpisim trace`: the real MPI decides everything; the trace records it */
+        const char *cm = getenv("MPISIM_COMPUTE");
+        memset(&S.params, 0, sizeof S.params);
+        S.params.compute_mode = cm && !strcmp(cm, "wall") ? MS_COMPUTE_WALL
+                                : cm && !strcmp(cm, "none") ? MS_COMPUTE_NONE : MS_COMPUTE_CPU;
+        S.params.cpu_factor = 1.0;
+        S.params.eager_threshold = INT64_MAX;
+        S.params.unmodelled_passthrough = 1;
+        S.server = 0;
+    } else {
+        S.fd = connect_server(server);
+        if (S.fd < 0) ms_fatal("cannot connect to the model server at %s", server);
+        ms_msg_hello h;
+        memset(&h, 0, sizeof h);
+        h.magic = MS_PROTO_MAGIC;
+        h.version = MS_PROTO_VERSION;
+        h.rank = S.rank;
+        h.size = S.size;
+        h.pid = (int32_t)getpid();
+        h.sizes_check = ms_proto_sizes_check();
+        memcpy(h.secret, secret, strnlen(secret, MS_SECRET_LEN));
+        gethostname(h.hostname, sizeof h.hostname - 1);
+        S.server = 1;
+        put_msg(MS_MSG_HELLO, &h, sizeof h, NULL, 0);
+        flush_out();
+        /* the WELCOME is the only message that can come now */
+        ms_msg_header hdr;
+        size_t got = 0;
+        char buf[sizeof hdr + sizeof(ms_msg_welcome)];
+        while (got < sizeof buf) {
+            ssize_t r = read(S.fd, buf + got, sizeof buf - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) ms_fatal("the model server refused this rank (wrong secret or rank?)");
+            got += (size_t)r;
+        }
+        memcpy(&hdr, buf, sizeof hdr);
+        if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
+            ms_fatal("unexpected first reply from the model server");
+        memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
     }
-    memcpy(&hdr, buf, sizeof hdr);
-    if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
-        ms_fatal("unexpected first reply from the model server");
-    memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
+    trace_open();
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
     PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
     S.clock_ps = 0;
@@ -809,17 +1005,17 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 double MPI_Wtime(void)
 {
-    if (!S.active) return PMPI_Wtime();
+    if (!S.active || !S.server) return PMPI_Wtime();
     if (S.depth > 0) return (double)S.clock_ps * 1e-12;
-    ms_enter(MS_FN_Wtime);
+    ms_enter(MS_FN_Wtime, NULL);
     double t = (double)S.clock_ps * 1e-12;
-    ms_exit(MS_FN_Wtime);
+    ms_exit(MS_FN_Wtime, 0);
     return t;
 }
 
 double MPI_Wtick(void)
 {
-    if (!S.active) return PMPI_Wtick();
+    if (!S.active || !S.server) return PMPI_Wtick();
     return 1e-12;
 }
 
@@ -832,6 +1028,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
                  (double)S.clock_ps * 1e-12);
         put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
         flush_out();
+        trace_flush();
         S.active = 0;
     }
     return PMPI_Abort(comm, errorcode);
@@ -840,7 +1037,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 int MPI_Finalize(void)
 {
     if (!S.active || S.depth > 0) return PMPI_Finalize();
-    ms_enter(MS_FN_Finalize);
+    ms_enter(MS_FN_Finalize, __builtin_return_address(0));
     ms_msg_finalize f = {0};
     f.t = S.clock_ps;
     f.compute_ps = S.compute_ps;
@@ -848,8 +1045,9 @@ int MPI_Finalize(void)
     f.calls = S.calls;
     f.unmodelled_calls = S.unmodelled_calls;
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
+    trace_flush();
     flush_out();
-    S.fin_ok = 0;
+    S.fin_ok = !S.server;
     for (unsigned spins = 0; !S.fin_ok; spins++) {
         service_server(backoff_ms(spins));
         ms_progress();
@@ -861,8 +1059,11 @@ int MPI_Finalize(void)
     }
     S.active = 0;
     S.depth--;
-    close(S.fd);
+    if (S.fd >= 0) close(S.fd);
     S.fd = -1;
+    trace_flush();
+    if (S.trace_fd >= 0) close(S.trace_fd);
+    S.trace_fd = -1;
     PMPI_Comm_free(&S.progress_comm);
     return PMPI_Finalize();
 }

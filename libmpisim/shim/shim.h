@@ -56,8 +56,11 @@ typedef struct ms_rq {
 
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
 int ms_bypass(void);
-void ms_enter(ms_fn_id fn);
-void ms_exit(ms_fn_id fn);
+void ms_enter(ms_fn_id fn, void *callsite);
+void ms_exit(ms_fn_id fn, int rc);
+/* Is a model server attached (co-simulation), or only a trace being captured? */
+int ms_has_server(void);
+void ms_trace_resolution(const ms_rq *r);
 void ms_unmodelled(ms_fn_id fn);
 void ms_unmodelled_done(ms_fn_id fn);
 
@@ -91,7 +94,7 @@ void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const u
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
 /* The same, for a collective whose members must all leave at the same virtual time. */
 void ms_model_wait_sync(ms_rq *r, ms_fn_id fn);
-void ms_block_probe(uint64_t comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn);
+void ms_block_probe(MPI_Comm comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn);
 
 /* Real-MPI side. */
 void ms_post_deferred(void);            /* post every deferred receive whose turn has come */

@@ -38,6 +38,9 @@ typedef enum {
     MS_MSG_UNMODELLED,     /* ms_msg_text: an unmodelled call, fatal or counted */
     MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
+    /* trace records only (never on the wire): see trace_raw.h */
+    MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
+    MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
     /* server -> rank */
     MS_MSG_WELCOME = 64,   /* ms_msg_welcome */
     MS_MSG_RESUME,         /* ms_msg_resume + results[] */
@@ -139,6 +142,21 @@ typedef struct ms_msg_resolve {
     uint64_t req, bytes;
     int32_t source, tag;
 } ms_msg_resolve;
+
+typedef struct ms_msg_tr_call {
+    int64_t compute_ps;      /* computation charged since the previous call (after cpu_factor) */
+    int64_t raw_compute_ns;  /* the same, as measured (before cpu_factor) */
+    int64_t real_entry_ns;   /* CLOCK_MONOTONIC at entry */
+    uint64_t callsite;       /* return address into the program */
+    int32_t fn;              /* ms_fn_id (names: fn_names_gen.h) */
+    int32_t pad;
+} ms_msg_tr_call;
+
+typedef struct ms_msg_tr_exit {
+    int64_t real_exit_ns;    /* CLOCK_MONOTONIC at exit */
+    int64_t clock_ps;        /* the virtual clock at exit (co-simulation), else 0 */
+    int32_t fn, rc;          /* function and its return code */
+} ms_msg_tr_exit;
 
 /* Text payloads (errors, call sites) are NUL-terminated and at most this long. */
 #define MS_TEXT_MAX 1024

@@ -1,0 +1,148 @@
+/* ms_trace: mpisim traces (issue 5). C11, no MPI inside, nothing printed, no exit().
+ *
+ * Two forms of a trace:
+ *  - raw: what a rank's shim appends while it runs, <dir>/rank-<R>.mstrace (layout in
+ *    libmpisim/src/trace_raw.h: a header, then protocol messages as records), plus <dir>/meta.json
+ *    written by `mpisim run --trace` / `mpisim trace`;
+ *  - HDF5: one file for the whole job (schema in replay/README.md), what replay and sweeps read
+ *    and what h5py / h5dump users look at.
+ *
+ * In memory both become an ms_trace: per rank, an array of ms_trace_event (one per record, the
+ * same fields as the HDF5 compound dataset /ranks/<R>/events) and the side arrays the events
+ * point into (request lists of waits, counts of v-collectives, results of resumes, texts), plus
+ * the communicators' memberships and the job's metadata.
+ *
+ * Every function returns 0 (or a pointer) on success and -1 (NULL) on error with one line in
+ * err naming the file (and the byte offset or HDF5 object) at fault. Corrupt input never
+ * crashes: every length and index is checked before use. */
+#ifndef MS_TRACE_H
+#define MS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MS_TRACE_SCHEMA "mpisim-trace/1"
+/* matched_source / matched_tag / complete_ps not known from the recording */
+#define MS_TRACE_UNKNOWN INT32_MIN
+#define MS_TRACE_UNKNOWN_TIME INT64_MIN
+
+/* One record of a rank. `kind` is the record's ms_msg_type (protocol.h): ISEND=2, IRECV=3,
+ * ICOLL=4, COMM_ADD=5, WAIT=6, PROBE=7, FINALIZE=8, UNMODELLED=9, CALLSITE=10, CLOCK=11,
+ * TR_CALL=32, TR_EXIT=33, RESUME=65, RESOLVE=66. Fields a kind does not use are 0 (the
+ * matched_* and complete_ps "unknown" markers excepted). Meaning per kind: replay/README.md. */
+typedef struct ms_trace_event {
+    int32_t kind;
+    int32_t fn;              /* MPI function id (names: the trace's fn_names) or -1 */
+    int64_t t_ps;            /* recorded virtual time (posts, waits, resumes; TR_EXIT: clock at exit) */
+    int64_t compute_ps;      /* TR_CALL: computation charged before the call; FINALIZE: total */
+    int64_t raw_compute_ns;  /* TR_CALL: the same, as measured (before shim.cpu_factor) */
+    int64_t real_entry_ns;   /* TR_CALL: CLOCK_MONOTONIC at entry */
+    int64_t real_exit_ns;    /* TR_EXIT: CLOCK_MONOTONIC at exit */
+    int64_t complete_ps;     /* ISEND/IRECV/ICOLL: completion time in the recorded resume, else unknown */
+    uint64_t comm;           /* communicator id (0 world, 1 self) */
+    uint64_t bytes;          /* message/collective bytes; RESOLVE: bytes; FINALIZE: calls */
+    uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
+    uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program */
+    int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
+    int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: index of /comms */
+    int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
+    int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
+    int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
+    int32_t flags;           /* WAIT flags (MS_WAIT_FLAG_SYNC) */
+    int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
+    int32_t matched_tag;     /* same, its tag */
+    int32_t pad;
+} ms_trace_event;
+
+/* One request's outcome in a recorded resume (= ms_msg_result). */
+typedef struct ms_trace_result {
+    uint64_t req;
+    int64_t complete_time;
+    uint64_t bytes;
+    int32_t completed, source, tag, pad;
+} ms_trace_result;
+
+typedef struct ms_trace_rank {
+    int32_t rank;
+    int32_t pid;
+    int32_t cosim;           /* 1: recorded during a co-simulation (resume times are the model's) */
+    int32_t truncated;       /* 1: the raw file ended inside a record (killed rank); it was dropped */
+    int64_t start_real_ns;
+    char hostname[64];
+    ms_trace_event *ev;
+    size_t nev;
+    uint64_t *lists;         /* WAIT request ids, ICOLL counts */
+    size_t nlists;
+    ms_trace_result *results;
+    size_t nresults;
+    char *text;              /* UNMODELLED/CALLSITE texts, each NUL-terminated */
+    size_t ntext;
+} ms_trace_rank;
+
+typedef struct ms_trace_comm {
+    uint64_t id;
+    int32_t size;
+    int32_t pad;
+    int64_t offset;          /* first member in members[] */
+} ms_trace_comm;
+
+typedef struct ms_trace {
+    int nranks;
+    ms_trace_rank *ranks;
+    ms_trace_comm *comms;    /* every communicator registered by some rank (COMM_ADD) */
+    size_t ncomms;
+    int32_t *members;        /* world ranks, comms[i].size of them from comms[i].offset */
+    size_t nmembers;
+    /* metadata; NULL when absent */
+    char **program;          /* program and arguments */
+    int nprogram;
+    char *config_json;       /* the resolved configuration of the recorded run (JSON object) */
+    char *machine;           /* hwloc summary text */
+    char *bindings_json;     /* JSON array */
+    char *mpisim_version;    /* of the recording run */
+    char **fn_names;         /* MPI function names by id (the ids are per build) */
+    size_t nfn;
+} ms_trace;
+
+void ms_trace_free(ms_trace *t);
+const char *ms_trace_fn_name(const ms_trace *t, int fn);   /* "?" when unknown */
+
+/* ---- raw files ------------------------------------------------------------------------------ */
+
+/* Read one raw rank file. A trailing partial record is dropped (r->truncated = 1); anything else
+ * that is not a valid record is an error "FILE: offset N: ...". The side arrays are filled;
+ * matched_source/matched_tag/complete_ps are derived from the RESOLVE and RESUME records.
+ * COMM_ADD members go to *members (appended; *nmembers updated); the event's list_off points at
+ * them there (ms_trace_read_dir turns that into /comms indices). */
+int ms_trace_read_raw(const char *path, ms_trace_rank *r, int32_t *nranks_out, int32_t **members,
+                      size_t *nmembers, char *err, size_t errlen);
+/* The same from memory (fuzzing, tests); `name` is used in messages. */
+int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_rank *r, int32_t *nranks_out,
+                       int32_t **members, size_t *nmembers, char *err, size_t errlen);
+
+/* Read <dir>/meta.json (optional: missing fields are absent) and every <dir>/rank-<R>.mstrace. */
+ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen);
+
+/* ---- HDF5 --------------------------------------------------------------------------------- */
+
+int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen);
+ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen);
+
+/* raw dir -> HDF5 (what `mpisim trace`, `mpisim run --trace` and `mpisim trace-recover DIR` call).
+ * Ranks killed mid-run are kept up to their last flushed record. */
+int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
+
+/* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */
+int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen);
+
+/* Set the MPI function names (copied) written into /fn_names. */
+int ms_trace_set_fn_names(ms_trace *t, const char *const *names, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
