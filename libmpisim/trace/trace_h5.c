@@ -1,0 +1,469 @@
+/* The HDF5 form of a trace: writer, reader, and the raw -> HDF5 conversion. Schema: replay/README.md. */
+#define _GNU_SOURCE
+#include "ms_trace.h"
+#include "ms_trace_internal.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef MS_TRACE_HAVE_FN_NAMES
+#include "fn_names_gen.h"
+#endif
+
+#ifndef MPISIM_VERSION
+#define MPISIM_VERSION "unknown"
+#endif
+
+/* HDF5 prints its error stack by default; a library must not print. Silence it for one call. */
+typedef struct h5_quiet {
+    H5E_auto2_t func;
+    void *data;
+} h5_quiet;
+static void quiet_on(h5_quiet *q)
+{
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+static void quiet_off(const h5_quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func, q->data); }
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+static hid_t event_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ms_trace_event));
+#define F(name, type) H5Tinsert(t, #name, HOFFSET(ms_trace_event, name), type)
+    F(kind, H5T_NATIVE_INT32);
+    F(fn, H5T_NATIVE_INT32);
+    F(t_ps, H5T_NATIVE_INT64);
+    F(compute_ps, H5T_NATIVE_INT64);
+    F(raw_compute_ns, H5T_NATIVE_INT64);
+    F(real_entry_ns, H5T_NATIVE_INT64);
+    F(real_exit_ns, H5T_NATIVE_INT64);
+    F(complete_ps, H5T_NATIVE_INT64);
+    F(comm, H5T_NATIVE_UINT64);
+    F(bytes, H5T_NATIVE_UINT64);
+    F(req, H5T_NATIVE_UINT64);
+    F(callsite, H5T_NATIVE_UINT64);
+    F(list_off, H5T_NATIVE_INT64);
+    F(list_n, H5T_NATIVE_INT32);
+    F(peer, H5T_NATIVE_INT32);
+    F(tag, H5T_NATIVE_INT32);
+    F(mode, H5T_NATIVE_INT32);
+    F(flags, H5T_NATIVE_INT32);
+    F(matched_source, H5T_NATIVE_INT32);
+    F(matched_tag, H5T_NATIVE_INT32);
+#undef F
+    return t;
+}
+
+static hid_t result_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ms_trace_result));
+#define F(name, type) H5Tinsert(t, #name, HOFFSET(ms_trace_result, name), type)
+    F(req, H5T_NATIVE_UINT64);
+    F(complete_time, H5T_NATIVE_INT64);
+    F(bytes, H5T_NATIVE_UINT64);
+    F(completed, H5T_NATIVE_INT32);
+    F(source, H5T_NATIVE_INT32);
+    F(tag, H5T_NATIVE_INT32);
+#undef F
+    return t;
+}
+
+static hid_t comm_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ms_trace_comm));
+    H5Tinsert(t, "id", HOFFSET(ms_trace_comm, id), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "size", HOFFSET(ms_trace_comm, size), H5T_NATIVE_INT32);
+    H5Tinsert(t, "offset", HOFFSET(ms_trace_comm, offset), H5T_NATIVE_INT64);
+    return t;
+}
+
+static hid_t str_type(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+/* 1-D dataset, chunked, shuffled and deflated (empty ones too: extent 0, unlimited). */
+static int put_dataset(hid_t loc, const char *name, hid_t type, size_t n, const void *data)
+{
+    size_t elem = H5Tget_size(type);
+    hsize_t dims[1] = {n}, maxd[1] = {H5S_UNLIMITED};
+    hsize_t chunk = (hsize_t)(elem ? (1u << 20) / elem : 1024);
+    if (chunk < 1) chunk = 1;
+    if (n && chunk > n) chunk = n;
+    hid_t sp = H5Screate_simple(1, dims, maxd);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, 1, &chunk);
+    H5Pset_shuffle(pl);
+    H5Pset_deflate(pl, 4);
+    hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int rc = d < 0 ? -1 : 0;
+    if (d >= 0 && n && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) rc = -1;
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int put_str_attr(hid_t loc, const char *name, const char *value)
+{
+    if (!value) return 0;
+    hid_t st = str_type();
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a >= 0 && H5Awrite(a, st, &value) >= 0) ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(st);
+    return rc;
+}
+
+static int put_int_attr(hid_t loc, const char *name, hid_t type, const void *value)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a >= 0 && H5Awrite(a, type, value) >= 0) ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int put_str_dataset(hid_t loc, const char *name, char *const *v, size_t n)
+{
+    hid_t st = str_type();
+    hsize_t dims[1] = {n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(loc, name, st, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = d < 0 ? -1 : 0;
+    if (d >= 0 && n && H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) rc = -1;
+    if (d >= 0) H5Dclose(d);
+    H5Sclose(sp);
+    H5Tclose(st);
+    return rc;
+}
+
+int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
+    h5_quiet q;
+    quiet_on(&q);
+    int rc = -1;
+    const char *what = "create the file";
+    hid_t et = event_type(), rt = result_type(), ct = comm_type();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = -1, gr = -1;
+    if (f < 0) goto out;
+    what = "write the job's attributes";
+    int32_t nr = t->nranks;
+    if (put_str_attr(f, "schema", MS_TRACE_SCHEMA) < 0 || put_str_attr(f, "writer_version", MPISIM_VERSION) < 0 ||
+        put_str_attr(f, "mpisim_version", t->mpisim_version) < 0 ||
+        put_int_attr(f, "nranks", H5T_NATIVE_INT32, &nr) < 0 || put_str_attr(f, "config", t->config_json) < 0 ||
+        put_str_attr(f, "machine", t->machine) < 0 || put_str_attr(f, "bindings", t->bindings_json) < 0)
+        goto out;
+    if (t->program && put_str_dataset(f, "program", t->program, (size_t)t->nprogram) < 0) goto out;
+    if (t->fn_names && put_str_dataset(f, "fn_names", t->fn_names, t->nfn) < 0) goto out;
+    what = "write /comms";
+    g = H5Gcreate2(f, "comms", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0 || put_dataset(g, "index", ct, t->ncomms, t->comms) < 0 ||
+        put_dataset(g, "members", H5T_NATIVE_INT32, t->nmembers, t->members) < 0)
+        goto out;
+    H5Gclose(g);
+    g = H5Gcreate2(f, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) goto out;
+    for (int i = 0; i < t->nranks; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        char name[32];
+        snprintf(name, sizeof name, "%d", i);
+        what = "write a rank's group";
+        gr = H5Gcreate2(g, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (gr < 0) goto out;
+        if (put_int_attr(gr, "rank", H5T_NATIVE_INT32, &r->rank) < 0 ||
+            put_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid) < 0 ||
+            put_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim) < 0 ||
+            put_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated) < 0 ||
+            put_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns) < 0 ||
+            put_str_attr(gr, "hostname", r->hostname) < 0)
+            goto out;
+        what = "write a rank's datasets";
+        if (put_dataset(gr, "events", et, r->nev, r->ev) < 0 ||
+            put_dataset(gr, "lists", H5T_NATIVE_UINT64, r->nlists, r->lists) < 0 ||
+            put_dataset(gr, "results", rt, r->nresults, r->results) < 0 ||
+            put_dataset(gr, "text", H5T_NATIVE_CHAR, r->ntext, r->text) < 0)
+            goto out;
+        H5Gclose(gr);
+        gr = -1;
+    }
+    rc = 0;
+out:
+    if (gr >= 0) H5Gclose(gr);
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) {
+        rc = -1;
+        what = "close (flush) the file";
+    }
+    H5Tclose(et);
+    H5Tclose(rt);
+    H5Tclose(ct);
+    quiet_off(&q);
+    if (rc < 0) ms_trace_fail(err, errlen, "%s: cannot %s (HDF5 error; disk full or no permission?)", path, what);
+    return rc;
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+static char *get_str_attr(hid_t loc, const char *name, int *bad)
+{
+    if (H5Aexists(loc, name) <= 0) return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) {
+        *bad = 1;
+        return NULL;
+    }
+    hid_t ft = H5Aget_type(a);
+    char *out = NULL;
+    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            hid_t st = str_type();
+            char *p = NULL;
+            if (H5Aread(a, st, &p) >= 0 && p) {
+                out = strdup(p);
+                H5free_memory(p);
+            } else {
+                *bad = 1;
+            }
+            H5Tclose(st);
+        } else {
+            size_t n = H5Tget_size(ft);
+            out = calloc(n + 1, 1);
+            if (out && H5Aread(a, ft, out) < 0) *bad = 1;
+        }
+    } else {
+        *bad = 1;
+    }
+    if (ft >= 0) H5Tclose(ft);
+    H5Aclose(a);
+    return out;
+}
+
+static int get_int_attr(hid_t loc, const char *name, hid_t type, void *out)
+{
+    if (H5Aexists(loc, name) <= 0) return -1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = H5Aread(a, type, out) < 0 ? -1 : 0;
+    H5Aclose(a);
+    return rc;
+}
+
+/* Read a whole 1-D dataset into a new array (NULL with *n = 0 when empty). */
+static int get_dataset(hid_t loc, const char *name, hid_t type, void **out, size_t *n, size_t max_elems)
+{
+    *out = NULL;
+    *n = 0;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) return -1;
+    hid_t sp = H5Dget_space(d);
+    int rc = -1;
+    hsize_t dims[1];
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1 &&
+        dims[0] <= max_elems) {
+        size_t elem = H5Tget_size(type);
+        if (dims[0] == 0) {
+            rc = 0;
+        } else {
+            void *buf = calloc((size_t)dims[0], elem);
+            if (buf && H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0) {
+                *out = buf;
+                *n = (size_t)dims[0];
+                rc = 0;
+            } else {
+                free(buf);
+            }
+        }
+    }
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(d);
+    return rc;
+}
+
+static int get_str_dataset(hid_t loc, const char *name, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return 0;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) return -1;
+    hid_t sp = H5Dget_space(d);
+    hid_t st = str_type();
+    hsize_t dims[1];
+    int rc = -1;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1 &&
+        dims[0] < (1u << 24)) {
+        char **v = calloc((size_t)dims[0] + 1, sizeof *v);
+        if (v && (dims[0] == 0 || H5Dread(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
+            char **copy = calloc((size_t)dims[0] + 1, sizeof *copy);
+            rc = copy ? 0 : -1;
+            for (size_t i = 0; copy && i < (size_t)dims[0]; i++) {
+                copy[i] = strdup(v[i] ? v[i] : "");
+                if (!copy[i]) rc = -1;
+            }
+            if (dims[0]) H5Dvlen_reclaim(st, sp, H5P_DEFAULT, v);
+            *out = copy;
+            *n = (size_t)dims[0];
+        }
+        free(v);
+    }
+    H5Tclose(st);
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(d);
+    return rc;
+}
+
+ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
+{
+    h5_quiet q;
+    quiet_on(&q);
+    ms_trace *t = calloc(1, sizeof *t);
+    hid_t et = event_type(), rt = result_type(), ct = comm_type();
+    hid_t f = -1, g = -1, gr = -1;
+    char what[128] = "";
+    if (!t) {
+        snprintf(what, sizeof what, "out of memory");
+        goto fail;
+    }
+    if (H5Fis_hdf5(path) <= 0) {
+        FILE *probe = fopen(path, "rb");
+        if (!probe) snprintf(what, sizeof what, "cannot open it");
+        else {
+            fclose(probe);
+            snprintf(what, sizeof what, "not an HDF5 file (or its superblock is damaged)");
+        }
+        goto fail;
+    }
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        snprintf(what, sizeof what, "HDF5 cannot open it (truncated or damaged?)");
+        goto fail;
+    }
+    int bad = 0;
+    char *schema = get_str_attr(f, "schema", &bad);
+    if (!schema || strcmp(schema, MS_TRACE_SCHEMA)) {
+        snprintf(what, sizeof what, "not an mpisim trace (attribute schema is %.40s, expected %s)",
+                 schema ? schema : "missing", MS_TRACE_SCHEMA);
+        free(schema);
+        goto fail;
+    }
+    free(schema);
+    int32_t nr = 0;
+    if (get_int_attr(f, "nranks", H5T_NATIVE_INT32, &nr) < 0 || nr < 1 || nr > 10000000) {
+        snprintf(what, sizeof what, "attribute nranks missing or out of range");
+        goto fail;
+    }
+    t->mpisim_version = get_str_attr(f, "mpisim_version", &bad);
+    t->config_json = get_str_attr(f, "config", &bad);
+    t->machine = get_str_attr(f, "machine", &bad);
+    t->bindings_json = get_str_attr(f, "bindings", &bad);
+    size_t np = 0;
+    if (bad || get_str_dataset(f, "program", &t->program, &np) < 0 ||
+        get_str_dataset(f, "fn_names", &t->fn_names, &t->nfn) < 0) {
+        snprintf(what, sizeof what, "unreadable metadata (program, fn_names or attributes)");
+        goto fail;
+    }
+    t->nprogram = (int)np;
+    if (get_dataset(f, "comms/index", ct, (void **)&t->comms, &t->ncomms, 1u << 26) < 0 ||
+        get_dataset(f, "comms/members", H5T_NATIVE_INT32, (void **)&t->members, &t->nmembers, 1u << 30) < 0) {
+        snprintf(what, sizeof what, "cannot read /comms");
+        goto fail;
+    }
+    t->ranks = calloc((size_t)nr, sizeof *t->ranks);
+    if (!t->ranks) {
+        snprintf(what, sizeof what, "out of memory");
+        goto fail;
+    }
+    t->nranks = nr;
+    g = H5Gopen2(f, "ranks", H5P_DEFAULT);
+    if (g < 0) {
+        snprintf(what, sizeof what, "no group /ranks");
+        goto fail;
+    }
+    for (int i = 0; i < nr; i++) {
+        ms_trace_rank *r = &t->ranks[i];
+        char name[32];
+        snprintf(name, sizeof name, "%d", i);
+        gr = H5Gopen2(g, name, H5P_DEFAULT);
+        if (gr < 0) {
+            snprintf(what, sizeof what, "no group /ranks/%d", i);
+            goto fail;
+        }
+        if (get_int_attr(gr, "rank", H5T_NATIVE_INT32, &r->rank) < 0) r->rank = -1;
+        get_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid);
+        get_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim);
+        get_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated);
+        get_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns);
+        char *host = get_str_attr(gr, "hostname", &bad);
+        if (host) {
+            snprintf(r->hostname, sizeof r->hostname, "%s", host);
+            free(host);
+        }
+        const char *ds = "events";
+        if (get_dataset(gr, ds, et, (void **)&r->ev, &r->nev, (size_t)1 << 34) < 0 ||
+            get_dataset(gr, ds = "lists", H5T_NATIVE_UINT64, (void **)&r->lists, &r->nlists, (size_t)1 << 34) < 0 ||
+            get_dataset(gr, ds = "results", rt, (void **)&r->results, &r->nresults, (size_t)1 << 34) < 0 ||
+            get_dataset(gr, ds = "text", H5T_NATIVE_CHAR, (void **)&r->text, &r->ntext, (size_t)1 << 30) < 0) {
+            snprintf(what, sizeof what, "cannot read /ranks/%d/%s (truncated or damaged file?)", i, ds);
+            goto fail;
+        }
+        H5Gclose(gr);
+        gr = -1;
+    }
+    H5Gclose(g);
+    g = -1;
+    H5Fclose(f);
+    f = -1;
+    H5Tclose(et);
+    H5Tclose(rt);
+    H5Tclose(ct);
+    quiet_off(&q);
+    if (ms_trace_validate(t, path, err, errlen) < 0) {
+        ms_trace_free(t);
+        return NULL;
+    }
+    return t;
+fail:
+    if (gr >= 0) H5Gclose(gr);
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+    H5Tclose(et);
+    H5Tclose(rt);
+    H5Tclose(ct);
+    quiet_off(&q);
+    ms_trace_fail(err, errlen, "%s: %s", path, what);
+    ms_trace_free(t);
+    return NULL;
+}
+
+/* ---- conversion ----------------------------------------------------------------------------- */
+
+int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen)
+{
+    ms_trace *t = ms_trace_read_dir(raw_dir, err, errlen);
+    if (!t) return -1;
+#ifdef MS_TRACE_HAVE_FN_NAMES
+    if (ms_trace_set_fn_names(t, ms_fn_name_table, MS_FN_NAME_COUNT) < 0) {
+        ms_trace_free(t);
+        return ms_trace_fail(err, errlen, "out of memory");
+    }
+#endif
+    int rc = ms_trace_write_h5(t, h5_path, err, errlen);
+    ms_trace_free(t);
+    return rc;
+}

@@ -1,0 +1,725 @@
+/* Reader of the raw per-rank files the shim writes (trace_raw.h) and of a capture directory. */
+#define _GNU_SOURCE
+#include "ms_trace.h"
+#include "ms_trace_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ms_json.h"
+#include "protocol.h"
+#include "trace_raw.h"
+
+int ms_trace_fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && len) vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int ms_trace_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 4 / elem) return -1;
+        nc *= 2;
+    }
+    void *q = realloc(*p, nc * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+/* ---- request id -> event index map ---------------------------------------------------------- */
+
+typedef struct req_map {
+    uint64_t *keys;
+    size_t *vals;   /* index + 1; 0 = empty */
+    size_t cap, used;
+} req_map;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static int map_put(req_map *m, uint64_t key, size_t val)
+{
+    if ((m->used + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 1024;
+        uint64_t *k = calloc(nc, sizeof *k);
+        size_t *v = calloc(nc, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->vals[i]) {
+                size_t j = mix(m->keys[i]) & (nc - 1);
+                while (v[j]) j = (j + 1) & (nc - 1);
+                k[j] = m->keys[i];
+                v[j] = m->vals[i];
+            }
+        free(m->keys);
+        free(m->vals);
+        m->keys = k;
+        m->vals = v;
+        m->cap = nc;
+    }
+    size_t j = mix(key) & (m->cap - 1);
+    while (m->vals[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
+    if (!m->vals[j]) m->used++;
+    m->keys[j] = key;
+    m->vals[j] = val + 1;
+    return 0;
+}
+
+static size_t map_get(const req_map *m, uint64_t key)   /* index + 1, 0 if absent */
+{
+    if (!m->cap) return 0;
+    size_t j = mix(key) & (m->cap - 1);
+    while (m->vals[j]) {
+        if (m->keys[j] == key) return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+static void map_free(req_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* Fill matched_source/matched_tag/complete_ps from RESOLVE and RESUME records. */
+int ms_trace_derive(ms_trace_rank *r)
+{
+    req_map m = {0};
+    for (size_t i = 0; i < r->nev; i++) {
+        ms_trace_event *e = &r->ev[i];
+        if (e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL)
+            if (map_put(&m, e->req, i) < 0) {
+                map_free(&m);
+                return -1;
+            }
+    }
+    size_t last_block = SIZE_MAX;   /* the WAIT or PROBE the next RESUME answers */
+    for (size_t i = 0; i < r->nev; i++) {
+        ms_trace_event *e = &r->ev[i];
+        if (e->kind == MS_MSG_WAIT || e->kind == MS_MSG_PROBE) last_block = i;
+        if (e->kind == MS_MSG_RESOLVE) {
+            ms_trace_event *t = NULL;
+            if (e->req == UINT64_MAX) {
+                if (last_block != SIZE_MAX && r->ev[last_block].kind == MS_MSG_PROBE) t = &r->ev[last_block];
+            } else {
+                size_t k = map_get(&m, e->req);
+                if (k && r->ev[k - 1].kind == MS_MSG_IRECV) t = &r->ev[k - 1];
+            }
+            if (t) {
+                t->matched_source = e->peer;
+                t->matched_tag = e->tag;
+            }
+        }
+        if (e->kind == MS_MSG_RESUME && last_block != SIZE_MAX) {
+            ms_trace_event *b = &r->ev[last_block];
+            for (int32_t k = 0; k < e->list_n; k++) {
+                const ms_trace_result *res = &r->results[e->list_off + k];
+                if (b->kind == MS_MSG_PROBE) {
+                    if (res->completed) {
+                        b->matched_source = res->source;
+                        b->matched_tag = res->tag;
+                    }
+                    continue;
+                }
+                if (!res->completed) continue;
+                size_t j = map_get(&m, res->req);
+                if (!j) continue;
+                ms_trace_event *t = &r->ev[j - 1];
+                t->complete_ps = res->complete_time;
+                if (t->kind == MS_MSG_IRECV && t->matched_source == MS_TRACE_UNKNOWN) {
+                    t->matched_source = res->source;
+                    t->matched_tag = res->tag;
+                }
+            }
+            last_block = SIZE_MAX;
+        }
+    }
+    map_free(&m);
+    return 0;
+}
+
+/* ---- one raw file --------------------------------------------------------------------------- */
+
+typedef struct side {
+    size_t ev_cap, lists_cap, results_cap, text_cap, members_cap;
+} side;
+
+static ms_trace_event *new_event(ms_trace_rank *r, side *sd, uint32_t kind)
+{
+    if (ms_trace_grow((void **)&r->ev, &sd->ev_cap, r->nev + 1, sizeof *r->ev) < 0) return NULL;
+    ms_trace_event *e = &r->ev[r->nev++];
+    memset(e, 0, sizeof *e);
+    e->kind = (int32_t)kind;
+    e->fn = -1;
+    e->matched_source = MS_TRACE_UNKNOWN;
+    e->matched_tag = MS_TRACE_UNKNOWN;
+    e->complete_ps = MS_TRACE_UNKNOWN_TIME;
+    return e;
+}
+
+/* Allowed payload lengths of a record type: [lo, hi]; 0 if the type is unknown. */
+static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
+{
+    switch (type) {
+    case MS_MSG_ISEND: *lo = *hi = sizeof(ms_msg_isend); return 1;
+    case MS_MSG_IRECV: *lo = *hi = sizeof(ms_msg_irecv); return 1;
+    case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * (1u << 24); return 1;
+    case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * (1u << 24); return 1;
+    case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
+    case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
+    case MS_MSG_FINALIZE: *lo = *hi = sizeof(ms_msg_finalize); return 1;
+    case MS_MSG_UNMODELLED:
+    case MS_MSG_CALLSITE: *lo = 0; *hi = MS_TEXT_MAX; return 1;
+    case MS_MSG_CLOCK: *lo = *hi = sizeof(ms_msg_clock); return 1;
+    case MS_MSG_TR_CALL: *lo = *hi = sizeof(ms_msg_tr_call); return 1;
+    case MS_MSG_TR_EXIT: *lo = *hi = sizeof(ms_msg_tr_exit); return 1;
+    case MS_MSG_RESUME: *lo = sizeof(ms_msg_resume); *hi = *lo + sizeof(ms_msg_result) * MS_MAX_WAIT_REQS; return 1;
+    case MS_MSG_RESOLVE: *lo = *hi = sizeof(ms_msg_resolve); return 1;
+    default: return 0;
+    }
+}
+
+int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_rank *r, int32_t *nranks_out,
+                       int32_t **members, size_t *nmembers, char *err, size_t errlen)
+{
+    const unsigned char *d = data;
+    memset(r, 0, sizeof *r);
+    side sd = {0};
+    sd.members_cap = *nmembers; /* the caller's array may hold more: grow from its length */
+    ms_trace_file_header fh;
+    if (len < sizeof fh)
+        return ms_trace_fail(err, errlen, "%s: offset 0: %zu bytes, too short for the %zu-byte header%s", name, len,
+                             sizeof fh, len == 0 ? " (the rank wrote nothing)" : "");
+    memcpy(&fh, d, sizeof fh);
+    if (memcmp(fh.magic, MS_TRACE_MAGIC, 8))
+        return ms_trace_fail(err, errlen, "%s: offset 0: not an mpisim raw trace (bad magic)", name);
+    if (fh.version != MS_PROTO_VERSION)
+        return ms_trace_fail(err, errlen, "%s: offset 8: written with protocol version %u, this build reads %u", name,
+                             fh.version, MS_PROTO_VERSION);
+    if (fh.sizes_check != ms_proto_sizes_check())
+        return ms_trace_fail(err, errlen, "%s: offset 12: written by a build with other record layouts", name);
+    if (fh.size < 1 || fh.rank < 0 || fh.rank >= fh.size)
+        return ms_trace_fail(err, errlen, "%s: offset 16: bad rank %d of %d", name, fh.rank, fh.size);
+    r->rank = fh.rank;
+    r->pid = fh.pid;
+    r->cosim = fh.cosim ? 1 : 0;
+    r->start_real_ns = fh.start_real_ns;
+    memcpy(r->hostname, fh.hostname, sizeof r->hostname);
+    r->hostname[sizeof r->hostname - 1] = 0;
+    if (nranks_out) *nranks_out = fh.size;
+
+    size_t off = sizeof fh;
+#define BAD(...)                                                                                                   \
+    do {                                                                                                           \
+        char _m[256];                                                                                              \
+        snprintf(_m, sizeof _m, __VA_ARGS__);                                                                      \
+        ms_trace_fail(err, errlen, "%s: offset %zu: %s", name, off, _m);                                           \
+        goto fail;                                                                                                 \
+    } while (0)
+#define OOM() BAD("out of memory")
+    while (off < len) {
+        if (len - off < sizeof(ms_msg_header)) {
+            r->truncated = 1;
+            break;
+        }
+        ms_msg_header h;
+        memcpy(&h, d + off, sizeof h);
+        size_t lo, hi;
+        if (!length_bounds(h.type, &lo, &hi)) BAD("unknown record type %u (corrupt file?)", h.type);
+        if (h.length < lo || h.length > hi)
+            BAD("record type %u has length %u (expected %zu..%zu)", h.type, h.length, lo, hi);
+        if (len - off - sizeof h < h.length) {
+            r->truncated = 1;
+            break;
+        }
+        const unsigned char *p = d + off + sizeof h;
+        ms_trace_event *e = new_event(r, &sd, h.type);
+        if (!e) OOM();
+        switch (h.type) {
+        case MS_MSG_ISEND: {
+            ms_msg_isend m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
+            e->peer = m.dst; e->tag = m.tag; e->mode = m.mode; e->fn = m.fn;
+            break;
+        }
+        case MS_MSG_IRECV: {
+            ms_msg_irecv m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
+            e->peer = m.src; e->tag = m.tag; e->fn = m.fn;
+            break;
+        }
+        case MS_MSG_ICOLL: {
+            ms_msg_icoll m;
+            memcpy(&m, p, sizeof m);
+            if (m.ncounts < 0 || (size_t)m.ncounts * 8u != h.length - sizeof m)
+                BAD("collective record with %d counts in %u bytes", m.ncounts, h.length);
+            e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
+            e->mode = m.kind; e->peer = m.root; e->fn = m.fn;
+            e->list_off = (int64_t)r->nlists;
+            e->list_n = m.ncounts;
+            if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.ncounts, 8) < 0) OOM();
+            memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.ncounts * 8u);
+            r->nlists += (size_t)m.ncounts;
+            break;
+        }
+        case MS_MSG_COMM_ADD: {
+            ms_msg_comm_add m;
+            memcpy(&m, p, sizeof m);
+            if (m.size < 1 || (size_t)m.size * 4u != h.length - sizeof m)
+                BAD("communicator record of size %d in %u bytes", m.size, h.length);
+            e->comm = m.comm;
+            e->peer = m.size;
+            e->list_n = m.size;
+            e->list_off = (int64_t)*nmembers;
+            if (ms_trace_grow((void **)members, &sd.members_cap, *nmembers + (size_t)m.size, 4) < 0) OOM();
+            memcpy(*members + *nmembers, p + sizeof m, (size_t)m.size * 4u);
+            for (int32_t k = 0; k < m.size; k++)
+                if ((*members)[*nmembers + (size_t)k] < 0 || (*members)[*nmembers + (size_t)k] >= fh.size)
+                    BAD("communicator member %d is not a rank of the job", (*members)[*nmembers + (size_t)k]);
+            *nmembers += (size_t)m.size;
+            break;
+        }
+        case MS_MSG_WAIT: {
+            ms_msg_wait m;
+            memcpy(&m, p, sizeof m);
+            if (m.n < 0 || (size_t)m.n * 8u != h.length - sizeof m)
+                BAD("wait record with %d requests in %u bytes", m.n, h.length);
+            e->t_ps = m.t; e->mode = m.mode; e->fn = m.fn; e->flags = m.flags; e->callsite = m.callsite;
+            e->list_off = (int64_t)r->nlists;
+            e->list_n = m.n;
+            if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.n, 8) < 0) OOM();
+            memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.n * 8u);
+            r->nlists += (size_t)m.n;
+            break;
+        }
+        case MS_MSG_PROBE: {
+            ms_msg_probe m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->comm = m.comm; e->peer = m.src; e->tag = m.tag; e->mode = m.blocking;
+            e->fn = m.fn; e->callsite = m.callsite;
+            break;
+        }
+        case MS_MSG_FINALIZE: {
+            ms_msg_finalize m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->compute_ps = m.compute_ps; e->raw_compute_ns = m.mpi_ps; e->bytes = m.calls;
+            e->req = m.unmodelled_calls;
+            break;
+        }
+        case MS_MSG_UNMODELLED:
+        case MS_MSG_CALLSITE: {
+            size_t n = strnlen((const char *)p, h.length);
+            e->list_off = (int64_t)r->ntext;
+            e->list_n = (int32_t)n;
+            if (ms_trace_grow((void **)&r->text, &sd.text_cap, r->ntext + n + 1, 1) < 0) OOM();
+            memcpy(r->text + r->ntext, p, n);
+            r->text[r->ntext + n] = 0;
+            r->ntext += n + 1;
+            break;
+        }
+        case MS_MSG_CLOCK: {
+            ms_msg_clock m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t;
+            break;
+        }
+        case MS_MSG_TR_CALL: {
+            ms_msg_tr_call m;
+            memcpy(&m, p, sizeof m);
+            e->compute_ps = m.compute_ps; e->raw_compute_ns = m.raw_compute_ns; e->real_entry_ns = m.real_entry_ns;
+            e->callsite = m.callsite; e->fn = m.fn;
+            break;
+        }
+        case MS_MSG_TR_EXIT: {
+            ms_msg_tr_exit m;
+            memcpy(&m, p, sizeof m);
+            e->real_exit_ns = m.real_exit_ns; e->t_ps = m.clock_ps; e->fn = m.fn; e->mode = m.rc;
+            break;
+        }
+        case MS_MSG_RESUME: {
+            ms_msg_resume m;
+            memcpy(&m, p, sizeof m);
+            if (m.n < 0 || (size_t)m.n * sizeof(ms_msg_result) != h.length - sizeof m)
+                BAD("resume record with %d results in %u bytes", m.n, h.length);
+            e->t_ps = m.t;
+            e->mode = m.n;
+            e->list_off = (int64_t)r->nresults;
+            e->list_n = m.n;
+            if (ms_trace_grow((void **)&r->results, &sd.results_cap, r->nresults + (size_t)m.n, sizeof *r->results) < 0)
+                OOM();
+            for (int32_t k = 0; k < m.n; k++) {
+                ms_msg_result x;
+                memcpy(&x, p + sizeof m + sizeof x * (size_t)k, sizeof x);
+                ms_trace_result *y = &r->results[r->nresults++];
+                y->req = x.req; y->complete_time = x.complete_time; y->bytes = x.bytes;
+                y->completed = x.completed; y->source = x.source; y->tag = x.tag; y->pad = 0;
+            }
+            break;
+        }
+        case MS_MSG_RESOLVE: {
+            ms_msg_resolve m;
+            memcpy(&m, p, sizeof m);
+            e->req = m.req; e->bytes = m.bytes; e->peer = m.source; e->tag = m.tag;
+            break;
+        }
+        }
+        off += sizeof h + h.length;
+    }
+#undef BAD
+#undef OOM
+    if (ms_trace_derive(r) < 0) {
+        ms_trace_fail(err, errlen, "%s: out of memory", name);
+        goto fail;
+    }
+    return 0;
+fail:
+    ms_trace_rank_free(r);
+    return -1;
+}
+
+void ms_trace_rank_free(ms_trace_rank *r)
+{
+    free(r->ev);
+    free(r->lists);
+    free(r->results);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return ms_trace_fail(err, errlen, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        if (n == cap) {
+            char *b = realloc(buf, cap * 2 + 1);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) return ms_trace_fail(err, errlen, "%s: out of memory", path);
+    if (bad) {
+        free(buf);
+        return ms_trace_fail(err, errlen, "%s: read error", path);
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int ms_trace_read_raw(const char *path, ms_trace_rank *r, int32_t *nranks_out, int32_t **members, size_t *nmembers,
+                      char *err, size_t errlen)
+{
+    char *data;
+    size_t len;
+    if (ms_trace_read_file(path, &data, &len, err, errlen) < 0) return -1;
+    int rc = ms_trace_parse_raw(data, len, path, r, nranks_out, members, nmembers, err, errlen);
+    free(data);
+    return rc;
+}
+
+/* ---- a capture directory -------------------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+static int read_meta(const char *dir, ms_trace *t, int *nranks, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0) return 0; /* absent: nothing known */
+    char *text;
+    size_t len;
+    if (ms_trace_read_file(path, &text, &len, err, errlen) < 0) return -1;
+    char jerr[256];
+    ms_json *j = ms_json_parse(text, len, jerr, sizeof jerr);
+    if (!j) {
+        free(text);
+        return ms_trace_fail(err, errlen, "%s: %s", path, jerr);
+    }
+    int rc = -1;
+    if (j->type != MS_JSON_OBJ) {
+        ms_trace_fail(err, errlen, "%s: not a JSON object", path);
+        goto out;
+    }
+    const ms_json *v;
+    if ((v = ms_json_get(j, "nranks")) && v->type == MS_JSON_NUM) {
+        if (v->num < 1 || v->num > 1e7) {
+            ms_trace_fail(err, errlen, "%s: nranks %s is out of range", path, v->str);
+            goto out;
+        }
+        *nranks = (int)v->num;
+    }
+    if ((v = ms_json_get(j, "program")) && v->type == MS_JSON_ARR) {
+        t->program = calloc(v->n + 1, sizeof *t->program);
+        if (!t->program) goto oom;
+        for (size_t i = 0; i < v->n; i++) {
+            const ms_json *a = &v->items[i];
+            t->program[i] = a->type == MS_JSON_STR ? dup_str(a->str) : ms_json_source(a, text);
+            if (!t->program[i]) goto oom;
+            t->nprogram++;
+        }
+    }
+    if ((v = ms_json_get(j, "config")) && v->type == MS_JSON_OBJ)
+        if (!(t->config_json = ms_json_source(v, text))) goto oom;
+    if ((v = ms_json_get(j, "machine")) && v->type != MS_JSON_NULL)
+        if (!(t->machine = v->type == MS_JSON_STR ? dup_str(v->str) : ms_json_source(v, text))) goto oom;
+    if ((v = ms_json_get(j, "bindings")) && v->type != MS_JSON_NULL)
+        if (!(t->bindings_json = ms_json_source(v, text))) goto oom;
+    if ((v = ms_json_get(j, "mpisim_version")) && v->type == MS_JSON_STR)
+        if (!(t->mpisim_version = dup_str(v->str))) goto oom;
+    rc = 0;
+    goto out;
+oom:
+    ms_trace_fail(err, errlen, "%s: out of memory", path);
+out:
+    ms_json_free(j);
+    free(text);
+    return rc;
+}
+
+/* The shim names them rank-%06d.mstrace; rank-<R>.mstrace is accepted too. -1 if neither exists
+ * (path then holds the first form). */
+static int rank_path(const char *dir, int rank, char *path, size_t len)
+{
+    struct stat st;
+    snprintf(path, len, "%s/rank-%d.mstrace", dir, rank);
+    if (stat(path, &st) == 0) return 0;
+    snprintf(path, len, "%s/rank-%06d.mstrace", dir, rank);
+    return stat(path, &st) == 0 ? 0 : -1;
+}
+
+ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
+{
+    ms_trace *t = calloc(1, sizeof *t);
+    if (!t) {
+        ms_trace_fail(err, errlen, "out of memory");
+        return NULL;
+    }
+    int nranks = 0;
+    int32_t *members = NULL;
+    size_t nmembers = 0;
+    char path[4096];
+    if (read_meta(dir, t, &nranks, err, errlen) < 0) goto fail;
+    if (nranks == 0) {
+        /* no meta.json: the job size comes from rank 0's header */
+        if (rank_path(dir, 0, path, sizeof path) < 0) {
+            ms_trace_fail(err, errlen, "%s: no rank-0.mstrace and no meta.json (not a trace directory?)", dir);
+            goto fail;
+        }
+        ms_trace_rank r0;
+        int32_t n = 0;
+        if (ms_trace_read_raw(path, &r0, &n, &members, &nmembers, err, errlen) < 0) goto fail;
+        ms_trace_rank_free(&r0);
+        nmembers = 0;
+        nranks = n;
+    }
+    t->nranks = nranks;
+    t->ranks = calloc((size_t)nranks, sizeof *t->ranks);
+    if (!t->ranks) {
+        ms_trace_fail(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < nranks; i++) {
+        rank_path(dir, i, path, sizeof path);
+        int32_t n = 0;
+        if (ms_trace_read_raw(path, &t->ranks[i], &n, &members, &nmembers, err, errlen) < 0) goto fail;
+        if (n != nranks || t->ranks[i].rank != i) {
+            ms_trace_fail(err, errlen, "%s: offset 16: the header says rank %d of %d, expected rank %d of %d", path,
+                          t->ranks[i].rank, n, i, nranks);
+            goto fail;
+        }
+    }
+    if (ms_trace_build_comms(t, members, nmembers, err, errlen) < 0) goto fail;
+    free(members);
+    return t;
+fail:
+    free(members);
+    ms_trace_free(t);
+    return NULL;
+}
+
+/* COMM_ADD events point into the raw member array; gather distinct communicators into
+ * t->comms/t->members and point the events at them. */
+int ms_trace_build_comms(ms_trace *t, const int32_t *members, size_t nmembers, char *err, size_t errlen)
+{
+    size_t cap_c = 0, cap_m = 0;
+    for (int i = 0; i < t->nranks; i++) {
+        ms_trace_rank *r = &t->ranks[i];
+        for (size_t k = 0; k < r->nev; k++) {
+            ms_trace_event *e = &r->ev[k];
+            if (e->kind != MS_MSG_COMM_ADD) continue;
+            if (e->list_off < 0 || (size_t)e->list_off + (size_t)e->list_n > nmembers)
+                return ms_trace_fail(err, errlen, "rank %d: communicator record out of range", i);
+            const int32_t *mem = members + e->list_off;
+            size_t c;
+            for (c = 0; c < t->ncomms; c++)
+                if (t->comms[c].id == e->comm) break;
+            if (c < t->ncomms) {
+                if (t->comms[c].size != e->list_n ||
+                    memcmp(t->members + t->comms[c].offset, mem, sizeof *mem * (size_t)e->list_n))
+                    return ms_trace_fail(err, errlen,
+                                         "rank %d: communicator %#llx registered with other members than before", i,
+                                         (unsigned long long)e->comm);
+            } else {
+                if (ms_trace_grow((void **)&t->comms, &cap_c, t->ncomms + 1, sizeof *t->comms) < 0 ||
+                    ms_trace_grow((void **)&t->members, &cap_m, t->nmembers + (size_t)e->list_n, 4) < 0)
+                    return ms_trace_fail(err, errlen, "out of memory");
+                ms_trace_comm *cm = &t->comms[t->ncomms++];
+                cm->id = e->comm;
+                cm->size = e->list_n;
+                cm->pad = 0;
+                cm->offset = (int64_t)t->nmembers;
+                memcpy(t->members + t->nmembers, mem, sizeof *mem * (size_t)e->list_n);
+                t->nmembers += (size_t)e->list_n;
+            }
+            e->list_off = (int64_t)c;
+            e->list_n = 1;
+        }
+    }
+    return 0;
+}
+
+void ms_trace_free(ms_trace *t)
+{
+    if (!t) return;
+    for (int i = 0; t->ranks && i < t->nranks; i++) ms_trace_rank_free(&t->ranks[i]);
+    free(t->ranks);
+    free(t->comms);
+    free(t->members);
+    for (int i = 0; t->program && i < t->nprogram; i++) free(t->program[i]);
+    free(t->program);
+    free(t->config_json);
+    free(t->machine);
+    free(t->bindings_json);
+    free(t->mpisim_version);
+    for (size_t i = 0; t->fn_names && i < t->nfn; i++) free(t->fn_names[i]);
+    free(t->fn_names);
+    free(t);
+}
+
+const char *ms_trace_fn_name(const ms_trace *t, int fn)
+{
+    if (!t || fn < 0 || (size_t)fn >= t->nfn || !t->fn_names[fn]) return "?";
+    return t->fn_names[fn];
+}
+
+int ms_trace_set_fn_names(ms_trace *t, const char *const *names, size_t n)
+{
+    for (size_t i = 0; t->fn_names && i < t->nfn; i++) free(t->fn_names[i]);
+    free(t->fn_names);
+    t->nfn = 0;
+    t->fn_names = calloc(n ? n : 1, sizeof *t->fn_names);
+    if (!t->fn_names) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!(t->fn_names[i] = dup_str(names[i] ? names[i] : "?"))) return -1;
+    t->nfn = n;
+    return 0;
+}
+
+static int known_kind(int32_t k)
+{
+    switch (k) {
+    case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT:
+    case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
+    case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen)
+{
+    if (t->nranks < 1) return ms_trace_fail(err, errlen, "%s: no ranks", name);
+    for (size_t c = 0; c < t->ncomms; c++) {
+        const ms_trace_comm *cm = &t->comms[c];
+        if (cm->size < 1 || cm->offset < 0 || (uint64_t)cm->offset + (uint64_t)cm->size > t->nmembers)
+            return ms_trace_fail(err, errlen, "%s: /comms entry %zu out of range", name, c);
+        for (int32_t k = 0; k < cm->size; k++) {
+            int32_t w = t->members[cm->offset + k];
+            if (w < 0 || w >= t->nranks)
+                return ms_trace_fail(err, errlen, "%s: /comms entry %zu names rank %d of a %d-rank job", name, c, w,
+                                     t->nranks);
+        }
+    }
+    for (int i = 0; i < t->nranks; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        if (r->rank != i) return ms_trace_fail(err, errlen, "%s: rank %d is stored as rank %d", name, i, r->rank);
+        for (size_t k = 0; k < r->nev; k++) {
+            const ms_trace_event *e = &r->ev[k];
+            if (!known_kind(e->kind))
+                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: unknown kind %d", name, i, k, e->kind);
+            size_t limit = 0;
+            int check = 1;
+            switch (e->kind) {
+            case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = r->nlists; break;
+            case MS_MSG_RESUME: limit = r->nresults; break;
+            case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: limit = r->ntext; break;
+            case MS_MSG_COMM_ADD:
+                if (e->list_off < 0 || (size_t)e->list_off >= t->ncomms || t->comms[e->list_off].size != e->peer ||
+                    t->comms[e->list_off].id != e->comm)
+                    return ms_trace_fail(err, errlen, "%s: rank %d event %zu: communicator index out of range", name,
+                                         i, k);
+                check = 0;
+                break;
+            default: check = 0;
+            }
+            if (check && (e->list_n < 0 || e->list_off < 0 || (uint64_t)e->list_off + (uint64_t)e->list_n > limit))
+                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) out of range", name, i, k,
+                                     (long long)e->list_off, e->list_n);
+            if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE) &&
+                (size_t)e->list_off + (size_t)e->list_n >= r->ntext)
+                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
+            if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))
+                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: bad collective kind %d", name, i, k, e->mode);
+        }
+        if (r->ntext && r->text[r->ntext - 1] != 0)
+            return ms_trace_fail(err, errlen, "%s: rank %d: text not terminated", name, i);
+    }
+    return 0;
+}

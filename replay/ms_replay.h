@@ -1,0 +1,75 @@
+/* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, the
+ * same engine the live model server drives (issue 5). No MPI, no printing, no exit().
+ *
+ * Each rank's clock starts at 0. At TR_CALL the recorded computation (x cpu_scale) is added;
+ * ISEND/IRECV/ICOLL/COMM_ADD are posted at the current clock (ISEND then adds
+ * ms_model_isend_cost, IRECV ms_model_irecv_cost); WAIT and PROBE block in the model until it
+ * resumes the rank (clock = max(clock, resume time)); FINALIZE ends the rank. The driving rule
+ * is the server's (H = min clock of running ranks; the model stops after each resume), so a
+ * trace recorded during a co-simulation replays to the same times with the same configuration. */
+#ifndef MS_REPLAY_H
+#define MS_REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "ms_trace.h"
+#include "netmodel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MS_WILDCARDS_RECORDED = 0, MS_WILDCARDS_VIRTUAL = 1 } ms_wildcard_policy;
+
+typedef struct ms_replay_opts {
+    double cpu_scale;              /* multiplies every computation interval (1.0: as recorded) */
+    ms_wildcard_policy wildcards;  /* recorded: a wildcard receive/probe takes the recorded sender */
+} ms_replay_opts;
+
+typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING } ms_replay_rank_status;
+
+typedef struct ms_replay_rank_result {
+    int64_t virtual_end_ps, compute_ps, mpi_ps;
+    uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives, unmodelled;
+    int status;                    /* ms_replay_rank_status */
+    int recorded_end_known;        /* the trace has this rank's FINALIZE with its virtual end */
+    int64_t recorded_end_ps;
+} ms_replay_rank_result;
+
+typedef struct ms_replay_result {
+    int nranks;
+    ms_replay_rank_result *ranks;  /* nranks entries (ms_replay_result_free) */
+    int64_t virtual_time_ps;       /* max over ranks of virtual_end_ps */
+    int64_t mean_end_ps;
+    uint64_t msgs_sent, bytes_sent, events, resumes, collectives;
+    double wall_s;
+    int outcome;                   /* 0 ok, 1 deadlock, 2 error */
+    char outcome_text[2048];
+    /* comparison with the recorded resumes (co-simulation traces only) */
+    uint64_t resumes_checked, resumes_differ;
+    char first_difference[512];
+    char topology[128], engine[32];
+    uint64_t model_errors;
+} ms_replay_result;
+
+/* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the
+ * trace's recorded configuration, or "default" if it has none); then the --set assignments
+ * (short names unmodelled/compute/cpu_factor accepted). Recorded keys this build does not know
+ * are skipped and named in `warnings` (may be NULL). */
+nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
+                            char *warnings, size_t wlen, char *err, size_t errlen);
+/* The profile search path: $MPISIM_PROFILE_PATH then the source tree's configs/. */
+const char *ms_replay_profile_path(void);
+
+int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
+                  char *err, size_t errlen);
+void ms_replay_result_free(ms_replay_result *res);
+
+/* The report of a run ("mpisim-report/1", the online run's schema) plus a "replay" object. */
+int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, const nm_config *cfg,
+                           const ms_replay_opts *opts, const ms_replay_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,690 @@
+/* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md). */
+#define _GNU_SOURCE
+#include "replay_cli.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ms_replay.h"
+#include "ms_trace.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Options shared by replay and sweep. */
+typedef struct common_opts {
+    const char *trace;
+    const char *profile;
+    const char **sets;
+    int nsets;
+    ms_replay_opts ro;
+} common_opts;
+
+/* Parse one shared option at argv[*i]; 1 if consumed, 0 if not ours, -1 on error. */
+static int common_opt(const char *cmd, int argc, char **argv, int *i, common_opts *o)
+{
+    const char *a = argv[*i];
+    int has = *i + 1 < argc;
+    if (!strcmp(a, "--profile") || !strcmp(a, "--set") || !strcmp(a, "--cpu-scale") || !strcmp(a, "--wildcards")) {
+        if (!has) {
+            fprintf(stderr, "mpisim %s: %s needs a value\n", cmd, a);
+            return -1;
+        }
+        const char *v = argv[++*i];
+        if (!strcmp(a, "--profile")) o->profile = v;
+        else if (!strcmp(a, "--set")) o->sets[o->nsets++] = v;
+        else if (!strcmp(a, "--cpu-scale")) {
+            char *end;
+            o->ro.cpu_scale = strtod(v, &end);
+            if (*end || !(o->ro.cpu_scale >= 0)) {
+                fprintf(stderr, "mpisim %s: --cpu-scale wants a number >= 0, got '%s'\n", cmd, v);
+                return -1;
+            }
+        } else {
+            if (!strcmp(v, "recorded")) o->ro.wildcards = MS_WILDCARDS_RECORDED;
+            else if (!strcmp(v, "virtual")) o->ro.wildcards = MS_WILDCARDS_VIRTUAL;
+            else {
+                fprintf(stderr, "mpisim %s: --wildcards is recorded or virtual, got '%s'\n", cmd, v);
+                return -1;
+            }
+        }
+        return 1;
+    }
+    if (a[0] != '-' && !o->trace) {
+        o->trace = a;
+        return 1;
+    }
+    return 0;
+}
+
+static void print_warnings(const char *cmd, const char *w)
+{
+    if (!w || !*w) return;
+    const char *p = w;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(stderr, "mpisim %s: warning: %.*s\n", cmd, n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/* ---- replay --------------------------------------------------------------------------------- */
+
+static void replay_usage(FILE *f)
+{
+    fprintf(f, "usage: mpisim replay TRACE.h5 [--profile P] [--set key=value]... [--cpu-scale X]\n"
+               "                    [--wildcards recorded|virtual] [--report FILE|-] [--quiet]\n"
+               "Plays a trace (mpisim trace / run --trace) through the model. The configuration is the\n"
+               "trace's recorded one unless --profile names another; --set overrides keys.\n");
+}
+
+int mpisim_replay_main(int argc, char **argv)
+{
+    common_opts o;
+    memset(&o, 0, sizeof o);
+    o.ro.cpu_scale = 1.0;
+    o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
+    const char *report = "mpisim-replay.json";
+    int quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        int c = common_opt("replay", argc, argv, &i, &o);
+        if (c < 0) return 2;
+        if (c) continue;
+        if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
+        else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            replay_usage(stdout);
+            free(o.sets);
+            return 0;
+        } else {
+            fprintf(stderr, "mpisim replay: unknown argument '%s'\n", argv[i]);
+            replay_usage(stderr);
+            return 2;
+        }
+    }
+    if (!o.trace) {
+        replay_usage(stderr);
+        return 2;
+    }
+    char err[2048], warn[4096];
+    ms_trace *t = ms_trace_read_h5(o.trace, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
+        return 2;
+    }
+    nm_config *cfg = ms_replay_config(t, o.profile, o.sets, o.nsets, warn, sizeof warn, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
+        ms_trace_free(t);
+        return 2;
+    }
+    print_warnings("replay", warn);
+    ms_replay_result res;
+    if (ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
+        nm_config_destroy(cfg);
+        ms_trace_free(t);
+        return 2;
+    }
+    int rc = res.outcome ? 1 : 0;
+    FILE *f = !strcmp(report, "-") ? stdout : fopen(report, "w");
+    if (!f) {
+        fprintf(stderr, "mpisim replay: cannot write the report %s: %s\n", report, strerror(errno));
+        rc = 2;
+    } else {
+        if (ms_replay_write_report(f, t, o.trace, cfg, &o.ro, &res) < 0) rc = 2;
+        if (f != stdout && fclose(f) != 0) rc = 2;
+    }
+    if (!quiet) {
+        fprintf(stderr,
+                "mpisim replay: %d ranks on %s (%s engine): virtual time %.9f s, %llu messages, %llu bytes; "
+                "wall %.2f s",
+                res.nranks, res.topology, res.engine, res.virtual_time_ps * 1e-12, (unsigned long long)res.msgs_sent,
+                (unsigned long long)res.bytes_sent, res.wall_s);
+        if (f && f != stdout) fprintf(stderr, "; report %s", report);
+        fputc('\n', stderr);
+        if (res.resumes_checked)
+            fprintf(stderr, "mpisim replay: %llu of %llu recorded resume times differ%s%s\n",
+                    (unsigned long long)res.resumes_differ, (unsigned long long)res.resumes_checked,
+                    res.resumes_differ ? "; first: " : " (replay reproduces the co-simulation)",
+                    res.first_difference);
+    }
+    if (res.outcome) fprintf(stderr, "mpisim replay: %s\n", res.outcome_text);
+    ms_replay_result_free(&res);
+    nm_config_destroy(cfg);
+    ms_trace_free(t);
+    free(o.sets);
+    return rc;
+}
+
+/* ---- sweep ---------------------------------------------------------------------------------- */
+
+typedef struct vary {
+    char *key;
+    char **values;
+    int n;
+} vary;
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpisim sweep TRACE.h5 --vary key=v1,v2,... [--vary key2=...]... [--jobs J] [--profile P]\n"
+            "                   [--set key=value]... [--cpu-scale X] [--wildcards recorded|virtual]\n"
+            "                   [--out FILE.csv] [--merge-timeout S]\n"
+            "Replays every combination of the varied values (the key cpu_scale varies --cpu-scale) in J\n"
+            "worker processes (default: the cores) and writes one CSV row per point. Under\n"
+            "`mpirun -n K mpisim sweep ...` the points are divided among the K ranks, each writes\n"
+            "FILE.csv.part<R>, and rank 0 merges them into FILE.csv (FILE must be on a shared file system).\n");
+}
+
+static int csv_field(char *out, size_t len, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) return snprintf(out, len, "%s", s);
+    size_t o = 0;
+    if (o < len) out[o++] = '"';
+    for (; *s && o + 2 < len; s++) {
+        if (*s == '"') out[o++] = '"';
+        out[o++] = *s == '\n' ? ' ' : *s;
+    }
+    if (o < len) out[o++] = '"';
+    if (o < len) out[o] = 0;
+    else if (len) out[len - 1] = 0;
+    return (int)o;
+}
+
+/* Values of point p (the first --vary is the slowest-changing). */
+static void point_values(const vary *v, int nv, long p, int *idx)
+{
+    for (int k = nv - 1; k >= 0; k--) {
+        idx[k] = (int)(p % v[k].n);
+        p /= v[k].n;
+    }
+}
+
+static int is_scale_key(const char *k) { return !strcmp(k, "cpu_scale") || !strcmp(k, "replay.cpu_scale"); }
+
+typedef struct sweep {
+    common_opts o;
+    vary *v;
+    int nv;
+    long npoints;
+    ms_trace *t;
+} sweep;
+
+/* Build the configuration and options of point p. */
+static nm_config *point_config(const sweep *s, long p, ms_replay_opts *ro, char *err, size_t errlen)
+{
+    int idx[64];
+    point_values(s->v, s->nv, p, idx);
+    const char **sets = calloc((size_t)(s->o.nsets + s->nv + 1), sizeof *sets);
+    char **owned = calloc((size_t)s->nv + 1, sizeof *owned);
+    *ro = s->o.ro;
+    int n = 0;
+    for (int i = 0; i < s->o.nsets; i++) sets[n++] = s->o.sets[i];
+    for (int k = 0; k < s->nv; k++) {
+        const char *val = s->v[k].values[idx[k]];
+        if (is_scale_key(s->v[k].key)) {
+            ro->cpu_scale = strtod(val, NULL);
+            continue;
+        }
+        size_t len = strlen(s->v[k].key) + strlen(val) + 2;
+        owned[k] = malloc(len);
+        snprintf(owned[k], len, "%s=%s", s->v[k].key, val);
+        sets[n++] = owned[k];
+    }
+    nm_config *cfg = ms_replay_config(s->t, s->o.profile, sets, n, NULL, 0, err, errlen);
+    for (int k = 0; k < s->nv; k++) free(owned[k]);
+    free(owned);
+    free(sets);
+    return cfg;
+}
+
+#define ROW_MAX 3500 /* one row is written to a pipe in one write() (< PIPE_BUF) */
+
+/* One CSV row (without the varied values' prefix: "point,<values>," is added by format_row). */
+static void run_point(const sweep *s, long p, char *row, size_t len)
+{
+    char err[1024];
+    ms_replay_opts ro;
+    int idx[64];
+    point_values(s->v, s->nv, p, idx);
+    size_t o = (size_t)snprintf(row, len, "%ld", p);
+    for (int k = 0; k < s->nv; k++) {
+        char f[512];
+        csv_field(f, sizeof f, s->v[k].values[idx[k]]);
+        o += (size_t)snprintf(row + o, len - o, ",%s", f);
+    }
+    nm_config *cfg = point_config(s, p, &ro, err, sizeof err);
+    ms_replay_result res;
+    memset(&res, 0, sizeof res);
+    int rc = cfg ? ms_replay_run(s->t, cfg, &ro, &res, err, sizeof err) : -1;
+    if (rc < 0) {
+        char f[1100];
+        csv_field(f, sizeof f, err);
+        snprintf(row + o, len - o, ",error,,,,,,,,,,%s\n", f);
+    } else {
+        int64_t maxc = 0, maxm = 0;
+        int argmax = 0;
+        for (int i = 0; i < res.nranks; i++) {
+            if (res.ranks[i].virtual_end_ps > res.ranks[argmax].virtual_end_ps) argmax = i;
+            if (res.ranks[i].compute_ps > maxc) maxc = res.ranks[i].compute_ps;
+            if (res.ranks[i].mpi_ps > maxm) maxm = res.ranks[i].mpi_ps;
+        }
+        char f[1100] = "";
+        if (res.outcome) csv_field(f, sizeof f, res.outcome_text);
+        snprintf(row + o, len - o, ",%s,%.12e,%lld,%lld,%d,%lld,%lld,%llu,%llu,%llu,%.3f,%s\n",
+                 res.outcome == 0 ? "ok" : res.outcome == 1 ? "deadlock" : "error", res.virtual_time_ps * 1e-12,
+                 (long long)res.virtual_time_ps, (long long)res.mean_end_ps, argmax, (long long)maxc, (long long)maxm,
+                 (unsigned long long)res.msgs_sent, (unsigned long long)res.bytes_sent,
+                 (unsigned long long)res.collectives, res.wall_s, f);
+    }
+    size_t rl = strlen(row);
+    if (rl + 1 >= len) row[len - 2] = '\n';
+    ms_replay_result_free(&res);
+    nm_config_destroy(cfg);
+}
+
+static void header(const sweep *s, FILE *f)
+{
+    fprintf(f, "point");
+    for (int k = 0; k < s->nv; k++) fprintf(f, ",%s", s->v[k].key);
+    fprintf(f, ",outcome,virtual_time_s,virtual_time_ps,mean_end_ps,slowest_rank,max_compute_ps,max_mpi_ps,"
+               "msgs_sent,bytes_sent,collectives,wall_s,error\n");
+}
+
+static void progress(int tty, long done, long total, double t0)
+{
+    if (!tty) return;
+    int w = 30, fill = total ? (int)(w * done / total) : w;
+    fprintf(stderr, "\rmpisim sweep: [%.*s%*s] %ld/%ld points, %.1f s", fill, "##############################",
+            w - fill, "", done, total, now_s() - t0);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Run the given points with `jobs` forked workers; rows[i] receives point mine[i]'s row. */
+static int run_points(const sweep *s, const long *mine, long nmine, int jobs, char **rows, int tty)
+{
+    double t0 = now_s();
+    if (jobs > nmine) jobs = (int)(nmine ? nmine : 1);
+    typedef struct worker {
+        pid_t pid;
+        int cmd, res;        /* parent's ends */
+        long busy;           /* index into mine, -1 idle */
+        char buf[ROW_MAX * 2];
+        size_t len;
+    } worker;
+    worker *w = calloc((size_t)jobs, sizeof *w);
+    if (!w) return -1;
+    fflush(NULL);
+    for (int j = 0; j < jobs; j++) {
+        int c[2], r[2];
+        if (pipe(c) < 0 || pipe(r) < 0) return -1;
+        pid_t pid = fork();
+        if (pid < 0) return -1;
+        if (pid == 0) {
+            close(c[1]);
+            close(r[0]);
+            for (int k = 0; k < j; k++) {
+                close(w[k].cmd);
+                close(w[k].res);
+            }
+            long i;
+            char row[ROW_MAX];
+            while (read(c[0], &i, sizeof i) == (ssize_t)sizeof i) {
+                if (i < 0 || i >= nmine) break;
+                run_point(s, mine[i], row, sizeof row);
+                size_t n = strlen(row);
+                char msg[ROW_MAX + 32];
+                int h = snprintf(msg, sizeof msg, "%ld\t", i);
+                memcpy(msg + h, row, n);
+                if (write(r[1], msg, (size_t)h + n) < 0) break;
+            }
+            _exit(0);
+        }
+        close(c[0]);
+        close(r[1]);
+        w[j].pid = pid;
+        w[j].cmd = c[1];
+        w[j].res = r[0];
+        w[j].busy = -1;
+    }
+    long next = 0, done = 0;
+    for (int j = 0; j < jobs && next < nmine; j++) {
+        w[j].busy = next;
+        if (write(w[j].cmd, &next, sizeof next) < 0) w[j].busy = -1;
+        next++;
+    }
+    progress(tty, 0, nmine, t0);
+    struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+    while (done < nmine) {
+        int np = 0;
+        for (int j = 0; j < jobs; j++) {
+            pf[j].fd = w[j].res;
+            pf[j].events = POLLIN;
+            pf[j].revents = 0;
+            if (w[j].res >= 0) np++;
+        }
+        if (!np) break;
+        if (poll(pf, (nfds_t)jobs, 1000) < 0 && errno != EINTR) break;
+        for (int j = 0; j < jobs; j++) {
+            if (w[j].res < 0 || !(pf[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = read(w[j].res, w[j].buf + w[j].len, sizeof w[j].buf - w[j].len - 1);
+            if (n <= 0) {
+                /* the worker died: its point gets an error row */
+                close(w[j].res);
+                w[j].res = -1;
+                if (w[j].busy >= 0) {
+                    long i = w[j].busy;
+                    rows[i] = malloc(ROW_MAX);
+                    int idx[64];
+                    point_values(s->v, s->nv, mine[i], idx);
+                    size_t o = (size_t)snprintf(rows[i], ROW_MAX, "%ld", mine[i]);
+                    for (int k = 0; k < s->nv; k++)
+                        o += (size_t)snprintf(rows[i] + o, ROW_MAX - o, ",%s", s->v[k].values[idx[k]]);
+                    snprintf(rows[i] + o, ROW_MAX - o, ",error,,,,,,,,,,the worker process died\n");
+                    done++;
+                    w[j].busy = -1;
+                    /* hand its remaining work to the others: they pick up `next` as they finish */
+                }
+                continue;
+            }
+            w[j].len += (size_t)n;
+            w[j].buf[w[j].len] = 0;
+            char *nl;
+            while ((nl = memchr(w[j].buf, '\n', w[j].len))) {
+                size_t linelen = (size_t)(nl - w[j].buf) + 1;
+                long i = strtol(w[j].buf, NULL, 10);
+                char *tab = memchr(w[j].buf, '\t', linelen);
+                if (tab && i >= 0 && i < nmine && !rows[i]) {
+                    size_t rl = linelen - (size_t)(tab + 1 - w[j].buf);
+                    rows[i] = malloc(rl + 1);
+                    memcpy(rows[i], tab + 1, rl);
+                    rows[i][rl] = 0;
+                    done++;
+                }
+                memmove(w[j].buf, w[j].buf + linelen, w[j].len - linelen);
+                w[j].len -= linelen;
+                w[j].busy = -1;
+                if (next < nmine) {
+                    w[j].busy = next;
+                    if (write(w[j].cmd, &next, sizeof next) < 0) w[j].busy = -1;
+                    next++;
+                }
+                progress(tty, done, nmine, t0);
+            }
+            if (w[j].busy < 0 && w[j].cmd >= 0) {
+                close(w[j].cmd);
+                w[j].cmd = -1;
+            }
+        }
+        /* points left while every worker is gone: run them here */
+        int alive = 0;
+        for (int j = 0; j < jobs; j++) alive += w[j].res >= 0;
+        while (!alive && next < nmine) {
+            rows[next] = malloc(ROW_MAX);
+            run_point(s, mine[next], rows[next], ROW_MAX);
+            next++;
+            done++;
+            progress(tty, done, nmine, t0);
+        }
+    }
+    for (int j = 0; j < jobs; j++) {
+        if (w[j].cmd >= 0) close(w[j].cmd);
+        if (w[j].res >= 0) close(w[j].res);
+        int st;
+        waitpid(w[j].pid, &st, 0);
+    }
+    free(pf);
+    free(w);
+    return done == nmine ? 0 : -1;
+}
+
+static int env_int(const char *const *names, int *out)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) {
+            *out = atoi(v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int mpisim_sweep_main(int argc, char **argv)
+{
+    sweep s;
+    memset(&s, 0, sizeof s);
+    s.o.ro.cpu_scale = 1.0;
+    s.o.sets = calloc((size_t)argc + 1, sizeof *s.o.sets);
+    s.v = calloc((size_t)argc + 1, sizeof *s.v);
+    const char *out = NULL;
+    int jobs = 0;
+    double merge_timeout = 86400;
+    for (int i = 0; i < argc; i++) {
+        int c = common_opt("sweep", argc, argv, &i, &s.o);
+        if (c < 0) return 2;
+        if (c) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            sweep_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mpisim sweep: unknown argument or missing value '%s'\n", a);
+            sweep_usage(stderr);
+            return 2;
+        }
+        if (!strcmp(a, "--vary")) {
+            char *spec = strdup(argv[++i]);
+            char *eq = strchr(spec, '=');
+            if (!eq || eq == spec || !eq[1]) {
+                fprintf(stderr, "mpisim sweep: --vary wants key=v1,v2,..., got '%s'\n", spec);
+                return 2;
+            }
+            *eq = 0;
+            vary *v = &s.v[s.nv++];
+            v->key = spec;
+            v->values = calloc(strlen(eq + 1) + 1, sizeof *v->values);
+            for (char *tok = strtok(eq + 1, ","); tok; tok = strtok(NULL, ",")) v->values[v->n++] = tok;
+            if (!v->n) {
+                fprintf(stderr, "mpisim sweep: --vary %s has no values\n", spec);
+                return 2;
+            }
+        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            jobs = atoi(argv[++i]);
+            if (jobs < 1) {
+                fprintf(stderr, "mpisim sweep: --jobs wants a positive number\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--merge-timeout")) {
+            merge_timeout = atof(argv[++i]);
+        } else {
+            fprintf(stderr, "mpisim sweep: unknown argument '%s'\n", a);
+            sweep_usage(stderr);
+            return 2;
+        }
+    }
+    if (!s.o.trace || !s.nv) {
+        sweep_usage(stderr);
+        return 2;
+    }
+    if (s.nv > 64) {
+        fprintf(stderr, "mpisim sweep: at most 64 --vary keys\n");
+        return 2;
+    }
+    s.npoints = 1;
+    for (int k = 0; k < s.nv; k++) {
+        s.npoints *= s.v[k].n;
+        if (s.npoints > 10000000) {
+            fprintf(stderr, "mpisim sweep: more than 10 million points\n");
+            return 2;
+        }
+    }
+    char err[2048], warn[4096];
+    s.t = ms_trace_read_h5(s.o.trace, err, sizeof err);
+    if (!s.t) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return 2;
+    }
+    /* check every point's configuration before starting (a typo fails at once, naming the point) */
+    nm_config *base = ms_replay_config(s.t, s.o.profile, s.o.sets, s.o.nsets, warn, sizeof warn, err, sizeof err);
+    if (!base) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return 2;
+    }
+    nm_config_destroy(base);
+    print_warnings("sweep", warn);
+    for (long p = 0; p < s.npoints; p++) {
+        ms_replay_opts ro;
+        nm_config *c = point_config(&s, p, &ro, err, sizeof err);
+        if (!c) {
+            fprintf(stderr, "mpisim sweep: point %ld: %s\n", p, err);
+            return 2;
+        }
+        nm_config_destroy(c);
+    }
+
+    /* under mpirun: this process's share of the points */
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    static const char *const lsize_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
+    int R = 0, K = 1, L = 1;
+    if (env_int(size_vars, &K) && K > 1) {
+        env_int(rank_vars, &R);
+        env_int(lsize_vars, &L);
+        if (R < 0 || R >= K) {
+            fprintf(stderr, "mpisim sweep: rank %d of %d from the environment makes no sense\n", R, K);
+            return 2;
+        }
+        if (!out) {
+            fprintf(stderr, "mpisim sweep: under mpirun, --out FILE (on a shared file system) is needed\n");
+            return 2;
+        }
+    } else {
+        K = 1;
+    }
+    long nmine = 0;
+    long *mine = calloc((size_t)s.npoints, sizeof *mine);
+    for (long p = R; p < s.npoints; p += K) mine[nmine++] = p;
+    if (!jobs) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = (int)(nc > 0 ? nc : 1) / (L > 0 ? L : 1);
+        if (jobs < 1) jobs = 1;
+    }
+    int tty = isatty(2) && K == 1;
+    char **rows = calloc((size_t)(nmine ? nmine : 1), sizeof *rows);
+    double t0 = now_s();
+    int rc = nmine ? run_points(&s, mine, nmine, jobs, rows, tty) : 0;
+    double wall = now_s() - t0;
+    if (rc < 0) fprintf(stderr, "mpisim sweep: some points did not finish\n");
+
+    /* run token: parts of another run are never merged */
+    char token[256];
+    const char *ns = getenv("PMIX_NAMESPACE");
+    if (!ns) ns = getenv("OMPI_MCA_ess_base_jobid");
+    unsigned long h = 5381;
+    for (int i = 0; i < argc; i++)
+        for (const char *c = argv[i]; *c; c++) h = h * 33 + (unsigned char)*c;
+    snprintf(token, sizeof token, "# mpisim-sweep-part job=%s args=%lx size=%d", ns ? ns : "-", h, K);
+
+    if (K > 1) {
+        char part[4096], tmp[4200];
+        snprintf(part, sizeof part, "%s.part%d", out, R);
+        snprintf(tmp, sizeof tmp, "%s.tmp", part);
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", tmp, strerror(errno));
+            return 2;
+        }
+        fprintf(f, "%s rank=%d\n", token, R);
+        for (long i = 0; i < nmine; i++)
+            if (rows[i]) fputs(rows[i], f);
+        if (fclose(f) != 0 || rename(tmp, part) != 0) {
+            fprintf(stderr, "mpisim sweep: cannot write %s\n", part);
+            return 2;
+        }
+        fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
+        if (R != 0) return rc < 0 ? 1 : 0;
+        /* rank 0: wait for every part of this run, then merge them in point order */
+        char **all = calloc((size_t)s.npoints, sizeof *all);
+        double deadline = now_s() + merge_timeout;
+        for (int q = 0; q < K; q++) {
+            snprintf(part, sizeof part, "%s.part%d", out, q);
+            char want[300];
+            snprintf(want, sizeof want, "%s rank=%d\n", token, q);
+            for (;;) {
+                FILE *pf = fopen(part, "r");
+                char line[ROW_MAX + 64];
+                if (pf && fgets(line, sizeof line, pf) && !strcmp(line, want)) {
+                    while (fgets(line, sizeof line, pf)) {
+                        long p = strtol(line, NULL, 10);
+                        if (p >= 0 && p < s.npoints && !all[p]) all[p] = strdup(line);
+                    }
+                    fclose(pf);
+                    break;
+                }
+                if (pf) fclose(pf);
+                if (now_s() > deadline) {
+                    fprintf(stderr, "mpisim sweep: gave up waiting for %s (--merge-timeout)\n", part);
+                    return 1;
+                }
+                usleep(100000);
+            }
+        }
+        FILE *f2 = fopen(out, "w");
+        if (!f2) {
+            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+            return 2;
+        }
+        header(&s, f2);
+        long missing = 0;
+        for (long p = 0; p < s.npoints; p++) {
+            if (all[p]) fputs(all[p], f2);
+            else missing++;
+            free(all[p]);
+        }
+        free(all);
+        fclose(f2);
+        for (int q = 0; q < K; q++) {
+            snprintf(part, sizeof part, "%s.part%d", out, q);
+            unlink(part);
+        }
+        fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s.npoints - missing, out);
+        return missing || rc < 0 ? 1 : 0;
+    }
+
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    header(&s, f);
+    for (long i = 0; i < nmine; i++)
+        if (rows[i]) fputs(rows[i], f);
+    if (f != stdout) fclose(f);
+    else fflush(f);
+    fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
+            wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
+    for (long i = 0; i < nmine; i++) free(rows[i]);
+    free(rows);
+    free(mine);
+    ms_trace_free(s.t);
+    return rc < 0 ? 1 : 0;
+}
