@@ -85,7 +85,7 @@ const char *nm_config_origin(const nm_config *cfg, const char *name);
 typedef struct nm_topology nm_topology;
 
 /* `spec` is a generator name (crossbar:N, triangle18[:N], system96[:N], array:S:K, ring:S:K:L,
- * clos64[:N], auto:N — the default testbed for N hosts: one network.switch_ports crossbar (8x8)
+ * clos64[:N], torus2d:X:Y:K, torus2d-express:X:Y:K, cplant, irregular:S:SEED, auto:N — the default testbed for N hosts: one network.switch_ports crossbar (8x8)
  * up to that many hosts, triangle18 up to 18, system96 up to 96) or a path to a topology file
  * (format in netmodel/README.md). `cfg` gives link defaults and routing; NULL: defaults. */
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen);
@@ -96,6 +96,24 @@ int nm_topology_links(const nm_topology *topo);
 const char *nm_topology_name(const nm_topology *topo);
 /* Number of switches on the route from src to dst (hosts are 0-based), or -1 if no route. */
 int nm_topology_route_hops(const nm_topology *topo, int src_host, int dst_host);
+/* Routing report: the routing used (network.routing), the result of the deadlock checker run when
+ * the topology was loaded (1 deadlock-free, 0 not: shortest routes on cyclic networks; updown and
+ * itb routings that fail it are load errors) and its message. */
+typedef struct nm_routing_info {
+    const char *routing;       /* "shortest", "updown" or "itb" */
+    int updown_root;           /* root switch, -1 for shortest */
+    int deadlock_free;         /* the checker's verdict */
+    const char *check_message;
+    /* over host pairs on different switches: */
+    double minimal_share;      /* share of routes with the minimal number of inter-switch links */
+    double mean_links;         /* mean inter-switch links per route (in-transit detours excluded) */
+    double mean_min_links;     /* mean minimal inter-switch distance */
+    double itb_per_route;      /* mean in-transit hosts per route */
+} nm_routing_info;
+int nm_topology_routing_info(const nm_topology *topo, nm_routing_info *out);
+/* Minimal number of inter-switch links between the switches of two hosts (0 on one switch), -1
+ * if unreachable. */
+int nm_topology_min_links(const nm_topology *topo, int src_host, int dst_host);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Network: an engine (chosen by network.engine) running on a topology.                        */
@@ -136,6 +154,15 @@ typedef struct nm_stats {
     uint64_t payload_bytes_delivered;
     uint64_t char_hops;        /* characters moved across links (engine work counter) */
     uint64_t events;           /* engine events processed */
+    /* In-transit buffers (network.routing = itb, seed 002 sec 4): */
+    uint64_t itb_packets;      /* ejections into an in-transit buffer (each is reinjected or dropped) */
+    uint64_t itb_host_stored;  /* of those, kept in host memory because the NIC pool was full */
+    uint64_t itb_dropped;      /* of those, dropped because the pool was full (itb_overflow = drop) */
+    uint64_t itb_pool_peak;    /* most bytes held in one NIC's in-transit pool */
+    /* Stuck-network watchdog (myrinet engine): times the network had packets in flight and no
+     * event left that could move them (a deadlock); nm_network_run_until returns -3 then. */
+    uint64_t deadlocks;
+    nm_time_t deadlock_time;   /* virtual time of the first detection */
 } nm_stats;
 void nm_network_stats(const nm_network *net, nm_stats *out);
 /* Busy time of each directed link channel so far, for utilisation maps: fills up to `max`

@@ -33,9 +33,33 @@ static const nm_key_def nm_network_keys[] = {
     {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
      "generator (crossbar:N, auto:N, triangle18, system96, array:S:K, ring:S:K:L, clos64) or "
      "topology file; 'auto' = auto:<number of hosts needed>", NULL, 0},
-    {"network.routing", NM_KEY_STRING, "", "shortest", "seed 000 sec 2 (source routing)",
-     "route computation: shortest (BFS over switches); updown and itb are reserved for seed 002",
+    {"network.routing", NM_KEY_STRING, "", "shortest", "seed 000 sec 2 (source routing); seed 002 sec 3-4",
+     "route computation: shortest (BFS over switches, may deadlock), updown (up*/down* with "
+     "load-balanced route choice as GM simple_routes) or itb (random minimal paths split by "
+     "in-transit buffers)",
      "shortest|updown|itb", 0},
+    {"network.updown_root", NM_KEY_STRING, "", "auto", "seed 002 sec 3 (BFS spanning tree from a root)",
+     "root switch of the up*/down* orientation: a switch number, or auto (OpenSM up/down rule: a "
+     "switch seeing over 90% of hosts at one hop count; else the switch with the least total "
+     "distance to all hosts; lowest number on ties)", NULL, 0},
+    {"network.itb_detect", NM_KEY_INT, "ps", "275000", "seed 002 sec 5.3 (275 ns, 44 bytes received)",
+     "time from the first character of an in-transit packet reaching the NIC to its detection", NULL,
+     NM_KEY_NONNEG},
+    {"network.itb_dma", NM_KEY_INT, "ps", "200000", "seed 002 sec 5.3 (200 ns, 32 more bytes)",
+     "time to program the send DMA that reinjects an in-transit packet", NULL, NM_KEY_NONNEG},
+    {"network.itb_pool", NM_KEY_INT, "B", "524288", "seed 002 sec 4 and 5.3 (512KB per NIC)",
+     "NIC memory reserved for in-transit packets (whole packets are reserved at detection)", NULL,
+     NM_KEY_NONNEG},
+    {"network.itb_overflow", NM_KEY_STRING, "", "host", "seed 002 sec 4 and 5.4.3",
+     "when the ITB pool is full: host (store in host memory, costing itb_host_cost more) or drop "
+     "(discard the packet and count it, relying on retransmission)", "host|drop", 0},
+    {"network.itb_host_cost", NM_KEY_INT, "ps", "5000000",
+     "mpisim assumption (seed 002 sec 4: host memory 'considerably increasing the overhead')",
+     "extra delay before reinjecting an in-transit packet kept in host memory", NULL, NM_KEY_NONNEG},
+    {"network.itb_local_queue", NM_KEY_INT, "", "8", "seed 002 sec 4 (dynamic priority of local traffic)",
+     "local packets queued at a NIC at which local and in-transit packets have equal priority: with q "
+     "queued, a local packet goes after max(1, itb_local_queue - q + 1) in-transit packets in a row",
+     NULL, NM_KEY_POSITIVE},
     {"network.route_ties", NM_KEY_STRING, "", "lowest", "mpisim design (deterministic routes)",
      "choice among equal-length next hops: lowest port, or spread by (src+dst) modulo the "
      "number of candidates (uses parallel links and Clos spines)", "lowest|spread", 0},

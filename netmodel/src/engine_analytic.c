@@ -13,6 +13,12 @@
  *   delivered at max(e, receive NIC free) + nic_recv_cost (the receive NIC is serial)
  * Uncontended, equal links, no NIC costs: e - t = tau*(P + 4 + h) + sum(prop) + h*d for T=4, C=1:
  * seed 000 eq. 3 for h = 1, d = 0.
+ * ITB routes (in-transit hosts, seed 002 sec 4) are consecutive segments: the header byte count
+ * h is the number of nodes between source and destination (switches and in-transit hosts, whose
+ * ITB mark is stripped like a route byte); the head leaves an in-transit host on its output
+ * channel at (first character there) + itb_detect + itb_dma, competing for that channel with the
+ * host's own packets; the channel into the host is not held meanwhile (virtual cut-through into
+ * the ITB pool, whose size this engine does not model).
  * Events are processed in (time, sequence) order; sequence numbers are given when events are
  * scheduled, so equal times resolve in scheduling order and runs are bit-reproducible. */
 #include "nm_internal.h"
@@ -43,7 +49,7 @@ typedef struct analytic {
     const nm_topology *topo;
     nm_network *net;
     /* parameters, integer ps / bytes */
-    nm_time_t switch_delay, nic_send, nic_recv, timeout;
+    nm_time_t switch_delay, nic_send, nic_recv, timeout, itb_delay;
     int64_t type_bytes, crc_bytes, gap_bytes;
     /* state */
     nm_time_t now;
@@ -165,6 +171,7 @@ static void *an_create(const nm_config *cfg, const nm_topology *topo, nm_network
     A->nic_send = nm_config_int(cfg, "network.nic_send_cost");
     A->nic_recv = nm_config_int(cfg, "network.nic_recv_cost");
     A->timeout = nm_config_int(cfg, "network.timeout");
+    A->itb_delay = nm_config_int(cfg, "network.itb_detect") + nm_config_int(cfg, "network.itb_dma");
     A->type_bytes = nm_config_int(cfg, "network.type_bytes");
     A->crc_bytes = nm_config_int(cfg, "network.crc_bytes");
     A->gap_bytes = nm_config_int(cfg, "network.gap_bytes");
@@ -233,7 +240,7 @@ static int process(analytic *A, const ev *E)
         int c = r->channel[p->hop];
         const nm_link *L = &T->links[c / 2];
         p->tau = tmax(p->tau, L->char_ps);
-        int64_t h = r->nhops;
+        int64_t h = r->nchannels - 1;   /* header bytes: switches (+ in-transit hosts) */
         int64_t body = A->type_bytes + (int64_t)p->payload + A->crc_bytes;
         int64_t W = (h - p->hop) + body + A->gap_bytes;
         nm_time_t s = tmax(E->time, A->chan_free[c]);
@@ -242,6 +249,11 @@ static int process(analytic *A, const ev *E)
         A->st.char_hops += (uint64_t)(W - A->gap_bytes);
         if (p->hop < h) {
             p->hop++;
+            int to_host = (c & 1) ? L->a_kind == NM_NODE_HOST : L->b_kind == NM_NODE_HOST;
+            if (to_host) {   /* in-transit host: detect, program the DMA, reinject */
+                A->st.itb_packets++;
+                return heap_push(A, s + p->tau + L->prop_ps + A->itb_delay, EV_HEAD, i);
+            }
             return heap_push(A, s + p->tau + L->prop_ps + A->switch_delay, EV_HEAD, i);
         }
         nm_time_t last = body > 0 ? body - 1 : 0;

@@ -30,6 +30,17 @@
  * reaching a host. With network.myrinet_stepping = 1 the same rules are applied one
  * character at a time (no look-ahead): the reference the fast mode is tested against.
  *
+ * In-transit buffers (ITB routing, seed 002 sec 4): a route with in-transit hosts is one worm
+ * whose hop into an in-transit host is absorbed by that NIC's pool (no slack occupancy, no STOP);
+ * detect + DMA time after its first character (the ITB mark) arrives, the packet requests the
+ * host's output channel like a switch output (the mark is stripped like a route byte) and is sent
+ * from there as its characters arrive (virtual cut-through); local packets compete with a
+ * priority that grows with their queue. The hop into the host is released independently of the
+ * hop out of it, which removes the dependency between them.
+ *
+ * Watchdog: when packets are in flight and no event other than BEAT / timeout is pending, nothing
+ * can move any more (a deadlock): counted in stats.deadlocks, and run_until returns -3.
+ *
  * Same-instant order: control arrivals (class 0), then ordinary events (1), then grants (2),
  * then water-mark checks and BEATs (3); ties within a class by sequence number. */
 #include "nm_internal.h"
@@ -56,6 +67,7 @@ typedef struct {
     nm_time_t avail;           /* earliest start of the first character */
     nm_time_t rb_dep;          /* when the route byte left the switch buffer (request) */
     uint8_t active, done, in_fifo, admitted;
+    uint8_t itb, pooled;       /* hop into an in-transit host; holds ITB pool space */
 } mhop;
 
 typedef struct {
@@ -89,6 +101,7 @@ typedef struct {
     whref *fifo;
     int fh, fn, fcap;
     int stop_sent, over;
+    int nitb;                  /* in-transit packets in this (host) buffer */
     int dirty;
     uint64_t chars_final;
 } mchan;
@@ -101,6 +114,11 @@ typedef struct {
     int *rxq;
     int rxh, rxn, rxcap;
     nm_time_t rx_last;
+    /* in-transit buffer: packets waiting to be reinjected (FIFO), pool use, local priority */
+    struct mtq { int w, h; nm_time_t ready; } *tq;
+    int tqh, tqn, tqcap;
+    int nq, it_run;            /* local packets queued; in-transit sent in a row while local waited */
+    int64_t itb_used;
 } mhost;
 
 typedef struct { int w; uint32_t gen; nm_time_t dl; } mtout;
@@ -131,6 +149,12 @@ typedef struct {
     nm_time_t next_beat;
     nm_stats st;
     uint64_t overflow, oom;
+    /* ITB parameters (network.itb_*) and the watchdog */
+    nm_time_t itb_delay, itb_host_cost;
+    int64_t itb_pool;
+    int itb_drop, itb_local_q;
+    int64_t nlive;
+    int stuck;
 } meng;
 
 static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
@@ -333,6 +357,7 @@ static int fifo_push(meng *e, int c, int w, int h)
     x->fifo[(x->fh + x->fn) % x->fcap] = (whref){w, h};
     x->fn++;
     e->w[w].hop[h].in_fifo = 1;
+    x->nitb += e->w[w].hop[h].itb;
     return 0;
 }
 static inline whref *fifo_at(mchan *x, int i) { return &x->fifo[(x->fh + i) % x->fcap]; }
@@ -346,6 +371,7 @@ static void fifo_remove(meng *e, int c, int w, int h)
             x->fh = (x->fh + 1) % x->fcap;
             x->fn--;
             e->w[w].hop[h].in_fifo = 0;
+            x->nitb -= e->w[w].hop[h].itb;
             return;
         }
     }
@@ -360,6 +386,9 @@ static inline int32_t end_index(const meng *e, const mhop *hp)
 /* ---------------------------------------------------------------- planning */
 
 static void hop_changed(meng *e, int wi, int h, int32_t kmin);
+static void host_try_start(meng *e, int hid);
+static void drop_worm(meng *e, int wi);
+static void itb_start(meng *e, int hid);
 
 /* Plan the owner's characters on channel c as far as they are known to be available. */
 static void plan(meng *e, int c)
@@ -571,11 +600,19 @@ static void head_recompute(meng *e, int c)
             whref r = *fifo_at(x, i);
             mworm *w = &e->w[r.w];
             mhop *hp = &w->hop[r.h];
+            if (hp->itb) continue;   /* in transit: below */
             if (!hp->admitted) {
                 if (e->rxcap == 0 || ho->slots < e->rxcap) t = tmin(t, tmax(e->now, arrival_of(e, hp, 0)));
                 break;
             }
             if (!w->completed) { t = tmin(t, arrival_of(e, hp, end_index(e, hp))); break; }
+        }
+        for (int i = 0; x->nitb > 0 && i < x->fn; i++) {   /* detection of the first in-transit packet */
+            mhop *hp = &e->w[fifo_at(x, i)->w].hop[fifo_at(x, i)->h];
+            if (!hp->itb || hp->rb_dep != NM_TIME_NEVER) continue;
+            nm_time_t a = arrival_of(e, hp, 0);
+            if (a != NM_TIME_NEVER) t = tmin(t, tmax(e->now, a + e->itb_delay));
+            break;
         }
     } else {
         for (int i = 0; i < x->fn; i++) {
@@ -631,6 +668,7 @@ static void worm_free(meng *e, int wi)
         if (w->hop[h].in_fifo) { fifo_remove(e, w->hop[h].ch, wi, h); mark(e, w->hop[h].ch, D_BUF); }
     w->gen++;
     w->live = 0;
+    e->nlive--;
     w->qnext = e->freew;
     e->freew = wi;
 }
@@ -668,11 +706,36 @@ static void host_try_start(meng *e, int hid)
 {
     mhost *ho = &e->host[hid];
     mchan *x = &e->ch[ho->ch_out];
+    if (ho->tqn > 0) {
+        if (x->owner >= 0) { sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM); return; }
+        struct mtq *q = &ho->tq[ho->tqh];
+        int local = ho->qhead >= 0 && e->w[ho->qhead].ready <= e->now;
+        if (q->ready > e->now) {
+            if (!local) {
+                nm_time_t t = q->ready;
+                if (ho->qhead >= 0) t = tmin(t, e->w[ho->qhead].ready);
+                sched(e, ent_nictx(e, hid), t, CL_NORM);
+                return;
+            }
+        } else {
+            /* seed 002 sec 4: local priority rises with the local queue; at itb_local_queue
+             * queued packets both kinds alternate */
+            int need = e->itb_local_q - ho->nq + 1;
+            if (need < 1) need = 1;
+            if (!local || ho->it_run < need) {
+                if (local) ho->it_run++;
+                itb_start(e, hid);
+                return;
+            }
+        }
+        ho->it_run = 0;
+    }
     if (x->owner >= 0 || ho->qhead < 0) { sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM); return; }
     int wi = ho->qhead;
     mworm *w = &e->w[wi];
     if (w->ready > e->now) { sched(e, ent_nictx(e, hid), w->ready, CL_NORM); return; }
     sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM);
+    ho->nq--;
     ho->qhead = w->qnext;
     ho->base_ready = w->ready;
     if (ho->qhead < 0) ho->qtail = -1;
@@ -700,6 +763,92 @@ static void host_try_start(meng *e, int hid)
     hop_changed(e, wi, 0, 0);
 }
 
+/* ---------------------------------------------------------------- in-transit buffers */
+
+/* Reinject the first packet of hid's in-transit queue: the host's output channel is free. */
+static void itb_start(meng *e, int hid)
+{
+    mhost *ho = &e->host[hid];
+    struct mtq q = ho->tq[ho->tqh];
+    ho->tqh = (ho->tqh + 1) % ho->tqcap;
+    ho->tqn--;
+    sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM);
+    mchan *x = &e->ch[ho->ch_out];
+    mworm *w = &e->w[q.w];
+    x->owner = q.w;
+    x->owner_h = q.h;
+    w->hop[q.h].active = 1;
+    w->hop[q.h].avail = e->now;
+    if (fifo_push(e, ho->ch_out, q.w, q.h) != 0) return;
+    plan(e, ho->ch_out);
+    hop_changed(e, q.w, q.h, 0);
+}
+
+/* In-transit packets in the buffer of host channel c whose detect + DMA time has passed: reserve
+ * pool space (or host memory, or drop) and queue them for reinjection. */
+static int itb_detect(meng *e, int c)
+{
+    mchan *x = &e->ch[c];
+    int hid = x->to_host, any = 0, again = 1;
+    mhost *ho = &e->host[hid];
+    while (again) {
+        again = 0;
+        for (int i = 0; i < x->fn; i++) {
+            whref r = *fifo_at(x, i);
+            mhop *hp = &e->w[r.w].hop[r.h];
+            if (!hp->itb || hp->rb_dep != NM_TIME_NEVER) continue;
+            nm_time_t a = arrival_of(e, hp, 0);
+            if (a == NM_TIME_NEVER || a + e->itb_delay > e->now) break;
+            hp->rb_dep = e->now;
+            e->st.itb_packets++;
+            nm_time_t ready = e->now;
+            if (ho->itb_used + hp->len <= e->itb_pool) {
+                hp->pooled = 1;
+                ho->itb_used += hp->len;
+                if ((uint64_t)ho->itb_used > e->st.itb_pool_peak) e->st.itb_pool_peak = (uint64_t)ho->itb_used;
+            } else if (e->itb_drop) {
+                e->st.itb_dropped++;
+                drop_worm(e, r.w);
+                again = 1;
+                break;
+            } else {
+                e->st.itb_host_stored++;
+                ready = e->now + e->itb_host_cost;
+            }
+            if (ho->tqn == ho->tqcap) {
+                int nc = ho->tqcap ? 2 * ho->tqcap : 8;
+                struct mtq *nq = malloc((size_t)nc * sizeof *nq);
+                if (!nq) { e->oom++; return -1; }
+                for (int j = 0; j < ho->tqn; j++) nq[j] = ho->tq[(ho->tqh + j) % ho->tqcap];
+                free(ho->tq);
+                ho->tq = nq;
+                ho->tqh = 0;
+                ho->tqcap = nc;
+            }
+            ho->tq[(ho->tqh + ho->tqn++) % ho->tqcap] = (struct mtq){r.w, r.h + 1, ready};
+            any = 1;
+        }
+    }
+    if (any) host_try_start(e, hid);
+    mark(e, c, D_BUF);
+    return 0;
+}
+
+/* Packets in flight and nothing but BEAT / timeout left to happen: a deadlock. */
+static void watchdog(meng *e)
+{
+    int others = e->hn - (e->pos[ent_beat(e)] >= 0) - (e->pos[ent_timeout(e)] >= 0);
+    if (e->nlive > 0 && others == 0) {
+        if (!e->stuck) {
+            if (e->st.deadlocks == 0) e->st.deadlock_time = e->now;
+            e->st.deadlocks++;
+            e->stuck = 1;
+        }
+    } else {
+        e->stuck = 0;
+    }
+}
+
 static void tail_done(meng *e, int c)
 {
     mchan *x = &e->ch[c];
@@ -714,6 +863,10 @@ static void tail_done(meng *e, int c)
     if (h > 0 && w->hop[h - 1].in_fifo) {   /* its GAP has left the previous buffer */
         fifo_remove(e, w->hop[h - 1].ch, wi, h - 1);
         mark(e, w->hop[h - 1].ch, D_BUF);
+    }
+    if (h > 0 && w->hop[h - 1].pooled) {     /* left the in-transit buffer */
+        w->hop[h - 1].pooled = 0;
+        e->host[x->from_host].itb_used -= w->hop[h - 1].len;
     }
     if (h == w->nh - 1) maybe_free(e, wi);
     if (x->from_host >= 0) host_try_start(e, x->from_host);
@@ -750,10 +903,12 @@ static void head_event(meng *e, int c)
     if (x->to_host >= 0) {
         int hid = x->to_host;
         mhost *ho = &e->host[hid];
+        if (x->nitb > 0 && itb_detect(e, c) != 0) return;
         for (int i = 0; i < x->fn; i++) {
             whref r = *fifo_at(x, i);
             mworm *w = &e->w[r.w];
             mhop *hp = &w->hop[r.h];
+            if (hp->itb) continue;   /* in transit: itb_detect */
             if (!hp->admitted) {
                 if ((e->rxcap == 0 || ho->slots < e->rxcap) && arrival_of(e, hp, 0) <= e->now) {
                     hp->admitted = 1;   /* its held characters drain now */
@@ -845,7 +1000,22 @@ static void drop_worm(meng *e, int wi)
             mark(e, hp->ch, D_BUF);
         }
         if (h > 0) mark(e, w->hop[h - 1].ch, D_BUF);
-        if (h + 1 < w->nh && hp->rb_dep != NM_TIME_NEVER && !w->hop[h + 1].active) {
+        if (hp->pooled) {
+            hp->pooled = 0;
+            e->host[x->to_host].itb_used -= hp->len;
+        }
+        if (hp->itb && hp->rb_dep != NM_TIME_NEVER && !w->hop[h + 1].active) {
+            mhost *ho = &e->host[x->to_host];
+            for (int i = 0; i < ho->tqn; i++) {
+                struct mtq *q = &ho->tq[(ho->tqh + i) % ho->tqcap];
+                if (q->w != wi) continue;
+                for (int j = i; j > 0; j--) ho->tq[(ho->tqh + j) % ho->tqcap] = ho->tq[(ho->tqh + j - 1) % ho->tqcap];
+                ho->tqh = (ho->tqh + 1) % ho->tqcap;
+                ho->tqn--;
+                break;
+            }
+            sched(e, ent_nictx(e, x->to_host), e->now, CL_NORM);
+        } else if (h + 1 < w->nh && hp->rb_dep != NM_TIME_NEVER && !w->hop[h + 1].active) {
             mchan *ox = &e->ch[w->hop[h + 1].ch];
             for (int i = 0; i < ox->nreq; i++)
                 if (ox->req[i].w == wi) { ox->req[i] = ox->req[--ox->nreq]; break; }
@@ -983,6 +1153,11 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
     e->recv_cost = nm_config_int(cfg, "network.nic_recv_cost");
     e->rxcap = nm_config_has(cfg, "network.nic_recv_queue") ? (int)nm_config_int(cfg, "network.nic_recv_queue") : 0;
     e->stepping = nm_config_has(cfg, "network.myrinet_stepping") ? (int)nm_config_int(cfg, "network.myrinet_stepping") : 0;
+    e->itb_delay = nm_config_int(cfg, "network.itb_detect") + nm_config_int(cfg, "network.itb_dma");
+    e->itb_host_cost = nm_config_int(cfg, "network.itb_host_cost");
+    e->itb_pool = nm_config_int(cfg, "network.itb_pool");
+    e->itb_drop = !strcmp(nm_config_string(cfg, "network.itb_overflow"), "drop");
+    e->itb_local_q = (int)nm_config_int(cfg, "network.itb_local_queue");
     if (!(e->L >= 1 && e->L <= e->H && e->H < e->S) || e->D < 0 || e->type_b < 0 || e->crc_b < 1 ||
         e->gap_b < 0 || e->send_cost < 0 || e->recv_cost < 0 || e->rxcap < 0) {
         snprintf(err, errlen,
@@ -1060,7 +1235,7 @@ static void eng_destroy(void *p)
     if (e->ch)
         for (int c = 0; c < e->nch; c++) { free(e->ch[c].req); free(e->ch[c].fifo); }
     if (e->host)
-        for (int h = 0; h < e->nhost; h++) free(e->host[h].rxq);
+        for (int h = 0; h < e->nhost; h++) { free(e->host[h].rxq); free(e->host[h].tq); }
     free(e->ch);
     free(e->host);
     free(e->dirty);
@@ -1123,7 +1298,8 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
     for (int h = 0; h < w->nh; h++) {
         mhop *hp = &w->hop[h];
         hp->ch = rt->channel[h];
-        hp->len = (int32_t)(rt->nhops - h) + e->type_b + (int32_t)payload + e->crc_b + e->gap_b;
+        /* one header byte per node still ahead: route bytes and ITB marks */
+        hp->len = (int32_t)(rt->nchannels - 1 - h) + e->type_b + (int32_t)payload + e->crc_b + e->gap_b;
         hp->nplan = 0;
         hp->nseg = 0;
         hp->alo = hp->slo = 0;
@@ -1131,7 +1307,9 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
         hp->avail = 0;
         hp->rb_dep = NM_TIME_NEVER;
         hp->active = hp->done = hp->in_fifo = 0;
-        hp->admitted = (h == w->nh - 1 && e->rxcap == 0);
+        hp->itb = h + 1 < w->nh && e->ch[hp->ch].to_host >= 0;
+        hp->pooled = 0;
+        hp->admitted = (h == w->nh - 1 && e->rxcap == 0) || hp->itb;   /* the ITB pool takes it all */
     }
     /* NIC queue, kept in injection-time order; each packet costs nic_send_cost in turn */
     mhost *ho = &e->host[src];
@@ -1146,6 +1324,8 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
         r = e->w[q].ready;
     }
     e->st.packets_injected++;
+    e->nlive++;
+    ho->nq++;
     if (ho->qhead == wi && e->ch[ho->ch_out].owner < 0)
         sched(e, ent_nictx(e, src), e->w[wi].ready, CL_NORM);
     return 0;
@@ -1161,7 +1341,7 @@ static nm_time_t eng_next_time(const void *p)
 static int eng_run_until(void *p, nm_time_t limit)
 {
     meng *e = p;
-    uint64_t over0 = e->overflow, oom0 = e->oom;
+    uint64_t over0 = e->overflow, oom0 = e->oom, dl0 = e->st.deadlocks;
     while (e->hn > 0) {
         int ent = e->heap[0];
         nm_time_t t = e->et[ent];
@@ -1173,10 +1353,13 @@ static int eng_run_until(void *p, nm_time_t limit)
         dispatch(e, ent);
         flush_dirty(e);
         e->st.events++;
+        if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
     }
+    if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
     if (limit != NM_TIME_NEVER && limit > e->now) e->now = limit;
     if (e->oom != oom0) return -2;
-    return e->overflow != over0 ? -1 : 0;
+    if (e->overflow != over0) return -1;
+    return e->st.deadlocks != dl0 ? -3 : 0;
 }
 
 static nm_time_t eng_now(const void *p) { return ((const meng *)p)->now; }

@@ -39,9 +39,15 @@ typedef struct nm_host {
 typedef struct nm_route {
     int nhops;                     /* switches traversed = route bytes */
     int *out_port;                 /* nhops entries */
-    int nchannels;                 /* nhops + 1 */
+    int nchannels;                 /* nhops + 1 (+ nitb, below) */
     int *channel;                  /* directed channel indices */
-    int *itb_host;                 /* routing extensions (ITB) may use; NULL when unused */
+    int *itb_host;                 /* ITB routing: the in-transit hosts in path order (nitb); else NULL */
+    /* Added for ITB routing (routes.c). A route with nitb > 0 is ejected at each in-transit host
+     * and reinjected from it: its channels run src host -> ... -> switch -> itb host -> switch
+     * -> ... -> dst host, so nchannels = nhops + 1 + nitb (nhops still counts route bytes, one
+     * per switch traversal; the switch next to an in-transit host is traversed twice). Each
+     * in-transit host strips one header byte (the ITB mark, seed 002 Fig. 4) like a switch. */
+    int nitb;
 } nm_route;
 
 struct nm_topology {
@@ -56,7 +62,16 @@ struct nm_topology {
     char **switch_names;           /* nswitches names */
     int *host_line;                /* declaring line in a topology file, 0 if generated */
     int route_given_count;         /* routes given explicitly by `route` lines */
+    /* Added by routes.c (routing of seed 002): */
+    int routing;                   /* NM_ROUTING_* used by nm_routes_compute */
+    int updown_root;               /* root switch of the up/down orientation, -1 if none */
+    int *sw_level;                 /* BFS level of each switch from the root (NULL: no orientation) */
+    int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run */
+    char route_check_msg[320];     /* its report */
+    int *sw_dist;                  /* nswitches^2 minimal inter-switch distances [a*ns+b] (NULL if huge) */
 };
+
+enum { NM_ROUTING_SHORTEST = 0, NM_ROUTING_UPDOWN = 1, NM_ROUTING_ITB = 2 };
 
 static inline const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
 {
@@ -123,6 +138,11 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
 /* Generators (topo_gen.c): fills an empty topology for `spec`; 1 if spec is not a generator
  * name, 0 on success, -1 on error. */
 int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, char *err, size_t errlen);
+/* The topology language of seed 001 (topo_001.c): nm_topo_is_001 says whether a file's text is
+ * in it (its first statement is "S<n>:"); nm_topo_parse_001 builds the topology, allocates the
+ * route table and applies the file's routes. 0, or -1 with "FILE:LINE: ..." in err. */
+int nm_topo_is_001(const char *text);
+int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_config *cfg, char *err, size_t errlen);
 /* Allocate the nhosts*nhosts route table (all nhops = -1). */
 int nm_topo_alloc_routes(nm_topology *t);
 
@@ -133,6 +153,23 @@ void nm_route_clear(nm_route *r);
  * network.route_ties). Unreachable pairs keep nhops = -1; the caller decides if that is an
  * error. 0, or -1 with a message. */
 int nm_routes_compute(nm_topology *topo, const nm_config *cfg, char *err, size_t errlen);
+/* Route with in-transit hosts (nchannels = nhops + 1 + nitb); copies the arrays. */
+int nm_route_set_itb(nm_route *r, int nhops, const int *out_port, int nchannels, const int *channel, int nitb,
+                     const int *itb_host);
+/* Up/down orientation (seed 002 sec 3): BFS levels from `root` into t->sw_level, t->updown_root.
+ * 0, or -1 with a message (bad root, disconnected switch graph). */
+int nm_updown_orient(nm_topology *t, int root, char *err, size_t errlen);
+/* Directed channel c between two switches goes "up" (toward the root: to a lower level, or to the
+ * lower switch id on the same level): 1; down: 0; not switch-to-switch or no orientation: -1. */
+int nm_channel_is_up(const nm_topology *t, int c);
+/* The deadlock checker: every route is followed (connected, ends where it should, in-transit
+ * hosts where it says; with an orientation, every segment between hosts is a legal up/down
+ * path) and the channel dependency graph of all routes (no dependency across an in-transit host)
+ * must be acyclic. Sets t->route_check_ok / route_check_msg; 0 when it passes, -1 otherwise
+ * (msg names the first illegal route or a dependency cycle). */
+int nm_routes_check(nm_topology *t, char *msg, size_t msglen);
+/* The switch a host's link goes to, or -1 (host-to-host cable / unlinked). */
+int nm_topology_switch_of_host(const nm_topology *t, int host);
 
 extern const nm_engine_ops nm_engine_analytic;
 extern const nm_engine_ops nm_engine_myrinet;

@@ -3,6 +3,7 @@
 #include "nm_internal.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,14 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
 }
 
 /* A place where a host may be attached, in host-number order. */
@@ -196,12 +205,140 @@ static int gen_ring(gen *g, int S, int K, int L)
     return attach(g, S * K);
 }
 
+/* Seed 002 sec 5.1: an X x Y 2D torus of 16-port switches, K hosts each on ports 0..K-1. Switch
+ * (x, y) is S(y*X + x); port K goes to (x+1, y)'s port K+1, port K+2 to (x, y+1)'s port K+3 (all
+ * mod X, Y). With express channels (Dally's express cubes, the paper's ref. 5) port K+4 goes to
+ * (x+2, y)'s port K+5 and port K+6 to (x, y+2)'s port K+7: second-order neighbours. */
+static int gen_torus2d(gen *g, int X, int Y, int K, int express)
+{
+    int need = K + (express ? 8 : 4);
+    int ports = need > 16 ? need : 16;
+    for (int i = 0; i < X * Y; i++)
+        if (sw(g, ports) < 0) return -1;
+    for (int y = 0; y < Y; y++)
+        for (int x = 0; x < X; x++) {
+            int s = y * X + x;
+            if (sw_link(g, s, K, y * X + (x + 1) % X, K + 1) < 0) return -1;
+            if (sw_link(g, s, K + 2, ((y + 1) % Y) * X + x, K + 3) < 0) return -1;
+            if (express) {
+                if (sw_link(g, s, K + 4, y * X + (x + 2) % X, K + 5) < 0) return -1;
+                if (sw_link(g, s, K + 6, ((y + 2) % Y) * X + x, K + 7) < 0) return -1;
+            }
+        }
+    for (int i = 0; i < X * Y; i++)
+        for (int p = 0; p < K; p++)
+            if (add_slot(g, i, p) < 0) return -1;
+    return attach(g, X * Y * K);
+}
+
+/* Seed 002 sec 5.1 CPLANT (its Fig. 8 is lost; this follows the text): 50 16-port switches with 8
+ * hosts each (ports 0-7). Switches S(8g+p), g = 0..5 (six groups), p = 0..7 (position): inside a
+ * group a 3-cube plus a link to the farthest switch (p^1, p^2, p^4, p^7 on ports 8-11: port 8+i
+ * for the i-th of these). Groups form an incomplete 3-cube with links between farthest groups:
+ * group edges 0-1 0-2 0-4 1-3 1-5 2-3 4-5 (cube) and 2-5 3-4 (farthest), each joining the eight
+ * pairs of equivalent switches (same p), on ports 12-14 in that edge order. The remaining two
+ * switches S48, S49 form an additional group: they are linked to each other (port 8) and take the
+ * place of group 6 (binary 110) of the cube: S48 and S49 go to positions {0, 7} and {3, 4} of
+ * groups 4, 2 (cube neighbours of 6) and 1 (its farthest group) on ports 9-14, using port 15 of
+ * those switches. */
+static int gen_cplant(gen *g)
+{
+    for (int i = 0; i < 50; i++)
+        if (sw(g, 16) < 0) return -1;
+    static const int nb[4] = {1, 2, 4, 7};
+    for (int gr = 0; gr < 6; gr++)
+        for (int p = 0; p < 8; p++)
+            for (int i = 0; i < 4; i++) {
+                int q = p ^ nb[i];
+                if (p < q && sw_link(g, 8 * gr + p, 8 + i, 8 * gr + q, 8 + i) < 0) return -1;
+            }
+    static const int ge[9][2] = {{0, 1}, {0, 2}, {0, 4}, {1, 3}, {1, 5}, {2, 3}, {4, 5}, {2, 5}, {3, 4}};
+    int next_port[6] = {12, 12, 12, 12, 12, 12};
+    for (int e = 0; e < 9; e++) {
+        int a = ge[e][0], b = ge[e][1];
+        for (int p = 0; p < 8; p++)
+            if (sw_link(g, 8 * a + p, next_port[a], 8 * b + p, next_port[b]) < 0) return -1;
+        next_port[a]++;
+        next_port[b]++;
+    }
+    if (sw_link(g, 48, 8, 49, 8) < 0) return -1;
+    static const int extra_groups[3] = {4, 2, 1};
+    static const int pos[2][2] = {{0, 7}, {3, 4}};
+    for (int k = 0; k < 2; k++) {
+        int port = 9;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++)
+                if (sw_link(g, 48 + k, port++, 8 * extra_groups[i] + pos[k][j], 15) < 0) return -1;
+    }
+    for (int i = 0; i < 50; i++)
+        for (int p = 0; p < 8; p++)
+            if (add_slot(g, i, p) < 0) return -1;
+    return attach(g, 400);
+}
+
+/* Seed 002 sec 5.1 random irregular networks: S 8-port switches, 4 hosts each on ports 0-3,
+ * ports 4-7 for switches; neighbours joined by a single link; connected. A random spanning tree
+ * first (switch order shuffled; each joins a random earlier switch with a free port), then random
+ * links between switches with free ports that are not yet neighbours, until no such pair is left.
+ * Switch ports are used in the order links are made. Deterministic in SEED. */
+static int gen_irregular(gen *g, int S, long seed)
+{
+    uint64_t st = (uint64_t)seed * 0x9E3779B97F4A7C15ULL + 0x1e6;
+    int *deg = calloc((size_t)S, sizeof *deg), *order = malloc((size_t)S * sizeof *order);
+    char *adj = calloc((size_t)S * (size_t)S, 1);
+    int *cand = malloc((size_t)S * (size_t)S * sizeof *cand);
+    int rc = -1;
+    if (!deg || !order || !adj || !cand) { set_err(g->err, g->errlen, "out of memory"); goto out; }
+    for (int i = 0; i < S; i++)
+        if (sw(g, 8) < 0) goto out;
+#define RND(n) ((int)(rng_next(&st) % (uint64_t)(n)))
+    for (int i = 0; i < S; i++) order[i] = i;
+    for (int i = S - 1; i > 0; i--) {
+        int j = RND(i + 1), x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
+    for (int i = 1; i < S; i++) {
+        int nc = 0;
+        for (int j = 0; j < i; j++)
+            if (deg[order[j]] < 4) cand[nc++] = order[j];
+        if (nc == 0) { set_err(g->err, g->errlen, "irregular: no free port for a spanning tree"); goto out; }
+        int a = order[i], b = cand[RND(nc)];
+        if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
+        deg[a]++;
+        deg[b]++;
+        adj[a * S + b] = adj[b * S + a] = 1;
+    }
+    for (;;) {
+        int nc = 0;
+        for (int a = 0; a < S; a++)
+            for (int b = a + 1; b < S; b++)
+                if (deg[a] < 4 && deg[b] < 4 && !adj[a * S + b]) cand[nc++] = a * S + b;
+        if (nc == 0) break;
+        int c = cand[RND(nc)], a = c / S, b = c % S;
+        if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
+        deg[a]++;
+        deg[b]++;
+        adj[a * S + b] = adj[b * S + a] = 1;
+    }
+#undef RND
+    for (int i = 0; i < S; i++)
+        for (int p = 0; p < 4; p++)
+            if (add_slot(g, i, p) < 0) goto out;
+    rc = attach(g, 4 * S);
+out:
+    free(deg); free(order); free(adj); free(cand);
+    return rc;
+}
+
 int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, char *err, size_t errlen)
 {
     char name[32];
     long a[3] = {0, 0, 0};
     int n = split_spec(spec, name, sizeof name, a);
-    static const char *const known[] = {"crossbar", "auto", "triangle18", "system96", "clos64", "array", "ring"};
+    static const char *const known[] = {"crossbar", "auto",    "triangle18",      "system96", "clos64",
+                                        "array",    "ring",    "torus2d",         "torus2d-express",
+                                        "cplant",   "irregular"};
     int which = -1;
     for (int i = 0; i < (int)(sizeof known / sizeof known[0]); i++)
         if (!strcmp(name, known[i])) which = i;
@@ -272,6 +409,30 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
             break;
         }
         rc = gen_ring(&g, (int)a[0], (int)a[1], (int)a[2]);
+        break;
+    case 7: /* torus2d:X:Y:K */
+    case 8: /* torus2d-express:X:Y:K */
+        if (n != 3 || a[0] < 1 || a[1] < 1 || a[0] * a[1] > 65536 || a[2] < 1 || a[2] > 248) {
+            set_err(err, errlen, "topology '%s': expected %s:X:Y:K with an X x Y torus of switches and "
+                    "K >= 1 hosts on each", spec, known[which]);
+            break;
+        }
+        rc = gen_torus2d(&g, (int)a[0], (int)a[1], (int)a[2], which == 8);
+        break;
+    case 9: /* cplant */
+        if (n != 0) {
+            set_err(err, errlen, "topology '%s': expected cplant (no arguments)", spec);
+            break;
+        }
+        rc = gen_cplant(&g);
+        break;
+    case 10: /* irregular:S:SEED */
+        if (n != 2 || a[0] < 2 || a[0] > 4096) {
+            set_err(err, errlen, "topology '%s': expected irregular:S:SEED with 2 <= S <= 4096 8-port "
+                    "switches", spec);
+            break;
+        }
+        rc = gen_irregular(&g, (int)a[0], a[1]);
         break;
     }
     free(g.slots);

@@ -70,7 +70,11 @@ static int grow(void **p, int n, size_t elem)
 nm_topology *nm_topo_new(const char *name)
 {
     nm_topology *t = calloc(1, sizeof *t);
-    if (t) snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    if (t) {
+        snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+        t->updown_root = -1;
+        t->route_check_ok = -1;
+    }
     return t;
 }
 
@@ -210,6 +214,7 @@ void nm_route_clear(nm_route *r)
     free(r->channel);
     free(r->itb_host);
     r->out_port = r->channel = r->itb_host = NULL;
+    r->nitb = 0;
     r->nhops = -1;
     r->nchannels = 0;
 }
@@ -233,6 +238,8 @@ void nm_topology_destroy(nm_topology *t)
     free(t->host_names);
     free(t->host_line);
     free(t->links);
+    free(t->sw_level);
+    free(t->sw_dist);
     free(t);
 }
 
@@ -449,6 +456,18 @@ static int check_routes(nm_topology *t, const char *path, char *err, size_t errl
     return 0;
 }
 
+/* The deadlock checker on every routing built (routes.c, nm_routes_check). For updown and itb a
+ * failure is an error; shortest routes on networks with cycles may deadlock, which is recorded in
+ * t->route_check_ok / route_check_msg for the caller to report. */
+static int run_checker(nm_topology *t, const char *what, char *err, size_t errlen)
+{
+    char m[320];
+    if (nm_routes_check(t, m, sizeof m) == 0 || t->routing == NM_ROUTING_SHORTEST) return 0;
+    set_err(err, errlen, "%s: routing '%s' failed the deadlock checker: %s", what,
+            t->routing == NM_ROUTING_ITB ? "itb" : "updown", m);
+    return -1;
+}
+
 static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -473,6 +492,12 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
     if (!ok) set_err(err, errlen, "out of memory");
     int line = 0;
     char *p = buf, *end = buf + len;
+    int fmt001 = ok ? nm_topo_is_001(buf) : 0;
+    if (fmt001) {
+        /* the topology language of seed 001 (topo_001.c): builds nodes, links and its routes */
+        ok = nm_topo_parse_001(ctx.t, buf, path, cfg, err, errlen) == 0;
+        p = end;
+    }
     while (ok && p < end) {
         line++;
         char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -503,18 +528,18 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         if (ok && ntok > 0 && parse_line(c, line, tok, ntok) != 0) ok = 0;
         p = nl ? nl + 1 : end;
     }
-    if (ok && ctx.t->nhosts == 0) {
+    if (ok && !fmt001 && ctx.t->nhosts == 0) {
         set_err(err, errlen, "%s:%d: expected at least one 'host' line, got none", path, line > 0 ? line : 1);
         ok = 0;
     }
-    for (int i = 0; ok && i < ctx.t->nhosts; i++) {
+    for (int i = 0; ok && !fmt001 && i < ctx.t->nhosts; i++) {
         if (ctx.t->hosts[i].link < 0) {
             set_err(err, errlen, "%s:%d: expected a 'link' for host '%s', got none", path, ctx.t->host_line[i],
                     ctx.t->host_names[i]);
             ok = 0;
         }
     }
-    if (ok && nm_topo_alloc_routes(ctx.t) != 0) { set_err(err, errlen, "out of memory"); ok = 0; }
+    if (ok && !fmt001 && nm_topo_alloc_routes(ctx.t) != 0) { set_err(err, errlen, "out of memory"); ok = 0; }
     for (int i = 0; ok && i < ctx.nroutes; i++)
         if (apply_route(c, &ctx.routes[i]) != 0) ok = 0;
     if (ok) {
@@ -525,6 +550,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         }
     }
     if (ok && check_routes(ctx.t, path, err, errlen) != 0) ok = 0;
+    if (ok && run_checker(ctx.t, path, err, errlen) != 0) ok = 0;
     for (int i = 0; i < ctx.nroutes; i++) free(ctx.routes[i].ports);
     free(ctx.routes);
     free(buf);
@@ -569,6 +595,8 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
             set_err(err, errlen, "topology '%s': %s", spec, m);
             g = -1;
         } else if (check_routes(t, spec, err, errlen) != 0) {
+            g = -1;
+        } else if (run_checker(t, spec, err, errlen) != 0) {
             g = -1;
         }
         if (g != 0) {

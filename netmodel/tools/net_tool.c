@@ -123,10 +123,13 @@ static int parse_time(const char *text, nm_time_t *out)
 static void usage(FILE *f, const char *prog)
 {
     fprintf(f,
-            "usage: %s --profile P --topology T [--set key=value]... [--traffic PATTERN]\n"
+            "usage: %s --profile P --topology T [--routing shortest|updown|itb] [--set key=value]...\n"
+            "          [--traffic PATTERN]\n"
             "          [--load BITS_PER_S_PER_HOST] [--payload BYTES] [--interarrival uniform|exponential]\n"
             "          [--seed S] [--warmup T] [--measure T] [--max-outstanding N] [--json]\n"
-            "PATTERN: uniform, hotspot:F, local:L, bit-reversal, butterfly, complement, matrix-transpose,\n"
+            "Routing (network.routing): shortest, updown (up*/down*, seed 002 sec 3) or itb (in-transit\n"
+            "buffers, sec 4); every routing is checked for deadlock freedom when it is built.\n"
+            "PATTERN: uniform, hotspot:F, local:L (destinations at most L switches away), bit-reversal, butterfly, complement, matrix-transpose,\n"
             "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
             "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
             "$MPISIM_PROFILE_PATH, else %s.\n",
@@ -136,7 +139,7 @@ static void usage(FILE *f, const char *prog)
 int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
 {
     const char *prog = argc > 0 ? argv[0] : "net";
-    const char *profile = "default", *topo_spec = NULL, *traffic = "uniform", *inter = "uniform";
+    const char *profile = "default", *topo_spec = NULL, *traffic = "uniform", *inter = "uniform", *routing = NULL;
     double load = 160e6;
     long long payload = 64, max_out = 8;
     long long seed = -1;
@@ -167,6 +170,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(out, prog); rc = 0; goto done; }
         else if (!strcmp(a, "--profile")) { NEEDV; profile = v; }
         else if (!strcmp(a, "--topology")) { NEEDV; topo_spec = v; }
+        else if (!strcmp(a, "--routing")) { NEEDV; routing = v; }
         else if (!strcmp(a, "--set")) { NEEDV; sets[nsets++] = v; }
         else if (!strcmp(a, "--traffic")) { NEEDV; traffic = v; }
         else if (!strcmp(a, "--interarrival")) { NEEDV; inter = v; }
@@ -221,10 +225,24 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
             rc = 2;
             goto done;
         }
+    if (routing) {
+        char asg[128];
+        snprintf(asg, sizeof asg, "network.routing=%s", routing);
+        if (nm_config_set(cfg, asg, "--routing", err, sizeof err) != 0) {
+            fprintf(errout, "%s: %s\n", prog, err);
+            rc = 2;
+            goto done;
+        }
+    }
     if (!topo_spec) topo_spec = nm_config_string(cfg, "network.topology");
     if (!strcmp(topo_spec, "auto")) topo_spec = "auto:8";
     topo = nm_topology_load(topo_spec, cfg, err, sizeof err);
     if (!topo) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    nm_routing_info ri;
+    nm_topology_routing_info(topo, &ri);
+    if (!ri.deadlock_free)   /* shortest routes on a cyclic network: say so loudly */
+        fprintf(errout, "%s: WARNING: routing '%s' on '%s' is not deadlock-free: %s\n", prog, ri.routing, topo_spec,
+                ri.check_message);
     net = nm_network_create(cfg, topo, err, sizeof err);
     if (!net) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
     if (seed < 0) seed = nm_config_int(cfg, "network.seed");
@@ -258,8 +276,10 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         if (!local_cnt || !local) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
         for (int s = 0; s < n; s++)
             for (int d = 0; d < n; d++) {
-                int hops = nm_topology_route_hops(topo, s, d);
-                if (d != s && hops >= 0 && hops <= local_l) local[(size_t)s * n + local_cnt[s]++] = d;
+                /* seed 002 sec 5.2: at most l switches away (counting both ends) by the topology,
+                 * so that every routing gets the same destinations */
+                int links = nm_topology_min_links(topo, s, d);
+                if (d != s && links >= 0 && links + 1 <= local_l) local[(size_t)s * n + local_cnt[s]++] = d;
             }
     } else {
         kind = TR_PERM;
@@ -293,7 +313,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     if (!busy0 || !busy1) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
 
     uint64_t refused = 0, injected_win = 0, cookie = 0;
-    int measured_busy0 = 0, engine_err = 0;
+    int measured_busy0 = 0, engine_err = 0, rcx;
     struct timespec c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &c0);
     for (;;) {
@@ -301,12 +321,12 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         for (int i = 1; i < n; i++) if (next[i] < next[s]) s = i;
         nm_time_t t = next[s];
         if (!measured_busy0 && t >= warmup) {
-            if (nm_network_run_until(net, warmup) < 0) engine_err = 1;
+            if ((rcx = nm_network_run_until(net, warmup)) < 0) engine_err = engine_err ? engine_err : rcx;
             nm_network_link_busy(net, busy0, nch);
             measured_busy0 = 1;
         }
         if (t >= rs.w1) break;
-        if (nm_network_run_until(net, t) < 0) engine_err = 1;
+        if ((rcx = nm_network_run_until(net, t)) < 0) engine_err = engine_err ? engine_err : rcx;
         int d = -1;
         switch (kind) {
         case TR_UNIFORM: d = (int)(splitmix(&rng) % (uint64_t)(n - 1)); if (d >= s) d++; break;
@@ -331,9 +351,9 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         next[s] = (nm_time_t)llround(phase_k[s]);
         if (next[s] <= t) next[s] = t + 1;
     }
-    if (nm_network_run_until(net, rs.w1) < 0) engine_err = 1;
+    if ((rcx = nm_network_run_until(net, rs.w1)) < 0) engine_err = engine_err ? engine_err : rcx;
     nm_network_link_busy(net, busy1, nch);
-    if (nm_network_run(net) < 0) engine_err = 1;   /* drain: latency of the last measured packets */
+    if ((rcx = nm_network_run(net)) < 0) engine_err = engine_err ? engine_err : rcx;   /* drain: latency of the last measured packets */
     clock_gettime(CLOCK_MONOTONIC, &c1);
     double wall = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
     if (rs.oom) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
@@ -376,6 +396,18 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
                      "\"latency_ns_p50\": %.6f, \"latency_ns_p99\": %.6f,\n", lmean, lmin, lmax, p50, p99);
         fprintf(out, " \"events\": %llu, \"char_hops\": %llu, \"wall_s\": %.6f, \"engine_error\": %d,\n",
                 (unsigned long long)st.events, (unsigned long long)st.char_hops, wall, engine_err);
+        fprintf(out, " \"switches\": %d, \"throughput_flits_per_ns_per_switch\": %.8g,\n", nm_topology_switches(topo),
+                nm_topology_switches(topo) ? (double)rs.win_bytes / ((double)measure / 1000.0) / nm_topology_switches(topo) : 0.0);
+        fprintf(out, " \"routing\": \"%s\", \"updown_root\": %d, \"deadlock_free_routes\": %d, "
+                     "\"route_check\": \"%s\", \"minimal_share\": %.6f, \"mean_links\": %.6f, "
+                     "\"mean_min_links\": %.6f, \"itb_per_route\": %.6f,\n",
+                ri.routing, ri.updown_root, ri.deadlock_free, ri.deadlock_free ? "acyclic" : "cycle", ri.minimal_share,
+                ri.mean_links, ri.mean_min_links, ri.itb_per_route);
+        fprintf(out, " \"itb_packets\": %llu, \"itb_host_stored\": %llu, \"itb_dropped\": %llu, "
+                     "\"itb_pool_peak_bytes\": %llu, \"deadlocks\": %llu, \"deadlock_time_ps\": %lld,\n",
+                (unsigned long long)st.itb_packets, (unsigned long long)st.itb_host_stored,
+                (unsigned long long)st.itb_dropped, (unsigned long long)st.itb_pool_peak,
+                (unsigned long long)st.deadlocks, (long long)st.deadlock_time);
         fprintf(out, " \"link_utilization\": [");
         for (size_t c = 0; c < nch; c++) {
             const nm_link *l = &topo->links[c / 2];
@@ -401,6 +433,21 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
                 lmin, lmax, p50, p99);
         fprintf(out, "engine: %llu events, %llu character hops, %.3f s wall\n", (unsigned long long)st.events,
                 (unsigned long long)st.char_hops, wall);
+        fprintf(out, "accepted traffic: %.6g flits/ns/switch (%d switches)\n",
+                nm_topology_switches(topo) ? (double)rs.win_bytes / ((double)measure / 1000.0) / nm_topology_switches(topo)
+                                           : 0.0, nm_topology_switches(topo));
+        fprintf(out, "routing %s", ri.routing);
+        if (ri.updown_root >= 0) fprintf(out, " (up*/down* root S%d)", ri.updown_root);
+        fprintf(out, ": %s\n", ri.check_message);
+        fprintf(out, "routes: %.1f%% minimal, %.3f inter-switch links on average (minimal %.3f), %.3f in-transit "
+                     "hosts per route\n", 100 * ri.minimal_share, ri.mean_links, ri.mean_min_links, ri.itb_per_route);
+        if (st.itb_packets)
+            fprintf(out, "in-transit buffers: %llu ejections, %llu kept in host memory, %llu dropped, pool peak %llu B\n",
+                    (unsigned long long)st.itb_packets, (unsigned long long)st.itb_host_stored,
+                    (unsigned long long)st.itb_dropped, (unsigned long long)st.itb_pool_peak);
+        if (st.deadlocks)
+            fprintf(out, "DEADLOCK: %llu time(s) the network had packets in flight and nothing could move (first at "
+                         "%.3f us)\n", (unsigned long long)st.deadlocks, (double)st.deadlock_time / 1e6);
         fprintf(out, "link utilisation (directed channels):\n");
         for (size_t c = 0; c < nch; c++) {
             const nm_link *l = &topo->links[c / 2];
@@ -409,7 +456,8 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
             fprintf(out, "  %4zu %c%d -> %c%d  %.4f\n", c, fk == NM_NODE_HOST ? 'H' : 'S', fi,
                     tk == NM_NODE_HOST ? 'H' : 'S', ti, (double)(busy1[c] - busy0[c]) / (double)measure);
         }
-        if (engine_err) fprintf(out, "ENGINE ERROR: a slack buffer overflowed or memory ran out\n");
+        if (engine_err == -3) fprintf(out, "ENGINE ERROR: deadlock (see DEADLOCK above)\n");
+        else if (engine_err) fprintf(out, "ENGINE ERROR: a slack buffer overflowed or memory ran out\n");
     }
     rc = engine_err ? 1 : 0;
 done:
