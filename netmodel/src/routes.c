@@ -486,6 +486,7 @@ static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, cha
     int *itb = malloc((size_t)(2 * ns + 2) * sizeof *itb);
     int *sw_path = malloc((size_t)(ns + 2) * sizeof *sw_path);
     int rc = -1;
+    long fallback = 0;
     if (!npaths || !order || !chans || !itb || !sw_path) { set_err(err, errlen, "out of memory"); goto out; }
     for (int b = 0; b < ns; b++) {
         const int *D = &g->dist[(size_t)b * (size_t)ns];
@@ -519,43 +520,50 @@ static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, cha
             const double *P = &npaths[(size_t)b * (size_t)ns];
             uint64_t rs = seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)s * 0xD1B54A32D192ED03ULL) ^
                           ((uint64_t)d * 0xABC98388FB8FAC03ULL);
-            int n = 0, nitb = 0, cur = a, last_up = -1;
-            chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
-            while (cur != b) {
-                /* next channel with probability npaths(next)/npaths(cur): uniform over paths */
-                double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
-                int pick = -1;
-                for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
-                    if (D[g->nb[k]] != D[cur] - 1) continue;
-                    pick = k;
-                    x -= P[g->nb[k]];
-                    if (x < 0) break;
-                }
-                int upk = nm_channel_is_up(t, g->ch[pick]);
-                if (upk == 1 && last_up == 0) {
-                    /* down -> up turn at `cur`: eject into a host there */
-                    int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
-                    if (nhs == 0) {
-                        set_err(err, errlen, "routing 'itb': switch %s needs an in-transit host (a down->up "
-                                "turn of the minimal path from host %d to host %d) but has no host",
-                                t->switch_names ? t->switch_names[cur] : "?", s, d);
-                        goto out;
+            int n = 0, nitb = 0;
+            /* Draw a minimal path; if it would need an in-transit host on a switch without hosts
+             * (the paper assumes there is none), draw again; after 32 draws the pair keeps its
+             * up/down route (filled below). */
+            for (int attempt = 0; attempt < 32; attempt++) {
+                int cur = a, last_up = -1, bad = 0;
+                n = 0;
+                nitb = 0;
+                chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
+                while (cur != b) {
+                    /* next channel with probability npaths(next)/npaths(cur): uniform over paths */
+                    double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
+                    int pick = -1;
+                    for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
+                        if (D[g->nb[k]] != D[cur] - 1) continue;
+                        pick = k;
+                        x -= P[g->nb[k]];
+                        if (x < 0) break;
                     }
-                    int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
-                    int hl = t->hosts[ih].link;
-                    chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
-                    chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
-                    itb[nitb++] = ih;
+                    int upk = nm_channel_is_up(t, g->ch[pick]);
+                    if (upk == 1 && last_up == 0) {
+                        /* down -> up turn at `cur`: eject into a host there */
+                        int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
+                        if (nhs == 0) { bad = 1; break; }
+                        int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
+                        int hl = t->hosts[ih].link;
+                        chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
+                        chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
+                        itb[nitb++] = ih;
+                    }
+                    last_up = upk;
+                    chans[n++] = g->ch[pick];
+                    cur = g->nb[pick];
                 }
-                last_up = upk;
-                chans[n++] = g->ch[pick];
-                cur = g->nb[pick];
+                if (!bad) break;
+                n = -1;
             }
+            if (n < 0) { fallback++; continue; }
             chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
             if (store_route(t, r, chans, n, nitb, itb) != 0) { set_err(err, errlen, "out of memory"); goto out; }
         }
     }
-    rc = 0;
+    /* pairs with no usable minimal path keep an up/down route */
+    rc = fallback ? routes_updown(t, cfg, g, err, errlen) : 0;
 out:
     free(npaths); free(order); free(chans); free(itb); free(sw_path);
     return rc;
