@@ -22,8 +22,8 @@ def read_spec(path):
             continue
         parts = line.split()
         cls = parts[1] if len(parts) > 1 else None
-        if cls not in ('local', 'modelled', 'special', 'unmodelled'):
-            sys.exit(f"{path}:{lineno}: expected a class (local, modelled, special, unmodelled), got {cls!r}")
+        if cls not in ('local', 'modelled', 'special', 'unmodelled', 'passthrough'):
+            sys.exit(f"{path}:{lineno}: expected a class (local, modelled, special, unmodelled, passthrough), got {cls!r}")
         if cls == 'modelled' and len(parts) != 3:
             sys.exit(f"{path}:{lineno}: 'modelled' needs a handler name")
         rules.append((parts[0], cls, parts[2] if cls == 'modelled' else None, lineno))
@@ -125,6 +125,10 @@ def main():
         c.append(f'    ms_enter(MS_FN_{n}, __builtin_return_address(0));')
         if cls == 'modelled':
             c.append(f'    int rc = ms_h_{handler}({args});')
+        elif cls == 'passthrough':
+            c.append(f'    ms_passthrough(MS_FN_{n});')
+            c.append(f'    int rc = {pn}({args});')
+            c.append(f'    ms_unmodelled_done(MS_FN_{n});')
         else:
             c.append(f'    ms_unmodelled(MS_FN_{n});')
             c.append(f'    int rc = {pn}({args});')

@@ -6,6 +6,7 @@
  * operation. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ms_model.h"
 #include "shim.h"
 
@@ -41,8 +42,14 @@ static void empty_status(MPI_Status *st)
 /* Start the real send. Eager sends of a size the real MPI may not buffer go from a copy, so
  * that when the model lets the program go on the real transfer can finish later by itself. */
 static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-                          MPI_Comm comm, uint64_t bytes, int sync)
+                          MPI_Comm comm, uint64_t bytes, int mode)
 {
+    int sync = mode == MS_SEND_SYNC;
+    /* buffered sends complete locally in the real MPI too (the attached buffer) */
+    if (mode == MS_SEND_BUFFERED) {
+        r->real_posted = 1;
+        return PMPI_Ibsend(buf, count, dt, dest, tag, comm, &r->real);
+    }
     if (ms_has_server() && !sync && bytes > MS_REAL_EAGER_SAFE && (int64_t)bytes < ms_eager_threshold()) {
         int need = 0;
         PMPI_Pack_size(count, dt, comm, &need);
@@ -99,7 +106,7 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
     ms_rq *r = ms_rq_new(MS_RQ_SEND);
     r->comm_id = ms_comm_id(comm);
     uint64_t bytes = type_bytes(dt, count);
-    *rc = post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode == MS_SEND_SYNC);
+    *rc = post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode);
     if (*rc != MPI_SUCCESS) {
         ms_rq_free(r);
         return NULL;
@@ -221,93 +228,35 @@ int ms_h_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
-static ms_rq *lookup(MPI_Request req, const char *call)
-{
-    ms_rq *r = ms_rq_find(req);
-    if (!r) ms_fatal("%s on a request that mpisim did not create (made by an unmodelled call?)", call);
-    return r;
-}
-
-int ms_h_wait(MPI_Request *request, MPI_Status *status)
-{
-    if (*request == MPI_REQUEST_NULL) {
-        empty_status(status);
-        return MPI_SUCCESS;
-    }
-    ms_rq *r = lookup(*request, "MPI_Wait");
-    ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Wait);
-    ms_rq_unindex(r);
-    *request = MPI_REQUEST_NULL;
-    return finish(r, status);
-}
-
-int ms_h_waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
-{
-    ms_rq *small[32];
-    ms_msg_result res_small[32];
-    ms_rq **rs = count <= 32 ? small : malloc(sizeof *rs * (size_t)count);
-    ms_msg_result *res = count <= 32 ? res_small : malloc(sizeof *res * (size_t)count);
-    if (!rs || !res) ms_fatal("out of memory");
-    int n = 0;
-    for (int i = 0; i < count; i++)
-        if (reqs[i] != MPI_REQUEST_NULL) rs[n++] = lookup(reqs[i], "MPI_Waitall");
-    if (n) ms_model_wait_for(MS_WAIT_ALL, n, rs, res, MS_FN_MPI_Waitall);
-    int rc = MPI_SUCCESS;
-    for (int i = 0, k = 0; i < count; i++) {
-        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-        if (reqs[i] == MPI_REQUEST_NULL) {
-            empty_status(st);
-            continue;
-        }
-        ms_rq *r = rs[k++];
-        ms_rq_unindex(r);
-        reqs[i] = MPI_REQUEST_NULL;
-        int e = finish(r, st);
-        if (e != MPI_SUCCESS) rc = e;
-    }
-    if (rs != small) free(rs);
-    if (res != res_small) free(res);
-    return rc;
-}
-
-int ms_h_test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    if (*request == MPI_REQUEST_NULL) {
-        *flag = 1;
-        empty_status(status);
-        return MPI_SUCCESS;
-    }
-    ms_rq *r = lookup(*request, "MPI_Test");
-    ms_msg_result res;
-    ms_model_wait_for(MS_TEST_ALL, 1, &r, &res, MS_FN_MPI_Test);
-    if (!res.completed) {
-        *flag = 0;
-        /* keep the real transfer moving between polls */
-        ms_post_deferred();
-        return MPI_SUCCESS;
-    }
-    *flag = 1;
-    ms_rq_unindex(r);
-    *request = MPI_REQUEST_NULL;
-    return finish(r, status);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* collectives: the real nonblocking collective is posted first, the model times it */
 
-static int coll(MPI_Comm comm, int kind, int root, uint64_t bytes, ms_fn_id fn, int rc, ms_rq *r)
+/* rc: what posting the real nonblocking collective returned; request: NULL for a blocking call,
+ * else where the program's handle goes. */
+static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, ms_fn_id fn, int rc,
+                  ms_rq *r, MPI_Request *request)
 {
     if (rc != MPI_SUCCESS) {
         ms_rq_free(r);
         return rc;
     }
     r->real_posted = 1;
-    ms_report_icoll(r, kind, root, bytes, NULL, 0, fn);
+    ms_report_icoll(r, kind, root, bytes, counts, ncounts, fn);
+    if (request) {
+        r->user = r->real;
+        ms_rq_index(r);
+        *request = r->user;
+        return MPI_SUCCESS;
+    }
     ms_msg_result res;
     ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
-    (void)comm;
     return finish(r, MPI_STATUS_IGNORE);
+}
+
+static int coll(MPI_Comm comm, int kind, int root, uint64_t bytes, ms_fn_id fn, int rc, ms_rq *r)
+{
+    (void)comm;
+    return coll_v(kind, root, bytes, NULL, 0, fn, rc, r, NULL);
 }
 
 static ms_rq *coll_rq(MPI_Comm comm)
@@ -433,4 +382,790 @@ int ms_h_comm_free(MPI_Comm *comm)
     /* Open MPI frees locally; the model keeps the id (ids are never reused) */
     ms_comm_forget(*comm);
     return PMPI_Comm_free(comm);
+}
+
+/* ======================================================================================== */
+/* Issue 4: the rest of point-to-point                                                       */
+
+static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
+                          ms_fn_id fn)
+{
+    if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+    int rc;
+    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, mode, fn, &rc);
+    if (!r) return rc;
+    ms_msg_result res;
+    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
+    return finish(r, MPI_STATUS_IGNORE);
+}
+
+static int isend_mode_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
+                           ms_fn_id fn, MPI_Request *request)
+{
+    if (dest == MPI_PROC_NULL) return PMPI_Isend(buf, count, dt, dest, tag, comm, request);
+    int rc;
+    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, mode, fn, &rc);
+    if (!r) return rc;
+    r->user = r->real;
+    ms_rq_index(r);
+    *request = r->user;
+    return MPI_SUCCESS;
+}
+
+int ms_h_ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_SYNC, MS_FN_MPI_Ssend);
+}
+int ms_h_bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_BUFFERED, MS_FN_MPI_Bsend);
+}
+int ms_h_rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_READY, MS_FN_MPI_Rsend);
+}
+int ms_h_issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_SYNC, MS_FN_MPI_Issend, request);
+}
+int ms_h_ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_BUFFERED, MS_FN_MPI_Ibsend, request);
+}
+int ms_h_irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_READY, MS_FN_MPI_Irsend, request);
+}
+
+int ms_h_sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int sendtag, int source, int recvtag,
+                          MPI_Comm comm, MPI_Status *status)
+{
+    /* send from a packed copy, receive into the buffer: the standard's own description */
+    int need = 0;
+    PMPI_Pack_size(count, dt, comm, &need);
+    void *tmp = malloc(need > 0 ? (size_t)need : 1);
+    if (!tmp) ms_fatal("out of memory in MPI_Sendrecv_replace");
+    int pos = 0;
+    PMPI_Pack(buf, count, dt, tmp, need, &pos, comm);
+    int rc = ms_h_sendrecv(tmp, pos, MPI_PACKED, dest, sendtag, buf, count, dt, source, recvtag, comm, status);
+    free(tmp);
+    return rc;
+}
+
+/* ---- persistent requests: the program's handle is a real, never started, persistent request
+ * (a stable identity); each Start runs a fresh nonblocking operation behind it ---- */
+
+typedef struct ms_persist {
+    int is_send, mode;
+    const void *buf;
+    int count;
+    MPI_Datatype dt;
+    int peer, tag;
+    MPI_Comm comm;
+    ms_rq *active;
+} ms_persist;
+
+static int make_persistent(ms_rq *r, int is_send, int mode, const void *buf, int count, MPI_Datatype dt, int peer,
+                           int tag, MPI_Comm comm)
+{
+    ms_persist *p = calloc(1, sizeof *p);
+    if (!p) ms_fatal("out of memory");
+    *p = (ms_persist){is_send, mode, buf, count, dt, peer, tag, comm, NULL};
+    r->persist = p;
+    r->comm_id = ms_comm_id(comm);
+    ms_rq_index(r);
+    return MPI_SUCCESS;
+}
+
+#define PERSISTENT_SEND(name, fnid, mode)                                                                          \
+    int ms_h_##name(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,                   \
+                    MPI_Request *request)                                                                          \
+    {                                                                                                              \
+        ms_rq *r = ms_rq_new(MS_RQ_SEND);                                                                          \
+        int rc = PMPI_Send_init(buf, count, dt, dest, tag, comm, request);                                        \
+        if (rc != MPI_SUCCESS) {                                                                                   \
+            ms_rq_free(r);                                                                                         \
+            return rc;                                                                                             \
+        }                                                                                                          \
+        r->user = *request;                                                                                        \
+        return make_persistent(r, 1, mode, buf, count, dt, dest, tag, comm);                                       \
+    }
+PERSISTENT_SEND(send_init, MS_FN_MPI_Send_init, MS_SEND_STANDARD)
+PERSISTENT_SEND(ssend_init, MS_FN_MPI_Ssend_init, MS_SEND_SYNC)
+PERSISTENT_SEND(bsend_init, MS_FN_MPI_Bsend_init, MS_SEND_BUFFERED)
+PERSISTENT_SEND(rsend_init, MS_FN_MPI_Rsend_init, MS_SEND_READY)
+
+int ms_h_recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    ms_rq *r = ms_rq_new(MS_RQ_RECV);
+    int rc = PMPI_Recv_init(buf, count, dt, source, tag, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ms_rq_free(r);
+        return rc;
+    }
+    r->user = *request;
+    return make_persistent(r, 0, 0, buf, count, dt, source, tag, comm);
+}
+
+static int start_one(MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = ms_rq_find(*request);
+    if (!r || !r->persist) ms_fatal("%s on a request that is not a persistent request of mpisim", ms_fn_names[fn]);
+    ms_persist *p = r->persist;
+    if (p->active) ms_fatal("%s on a persistent request that is still active", ms_fn_names[fn]);
+    int rc = MPI_SUCCESS;
+    if (p->peer == MPI_PROC_NULL) {
+        p->active = NULL;
+        return MPI_SUCCESS;
+    }
+    if (p->is_send) p->active = start_send(p->buf, p->count, p->dt, p->peer, p->tag, p->comm, p->mode, fn, &rc);
+    else p->active = start_recv((void *)p->buf, p->count, p->dt, p->peer, p->tag, p->comm, fn, &rc);
+    return rc;
+}
+
+int ms_h_start(MPI_Request *request) { return start_one(request, MS_FN_MPI_Start); }
+
+int ms_h_startall(int count, MPI_Request requests[])
+{
+    for (int i = 0; i < count; i++) {
+        int rc = start_one(&requests[i], MS_FN_MPI_Startall);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- the one place that waits and tests: every Wait/Test variant comes here ---- */
+
+/* What the program's handle stands for now: NULL for null or inactive persistent requests. */
+static ms_rq *target_of(MPI_Request h, ms_rq **owner, const char *call)
+{
+    *owner = NULL;
+    if (h == MPI_REQUEST_NULL) return NULL;
+    ms_rq *r = ms_rq_find(h);
+    if (!r) ms_fatal("%s on a request that mpisim did not create (made by an unmodelled call?)", call);
+    if (r->persist) {
+        *owner = r;
+        return ((ms_persist *)r->persist)->active;
+    }
+    return r;
+}
+
+/* The model has completed t (the operation behind handle *h): finish the real side and update
+ * the program's handle. */
+static int complete_handle(MPI_Request *h, ms_rq *t, ms_rq *owner, MPI_Status *st)
+{
+    if (owner) {
+        ((ms_persist *)owner->persist)->active = NULL;
+        return finish(t, st); /* the handle stays: an inactive persistent request */
+    }
+    ms_rq_unindex(t);
+    *h = MPI_REQUEST_NULL;
+    return finish(t, st);
+}
+
+static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
+                        int *flag, MPI_Status *statuses, int one_status, ms_fn_id fn)
+{
+    ms_rq *small_t[32], *small_o[32];
+    int small_i[32];
+    ms_msg_result small_r[32];
+    int big = count > 32;
+    ms_rq **ts = big ? malloc(sizeof *ts * (size_t)count) : small_t;
+    ms_rq **os = big ? malloc(sizeof *os * (size_t)count) : small_o;
+    int *at = big ? malloc(sizeof *at * (size_t)count) : small_i;
+    ms_msg_result *res = big ? malloc(sizeof *res * (size_t)count) : small_r;
+    if (!ts || !os || !at || !res) ms_fatal("out of memory");
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        ms_rq *owner;
+        ms_rq *t = target_of(reqs[i], &owner, ms_fn_names[fn]);
+        if (!t) continue;
+        ts[n] = t;
+        os[n] = owner;
+        at[n] = i;
+        n++;
+    }
+    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int rc = MPI_SUCCESS;
+    /* statuses of null/inactive entries are empty */
+    if (!one_status && statuses != MPI_STATUSES_IGNORE && !any && !some)
+        for (int i = 0; i < count; i++) empty_status(&statuses[i]);
+    if (n == 0) {
+        if (any) *index = MPI_UNDEFINED;
+        if (some) *outcount = MPI_UNDEFINED;
+        if (flag) *flag = 1;
+        if (one_status) empty_status(statuses);
+        goto out;
+    }
+    ms_model_wait_for(mode, n, ts, res, fn);
+    int done = 0;
+    if (any) *index = MPI_UNDEFINED;
+    if (some) *outcount = 0;
+    for (int k = 0; k < n; k++) {
+        if (!res[k].completed) continue;
+        int i = at[k];
+        MPI_Status *st;
+        if (one_status) st = statuses;
+        else if (statuses == MPI_STATUSES_IGNORE) st = MPI_STATUS_IGNORE;
+        else st = some ? &statuses[*outcount] : &statuses[i];
+        int e = complete_handle(&reqs[i], ts[k], os[k], st);
+        if (e != MPI_SUCCESS) rc = e;
+        if (any) *index = i;
+        if (some) indices[(*outcount)++] = i;
+        done++;
+    }
+    if (flag) *flag = (mode == MS_TEST_ALL) ? (done == n) : (mode == MS_TEST_ANY ? (done > 0) : 1);
+    if (mode == MS_TEST_ANY && !done && flag) *flag = 0;
+    if (!done && (mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME)) ms_post_deferred();
+out:
+    if (big) {
+        free(ts);
+        free(os);
+        free(at);
+        free(res);
+    }
+    return rc;
+}
+
+int ms_h_waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    return wait_generic(MS_WAIT_ANY, count, reqs, index, NULL, NULL, NULL, status, 1, MS_FN_MPI_Waitany);
+}
+int ms_h_waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return wait_generic(MS_WAIT_SOME, incount, reqs, NULL, outcount, indices, NULL, statuses, 0, MS_FN_MPI_Waitsome);
+}
+int ms_h_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    return wait_generic(MS_TEST_ALL, count, reqs, NULL, NULL, NULL, flag, statuses, 0, MS_FN_MPI_Testall);
+}
+int ms_h_testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    return wait_generic(MS_TEST_ANY, count, reqs, index, NULL, NULL, flag, status, 1, MS_FN_MPI_Testany);
+}
+int ms_h_testsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    int dummy;
+    return wait_generic(MS_TEST_SOME, incount, reqs, NULL, outcount, indices, &dummy, statuses, 0,
+                        MS_FN_MPI_Testsome);
+}
+
+int ms_h_request_free(MPI_Request *request)
+{
+    if (*request == MPI_REQUEST_NULL) return MPI_SUCCESS;
+    ms_rq *r = ms_rq_find(*request);
+    if (!r) return PMPI_Request_free(request);
+    if (r->persist) {
+        ms_persist *p = r->persist;
+        if (p->active) ms_fatal("MPI_Request_free on an active persistent request is not modelled yet");
+        ms_rq_unindex(r);
+        free(p);
+        r->persist = NULL;
+        ms_rq_free(r);
+        return PMPI_Request_free(request);
+    }
+    /* an active operation the program will not wait for: it goes on; the shim completes it */
+    if (r->kind != MS_RQ_SEND || r->user_is_grequest)
+        ms_fatal("MPI_Request_free on an active receive or collective is not modelled yet");
+    ms_rq_unindex(r);
+    ms_detach_send(r);
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
+int ms_h_cancel(MPI_Request *request)
+{
+    ms_rq *owner;
+    ms_rq *t = target_of(*request, &owner, "MPI_Cancel");
+    if (!t) return MPI_SUCCESS;
+    /* A send that has started cannot be taken back in the model's network; the standard lets
+     * a cancel fail (MPI_Test_cancelled then says false), which is what happens here. */
+    if (t->kind == MS_RQ_SEND) return MPI_SUCCESS;
+    ms_fatal("MPI_Cancel of a receive is not modelled yet");
+}
+
+/* ---- probes ---- */
+
+static void probe_status(MPI_Comm comm, const ms_msg_result *res, MPI_Status *status)
+{
+    /* the real message exists (its sender posted it before reporting): wait for it to be
+     * visible to the real MPI, keeping the server served, to fill the status */
+    MPI_Status st;
+    int flag = 0;
+    for (unsigned spins = 0; !flag; spins++) {
+        PMPI_Iprobe(res->source, res->tag, comm, &flag, &st);
+        if (!flag) {
+            ms_post_deferred();
+            ms_progress();
+            if (spins > 64) usleep(50);
+        }
+    }
+    if (status != MPI_STATUS_IGNORE) *status = st;
+}
+
+int ms_h_probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) return PMPI_Probe(source, tag, comm, status);
+    ms_msg_result res;
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 1, &res, MS_FN_MPI_Probe);
+    if (!ms_has_server()) {
+        if (status != MPI_STATUS_IGNORE) {
+            /* capture only: the real probe already ran; probe again (non-destructive) for the status */
+            PMPI_Probe(res.source, res.tag, comm, status);
+        }
+        return MPI_SUCCESS;
+    }
+    probe_status(comm, &res, status);
+    return MPI_SUCCESS;
+}
+
+int ms_h_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) return PMPI_Iprobe(source, tag, comm, flag, status);
+    ms_msg_result res;
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 0, &res, MS_FN_MPI_Iprobe);
+    *flag = res.completed;
+    if (!res.completed) return MPI_SUCCESS;
+    if (!ms_has_server()) {
+        if (status != MPI_STATUS_IGNORE) PMPI_Probe(res.source, res.tag, comm, status);
+        return MPI_SUCCESS;
+    }
+    probe_status(comm, &res, status);
+    return MPI_SUCCESS;
+}
+
+/* Matched probes: the model finds the message; the real matched probe then takes exactly that
+ * (source, tag), first in its FIFO as in the model's. Mrecv is a receive of that source and tag. */
+int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) return PMPI_Mprobe(source, tag, comm, message, status);
+    ms_msg_result res;
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 1, &res, MS_FN_MPI_Mprobe);
+    int flag = 0;
+    for (unsigned spins = 0; !flag; spins++) {
+        PMPI_Improbe(res.source, res.tag, comm, &flag, message, status);
+        if (!flag) {
+            ms_progress();
+            if (spins > 64) usleep(50);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+int ms_h_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)
+{
+    if (source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, comm, flag, message, status);
+    ms_msg_result res;
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 0, &res, MS_FN_MPI_Improbe);
+    *flag = res.completed;
+    if (!res.completed) return MPI_SUCCESS;
+    int f = 0;
+    for (unsigned spins = 0; !f; spins++) {
+        PMPI_Improbe(res.source, res.tag, comm, &f, message, status);
+        if (!f) {
+            ms_progress();
+            if (spins > 64) usleep(50);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+int ms_h_wait(MPI_Request *request, MPI_Status *status)
+{
+    return wait_generic(MS_WAIT_ALL, 1, request, NULL, NULL, NULL, NULL, status, 1, MS_FN_MPI_Wait);
+}
+int ms_h_waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
+{
+    return wait_generic(MS_WAIT_ALL, count, reqs, NULL, NULL, NULL, NULL, statuses, 0, MS_FN_MPI_Waitall);
+}
+int ms_h_test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    return wait_generic(MS_TEST_ALL, 1, request, NULL, NULL, NULL, flag, status, 1, MS_FN_MPI_Test);
+}
+
+/* ======================================================================================== */
+/* Issue 4: collectives, blocking and nonblocking                                            */
+
+static uint64_t *counts_buf(int n)
+{
+    static uint64_t *buf;
+    static int cap;
+    if (n > cap) {
+        uint64_t *p = realloc(buf, sizeof *p * (size_t)n);
+        if (!p) ms_fatal("out of memory");
+        buf = p;
+        cap = n;
+    }
+    return buf;
+}
+
+static int comm_size_of(MPI_Comm comm)
+{
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    return n;
+}
+
+static int comm_rank_of(MPI_Comm comm)
+{
+    int n = 0;
+    PMPI_Comm_rank(comm, &n);
+    return n;
+}
+
+int ms_h_ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Ibarrier, PMPI_Ibarrier(comm, &r->real), r, request);
+}
+
+int ms_h_ibcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Ibcast,
+                  PMPI_Ibcast(buffer, count, dt, root, comm, &r->real), r, request);
+}
+
+int ms_h_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Ireduce,
+                  PMPI_Ireduce(sendbuf, recvbuf, count, dt, op, root, comm, &r->real), r, request);
+}
+
+int ms_h_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iallreduce,
+                  PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+}
+
+static uint64_t gather_block(MPI_Comm comm, int root, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             int recvcount, MPI_Datatype recvtype)
+{
+    return (comm_rank_of(comm) == root && sendbuf == MPI_IN_PLACE) ? type_bytes(recvtype, recvcount)
+                                                                    : type_bytes(sendtype, sendcount);
+}
+
+int ms_h_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_GATHER, root, gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype),
+                  NULL, 0, MS_FN_MPI_Igather,
+                  PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                  request);
+}
+
+int ms_h_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t block = comm_rank_of(comm) == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_SCATTER, root, block, NULL, 0, MS_FN_MPI_Iscatter,
+                  PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                  request);
+}
+
+static uint64_t allgather_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                                MPI_Datatype recvtype)
+{
+    return sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
+}
+
+static int do_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
+                  fn, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
+                  request);
+}
+int ms_h_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return do_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL, MS_FN_MPI_Allgather);
+}
+int ms_h_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return do_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                        MS_FN_MPI_Iallgather);
+}
+
+static int do_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm);
+    uint64_t *c = counts_buf(n);
+    for (int i = 0; i < n; i++) c[i] = type_bytes(recvtype, recvcounts[i]);
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r->real);
+    return coll_v(MS_COLL_ALLGATHERV, 0, c[comm_rank_of(comm)], c, n, fn, rc, r, request);
+}
+int ms_h_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return do_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL,
+                         MS_FN_MPI_Allgatherv);
+}
+int ms_h_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                     MPI_Request *request)
+{
+    return do_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+                         MS_FN_MPI_Iallgatherv);
+}
+
+static int do_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    uint64_t block = sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_ALLTOALL, 0, block, NULL, 0, fn,
+                  PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
+                  request);
+}
+int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return do_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL, MS_FN_MPI_Alltoall);
+}
+int ms_h_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return do_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                       MS_FN_MPI_Ialltoall);
+}
+
+static int do_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm);
+    uint64_t *c = counts_buf(n);
+    for (int i = 0; i < n; i++)
+        c[i] = sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcounts[i]) : type_bytes(sendtype, sendcounts[i]);
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                             &r->real);
+    return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
+}
+int ms_h_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return do_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, NULL,
+                        MS_FN_MPI_Alltoallv);
+}
+int ms_h_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                    void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    return do_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                        request, MS_FN_MPI_Ialltoallv);
+}
+
+static int do_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+                        const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm);
+    uint64_t *c = counts_buf(n);
+    for (int i = 0; i < n; i++)
+        c[i] = sendbuf == MPI_IN_PLACE ? type_bytes(recvtypes[i], recvcounts[i])
+                                       : type_bytes(sendtypes[i], sendcounts[i]);
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+                             &r->real);
+    return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
+}
+int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                   MPI_Comm comm)
+{
+    return do_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, NULL,
+                        MS_FN_MPI_Alltoallw);
+}
+int ms_h_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                    void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return do_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+                        request, MS_FN_MPI_Ialltoallw);
+}
+
+static int do_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                      MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm), me = comm_rank_of(comm);
+    uint64_t *c = NULL;
+    int nc = 0;
+    uint64_t own = type_bytes(sendtype, sendcount);
+    if (me == root) {
+        c = counts_buf(n);
+        for (int i = 0; i < n; i++) c[i] = type_bytes(recvtype, recvcounts[i]);
+        nc = n;
+        own = c[me];
+    }
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
+    return coll_v(MS_COLL_GATHERV, root, own, c, nc, fn, rc, r, request);
+}
+int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return do_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, NULL,
+                      MS_FN_MPI_Gatherv);
+}
+int ms_h_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return do_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request,
+                      MS_FN_MPI_Igatherv);
+}
+
+static int do_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                       void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                       MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm), me = comm_rank_of(comm);
+    uint64_t *c = NULL;
+    int nc = 0;
+    uint64_t own = type_bytes(recvtype, recvcount);
+    if (me == root) {
+        c = counts_buf(n);
+        for (int i = 0; i < n; i++) c[i] = type_bytes(sendtype, sendcounts[i]);
+        nc = n;
+        own = c[me];
+    }
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
+    return coll_v(MS_COLL_SCATTERV, root, own, c, nc, fn, rc, r, request);
+}
+int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return do_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
+                       MS_FN_MPI_Scatterv);
+}
+int ms_h_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    return do_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+                       MS_FN_MPI_Iscatterv);
+}
+
+static int do_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
+                             MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm);
+    uint64_t *c = counts_buf(n);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += c[i] = type_bytes(dt, recvcounts[i]);
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &r->real);
+    return coll_v(MS_COLL_REDUCE_SCATTER, 0, total, c, n, fn, rc, r, request);
+}
+int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
+                        MPI_Comm comm)
+{
+    return do_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, NULL, MS_FN_MPI_Reduce_scatter);
+}
+int ms_h_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
+                         MPI_Comm comm, MPI_Request *request)
+{
+    return do_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, request, MS_FN_MPI_Ireduce_scatter);
+}
+
+static int do_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                                   MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    int n = comm_size_of(comm);
+    uint64_t *c = counts_buf(n);
+    uint64_t b = type_bytes(dt, recvcount);
+    for (int i = 0; i < n; i++) c[i] = b;
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &r->real);
+    return coll_v(MS_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, fn, rc, r, request);
+}
+int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm)
+{
+    return do_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, NULL, MS_FN_MPI_Reduce_scatter_block);
+}
+int ms_h_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                               MPI_Comm comm, MPI_Request *request)
+{
+    return do_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, request,
+                                   MS_FN_MPI_Ireduce_scatter_block);
+}
+
+int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_SCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Scan,
+                  PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, NULL);
+}
+int ms_h_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+               MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_SCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iscan,
+                  PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+}
+int ms_h_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_EXSCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Exscan,
+                  PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, NULL);
+}
+int ms_h_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_EXSCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iexscan,
+                  PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+}
+
+/* ---- more communicator constructors ---- */
+
+int ms_h_comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    /* timed as a (blocking) dup; the program gets a request that is already complete */
+    int rc = ms_h_comm_dup(comm, newcomm);
+    *request = MPI_REQUEST_NULL;
+    return rc;
+}
+
+int ms_h_graph_create(MPI_Comm old, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *graph)
+{
+    comm_sync(old, MS_FN_MPI_Graph_create);
+    int rc = PMPI_Graph_create(old, nnodes, index, edges, reorder, graph);
+    if (rc == MPI_SUCCESS) ms_comm_register(old, *graph);
+    return rc;
+}
+
+int ms_h_dist_graph_create_adjacent(MPI_Comm old, int indegree, const int sources[], const int sourceweights[],
+                                    int outdegree, const int destinations[], const int destweights[], MPI_Info info,
+                                    int reorder, MPI_Comm *graph)
+{
+    comm_sync(old, MS_FN_MPI_Dist_graph_create_adjacent);
+    int rc = PMPI_Dist_graph_create_adjacent(old, indegree, sources, sourceweights, outdegree, destinations,
+                                             destweights, info, reorder, graph);
+    if (rc == MPI_SUCCESS) ms_comm_register(old, *graph);
+    return rc;
+}
+
+int ms_h_dist_graph_create(MPI_Comm old, int n, const int sources[], const int degrees[], const int destinations[],
+                           const int weights[], MPI_Info info, int reorder, MPI_Comm *graph)
+{
+    comm_sync(old, MS_FN_MPI_Dist_graph_create);
+    int rc = PMPI_Dist_graph_create(old, n, sources, degrees, destinations, weights, info, reorder, graph);
+    if (rc == MPI_SUCCESS) ms_comm_register(old, *graph);
+    return rc;
 }

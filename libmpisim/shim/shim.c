@@ -870,25 +870,40 @@ void ms_comm_forget(MPI_Comm comm) { (void)comm; /* the attribute's delete funct
 /* ---------------------------------------------------------------------------------------- */
 /* unmodelled calls */
 
+static void untimed_begin(ms_fn_id fn)
+{
+    S.unmodelled_calls++;
+    ms_msg_text t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]);
+    put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
+    /* the server stops waiting for this rank's clock while it is in the real call */
+    flush_out();
+}
+
 void ms_unmodelled(ms_fn_id fn)
 {
     if (!S.params.unmodelled_passthrough)
         ms_fatal("%s is not modelled by mpisim yet (run with --set unmodelled=passthrough to let it run "
                  "untimed)",
                  ms_fn_names[fn]);
-    S.unmodelled_calls++;
-    ms_msg_text t;
-    memset(&t, 0, sizeof t);
-    snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]);
-    put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
+    untimed_begin(fn);
+}
+
+void ms_passthrough(ms_fn_id fn)
+{
+    static int warned;
+    if (!warned++ && S.rank == 0)
+        fprintf(stderr, "mpisim: %s (one-sided communication) runs untimed for now; the report counts such calls\n",
+                ms_fn_names[fn]);
+    untimed_begin(fn);
 }
 
 void ms_unmodelled_done(ms_fn_id fn)
 {
-    (void)fn;
-    /* the call was untimed: the clock did not move, the rank is running again */
-    ms_msg_clock c = {S.clock_ps};
-    put_msg(MS_MSG_CLOCK, &c, sizeof c, NULL, 0);
+    /* the call was untimed; the rank rejoins the model at the model's present time */
+    ms_msg_result none;
+    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED);
 }
 
 /* ---------------------------------------------------------------------------------------- */

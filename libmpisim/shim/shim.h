@@ -50,6 +50,7 @@ typedef struct ms_rq {
     MPI_Status status;
     void *copy;                  /* shim-owned copy of an eager send's data */
     size_t copy_cap;
+    void *persist;               /* persistent request: its arguments and active operation */
     struct ms_rq *next_deferred; /* FIFO of receives not yet posted, per process */
     struct ms_rq *next_free;
 } ms_rq;
@@ -63,6 +64,7 @@ int ms_has_server(void);
 void ms_trace_resolution(const ms_rq *r);
 void ms_unmodelled(ms_fn_id fn);
 void ms_unmodelled_done(ms_fn_id fn);
+void ms_passthrough(ms_fn_id fn);
 
 /* Clock and costs. */
 int64_t ms_now(void);                   /* the rank's virtual clock, ps */

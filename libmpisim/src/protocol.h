@@ -24,6 +24,7 @@
 #define MS_COMM_SELF_ID 1ULL
 /* ms_msg_wait.flags */
 #define MS_WAIT_FLAG_SYNC 1          /* all members of the collective leave together (comm creation) */
+#define MS_WAIT_FLAG_UNTIMED 2       /* back from an untimed call: resume at once, at the model's time */
 
 typedef enum {
     /* rank -> server */

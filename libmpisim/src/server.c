@@ -27,7 +27,8 @@
 #include "protocol.h"
 #include "fn_names_gen.h"
 
-typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD } rank_state;
+/* RK_UNTIMED: inside an untimed (passthrough) real call; it does not hold the horizon back */
+typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD, RK_UNTIMED } rank_state;
 
 typedef struct buf {
     char *p;
@@ -467,6 +468,17 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
         if (!ids) break;
         memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
+        if (m.flags & MS_WAIT_FLAG_UNTIMED) {
+            /* back from an untimed call: the model may have moved on meanwhile */
+            int64_t now = nm_network_now(s->net);
+            int64_t t = m.t > now ? m.t : now;
+            ms_msg_resume rs = {t, 0, 0};
+            send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, NULL, 0);
+            r->state = RK_RUNNING;
+            r->clock = t;
+            free(ids);
+            break;
+        }
         r->clock = m.t;
         r->state = RK_BLOCKED;
         r->wait_fn = m.fn;
@@ -519,7 +531,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             rank_error(s, rank, text + 6);
         } else {
             count_unmodelled(r, text);
-            /* an untimed call: the rank does not wait on the model while it runs it */
+            /* an untimed call: the rank does not hold the model back while it runs it */
+            r->state = RK_UNTIMED;
         }
         break;
     }
@@ -727,7 +740,7 @@ static void advance_engine(ms_server *s)
     for (int i = 0; i < s->nranks; i++) {
         rank_state st = s->ranks[i].state;
         if (st == RK_UNCONNECTED) connected_all = 0;
-        if (st == RK_RUNNING) running++;
+        if (st == RK_RUNNING || st == RK_UNTIMED) running++;
         if (st == RK_BLOCKED) blocked++;
     }
     if (connected_all && !running && blocked && ms_model_next_time(s->model) == NM_TIME_NEVER) report_deadlock(s);
@@ -854,6 +867,7 @@ static const char *state_name(const rank_info *r)
     case RK_DEAD: return "died";
     case RK_BLOCKED: return "blocked";
     case RK_RUNNING: return "running";
+    case RK_UNTIMED: return "untimed";
     default: return "never_connected";
     }
 }
