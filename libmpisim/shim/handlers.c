@@ -734,6 +734,32 @@ int ms_h_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *statu
     return MPI_SUCCESS;
 }
 
+/* Messages taken by a matched probe, until their Mrecv: the model receives by source and tag. */
+typedef struct probed_msg {
+    MPI_Message msg;
+    int source, tag;
+    MPI_Comm comm;
+} probed_msg;
+static probed_msg probed[64];
+static int nprobed;
+
+static void remember_probed(MPI_Message m, int source, int tag, MPI_Comm comm)
+{
+    if (nprobed == 64) ms_fatal("more than 64 messages matched by MPI_Mprobe are waiting for MPI_Mrecv");
+    probed[nprobed++] = (probed_msg){m, source, tag, comm};
+}
+
+static int take_probed(MPI_Message m, probed_msg *out)
+{
+    for (int i = 0; i < nprobed; i++)
+        if (probed[i].msg == m) {
+            *out = probed[i];
+            probed[i] = probed[--nprobed];
+            return 1;
+        }
+    return 0;
+}
+
 /* Matched probes: the model finds the message; the real matched probe then takes exactly that
  * (source, tag), first in its FIFO as in the model's. Mrecv is a receive of that source and tag. */
 int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
@@ -749,6 +775,7 @@ int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_St
             if (spins > 64) usleep(50);
         }
     }
+    remember_probed(*message, res.source, res.tag, comm);
     return MPI_SUCCESS;
 }
 
@@ -767,6 +794,53 @@ int ms_h_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mes
             if (spins > 64) usleep(50);
         }
     }
+    remember_probed(*message, res.source, res.tag, comm);
+    return MPI_SUCCESS;
+}
+
+/* The model's receive of the probed (source, tag) is the probed message: its FIFO is the real
+ * one's. The real receive is the matched one. */
+static ms_rq *start_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, ms_fn_id fn,
+                          probed_msg *pm)
+{
+    if (!take_probed(*message, pm)) ms_fatal("%s of a message mpisim did not see probed", ms_fn_names[fn]);
+    ms_rq *r = ms_rq_new(MS_RQ_RECV);
+    r->comm_id = ms_comm_id(pm->comm);
+    r->buf = buf;
+    r->count = count;
+    r->dtype = dt;
+    r->src = pm->source;
+    r->tag = pm->tag;
+    r->comm = pm->comm;
+    r->resolved = 1;
+    uint64_t bytes = type_bytes(dt, count);
+    ms_report_irecv(r, pm->source, pm->tag, bytes, fn);
+    ms_advance(ms_irecv_cost(bytes));
+    return r;
+}
+
+int ms_h_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_Status *status)
+{
+    if (*message == MPI_MESSAGE_NO_PROC) return PMPI_Mrecv(buf, count, dt, message, status);
+    probed_msg pm;
+    ms_rq *r = start_mrecv(buf, count, dt, message, MS_FN_MPI_Mrecv, &pm);
+    ms_msg_result res;
+    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
+    ms_rq_free(r);
+    return PMPI_Mrecv(buf, count, dt, message, status);
+}
+
+int ms_h_imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_Request *request)
+{
+    if (*message == MPI_MESSAGE_NO_PROC) return PMPI_Imrecv(buf, count, dt, message, request);
+    probed_msg pm;
+    ms_rq *r = start_mrecv(buf, count, dt, message, MS_FN_MPI_Imrecv, &pm);
+    int rc = PMPI_Imrecv(buf, count, dt, message, &r->real);
+    if (rc != MPI_SUCCESS) ms_fatal("MPI_Imrecv failed in the real MPI (error %d)", rc);
+    r->real_posted = 1;
+    r->user = r->real;
+    ms_rq_index(r);
+    *request = r->user;
     return MPI_SUCCESS;
 }
 

@@ -83,6 +83,32 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD); /* keep later messages out of the wildcard probes */
 
+    /* matched probe and receive */
+    if (rank == 0) {
+        long sum = 0;
+        for (int i = 1; i < size; i++) {
+            MPI_Message m;
+            MPI_Status st;
+            long b = 0;
+            if (i % 2) {
+                MPI_Mprobe(MPI_ANY_SOURCE, 70, MPI_COMM_WORLD, &m, &st);
+                MPI_Mrecv(&b, 1, MPI_LONG, &m, &st);
+            } else {
+                int flag = 0;
+                while (!flag) MPI_Improbe(MPI_ANY_SOURCE, 70, MPI_COMM_WORLD, &flag, &m, &st);
+                MPI_Request q;
+                MPI_Imrecv(&b, 1, MPI_LONG, &m, &q);
+                MPI_Wait(&q, &st);
+            }
+            sum += b * 3 + st.MPI_SOURCE;
+        }
+        add("mprobe", sum);
+    } else {
+        long b = rank * 11;
+        MPI_Send(&b, 1, MPI_LONG, 0, 70, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Waitany / Testsome over receives from everyone */
     {
         MPI_Request *rs = malloc(sizeof *rs * (size_t)size);
