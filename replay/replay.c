@@ -403,7 +403,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     p.o = opts;
     p.n = t->nranks;
     p.res = res;
-    p.cpu_scale = opts->cpu_scale > 0 ? opts->cpu_scale : 1.0;
+    p.cpu_scale = opts->cpu_scale >= 0 ? opts->cpu_scale : 1.0;
     int rc = -1;
     double w0 = wall_now();
     if (ms_trace_validate(t, "trace", err, errlen) < 0) return -1;

@@ -162,6 +162,11 @@ int mpisim_replay_main(int argc, char **argv)
                     res.resumes_differ ? "; first: " : " (replay reproduces the co-simulation)",
                     res.first_difference);
     }
+    int died = 0;
+    for (int i = 0; i < res.nranks; i++) died += res.ranks[i].status == MS_RR_DIED;
+    if (died && !quiet)
+        fprintf(stderr, "mpisim replay: %d rank(s) stop without MPI_Finalize in the trace (killed, or records lost "
+                        "after the last flush)\n", died);
     if (res.outcome) fprintf(stderr, "mpisim replay: %s\n", res.outcome_text);
     ms_replay_result_free(&res);
     nm_config_destroy(cfg);

@@ -48,7 +48,7 @@ typedef struct ms_trace_event {
     uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
     uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program */
     int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
-    int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: index of /comms */
+    int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: list_off = index in /comms */
     int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
     int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
@@ -138,6 +138,10 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
 
 /* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */
 int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen);
+
+/* (Re)compute every rank's matched_source/matched_tag/complete_ps from its RESOLVE and RESUME
+ * records (the readers do this; for traces built in memory). */
+int ms_trace_derive_matches(ms_trace *t);
 
 /* Set the MPI function names (copied) written into /fn_names. */
 int ms_trace_set_fn_names(ms_trace *t, const char *const *names, size_t n);

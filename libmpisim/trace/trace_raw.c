@@ -161,6 +161,21 @@ int ms_trace_derive(ms_trace_rank *r)
     return 0;
 }
 
+int ms_trace_derive_matches(ms_trace *t)
+{
+    for (int i = 0; i < t->nranks; i++) {
+        ms_trace_rank *r = &t->ranks[i];
+        for (size_t k = 0; k < r->nev; k++) {
+            ms_trace_event *e = &r->ev[k];
+            if (e->kind == MS_MSG_IRECV || e->kind == MS_MSG_PROBE) e->matched_source = e->matched_tag = MS_TRACE_UNKNOWN;
+            if (e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL)
+                e->complete_ps = MS_TRACE_UNKNOWN_TIME;
+        }
+        if (ms_trace_derive(r) < 0) return -1;
+    }
+    return 0;
+}
+
 /* ---- one raw file --------------------------------------------------------------------------- */
 
 typedef struct side {
@@ -523,7 +538,7 @@ out:
 }
 
 /* The shim names them rank-%06d.mstrace; rank-<R>.mstrace is accepted too. -1 if neither exists
- * (path then holds the first form). */
+ * (path then holds the shim's form). */
 static int rank_path(const char *dir, int rank, char *path, size_t len)
 {
     struct stat st;

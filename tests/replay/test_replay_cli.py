@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""CLI tests of trace capture, replay and sweeps (run by ctest with Debian's python3).
+
+usage: test_replay_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+BIN = os.path.join(BUILD, "bin")
+MPISIM = os.path.join(BIN, "mpisim")
+SYNTH = os.path.join(BIN, "synth_tool")
+WORK = tempfile.mkdtemp(prefix="replay_cli_")
+
+
+def run(cmd, ok=True, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=110, **kw)
+    if ok and p.returncode != 0:
+        raise SystemExit("FAILED: %s\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def synth(shape, n, iters, nbytes, compute, out):
+    run([SYNTH, "h5", shape, str(n), str(iters), str(nbytes), str(compute), out])
+    return out
+
+
+def check(cond, msg):
+    if not cond:
+        raise SystemExit("FAILED: " + msg)
+
+
+def test_h5py_readable():
+    import h5py
+    import numpy as np
+    h5 = synth("stencil", 4, 3, 256, 1000, os.path.join(WORK, "s.h5"))
+    with h5py.File(h5, "r") as f:
+        check(f.attrs["schema"] == "mpisim-trace/1", "schema attribute")
+        check(int(f.attrs["nranks"]) == 4, "nranks")
+        ev = f["ranks/0/events"][:]
+        for field in ("kind", "fn", "t_ps", "compute_ps", "real_entry_ns", "real_exit_ns", "comm", "peer", "tag",
+                      "bytes", "req", "mode", "matched_source", "matched_tag", "callsite", "list_off", "list_n"):
+            check(field in ev.dtype.names, "field " + field)
+        check(int(np.sum(ev["kind"] == 2)) == 3 * 4, "3 iterations x 4 Isend")
+        names = [s.decode() if isinstance(s, bytes) else s for s in f["fn_names"][:]]
+        check(names[0] == "MPI_Send", "fn_names")
+        waits = ev[ev["kind"] == 6]
+        lists = f["ranks/0/lists"][:]
+        w = waits[-1]
+        check(len(lists[w["list_off"]:w["list_off"] + w["list_n"]]) == 8, "wait list of 8 requests")
+        check(f["ranks/0/events"].compression == "gzip" and f["ranks/0/events"].shuffle, "deflate + shuffle")
+    p = run(["h5dump", "-H", h5])
+    check("/ranks" in p.stdout or "GROUP \"ranks\"" in p.stdout, "h5dump reads it")
+
+
+def test_readme_example():
+    """The h5py example of replay/README.md runs as written."""
+    text = open(os.path.join(SRC, "replay/README.md")).read()
+    m = re.search(r"```python\n(.*?)```", text, re.S)
+    check(m is not None, "README has a python example")
+    synth("pingpong", 2, 4, 8, 1000, os.path.join(WORK, "trace.h5"))
+    p = run([sys.executable, "-c", m.group(1)], cwd=WORK)
+    check("rank 0" in p.stdout, "example prints per-rank lines: " + p.stdout)
+
+
+def test_cli_replay():
+    h5 = synth("pingpong", 2, 10, 8, 0, os.path.join(WORK, "pp.h5"))
+    rep = os.path.join(WORK, "r.json")
+    run([MPISIM, "replay", h5, "--set", "network.engine=analytic", "--report", rep])
+    r = json.load(open(rep))
+    check(r["schema"] == "mpisim-report/1", "report schema")
+    check(r["engine"] == "analytic" and r["nranks"] == 2, "engine/nranks")
+    tau, prop, o = 6250, round(10 / 1.8e8 * 1e12), 400000
+    half = o + tau * (8 + 4 + 1) + 2 * prop + o
+    check(r["ranks"][0]["virtual_end_ps"] == 20 * half, "closed form %d vs %d" % (r["ranks"][0]["virtual_end_ps"], 20 * half))
+    # --cpu-scale and --profile are accepted; a corrupt file is a clear error, exit status 2
+    run([MPISIM, "replay", h5, "--profile", "seed002-pci", "--cpu-scale", "2", "--report", rep])
+    bad = os.path.join(WORK, "bad.h5")
+    with open(h5, "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:
+        f.write(data[: len(data) // 2])
+    p = run([MPISIM, "replay", bad], ok=False)
+    check(p.returncode == 2 and "bad.h5" in p.stderr, "corrupt trace: " + p.stderr)
+    p = run([MPISIM, "replay", h5, "--set", "network.nope=1"], ok=False)
+    check(p.returncode == 2 and "nope" in p.stderr, "bad key: " + p.stderr)
+    # trace-recover from raw files (synthetic, one rank truncated)
+    raw = os.path.join(WORK, "raw")
+    run([SYNTH, "raw", "fan", "4", "2", "1024", "0", raw])
+    f1 = os.path.join(raw, "rank-000001.mstrace")
+    os.truncate(f1, os.path.getsize(f1) - 3)
+    out = os.path.join(WORK, "rec.h5")
+    run([MPISIM, "trace-recover", raw, out])
+    p = run([MPISIM, "replay", out, "--report", rep], ok=False)
+    r = json.load(open(rep))
+    check(r["ranks"][1]["status"] in ("died", "finalized", "blocked"), "recovered trace replays")
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_sweep_csv():
+    h5 = synth("stencil", 16, 10, 2048, 100000, os.path.join(WORK, "st.h5"))
+    out = os.path.join(WORK, "sw.csv")
+    run([MPISIM, "sweep", h5, "--vary", "network.link_rate=640Mb/s,1.28Gb/s,2.56Gb/s",
+         "--vary", "mpi.send_overhead=0.2us,2us", "--jobs", "2", "--out", out])
+    rows = read_csv(out)
+    check(len(rows) == 6, "6 points, got %d" % len(rows))
+    check([r["point"] for r in rows] == [str(i) for i in range(6)], "rows in point order")
+    for r in rows:
+        check(r["outcome"] == "ok", "outcome " + r["outcome"])
+        check(int(r["msgs_sent"]) == 16 * (10 * 4 + 4), "messages")
+    t = {(r["network.link_rate"], r["mpi.send_overhead"]): int(r["virtual_time_ps"]) for r in rows}
+    check(t[("640Mb/s", "0.2us")] > t[("1.28Gb/s", "0.2us")] > t[("2.56Gb/s", "0.2us")], "faster links, less time")
+    check(t[("1.28Gb/s", "2us")] > t[("1.28Gb/s", "0.2us")], "more overhead, more time")
+    # the same points one by one give the same numbers
+    rep = os.path.join(WORK, "one.json")
+    run([MPISIM, "replay", h5, "--set", "network.link_rate=2.56Gb/s", "--set", "mpi.send_overhead=2us",
+         "--report", rep])
+    check(json.load(open(rep))["summary"]["virtual_time_ps"] == t[("2.56Gb/s", "2us")], "sweep == replay")
+    # cpu_scale as a varied key; bad values fail before anything runs
+    run([MPISIM, "sweep", h5, "--vary", "cpu_scale=0,1,4", "--out", out])
+    rows = read_csv(out)
+    check(int(rows[0]["virtual_time_ps"]) < int(rows[1]["virtual_time_ps"]) < int(rows[2]["virtual_time_ps"]),
+          "cpu_scale")
+    p = run([MPISIM, "sweep", h5, "--vary", "network.link_rate=1Gb/s,fast"], ok=False)
+    check(p.returncode == 2 and "point 1" in p.stderr, "bad value named: " + p.stderr)
+
+
+def test_sweep_mpirun():
+    h5 = synth("stencil", 9, 5, 512, 100000, os.path.join(WORK, "st9.h5"))
+    out = os.path.join(WORK, "mp.csv")
+    single = os.path.join(WORK, "single.csv")
+    vary = ["--vary", "network.link_rate=640Mb/s,1.28Gb/s,2.56Gb/s,5.12Gb/s", "--vary", "network.engine=analytic,myrinet"]
+    run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", MPISIM, "sweep", h5] + vary +
+        ["--jobs", "1", "--out", out])
+    run([MPISIM, "sweep", h5] + vary + ["--out", single])
+    a, b = read_csv(out), read_csv(single)
+    check(len(a) == 8, "8 merged rows, got %d" % len(a))
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
+    check(strip(a) == strip(b), "mpirun sweep == local sweep")
+    check(not [f for f in os.listdir(WORK) if ".part" in f], "parts removed")
+
+
+def cosim_pair(n, prog, args, name):
+    h5 = os.path.join(WORK, name + ".h5")
+    online = os.path.join(WORK, name + "-online.json")
+    run([MPISIM, "run", "--trace", h5, "--report", online, "-n", str(n), "--", prog] + args)
+    off = os.path.join(WORK, name + "-replay.json")
+    run([MPISIM, "replay", h5, "--report", off])
+    a, b = json.load(open(online)), json.load(open(off))
+    for x, y in zip(a["ranks"], b["ranks"]):
+        for k in ("virtual_end_ps", "compute_ps", "mpi_ps", "msgs_sent", "bytes_sent", "msgs_recv", "bytes_recv",
+                  "calls"):
+            check(x[k] == y[k], "%s rank %d %s: online %s, replay %s" % (name, x["rank"], k, x[k], y[k]))
+    check(b["replay"]["resumes_checked"] > 0 and b["replay"]["resumes_differ"] == 0,
+          "%s: recorded resumes %s" % (name, b["replay"]))
+    return h5
+
+
+def test_online_equals_offline():
+    cosim_pair(2, os.path.join(BIN, "pingpong"), ["--iters", "3", "--sizes", "8,4096,65536"], "pingpong")
+    cosim_pair(4, os.path.join(BIN, "matmul"), ["32"], "matmul")
+    cosim_pair(4, os.path.join(BIN, "fan"), ["--reps", "2", "--size", "30000"], "fan")
+    # (reduce after another collective hangs in the co-simulation itself: left out, see the report)
+    cosim_pair(4, os.path.join(BIN, "collectives"), ["--sizes", "64,20000", "--iters", "2", "--ops",
+                                                     "bcast,allreduce,alltoall,gather,scatter"], "collectives")
+    # wildcards: the co-simulation's decisions are recorded; capture-only records the real order
+    exe = os.path.join(WORK, "wildcard")
+    run(["mpicc", "-O1", "-std=c11", "-o", exe, os.path.join(SRC, "tests/shim/progs/wildcard.c")])
+    cosim_pair(3, exe, [], "wildcard")
+    cap = os.path.join(WORK, "wc-capture.h5")
+    run([MPISIM, "trace", "-o", cap, "-n", "3", "--", exe])
+    rec, virt = os.path.join(WORK, "rec.json"), os.path.join(WORK, "virt.json")
+    run([MPISIM, "replay", cap, "--wildcards", "recorded", "--report", rec])
+    run([MPISIM, "replay", cap, "--wildcards", "virtual", "--report", virt])
+    r, v = json.load(open(rec)), json.load(open(virt))
+    check(r["summary"]["outcome"] == "ok" and v["summary"]["outcome"] == "ok", "capture-only traces replay")
+
+
+TESTS = {k[len("test_"):]: f for k, f in globals().items() if k.startswith("test_")}
+try:
+    TESTS[NAME]()
+    print("ok", NAME)
+finally:
+    shutil.rmtree(WORK, ignore_errors=True)
