@@ -101,9 +101,9 @@ typedef struct {
     whref *fifo;
     int fh, fn, fcap;
     int stop_sent, over;
-    int nitb;                  /* in-transit packets in this (host) buffer */
     int dirty;
     uint64_t chars_final;
+    int nitb;                  /* in-transit packets in this (host) buffer */
 } mchan;
 
 typedef struct {
@@ -156,6 +156,8 @@ typedef struct {
     int64_t nlive;
     int stuck;
 } meng;
+
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
 static inline nm_time_t tmin(nm_time_t a, nm_time_t b) { return a < b ? a : b; }
@@ -600,14 +602,14 @@ static void head_recompute(meng *e, int c)
             whref r = *fifo_at(x, i);
             mworm *w = &e->w[r.w];
             mhop *hp = &w->hop[r.h];
-            if (hp->itb) continue;   /* in transit: below */
+            if (UNLIKELY(hp->itb)) continue;   /* in transit: below */
             if (!hp->admitted) {
                 if (e->rxcap == 0 || ho->slots < e->rxcap) t = tmin(t, tmax(e->now, arrival_of(e, hp, 0)));
                 break;
             }
             if (!w->completed) { t = tmin(t, arrival_of(e, hp, end_index(e, hp))); break; }
         }
-        for (int i = 0; x->nitb > 0 && i < x->fn; i++) {   /* detection of the first in-transit packet */
+        for (int i = 0; UNLIKELY(x->nitb > 0) && i < x->fn; i++) {   /* detection of the first in-transit packet */
             mhop *hp = &e->w[fifo_at(x, i)->w].hop[fifo_at(x, i)->h];
             if (!hp->itb || hp->rb_dep != NM_TIME_NEVER) continue;
             nm_time_t a = arrival_of(e, hp, 0);
@@ -706,7 +708,7 @@ static void host_try_start(meng *e, int hid)
 {
     mhost *ho = &e->host[hid];
     mchan *x = &e->ch[ho->ch_out];
-    if (ho->tqn > 0) {
+    if (UNLIKELY(ho->tqn > 0)) {
         if (x->owner >= 0) { sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM); return; }
         struct mtq *q = &ho->tq[ho->tqh];
         int local = ho->qhead >= 0 && e->w[ho->qhead].ready <= e->now;
@@ -903,12 +905,12 @@ static void head_event(meng *e, int c)
     if (x->to_host >= 0) {
         int hid = x->to_host;
         mhost *ho = &e->host[hid];
-        if (x->nitb > 0 && itb_detect(e, c) != 0) return;
+        if (UNLIKELY(x->nitb > 0) && itb_detect(e, c) != 0) return;
         for (int i = 0; i < x->fn; i++) {
             whref r = *fifo_at(x, i);
             mworm *w = &e->w[r.w];
             mhop *hp = &w->hop[r.h];
-            if (hp->itb) continue;   /* in transit: itb_detect */
+            if (UNLIKELY(hp->itb)) continue;   /* in transit: itb_detect */
             if (!hp->admitted) {
                 if ((e->rxcap == 0 || ho->slots < e->rxcap) && arrival_of(e, hp, 0) <= e->now) {
                     hp->admitted = 1;   /* its held characters drain now */
@@ -1307,7 +1309,7 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
         hp->avail = 0;
         hp->rb_dep = NM_TIME_NEVER;
         hp->active = hp->done = hp->in_fifo = 0;
-        hp->itb = h + 1 < w->nh && e->ch[hp->ch].to_host >= 0;
+        hp->itb = UNLIKELY(rt->nitb > 0) && h + 1 < w->nh && e->ch[hp->ch].to_host >= 0;
         hp->pooled = 0;
         hp->admitted = (h == w->nh - 1 && e->rxcap == 0) || hp->itb;   /* the ITB pool takes it all */
     }
