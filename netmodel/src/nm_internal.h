@@ -69,6 +69,7 @@ struct nm_topology {
     int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run */
     char route_check_msg[320];     /* its report */
     int *sw_dist;                  /* nswitches^2 minimal inter-switch distances [a*ns+b] (NULL if huge) */
+    int *ud_dist;                  /* nswitches^2 shortest legal up/down distances (NULL: no orientation) */
 };
 
 enum { NM_ROUTING_SHORTEST = 0, NM_ROUTING_UPDOWN = 1, NM_ROUTING_ITB = 2 };

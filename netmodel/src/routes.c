@@ -598,6 +598,48 @@ int nm_topology_min_links(const nm_topology *t, int src, int dst)
     return r;
 }
 
+/* Shortest legal up/down distances between all switches: BFS over (switch, gone-down) states. */
+static void compute_ud_dist(nm_topology *t, const sgraph *g)
+{
+    int ns = t->nswitches;
+    free(t->ud_dist);
+    t->ud_dist = NULL;
+    if (ns <= 0 || ns > 2048 || !t->sw_level) return;
+    int *d = malloc((size_t)ns * (size_t)ns * sizeof *d), *st = malloc((size_t)(2 * ns) * sizeof *st);
+    int *q = malloc((size_t)(2 * ns) * sizeof *q);
+    if (!d || !st || !q) { free(d); free(st); free(q); return; }
+    for (int a = 0; a < ns; a++) {
+        for (int i = 0; i < 2 * ns; i++) st[i] = -1;
+        int h = 0, tl = 0;
+        st[2 * a] = 0;
+        q[tl++] = 2 * a;
+        while (h < tl) {
+            int x = q[h++], u = x / 2, ph = x % 2;
+            for (int k = g->off[u]; k < g->off[u + 1]; k++) {
+                int up = nm_channel_is_up(t, g->ch[k]) == 1;
+                if (up && ph) continue;
+                int y = 2 * g->nb[k] + (up ? 0 : 1);
+                if (st[y] < 0) { st[y] = st[x] + 1; q[tl++] = y; }
+            }
+        }
+        for (int b = 0; b < ns; b++) {
+            int x = st[2 * b], y = st[2 * b + 1];
+            d[(size_t)a * (size_t)ns + (size_t)b] = x < 0 ? y : (y < 0 ? x : (x < y ? x : y));
+        }
+    }
+    free(st);
+    free(q);
+    t->ud_dist = d;
+}
+
+int nm_topology_local_links(const nm_topology *t, int src, int dst)
+{
+    if (!t || !t->ud_dist) return nm_topology_min_links(t, src, dst);
+    int a = nm_topology_switch_of_host(t, src), b = nm_topology_switch_of_host(t, dst);
+    if (a < 0 || b < 0) return -1;
+    return t->ud_dist[(size_t)a * (size_t)t->nswitches + (size_t)b];
+}
+
 int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
 {
     if (!t || !o) return -1;
@@ -676,6 +718,7 @@ int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t er
                 goto out;
             }
     }
+    compute_ud_dist(t, &g);
     rc = t->routing == NM_ROUTING_ITB ? routes_itb(t, cfg, &g, err, errlen) : routes_updown(t, cfg, &g, err, errlen);
     /* host pairs on one switch, and host-to-host cables, are routed as `shortest` would */
     if (rc == 0) rc = routes_shortest(t, cfg, err, errlen);

@@ -240,6 +240,7 @@ void nm_topology_destroy(nm_topology *t)
     free(t->links);
     free(t->sw_level);
     free(t->sw_dist);
+    free(t->ud_dist);
     free(t);
 }
 

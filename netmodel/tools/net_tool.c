@@ -129,7 +129,8 @@ static void usage(FILE *f, const char *prog)
             "          [--seed S] [--warmup T] [--measure T] [--max-outstanding N] [--json]\n"
             "Routing (network.routing): shortest, updown (up*/down*, seed 002 sec 3) or itb (in-transit\n"
             "buffers, sec 4); every routing is checked for deadlock freedom when it is built.\n"
-            "PATTERN: uniform, hotspot:F, local:L (destinations at most L switches away), bit-reversal, butterfly, complement, matrix-transpose,\n"
+            "PATTERN: uniform, hotspot:F, local:L (destinations at most L switches away, along up*/down*\n"
+            "         paths for updown and itb), bit-reversal, butterfly, complement, matrix-transpose,\n"
             "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
             "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
             "$MPISIM_PROFILE_PATH, else %s.\n",
@@ -276,9 +277,10 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         if (!local_cnt || !local) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
         for (int s = 0; s < n; s++)
             for (int d = 0; d < n; d++) {
-                /* seed 002 sec 5.2: at most l switches away (counting both ends) by the topology,
-                 * so that every routing gets the same destinations */
-                int links = nm_topology_min_links(topo, s, d);
+                /* seed 002 sec 5.2: at most l switches away (counting both ends) along the
+                 * shortest legal up*-down* path for updown and itb (the same destinations for
+                 * both; sec 5.4.2: 0.0008 ITBs per message at l = 3), else the minimal path */
+                int links = nm_topology_local_links(topo, s, d);
                 if (d != s && links >= 0 && links + 1 <= local_l) local[(size_t)s * n + local_cnt[s]++] = d;
             }
     } else {
