@@ -24,6 +24,7 @@ typedef enum { MS_WILDCARDS_RECORDED = 0, MS_WILDCARDS_VIRTUAL = 1 } ms_wildcard
 typedef struct ms_replay_opts {
     double cpu_scale;              /* multiplies every computation interval (1.0: as recorded) */
     ms_wildcard_policy wildcards;  /* recorded: a wildcard receive/probe takes the recorded sender */
+    FILE *timeline;                /* if set: CSV "rank,call,fn,entry_ps,exit_ps" of every MPI call */
 } ms_replay_opts;
 
 typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING } ms_replay_rank_status;
@@ -42,7 +43,8 @@ typedef struct ms_replay_result {
     int64_t virtual_time_ps;       /* max over ranks of virtual_end_ps */
     int64_t mean_end_ps;
     uint64_t msgs_sent, bytes_sent, events, resumes, collectives;
-    double wall_s;
+    double wall_s;                 /* the whole call */
+    double setup_s;                /* of which: topology, routes, network and model creation */
     int outcome;                   /* 0 ok, 1 deadlock, 2 error */
     char outcome_text[2048];
     /* comparison with the recorded resumes (co-simulation traces only) */

@@ -155,6 +155,7 @@ typedef struct rrank {
     int64_t held_t;
     int64_t compute;
     uint64_t calls, unmodelled;
+    int64_t call_entry;
     int finalized;
     int64_t fin_t;
 } rrank;
@@ -296,8 +297,14 @@ static void play(replay *p, int rank)
             r->clock += c;
             r->compute += c;
             r->calls++;
+            r->call_entry = r->clock;
             break;
         }
+        case MS_MSG_TR_EXIT:
+            if (p->o->timeline)
+                fprintf(p->o->timeline, "%d,%llu,%s,%lld,%lld\n", rank, (unsigned long long)r->calls,
+                        ms_trace_fn_name(p->t, e->fn), (long long)r->call_entry, (long long)r->clock);
+            break;
         case MS_MSG_ISEND:
             if (ms_model_isend(p->model, rank, r->clock, e->req, e->comm, e->peer, e->tag, e->bytes,
                                (ms_send_mode)e->mode, err, sizeof err) < 0)
@@ -395,7 +402,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
                   char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED};
+    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL};
     if (!opts) opts = &defaults;
     replay p;
     memset(&p, 0, sizeof p);
@@ -433,6 +440,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     p.model = ms_model_create(cfg, p.net, p.n, NULL, err, errlen);
     if (!p.model) goto out;
     ms_model_set_resume(p.model, on_resume, &p);
+    if (opts->timeline) fprintf(opts->timeline, "rank,call,fn,entry_ps,exit_ps\n");
     snprintf(res->topology, sizeof res->topology, "%s", nm_topology_name(p.topo));
     snprintf(res->engine, sizeof res->engine, "%s", nm_network_engine_name(p.net));
     p.r = calloc((size_t)p.n, sizeof *p.r);
@@ -447,6 +455,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         p.r[i].tr = &t->ranks[i];
         enqueue(&p, i);
     }
+    res->setup_s = wall_now() - w0;
 
     for (;;) {
         while (p.qlen && !p.stopped) {

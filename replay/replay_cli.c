@@ -16,6 +16,44 @@
 #include "ms_replay.h"
 #include "ms_trace.h"
 
+/* Everything a subcommand allocates is released when it returns, on every path. */
+typedef struct owned {
+    void *p;
+    void (*fn)(void *);
+} owned;
+static owned *g_owned;
+static size_t g_nowned, g_capowned;
+
+static void *own(void *p, void (*fn)(void *))
+{
+    if (!p) return NULL;
+    if (g_nowned == g_capowned) {
+        size_t cap = g_capowned ? g_capowned * 2 : 64;
+        owned *o = realloc(g_owned, cap * sizeof *o);
+        if (!o) return p; /* leaks at worst */
+        g_owned = o;
+        g_capowned = cap;
+    }
+    g_owned[g_nowned].p = p;
+    g_owned[g_nowned].fn = fn;
+    g_nowned++;
+    return p;
+}
+
+static void release_all(void)
+{
+    while (g_nowned) {
+        g_nowned--;
+        g_owned[g_nowned].fn(g_owned[g_nowned].p);
+    }
+    free(g_owned);
+    g_owned = NULL;
+    g_capowned = 0;
+}
+
+static void free_trace(void *p) { ms_trace_free(p); }
+static void free_cfg(void *p) { nm_config_destroy(p); }
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -86,28 +124,29 @@ static void print_warnings(const char *cmd, const char *w)
 static void replay_usage(FILE *f)
 {
     fprintf(f, "usage: mpisim replay TRACE.h5 [--profile P] [--set key=value]... [--cpu-scale X]\n"
-               "                    [--wildcards recorded|virtual] [--report FILE|-] [--quiet]\n"
+               "                    [--wildcards recorded|virtual] [--report FILE|-] [--timeline FILE.csv] [--quiet]\n"
                "Plays a trace (mpisim trace / run --trace) through the model. The configuration is the\n"
-               "trace's recorded one unless --profile names another; --set overrides keys.\n");
+               "trace's recorded one unless --profile names another; --set overrides keys. --timeline writes\n"
+               "every MPI call's virtual entry and exit time per rank (CSV).\n");
 }
 
-int mpisim_replay_main(int argc, char **argv)
+static int replay_main(int argc, char **argv)
 {
     common_opts o;
     memset(&o, 0, sizeof o);
     o.ro.cpu_scale = 1.0;
-    o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
-    const char *report = "mpisim-replay.json";
+    o.sets = own(calloc((size_t)argc + 1, sizeof *o.sets), free);
+    const char *report = "mpisim-replay.json", *timeline = NULL;
     int quiet = 0;
     for (int i = 0; i < argc; i++) {
         int c = common_opt("replay", argc, argv, &i, &o);
         if (c < 0) return 2;
         if (c) continue;
         if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
+        else if (!strcmp(argv[i], "--timeline") && i + 1 < argc) timeline = argv[++i];
         else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             replay_usage(stdout);
-            free(o.sets);
             return 0;
         } else {
             fprintf(stderr, "mpisim replay: unknown argument '%s'\n", argv[i]);
@@ -120,23 +159,26 @@ int mpisim_replay_main(int argc, char **argv)
         return 2;
     }
     char err[2048], warn[4096];
-    ms_trace *t = ms_trace_read_h5(o.trace, err, sizeof err);
+    ms_trace *t = own(ms_trace_read_h5(o.trace, err, sizeof err), free_trace);
     if (!t) {
         fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
     }
-    nm_config *cfg = ms_replay_config(t, o.profile, o.sets, o.nsets, warn, sizeof warn, err, sizeof err);
+    nm_config *cfg = own(ms_replay_config(t, o.profile, o.sets, o.nsets, warn, sizeof warn, err, sizeof err), free_cfg);
     if (!cfg) {
         fprintf(stderr, "mpisim replay: %s\n", err);
-        ms_trace_free(t);
         return 2;
     }
     print_warnings("replay", warn);
     ms_replay_result res;
-    if (ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err) < 0) {
+    if (timeline && !(o.ro.timeline = fopen(timeline, "w"))) {
+        fprintf(stderr, "mpisim replay: cannot write %s: %s\n", timeline, strerror(errno));
+        return 2;
+    }
+    int run_rc = ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err);
+    if (o.ro.timeline) fclose(o.ro.timeline);
+    if (run_rc < 0) {
         fprintf(stderr, "mpisim replay: %s\n", err);
-        nm_config_destroy(cfg);
-        ms_trace_free(t);
         return 2;
     }
     int rc = res.outcome ? 1 : 0;
@@ -169,9 +211,13 @@ int mpisim_replay_main(int argc, char **argv)
                         "after the last flush)\n", died);
     if (res.outcome) fprintf(stderr, "mpisim replay: %s\n", res.outcome_text);
     ms_replay_result_free(&res);
-    nm_config_destroy(cfg);
-    ms_trace_free(t);
-    free(o.sets);
+    return rc;
+}
+
+int mpisim_replay_main(int argc, char **argv)
+{
+    int rc = replay_main(argc, argv);
+    release_all();
     return rc;
 }
 
@@ -470,13 +516,13 @@ static int env_int(const char *const *names, int *out)
     return 0;
 }
 
-int mpisim_sweep_main(int argc, char **argv)
+static int sweep_main(int argc, char **argv)
 {
     sweep s;
     memset(&s, 0, sizeof s);
     s.o.ro.cpu_scale = 1.0;
-    s.o.sets = calloc((size_t)argc + 1, sizeof *s.o.sets);
-    s.v = calloc((size_t)argc + 1, sizeof *s.v);
+    s.o.sets = own(calloc((size_t)argc + 1, sizeof *s.o.sets), free);
+    s.v = own(calloc((size_t)argc + 1, sizeof *s.v), free);
     const char *out = NULL;
     int jobs = 0;
     double merge_timeout = 86400;
@@ -495,7 +541,7 @@ int mpisim_sweep_main(int argc, char **argv)
             return 2;
         }
         if (!strcmp(a, "--vary")) {
-            char *spec = strdup(argv[++i]);
+            char *spec = own(strdup(argv[++i]), free);
             char *eq = strchr(spec, '=');
             if (!eq || eq == spec || !eq[1]) {
                 fprintf(stderr, "mpisim sweep: --vary wants key=v1,v2,..., got '%s'\n", spec);
@@ -504,7 +550,7 @@ int mpisim_sweep_main(int argc, char **argv)
             *eq = 0;
             vary *v = &s.v[s.nv++];
             v->key = spec;
-            v->values = calloc(strlen(eq + 1) + 1, sizeof *v->values);
+            v->values = own(calloc(strlen(eq + 1) + 1, sizeof *v->values), free);
             for (char *tok = strtok(eq + 1, ","); tok; tok = strtok(NULL, ",")) v->values[v->n++] = tok;
             if (!v->n) {
                 fprintf(stderr, "mpisim sweep: --vary %s has no values\n", spec);
@@ -543,7 +589,7 @@ int mpisim_sweep_main(int argc, char **argv)
         }
     }
     char err[2048], warn[4096];
-    s.t = ms_trace_read_h5(s.o.trace, err, sizeof err);
+    s.t = own(ms_trace_read_h5(s.o.trace, err, sizeof err), free_trace);
     if (!s.t) {
         fprintf(stderr, "mpisim sweep: %s\n", err);
         return 2;
@@ -586,7 +632,7 @@ int mpisim_sweep_main(int argc, char **argv)
         K = 1;
     }
     long nmine = 0;
-    long *mine = calloc((size_t)s.npoints, sizeof *mine);
+    long *mine = own(calloc((size_t)s.npoints, sizeof *mine), free);
     for (long p = R; p < s.npoints; p += K) mine[nmine++] = p;
     if (!jobs) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
@@ -594,9 +640,10 @@ int mpisim_sweep_main(int argc, char **argv)
         if (jobs < 1) jobs = 1;
     }
     int tty = isatty(2) && K == 1;
-    char **rows = calloc((size_t)(nmine ? nmine : 1), sizeof *rows);
+    char **rows = own(calloc((size_t)(nmine ? nmine : 1), sizeof *rows), free);
     double t0 = now_s();
     int rc = nmine ? run_points(&s, mine, nmine, jobs, rows, tty) : 0;
+    for (long i = 0; i < nmine; i++) own(rows[i], free);
     double wall = now_s() - t0;
     if (rc < 0) fprintf(stderr, "mpisim sweep: some points did not finish\n");
 
@@ -628,7 +675,7 @@ int mpisim_sweep_main(int argc, char **argv)
         fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
         if (R != 0) return rc < 0 ? 1 : 0;
         /* rank 0: wait for every part of this run, then merge them in point order */
-        char **all = calloc((size_t)s.npoints, sizeof *all);
+        char **all = own(calloc((size_t)s.npoints, sizeof *all), free);
         double deadline = now_s() + merge_timeout;
         for (int q = 0; q < K; q++) {
             snprintf(part, sizeof part, "%s.part%d", out, q);
@@ -640,7 +687,7 @@ int mpisim_sweep_main(int argc, char **argv)
                 if (pf && fgets(line, sizeof line, pf) && !strcmp(line, want)) {
                     while (fgets(line, sizeof line, pf)) {
                         long p = strtol(line, NULL, 10);
-                        if (p >= 0 && p < s.npoints && !all[p]) all[p] = strdup(line);
+                        if (p >= 0 && p < s.npoints && !all[p]) all[p] = own(strdup(line), free);
                     }
                     fclose(pf);
                     break;
@@ -663,9 +710,7 @@ int mpisim_sweep_main(int argc, char **argv)
         for (long p = 0; p < s.npoints; p++) {
             if (all[p]) fputs(all[p], f2);
             else missing++;
-            free(all[p]);
         }
-        free(all);
         fclose(f2);
         for (int q = 0; q < K; q++) {
             snprintf(part, sizeof part, "%s.part%d", out, q);
@@ -687,9 +732,12 @@ int mpisim_sweep_main(int argc, char **argv)
     else fflush(f);
     fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
             wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
-    for (long i = 0; i < nmine; i++) free(rows[i]);
-    free(rows);
-    free(mine);
-    ms_trace_free(s.t);
     return rc < 0 ? 1 : 0;
+}
+
+int mpisim_sweep_main(int argc, char **argv)
+{
+    int rc = sweep_main(argc, argv);
+    release_all();
+    return rc;
 }

@@ -213,6 +213,9 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_TR_EXIT: *lo = *hi = sizeof(ms_msg_tr_exit); return 1;
     case MS_MSG_RESUME: *lo = sizeof(ms_msg_resume); *hi = *lo + sizeof(ms_msg_result) * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_RESOLVE: *lo = *hi = sizeof(ms_msg_resolve); return 1;
+#ifdef MS_SITE_TEXT
+    case MS_MSG_SITE: *lo = *hi = sizeof(ms_msg_site); return 1;
+#endif
     default: return 0;
     }
 }
@@ -298,7 +301,7 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             e->list_off = (int64_t)r->nlists;
             e->list_n = m.ncounts;
             if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.ncounts, 8) < 0) OOM();
-            memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.ncounts * 8u);
+            if (m.ncounts) memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.ncounts * 8u);
             r->nlists += (size_t)m.ncounts;
             break;
         }
@@ -328,7 +331,7 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             e->list_off = (int64_t)r->nlists;
             e->list_n = m.n;
             if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.n, 8) < 0) OOM();
-            memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.n * 8u);
+            if (m.n) memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.n * 8u);
             r->nlists += (size_t)m.n;
             break;
         }
@@ -402,6 +405,24 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             e->req = m.req; e->bytes = m.bytes; e->peer = m.source; e->tag = m.tag;
             break;
         }
+#ifdef MS_SITE_TEXT
+        case MS_MSG_SITE: {
+            /* per call site totals at MPI_Finalize: fn, mode = depth, req = calls, bytes, t_ps = time,
+             * callsite = innermost pc, text = the frames */
+            ms_msg_site m;
+            memcpy(&m, p, sizeof m);
+            e->fn = m.fn; e->mode = m.depth; e->req = m.calls; e->bytes = m.bytes; e->t_ps = m.time_ps;
+            e->callsite = m.pc0;
+            size_t n = strnlen(m.text, sizeof m.text);
+            e->list_off = (int64_t)r->ntext;
+            e->list_n = (int32_t)n;
+            if (ms_trace_grow((void **)&r->text, &sd.text_cap, r->ntext + n + 1, 1) < 0) OOM();
+            memcpy(r->text + r->ntext, m.text, n);
+            r->text[r->ntext + n] = 0;
+            r->ntext += n + 1;
+            break;
+        }
+#endif
         }
         off += sizeof h + h.length;
     }
@@ -683,6 +704,10 @@ static int known_kind(int32_t k)
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
     case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
         return 1;
+#ifdef MS_SITE_TEXT
+    case MS_MSG_SITE:
+        return 1;
+#endif
     default:
         return 0;
     }
@@ -715,6 +740,9 @@ int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t err
             case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = r->nlists; break;
             case MS_MSG_RESUME: limit = r->nresults; break;
             case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: limit = r->ntext; break;
+#ifdef MS_SITE_TEXT
+            case MS_MSG_SITE: limit = r->ntext; break;
+#endif
             case MS_MSG_COMM_ADD:
                 if (e->list_off < 0 || (size_t)e->list_off >= t->ncomms || t->comms[e->list_off].size != e->peer ||
                     t->comms[e->list_off].id != e->comm)
@@ -727,7 +755,7 @@ int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t err
             if (check && (e->list_n < 0 || e->list_off < 0 || (uint64_t)e->list_off + (uint64_t)e->list_n > limit))
                 return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) out of range", name, i, k,
                                      (long long)e->list_off, e->list_n);
-            if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE) &&
+            if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE || e->kind == 12) &&
                 (size_t)e->list_off + (size_t)e->list_n >= r->ntext)
                 return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
             if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))

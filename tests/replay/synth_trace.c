@@ -132,7 +132,7 @@ void synth_wait(synth *s, int rank, int mode, int n, const uint64_t *reqs, int f
     e->list_off = (int64_t)r->nlists;
     e->list_n = n;
     r->lists = grow(r->lists, &s->r[rank].cap_lists, r->nlists + (size_t)n, sizeof *r->lists);
-    memcpy(r->lists + r->nlists, reqs, sizeof *reqs * (size_t)n);
+    if (n) memcpy(r->lists + r->nlists, reqs, sizeof *reqs * (size_t)n);
     r->nlists += (size_t)n;
 }
 
@@ -154,7 +154,7 @@ void synth_resume(synth *s, int rank, int64_t t, int n, const ms_trace_result *r
     e->list_off = (int64_t)r->nresults;
     e->list_n = n;
     r->results = grow(r->results, &s->r[rank].cap_results, r->nresults + (size_t)n, sizeof *r->results);
-    memcpy(r->results + r->nresults, res, sizeof *res * (size_t)n);
+    if (n) memcpy(r->results + r->nresults, res, sizeof *res * (size_t)n);
     r->nresults += (size_t)n;
 }
 

@@ -79,6 +79,12 @@ def test_cli_replay():
     tau, prop, o = 6250, round(10 / 1.8e8 * 1e12), 400000
     half = o + tau * (8 + 4 + 1) + 2 * prop + o
     check(r["ranks"][0]["virtual_end_ps"] == 20 * half, "closed form %d vs %d" % (r["ranks"][0]["virtual_end_ps"], 20 * half))
+    # --timeline: every call's virtual entry/exit; rank 0's last exit is its virtual end
+    tl = os.path.join(WORK, "tl.csv")
+    run([MPISIM, "replay", h5, "--set", "network.engine=analytic", "--report", rep, "--timeline", tl])
+    rows = read_csv(tl)
+    check(rows[0]["fn"] == "MPI_Send" and len([r for r in rows if r["rank"] == "0"]) == 20, "timeline rows")
+    check(int([r for r in rows if r["rank"] == "0"][-1]["exit_ps"]) == 20 * half, "timeline end")
     # --cpu-scale and --profile are accepted; a corrupt file is a clear error, exit status 2
     run([MPISIM, "replay", h5, "--profile", "seed002-pci", "--cpu-scale", "2", "--report", rep])
     bad = os.path.join(WORK, "bad.h5")
@@ -167,6 +173,9 @@ def cosim_pair(n, prog, args, name):
 
 
 def test_online_equals_offline():
+    if os.environ.get("MPISIM_SANITIZED"):
+        print("skipped: a sanitized libmpisim.so cannot be preloaded into uninstrumented MPI programs")
+        sys.exit(77)
     cosim_pair(2, os.path.join(BIN, "pingpong"), ["--iters", "3", "--sizes", "8,4096,65536"], "pingpong")
     cosim_pair(4, os.path.join(BIN, "matmul"), ["32"], "matmul")
     cosim_pair(4, os.path.join(BIN, "fan"), ["--reps", "2", "--size", "30000"], "fan")
