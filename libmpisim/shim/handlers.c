@@ -18,6 +18,9 @@ static uint64_t type_bytes(MPI_Datatype dt, int count)
     return (uint64_t)sz * (uint64_t)count;
 }
 
+static int comm_size_of(MPI_Comm comm);
+static int comm_rank_of(MPI_Comm comm);
+
 static int peer_to_model(int peer)
 {
     if (peer == MPI_ANY_SOURCE) return MS_ANY_SOURCE;
@@ -74,7 +77,7 @@ static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt,
 static int finish(ms_rq *r, MPI_Status *status)
 {
     int rc = MPI_SUCCESS;
-    if (r->kind == MS_RQ_SEND && r->detached_copy && !r->real_done) {
+    if (r->detached_copy && !r->real_done) {
         int flag = 0;
         PMPI_Test(&r->real, &flag, MPI_STATUS_IGNORE);
         if (!flag) {
@@ -106,7 +109,8 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
     ms_rq *r = ms_rq_new(MS_RQ_SEND);
     r->comm_id = ms_comm_id(comm);
     uint64_t bytes = type_bytes(dt, count);
-    *rc = post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode);
+    /* to MPI_PROC_NULL: nothing real to do; the model completes it at once */
+    *rc = dest == MPI_PROC_NULL ? MPI_SUCCESS : post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode);
     if (*rc != MPI_SUCCESS) {
         ms_rq_free(r);
         return NULL;
@@ -129,6 +133,12 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
     r->comm = comm;
     uint64_t bytes = type_bytes(dt, count);
     *rc = MPI_SUCCESS;
+    if (src == MPI_PROC_NULL) {
+        empty_status(&r->status);
+        r->resolved = 1;
+        ms_report_irecv(r, MS_PROC_NULL, tag, bytes, fn);
+        return r;
+    }
     /* capture only: no model to decide wildcards, the real MPI does */
     if (!ms_has_server() || (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && !ms_recv_has_unresolved_before(r->comm_id))) {
         r->resolved = 1;
@@ -178,33 +188,42 @@ static int query_fn(void *extra, MPI_Status *st)
 static int free_fn(void *extra) { (void)extra; return MPI_SUCCESS; }
 static int cancel_fn(void *extra, int complete) { (void)extra; (void)complete; return MPI_SUCCESS; }
 
-int ms_h_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+/* The program's handle for r. Usually the real request itself; but Open MPI hands out one
+ * static, already complete request for every small send it sends inline, so a real handle that
+ * is already taken gets a generalized request standing in for it. */
+static void give_handle(ms_rq *r, MPI_Request *request)
 {
-    if (dest == MPI_PROC_NULL) return PMPI_Isend(buf, count, dt, dest, tag, comm, request);
-    int rc;
-    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_SEND_STANDARD, MS_FN_MPI_Isend, &rc);
-    if (!r) return rc;
-    r->user = r->real;
-    ms_rq_index(r);
-    *request = r->user;
-    return MPI_SUCCESS;
-}
-
-int ms_h_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *request)
-{
-    if (src == MPI_PROC_NULL) return PMPI_Irecv(buf, count, dt, src, tag, comm, request);
-    int rc;
-    ms_rq *r = start_recv(buf, count, dt, src, tag, comm, MS_FN_MPI_Irecv, &rc);
-    if (!r) return rc;
-    if (r->real_posted) {
+    static MPI_Request shared_empty = MPI_REQUEST_NULL;
+    if (shared_empty == MPI_REQUEST_NULL) {
+        /* what the real MPI hands out for operations that completed at once (PROC_NULL) */
+        PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &shared_empty);
+    }
+    if (r->real != MPI_REQUEST_NULL && r->real != shared_empty && !ms_rq_find(r->real)) {
         r->user = r->real;
     } else {
-        /* the real receive waits for the model to name its sender; the program gets a stand-in */
         PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->user);
         r->user_is_grequest = 1;
     }
     ms_rq_index(r);
     *request = r->user;
+}
+
+int ms_h_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    int rc;
+    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_SEND_STANDARD, MS_FN_MPI_Isend, &rc);
+    if (!r) return rc;
+    give_handle(r, request);
+    return MPI_SUCCESS;
+}
+
+int ms_h_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    int rc;
+    ms_rq *r = start_recv(buf, count, dt, src, tag, comm, MS_FN_MPI_Irecv, &rc);
+    if (!r) return rc;
+    /* a deferred receive (its sender not yet decided) has no real request: a stand-in */
+    give_handle(r, request);
     return MPI_SUCCESS;
 }
 
@@ -243,9 +262,7 @@ static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, in
     r->real_posted = 1;
     ms_report_icoll(r, kind, root, bytes, counts, ncounts, fn);
     if (request) {
-        r->user = r->real;
-        ms_rq_index(r);
-        *request = r->user;
+        give_handle(r, request);
         return MPI_SUCCESS;
     }
     ms_msg_result res;
@@ -272,20 +289,6 @@ int ms_h_barrier(MPI_Comm comm)
     return coll(comm, MS_COLL_BARRIER, 0, 0, MS_FN_MPI_Barrier, PMPI_Ibarrier(comm, &r->real), r);
 }
 
-int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_BCAST, root, type_bytes(dt, count), MS_FN_MPI_Bcast,
-                PMPI_Ibcast(buffer, count, dt, root, comm, &r->real), r);
-}
-
-int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_REDUCE, root, type_bytes(dt, count), MS_FN_MPI_Reduce,
-                PMPI_Ireduce(sendbuf, recvbuf, count, dt, op, root, comm, &r->real), r);
-}
-
 int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     ms_rq *r = coll_rq(comm);
@@ -293,28 +296,137 @@ int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
                 PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r);
 }
 
+/* Ranks whose part of a collective has no output (bcast root, reduce and gather non-roots,
+ * scatter root) may finish in the model before the slowest member has even entered, while the
+ * real collective (Open MPI's libnbc) can wait for it: such ranks give the real operation a
+ * copy of their input and leave the real completion to the shim (as eager sends do). */
+static const void *input_copy(ms_rq *r, const void *buf, int count, MPI_Datatype dt)
+{
+    if (!ms_has_server() || buf == MPI_IN_PLACE || count <= 0) return buf;
+    MPI_Aint lb, extent, tlb, textent;
+    PMPI_Type_get_extent(dt, &lb, &extent);
+    PMPI_Type_get_true_extent(dt, &tlb, &textent);
+    size_t span = (size_t)(tlb + (MPI_Aint)(count - 1) * extent + textent);
+    if (span > r->copy_cap) {
+        void *p = realloc(r->copy, span);
+        if (!p) ms_fatal("out of memory copying a collective's input");
+        r->copy = p;
+        r->copy_cap = span;
+    }
+    memcpy(r->copy, buf, span);
+    r->detached_copy = 1;
+    return r->copy;
+}
+
+static int do_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request,
+                    ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    void *buf = buffer;
+    if (comm_rank_of(comm) == root) buf = (void *)input_copy(r, buffer, count, dt);
+    return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, fn,
+                  PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
+}
+int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    return do_bcast(buffer, count, dt, root, comm, NULL, MS_FN_MPI_Bcast);
+}
+int ms_h_ibcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return do_bcast(buffer, count, dt, root, comm, request, MS_FN_MPI_Ibcast);
+}
+
+static int do_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                     MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    const void *in = sendbuf;
+    if (comm_rank_of(comm) != root) in = input_copy(r, sendbuf, count, dt);
+    return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, fn,
+                  PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
+}
+int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+    return do_reduce(sendbuf, recvbuf, count, dt, op, root, comm, NULL, MS_FN_MPI_Reduce);
+}
+int ms_h_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    return do_reduce(sendbuf, recvbuf, count, dt, op, root, comm, request, MS_FN_MPI_Ireduce);
+}
+
+static uint64_t gather_block(MPI_Comm comm, int root, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             int recvcount, MPI_Datatype recvtype)
+{
+    return (comm_rank_of(comm) == root && sendbuf == MPI_IN_PLACE) ? type_bytes(recvtype, recvcount)
+                                                                    : type_bytes(sendtype, sendcount);
+}
+
+static int do_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    uint64_t block = gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype);
+    const void *in = sendbuf;
+    if (comm_rank_of(comm) != root) in = input_copy(r, sendbuf, sendcount, sendtype);
+    return coll_v(MS_COLL_GATHER, root, block, NULL, 0, fn,
+                  PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                  request);
+}
 int ms_h_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    int me;
-    PMPI_Comm_rank(comm, &me);
-    /* one block: what each member contributes (the root's recv block when it sends in place) */
-    uint64_t block = (me == root && sendbuf == MPI_IN_PLACE) ? type_bytes(recvtype, recvcount)
-                                                           : type_bytes(sendtype, sendcount);
-    ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_GATHER, root, block, MS_FN_MPI_Gather,
-                PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r);
+    return do_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL, MS_FN_MPI_Gather);
+}
+int ms_h_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return do_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+                     MS_FN_MPI_Igather);
 }
 
+/* The scatter root's own block is copied here, locally, so that its real operation has no
+ * output and can be left to finish later. */
+static const void *scatter_root_prepare(ms_rq *r, const void *sendbuf, int total, MPI_Datatype sendtype,
+                                        MPI_Aint own_disp, int own_count, void **recvbuf, int recvcount,
+                                        MPI_Datatype recvtype)
+{
+    if (!ms_has_server()) return sendbuf;
+    if (*recvbuf != MPI_IN_PLACE) {
+        MPI_Aint lb, extent;
+        PMPI_Type_get_extent(sendtype, &lb, &extent);
+        PMPI_Sendrecv((const char *)sendbuf + own_disp * extent, own_count, sendtype, 0, 0, *recvbuf, recvcount,
+                      recvtype, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        *recvbuf = MPI_IN_PLACE;
+    }
+    return input_copy(r, sendbuf, total, sendtype);
+}
+
+static int do_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    int me = comm_rank_of(comm);
+    uint64_t block = me == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
+    ms_rq *r = coll_rq(comm);
+    const void *in = sendbuf;
+    if (me == root)
+        in = scatter_root_prepare(r, sendbuf, sendcount * comm_size_of(comm), sendtype, (MPI_Aint)sendcount * root,
+                                  sendcount, &recvbuf, recvcount, recvtype);
+    return coll_v(MS_COLL_SCATTER, root, block, NULL, 0, fn,
+                  PMPI_Iscatter(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                  request);
+}
 int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    int me;
-    PMPI_Comm_rank(comm, &me);
-    uint64_t block = me == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
-    ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_SCATTER, root, block, MS_FN_MPI_Scatter,
-                PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r);
+    return do_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
+                      MS_FN_MPI_Scatter);
+}
+int ms_h_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return do_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+                      MS_FN_MPI_Iscatter);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -402,13 +514,10 @@ static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest,
 static int isend_mode_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
                            ms_fn_id fn, MPI_Request *request)
 {
-    if (dest == MPI_PROC_NULL) return PMPI_Isend(buf, count, dt, dest, tag, comm, request);
     int rc;
     ms_rq *r = start_send(buf, count, dt, dest, tag, comm, mode, fn, &rc);
     if (!r) return rc;
-    r->user = r->real;
-    ms_rq_index(r);
-    *request = r->user;
+    give_handle(r, request);
     return MPI_SUCCESS;
 }
 
@@ -539,10 +648,11 @@ int ms_h_startall(int count, MPI_Request requests[])
 /* What the program's handle stands for now: NULL for null or inactive persistent requests. */
 static ms_rq *target_of(MPI_Request h, ms_rq **owner, const char *call)
 {
+    (void)call;
     *owner = NULL;
     if (h == MPI_REQUEST_NULL) return NULL;
     ms_rq *r = ms_rq_find(h);
-    if (!r) ms_fatal("%s on a request that mpisim did not create (made by an unmodelled call?)", call);
+    if (!r) return NULL; /* foreign: see wait_generic */
     if (r->persist) {
         *owner = r;
         return ((ms_persist *)r->persist)->active;
@@ -563,6 +673,10 @@ static int complete_handle(MPI_Request *h, ms_rq *t, ms_rq *owner, MPI_Status *s
     return finish(t, st);
 }
 
+/* Requests the model does not know ("foreign": operations on MPI_PROC_NULL, untimed
+ * passthrough calls) complete by the real MPI alone, untimed. */
+static int is_foreign(MPI_Request h) { return h != MPI_REQUEST_NULL && !ms_rq_find(h); }
+
 static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
                         int *flag, MPI_Status *statuses, int one_status, ms_fn_id fn)
 {
@@ -575,6 +689,32 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     int *at = big ? malloc(sizeof *at * (size_t)count) : small_i;
     ms_msg_result *res = big ? malloc(sizeof *res * (size_t)count) : small_r;
     if (!ts || !os || !at || !res) ms_fatal("out of memory");
+    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int is_test = mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME;
+    int rc = MPI_SUCCESS, done = 0, nforeign = 0;
+    if (!one_status && statuses != MPI_STATUSES_IGNORE && !any && !some)
+        for (int i = 0; i < count; i++) empty_status(&statuses[i]);
+    if (any) *index = MPI_UNDEFINED;
+    if (some) *outcount = 0;
+#define STATUS_FOR(i) (one_status ? statuses : statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE \
+                       : some ? &statuses[*outcount] : &statuses[i])
+    /* foreign requests already complete count at once (for Testall only if all complete) */
+    for (int i = 0; i < count; i++) {
+        if (!is_foreign(reqs[i])) continue;
+        nforeign++;
+        if (any && *index != MPI_UNDEFINED) continue;
+        int f = 0;
+        MPI_Status st;
+        if (mode == MS_TEST_ALL) continue;
+        PMPI_Test(&reqs[i], &f, &st);
+        if (!f) continue;
+        MPI_Status *dst = STATUS_FOR(i);
+        if (dst != MPI_STATUS_IGNORE) *dst = st;
+        if (any) *index = i;
+        if (some) indices[(*outcount)++] = i;
+        done++;
+        nforeign--;
+    }
     int n = 0;
     for (int i = 0; i < count; i++) {
         ms_rq *owner;
@@ -585,38 +725,63 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
         at[n] = i;
         n++;
     }
-    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
-    int rc = MPI_SUCCESS;
-    /* statuses of null/inactive entries are empty */
-    if (!one_status && statuses != MPI_STATUSES_IGNORE && !any && !some)
-        for (int i = 0; i < count; i++) empty_status(&statuses[i]);
-    if (n == 0) {
-        if (any) *index = MPI_UNDEFINED;
-        if (some) *outcount = MPI_UNDEFINED;
+    if (done && (any || some)) {
         if (flag) *flag = 1;
-        if (one_status) empty_status(statuses);
         goto out;
     }
-    ms_model_wait_for(mode, n, ts, res, fn);
-    int done = 0;
-    if (any) *index = MPI_UNDEFINED;
-    if (some) *outcount = 0;
-    for (int k = 0; k < n; k++) {
-        if (!res[k].completed) continue;
-        int i = at[k];
-        MPI_Status *st;
-        if (one_status) st = statuses;
-        else if (statuses == MPI_STATUSES_IGNORE) st = MPI_STATUS_IGNORE;
-        else st = some ? &statuses[*outcount] : &statuses[i];
-        int e = complete_handle(&reqs[i], ts[k], os[k], st);
-        if (e != MPI_SUCCESS) rc = e;
-        if (any) *index = i;
-        if (some) indices[(*outcount)++] = i;
-        done++;
+    if (n == 0 && nforeign == 0) {
+        if (any) *index = MPI_UNDEFINED;
+        if (some && !done) *outcount = MPI_UNDEFINED;
+        if (flag) *flag = 1;
+        if (one_status && !done) empty_status(statuses);
+        goto out;
     }
-    if (flag) *flag = (mode == MS_TEST_ALL) ? (done == n) : (mode == MS_TEST_ANY ? (done > 0) : 1);
-    if (mode == MS_TEST_ANY && !done && flag) *flag = 0;
-    if (!done && (mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME)) ms_post_deferred();
+    int mdone = 0;
+    if (n > 0) {
+        ms_model_wait_for(mode, n, ts, res, fn);
+        for (int k = 0; k < n; k++) {
+            if (!res[k].completed) continue;
+            int i = at[k];
+            int e = complete_handle(&reqs[i], ts[k], os[k], STATUS_FOR(i));
+            if (e != MPI_SUCCESS) rc = e;
+            if (any) *index = i;
+            if (some) indices[(*outcount)++] = i;
+            mdone++;
+        }
+    }
+    done += mdone;
+    /* foreign requests still pending: the real MPI completes them */
+    if (nforeign && (mode == MS_WAIT_ALL || (mode == MS_TEST_ALL && mdone == n) || ((any || some) && !done))) {
+        for (unsigned spins = 0;; spins++) {
+            int pending = 0;
+            for (int i = 0; i < count; i++) {
+                if (!is_foreign(reqs[i])) continue;
+                int f = 0;
+                MPI_Status st;
+                PMPI_Test(&reqs[i], &f, &st);
+                if (!f) {
+                    pending++;
+                    continue;
+                }
+                MPI_Status *dst = STATUS_FOR(i);
+                if (dst != MPI_STATUS_IGNORE) *dst = st;
+                if (any) *index = i;
+                if (some) indices[(*outcount)++] = i;
+                done++;
+                if (any) break;
+            }
+            if (!pending || is_test || ((any || some) && done)) break;
+            ms_progress();
+            if (spins > 64) usleep(50);
+        }
+    }
+#undef STATUS_FOR
+    if (flag) {
+        int total = n + nforeign;
+        if (mode == MS_TEST_ALL) *flag = mdone == n && done >= total;
+        else *flag = done > 0 || !is_test;
+    }
+    if (!done && is_test) ms_post_deferred();
 out:
     if (big) {
         free(ts);
@@ -838,9 +1003,7 @@ int ms_h_imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI
     int rc = PMPI_Imrecv(buf, count, dt, message, &r->real);
     if (rc != MPI_SUCCESS) ms_fatal("MPI_Imrecv failed in the real MPI (error %d)", rc);
     r->real_posted = 1;
-    r->user = r->real;
-    ms_rq_index(r);
-    *request = r->user;
+    give_handle(r, request);
     return MPI_SUCCESS;
 }
 
@@ -893,54 +1056,12 @@ int ms_h_ibarrier(MPI_Comm comm, MPI_Request *request)
     return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Ibarrier, PMPI_Ibarrier(comm, &r->real), r, request);
 }
 
-int ms_h_ibcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Ibcast,
-                  PMPI_Ibcast(buffer, count, dt, root, comm, &r->real), r, request);
-}
-
-int ms_h_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                 MPI_Request *request)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Ireduce,
-                  PMPI_Ireduce(sendbuf, recvbuf, count, dt, op, root, comm, &r->real), r, request);
-}
-
 int ms_h_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                     MPI_Request *request)
 {
     ms_rq *r = coll_rq(comm);
     return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iallreduce,
                   PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
-}
-
-static uint64_t gather_block(MPI_Comm comm, int root, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             int recvcount, MPI_Datatype recvtype)
-{
-    return (comm_rank_of(comm) == root && sendbuf == MPI_IN_PLACE) ? type_bytes(recvtype, recvcount)
-                                                                    : type_bytes(sendtype, sendcount);
-}
-
-int ms_h_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_GATHER, root, gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype),
-                  NULL, 0, MS_FN_MPI_Igather,
-                  PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
-                  request);
-}
-
-int ms_h_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    uint64_t block = comm_rank_of(comm) == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_SCATTER, root, block, NULL, 0, MS_FN_MPI_Iscatter,
-                  PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
-                  request);
 }
 
 static uint64_t allgather_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
@@ -1086,7 +1207,8 @@ static int do_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         own = c[me];
     }
     ms_rq *r = coll_rq(comm);
-    int rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
+    const void *in = me == root ? sendbuf : input_copy(r, sendbuf, sendcount, sendtype);
+    int rc = PMPI_Igatherv(in, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
     return coll_v(MS_COLL_GATHERV, root, own, c, nc, fn, rc, r, request);
 }
 int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -1117,7 +1239,15 @@ static int do_scatterv(const void *sendbuf, const int sendcounts[], const int di
         own = c[me];
     }
     ms_rq *r = coll_rq(comm);
-    int rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
+    const void *in = sendbuf;
+    if (me == root) {
+        int span = 0;
+        for (int i = 0; i < n; i++)
+            if (displs[i] + sendcounts[i] > span) span = displs[i] + sendcounts[i];
+        in = scatter_root_prepare(r, sendbuf, span, sendtype, displs[root], sendcounts[root], &recvbuf, recvcount,
+                                  recvtype);
+    }
+    int rc = PMPI_Iscatterv(in, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
     return coll_v(MS_COLL_SCATTERV, root, own, c, nc, fn, rc, r, request);
 }
 int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,

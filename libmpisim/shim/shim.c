@@ -4,6 +4,10 @@
 #include "shim.h"
 #include "trace_raw.h"
 
+#include <dlfcn.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -18,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+
+#define MS_CS_MAX_DEPTH 8
 
 typedef struct ms_state {
     int active;                  /* connected to a server; wrappers do their work */
@@ -60,9 +66,26 @@ typedef struct ms_state {
     size_t tr_len, tr_cap;
     int64_t last_raw_compute_ns;
     int server;                  /* 1: co-simulation; 0: capture only */
+    /* call sites */
+    int cs_depth;
+    uint64_t cur_pcs[MS_CS_MAX_DEPTH];
+    int cur_npcs;
+    uint64_t call_bytes;
+    struct cs_entry *cs;
+    size_t cs_cap, cs_used;
 } ms_state;
 
+typedef struct cs_entry {
+    uint64_t key;
+    uint64_t pcs[MS_CS_MAX_DEPTH];
+    int npcs, fn;
+    uint64_t calls, bytes;
+    int64_t time_ps;
+} cs_entry;
+
+struct cs_entry;
 static void trace_flush(void);
+static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
 
 int ms_has_server(void) { return S.server; }
@@ -187,6 +210,122 @@ void ms_trace_resolution(const ms_rq *r)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* call sites: totals per (function, program frames), as mpiP reports them */
+
+static uint64_t cs_hash(int fn, const uint64_t *pcs, int n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)fn;
+    for (int i = 0; i < n; i++) {
+        h ^= pcs[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdULL;
+    }
+    return h | 1;
+}
+
+static void cs_add(int fn, uint64_t bytes, int64_t time_ps)
+{
+    if ((S.cs_used + 1) * 2 > S.cs_cap) {
+        size_t cap = S.cs_cap ? S.cs_cap * 2 : 256;
+        cs_entry *t = calloc(cap, sizeof *t);
+        if (!t) return;
+        for (size_t i = 0; i < S.cs_cap; i++)
+            if (S.cs[i].key) {
+                size_t j = S.cs[i].key & (cap - 1);
+                while (t[j].key) j = (j + 1) & (cap - 1);
+                t[j] = S.cs[i];
+            }
+        free(S.cs);
+        S.cs = t;
+        S.cs_cap = cap;
+    }
+    uint64_t key = cs_hash(fn, S.cur_pcs, S.cur_npcs);
+    size_t j = key & (S.cs_cap - 1);
+    while (S.cs[j].key && !(S.cs[j].key == key && S.cs[j].fn == fn && S.cs[j].npcs == S.cur_npcs &&
+                            !memcmp(S.cs[j].pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs)))
+        j = (j + 1) & (S.cs_cap - 1);
+    cs_entry *e = &S.cs[j];
+    if (!e->key) {
+        e->key = key;
+        e->fn = fn;
+        e->npcs = S.cur_npcs;
+        memcpy(e->pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs);
+        S.cs_used++;
+    }
+    e->calls++;
+    e->bytes += bytes;
+    e->time_ps += time_ps;
+}
+
+/* "symbol+0xoff (module+0xoff)" for each frame, innermost first; addr2line takes module+off */
+static void cs_text(const uint64_t *pcs, int n, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && off + 1 < len; i++) {
+        Dl_info di;
+        /* a return address points after the call: look up the call instruction itself */
+        uintptr_t pc = (uintptr_t)pcs[i] - 1;
+        const char *sep = i ? " < " : "";
+        if (dladdr((void *)pc, &di) && di.dli_fname) {
+            const char *mod = strrchr(di.dli_fname, '/');
+            mod = mod ? mod + 1 : di.dli_fname;
+            /* symbols the dynamic table lacks (main, static functions): libunwind reads .symtab */
+            char name[128];
+            unw_word_t symoff = 0;
+            unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
+            if (!di.dli_sname && acc && acc->get_proc_name &&
+                acc->get_proc_name(unw_local_addr_space, (unw_word_t)pc, name, sizeof name, &symoff, NULL) == 0)
+                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx (%s+0x%lx)", sep, name,
+                                        (unsigned long)symoff, mod, (unsigned long)(pc - (uintptr_t)di.dli_fbase));
+            else if (di.dli_sname)
+                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx (%s+0x%lx)", sep, di.dli_sname,
+                                        (unsigned long)(pc - (uintptr_t)di.dli_saddr), mod,
+                                        (unsigned long)(pc - (uintptr_t)di.dli_fbase));
+            else
+                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx", sep, mod,
+                                        (unsigned long)(pc - (uintptr_t)di.dli_fbase));
+        } else {
+            off += (size_t)snprintf(out + off, len - off, "%s0x%lx", sep, (unsigned long)pc);
+        }
+    }
+}
+
+static void capture_callsite(void *ret)
+{
+    if (S.cs_depth <= 1) {
+        S.cur_pcs[0] = (uint64_t)(uintptr_t)ret;
+        S.cur_npcs = 1;
+        return;
+    }
+    /* deeper sites: walk the stack with libunwind; frames 0-1 are this function and ms_enter,
+     * frame 2 is the wrapper, whose return address is `ret` */
+    void *frames[MS_CS_MAX_DEPTH + 3];
+    int n = unw_backtrace(frames, S.cs_depth + 3);
+    int k = 0;
+    for (int i = 3; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
+    if (k == 0) S.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
+    S.cur_npcs = k;
+}
+
+static void send_callsites(void)
+{
+    for (size_t i = 0; i < S.cs_cap; i++) {
+        cs_entry *e = &S.cs[i];
+        if (!e->key) continue;
+        ms_msg_site m;
+        memset(&m, 0, sizeof m);
+        m.fn = e->fn;
+        m.depth = e->npcs;
+        m.calls = e->calls;
+        m.bytes = e->bytes;
+        m.time_ps = e->time_ps;
+        m.pc0 = e->npcs ? e->pcs[0] : 0;
+        cs_text(e->pcs, e->npcs, m.text, sizeof m.text);
+        put_msg(MS_MSG_SITE, &m, sizeof m, NULL, 0);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* clock */
 
 static int64_t read_ns(void)
@@ -212,6 +351,8 @@ void ms_enter(ms_fn_id fn, void *callsite)
         }
         S.call_start_ps = S.clock_ps;
         S.calls++;
+        S.call_bytes = 0;
+        capture_callsite(callsite);
         if (S.trace_fd >= 0) {
             ms_msg_tr_call c = {ps, d, mono_ns(), (uint64_t)(uintptr_t)callsite, (int32_t)fn, 0};
             trace_put(MS_MSG_TR_CALL, &c, sizeof c, NULL, 0);
@@ -223,6 +364,7 @@ void ms_exit(ms_fn_id fn, int rc)
 {
     if (--S.depth == 0) {
         S.mpi_ps += S.clock_ps - S.call_start_ps;
+        cs_add((int)fn, S.call_bytes, S.clock_ps - S.call_start_ps);
         if (S.trace_fd >= 0) {
             ms_msg_tr_exit e = {mono_ns(), S.server ? S.clock_ps : 0, (int32_t)fn, rc};
             trace_put(MS_MSG_TR_EXIT, &e, sizeof e, NULL, 0);
@@ -367,7 +509,9 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
     case MS_MSG_DESCRIBE: {
         ms_msg_text t;
         memset(&t, 0, sizeof t);
-        snprintf(t.text, sizeof t.text, "%s", ms_fn_names[S.blocked_fn]);
+        char where[MS_SITE_TEXT];
+        cs_text(S.cur_pcs, S.cur_npcs, where, sizeof where);
+        snprintf(t.text, sizeof t.text, "%s called from %s", ms_fn_names[S.blocked_fn], where);
         put_msg(MS_MSG_CALLSITE, &t, sizeof t, NULL, 0);
         flush_out();
         break;
@@ -485,7 +629,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     w.mode = mode;
     w.n = n;
     w.fn = (int32_t)fn;
-    w.callsite = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    w.callsite = S.cur_pcs[0];
     uint64_t ids_small[16] = {0};
     uint64_t *ids = n <= 16 ? ids_small : malloc(sizeof *ids * (size_t)n);
     if (!ids) ms_fatal("out of memory");
@@ -528,7 +672,7 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
     pr.tag = tag;
     pr.blocking = blocking;
     pr.fn = (int32_t)fn;
-    pr.callsite = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    pr.callsite = S.cur_pcs[0];
     put_msg(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
     if (!S.server) {
         MPI_Status st;
@@ -589,6 +733,7 @@ void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode,
     m.tag = tag;
     m.mode = mode;
     m.fn = (int32_t)fn;
+    S.call_bytes += bytes;
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
 
@@ -602,6 +747,7 @@ void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id 
     m.src = src;
     m.tag = tag;
     m.fn = (int32_t)fn;
+    S.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }
 
@@ -617,6 +763,7 @@ void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const u
     m.root = root;
     m.ncounts = counts ? ncounts : 0;
     m.fn = (int32_t)fn;
+    S.call_bytes += bytes;
     put_msg(MS_MSG_ICOLL, &m, sizeof m, counts, counts ? sizeof *counts * (size_t)ncounts : 0);
 }
 
@@ -654,6 +801,10 @@ static void table_grow(void)
 
 void ms_rq_index(ms_rq *r)
 {
+    if (getenv("MPISIM_DEBUG")) {
+        ms_rq *o = ms_rq_find(r->user);
+        if (o) fprintf(stderr, "mpisim-debug: rank %d: handle %p of request %llu (kind %d) already names request %llu (kind %d)\n", S.rank, (void *)r->user, (unsigned long long)r->id, r->kind, (unsigned long long)o->id, o->kind);
+    }
     if ((S.table_used + 1) * 2 > S.table_cap) table_grow();
     size_t j = hash_ptr(r->user) & (S.table_cap - 1);
     while (S.table[j] && S.table[j] != TOMBSTONE) j = (j + 1) & (S.table_cap - 1);
@@ -961,6 +1112,8 @@ static void start_session(void)
         S.params.cpu_factor = 1.0;
         S.params.eager_threshold = INT64_MAX;
         S.params.unmodelled_passthrough = 1;
+        const char *d = getenv("MPISIM_CALLSITE_DEPTH");
+        S.params.callsite_depth = d ? atoi(d) : 1;
         S.server = 0;
     } else {
         S.fd = connect_server(server);
@@ -993,6 +1146,8 @@ static void start_session(void)
             ms_fatal("unexpected first reply from the model server");
         memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
     }
+    S.cs_depth = S.params.callsite_depth < 1 ? 1
+                 : S.params.callsite_depth > MS_CS_MAX_DEPTH ? MS_CS_MAX_DEPTH : S.params.callsite_depth;
     trace_open();
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
     PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
@@ -1059,6 +1214,7 @@ int MPI_Finalize(void)
     f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
     f.calls = S.calls;
     f.unmodelled_calls = S.unmodelled_calls;
+    send_callsites();
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
     trace_flush();
     flush_out();

@@ -39,6 +39,7 @@ typedef enum {
     MS_MSG_UNMODELLED,     /* ms_msg_text: an unmodelled call, fatal or counted */
     MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
+    MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -74,6 +75,8 @@ typedef struct ms_msg_welcome {
     int32_t unmodelled_passthrough;
     double cpu_factor;           /* virtual compute = measured * cpu_factor */
     int64_t fixed_compute_ps;    /* for compute mode "fixed": cost charged per interval */
+    int32_t callsite_depth;      /* frames of the program's stack that name a call site */
+    int32_t pad;
 } ms_msg_welcome;
 
 typedef enum { MS_COMPUTE_CPU = 0, MS_COMPUTE_WALL = 1, MS_COMPUTE_NONE = 2 } ms_compute_mode;
@@ -159,6 +162,16 @@ typedef struct ms_msg_tr_exit {
     int32_t fn, rc;          /* function and its return code */
 } ms_msg_tr_exit;
 
+/* Per call site totals (mpiP's view): the MPI function, the program's frames that called it. */
+#define MS_SITE_TEXT 480
+typedef struct ms_msg_site {
+    int32_t fn, depth;
+    uint64_t calls, bytes;
+    int64_t time_ps;         /* virtual time spent inside those calls */
+    uint64_t pc0;            /* innermost return address (raw) */
+    char text[MS_SITE_TEXT]; /* "symbol+0xoff (module+0xoff) < caller..." */
+} ms_msg_site;
+
 /* Text payloads (errors, call sites) are NUL-terminated and at most this long. */
 #define MS_TEXT_MAX 1024
 typedef struct ms_msg_text {
@@ -170,7 +183,7 @@ static inline uint32_t ms_proto_sizes_check(void)
     return (uint32_t)(sizeof(ms_msg_hello) * 1u + sizeof(ms_msg_welcome) * 3u + sizeof(ms_msg_isend) * 5u +
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
-                      sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u);
+                      sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u);
 }
 
 #endif

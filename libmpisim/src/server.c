@@ -68,6 +68,14 @@ typedef struct pending_conn {
     double deadline;
 } pending_conn;
 
+typedef struct site_total {
+    int fn;
+    char text[MS_SITE_TEXT];
+    uint64_t calls, bytes;
+    int64_t time_ps;
+    int ranks;
+} site_total;
+
 typedef struct comm_size {
     uint64_t id;
     int size;
@@ -96,6 +104,12 @@ struct ms_server {
     int64_t events;
     double wall_start, wall_end;
     uint64_t rejected_connections;
+    site_total *sites;
+    size_t nsites, cap_sites;
+    int describing;              /* a deadlock was found; waiting for the ranks to say where */
+    int debug;
+    double next_debug;
+    double describe_deadline;
     char err[512];
 };
 
@@ -245,6 +259,9 @@ int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
          "cpu|wall|none", 0},
         {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "DESIGN.md (virtual time)",
          "virtual compute time = measured time x this factor (projects a slower or faster processor)", NULL, 0},
+        {"shim.callsite_depth", NM_KEY_INT, "", "1", "mpiP (call sites as program frames)",
+         "frames of the program's stack that identify a call site in the report (1: the caller; more: "
+         "libunwind walks the stack at every call)", NULL, 0},
         {"shim.unmodelled", NM_KEY_STRING, "", "error", "issue 2",
          "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
          "(passthrough)",
@@ -313,6 +330,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->compute_mode = !strcmp(cm, "wall") ? MS_COMPUTE_WALL : !strcmp(cm, "none") ? MS_COMPUTE_NONE : MS_COMPUTE_CPU;
     w->cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
     w->unmodelled_passthrough = !strcmp(nm_config_string(cfg, "shim.unmodelled"), "passthrough");
+    w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     return 0;
 }
 
@@ -536,6 +554,32 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         }
         break;
     }
+    case MS_MSG_SITE: {
+        ms_msg_site m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        m.text[MS_SITE_TEXT - 1] = 0;
+        size_t i;
+        for (i = 0; i < s->nsites; i++)
+            if (s->sites[i].fn == m.fn && !strcmp(s->sites[i].text, m.text)) break;
+        if (i == s->nsites) {
+            if (s->nsites == s->cap_sites) {
+                s->cap_sites = s->cap_sites ? s->cap_sites * 2 : 64;
+                site_total *q = realloc(s->sites, sizeof *q * s->cap_sites);
+                if (!q) break;
+                s->sites = q;
+            }
+            memset(&s->sites[i], 0, sizeof s->sites[i]);
+            s->sites[i].fn = m.fn;
+            memcpy(s->sites[i].text, m.text, sizeof m.text);
+            s->nsites++;
+        }
+        s->sites[i].calls += m.calls;
+        s->sites[i].bytes += m.bytes;
+        s->sites[i].time_ps += m.time_ps;
+        s->sites[i].ranks++;
+        break;
+    }
     case MS_MSG_CALLSITE: {
         size_t n = len < sizeof r->callsite_text - 1 ? len : sizeof r->callsite_text - 1;
         memcpy(r->callsite_text, p, n);
@@ -688,6 +732,25 @@ static int64_t horizon(const ms_server *s)
     return h;
 }
 
+/* A deadlock: ask every blocked rank where its program called from, report when they said. */
+static void start_describe(ms_server *s)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_BLOCKED) {
+            s->ranks[i].callsite_text[0] = 0;
+            send_msg(&s->ranks[i], MS_MSG_DESCRIBE, NULL, 0, NULL, 0);
+        }
+    s->describing = 1;
+    s->describe_deadline = wall_now() + 3.0;
+}
+
+static int described_all(const ms_server *s)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_BLOCKED && s->ranks[i].fd >= 0 && !s->ranks[i].callsite_text[0]) return 0;
+    return 1;
+}
+
 static void report_deadlock(ms_server *s)
 {
     size_t off = 0;
@@ -699,10 +762,10 @@ static void report_deadlock(ms_server *s)
         char what[512] = "";
         ms_model_describe_wait(s->model, i, what, sizeof what);
         off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                "\n  rank %d at %.6f us in %s%s%s (call site %#llx)", i, r->clock * 1e-6,
+                                "\n  rank %d at %.6f us in %s%s%s; %s", i, r->clock * 1e-6,
                                 (r->wait_fn >= 0 && (size_t)r->wait_fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[r->wait_fn] : "?",
                                 what[0] ? ": " : "", what,
-                                (unsigned long long)r->wait_callsite);
+                                r->callsite_text[0] ? r->callsite_text : "call site unknown");
     }
     s->deadlocked = 1;
     s->stopped = 1;
@@ -743,12 +806,16 @@ static void advance_engine(ms_server *s)
         if (st == RK_RUNNING || st == RK_UNTIMED) running++;
         if (st == RK_BLOCKED) blocked++;
     }
-    if (connected_all && !running && blocked && ms_model_next_time(s->model) == NM_TIME_NEVER) report_deadlock(s);
+    if (connected_all && !running && blocked && ms_model_next_time(s->model) == NM_TIME_NEVER && !s->describing)
+        start_describe(s);
 }
+
+static const char *state_name(const rank_info *r);
 
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
 {
     s->wall_start = wall_now();
+    s->debug = getenv("MPISIM_DEBUG") != NULL;
     int child_done = child < 0;
     size_t nfds_cap = (size_t)s->nranks + 1 + 64;
     struct pollfd *pfds = malloc(sizeof *pfds * nfds_cap);
@@ -816,7 +883,17 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
             if (now > s->pending[i].deadline) drop_pending(s, i, "did not introduce itself within 30 s");
-        if (!s->stopped) advance_engine(s);
+        if (s->debug && now > s->next_debug) {
+            /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
+            s->next_debug = now + 1.0;
+            fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)horizon(s),
+                    (long long)ms_model_next_time(s->model), (long long)nm_network_now(s->net));
+            for (int i = 0; i < s->nranks; i++)
+                fprintf(stderr, " | r%d %s t=%lld", i, state_name(&s->ranks[i]), (long long)s->ranks[i].clock);
+            fputc('\n', stderr);
+        }
+        if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
+        if (!s->stopped && !s->describing) advance_engine(s);
         for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
     }
     s->wall_end = wall_now();
@@ -922,7 +999,28 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         }
         fprintf(f, "}%s\n", i + 1 < s->nranks ? "," : "");
     }
-    fprintf(f, "  ],\n  \"summary\": {\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
+    fprintf(f, "  ],\n  \"callsites\": [");
+    /* most virtual time first, as mpiP sorts */
+    size_t *order = malloc(sizeof *order * (s->nsites ? s->nsites : 1));
+    for (size_t i = 0; order && i < s->nsites; i++) order[i] = i;
+    for (size_t i = 1; order && i < s->nsites; i++)
+        for (size_t j = i; j > 0 && s->sites[order[j]].time_ps > s->sites[order[j - 1]].time_ps; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (size_t k = 0; order && k < s->nsites; k++) {
+        const site_total *t = &s->sites[order[k]];
+        fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
+        json_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
+        fputs(", \"site\": ", f);
+        json_str(f, t->text);
+        fprintf(f, ", \"calls\": %llu, \"bytes\": %llu, \"time_ps\": %lld, \"ranks\": %d}",
+                (unsigned long long)t->calls, (unsigned long long)t->bytes, (long long)t->time_ps, t->ranks);
+    }
+    free(order);
+    fprintf(f, "%s],\n  \"summary\": {", s->nsites ? "\n  " : "");
+    fprintf(f, "\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
                "\"wall_s\": %.3f, \"server_messages\": %lld, \"rejected_connections\": %llu",
             (long long)vmax, (unsigned long long)msgs, (unsigned long long)bytes, s->wall_end - s->wall_start,
             (long long)s->events, (unsigned long long)s->rejected_connections);
@@ -977,6 +1075,7 @@ void ms_server_destroy(ms_server *s)
         free(s->pending[i].in.p);
     }
     free(s->pending);
+    free(s->sites);
     free(s->ranks);
     free(s->comms);
     for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
