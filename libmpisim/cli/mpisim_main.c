@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hwloc.h>
+
 #include "mpisim.h"
 #include "netmodel.h"
 #include "study.h"
@@ -30,7 +32,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
-            "                  [--listen ADDR] [--server-address HOST] -n N -- PROGRAM [ARGS...]\n"
+            "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
+            "                  [--trace F.h5] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
             "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
             "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
@@ -99,6 +102,7 @@ typedef struct run_opts {
     char **prog;
     int nprog;
     const char *trace;      /* HDF5 trace to write (run --trace, or trace --output) */
+    const char *bind;       /* --bind none|core|socket: mpirun's --bind-to */
     int capture_only;       /* `mpisim trace`: no model server */
 } run_opts;
 
@@ -152,6 +156,14 @@ static int parse_run(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
         else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
         else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
+        else if (!strcmp(a, "--bind")) {
+            NEXT();
+            o->bind = argv[++i];
+            if (strcmp(o->bind, "none") && strcmp(o->bind, "core") && strcmp(o->bind, "socket")) {
+                fprintf(stderr, "mpisim run: --bind wants none, core or socket, got '%s'\n", o->bind);
+                return -1;
+            }
+        }
         else if (!strcmp(a, "--server-address")) { NEXT(); o->advertise = argv[++i]; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
             NEXT();
@@ -264,6 +276,32 @@ static int cmd_trace(int argc, char **argv)
     return launch_and_serve(&o, NULL);
 }
 
+/* The real machine, by hwloc: "host H: N cores, M hardware threads, CPU model". */
+static int machine_summary(char *out, size_t len)
+{
+    hwloc_topology_t t;
+    int cores = 0;
+    out[0] = 0;
+    if (hwloc_topology_init(&t) < 0) return 0;
+    if (hwloc_topology_load(t) == 0) {
+        cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+        int pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+        int pkgs = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+        hwloc_obj_t root = hwloc_get_root_obj(t);
+        const char *model = hwloc_obj_get_info_by_name(root, "CPUModel");
+        if (!model) {
+            hwloc_obj_t pkg = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
+            model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+        }
+        char host[128] = "";
+        gethostname(host, sizeof host - 1);
+        snprintf(out, len, "host %s: %d package(s), %d cores, %d hardware threads%s%s (hwloc %s)", host, pkgs, cores,
+                 pus, model ? ", " : "", model ? model : "", HWLOC_VERSION);
+    }
+    hwloc_topology_destroy(t);
+    return cores;
+}
+
 static int launch_and_serve(run_opts *o_, nm_config *unused)
 {
     run_opts o = *o_;
@@ -301,6 +339,14 @@ static int launch_and_serve(run_opts *o_, nm_config *unused)
             return 2;
         }
     }
+    char machine[512];
+    int cores = machine_summary(machine, sizeof machine);
+    if (s) ms_server_set_machine(s, machine);
+    if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args))
+        fprintf(stderr, "mpisim: %d ranks share %d cores: %s\n", o.nranks, cores,
+                !strcmp(nm_config_string(cfg, "shim.compute"), "wall")
+                    ? "--compute wall will charge waiting for a core as computation"
+                    : "computation is charged as each rank's CPU time, so results hold; the run takes longer");
     char trace_dir[PATH_MAX + 8] = "";
     if (o.trace) {
         if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg) < 0) {
@@ -344,6 +390,10 @@ static int launch_and_serve(run_opts *o_, nm_config *unused)
     if (o.trace) {
         av[k++] = "-x";
         av[k++] = "MPISIM_TRACE_DIR";
+    }
+    if (o.bind) {
+        av[k++] = "--bind-to";
+        av[k++] = o.bind;
     }
     for (int i = 0; i < o.nmpirun_args; i++) av[k++] = o.mpirun_args[i];
     for (int i = 0; i < o.nprog; i++) av[k++] = o.prog[i];

@@ -32,6 +32,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
  * "host:port" for MPISIM_SERVER. */
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len,
                      char *err, size_t errlen);
+/* A summary of the real machine (hwloc), recorded in the report. */
+void ms_server_set_machine(ms_server *s, const char *text);
 /* The run's secret (hex), to hand to the ranks through the environment. */
 const char *ms_server_secret(const ms_server *s);
 /* Serve until every rank has finished or died and `child` (the launcher, or -1) has exited.

@@ -9,6 +9,7 @@
 #include <libunwind.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -65,6 +66,7 @@ typedef struct ms_state {
     char *tr;
     size_t tr_len, tr_cap;
     int64_t last_raw_compute_ns;
+    int64_t last_trace_flush_ns;
     int server;                  /* 1: co-simulation; 0: capture only */
     /* call sites */
     int cs_depth;
@@ -368,6 +370,11 @@ void ms_exit(ms_fn_id fn, int rc)
         if (S.trace_fd >= 0) {
             ms_msg_tr_exit e = {mono_ns(), S.server ? S.clock_ps : 0, (int32_t)fn, rc};
             trace_put(MS_MSG_TR_EXIT, &e, sizeof e, NULL, 0);
+            /* bounded loss if the rank is killed: at most half a second of events */
+            if (e.real_exit_ns - S.last_trace_flush_ns > 500000000LL) {
+                trace_flush();
+                S.last_trace_flush_ns = e.real_exit_ns;
+            }
         }
         if (S.params.compute_mode != MS_COMPUTE_NONE) S.last_exit_ns = read_ns();
     }
@@ -1088,6 +1095,23 @@ static int connect_server(const char *spec)
     return fd;
 }
 
+/* The rank's CPU binding as a list of ranges, e.g. "0-1" (recorded in the report) */
+static void cpu_list(char *out, size_t len)
+{
+    cpu_set_t set;
+    out[0] = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+    size_t off = 0;
+    for (int c = 0; c < CPU_SETSIZE && off + 16 < len; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) e++;
+        off += (size_t)snprintf(out + off, len - off, off ? ",%d" : "%d", c);
+        if (e > c) off += (size_t)snprintf(out + off, len - off, "-%d", e);
+        c = e;
+    }
+}
+
 static void start_session(void)
 {
     const char *server = getenv("MPISIM_SERVER");
@@ -1128,6 +1152,7 @@ static void start_session(void)
         h.sizes_check = ms_proto_sizes_check();
         memcpy(h.secret, secret, strnlen(secret, MS_SECRET_LEN));
         gethostname(h.hostname, sizeof h.hostname - 1);
+        cpu_list(h.binding, sizeof h.binding);
         S.server = 1;
         put_msg(MS_MSG_HELLO, &h, sizeof h, NULL, 0);
         flush_out();
@@ -1170,6 +1195,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     int ask = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
     int rc = PMPI_Init_thread(argc, argv, ask, provided);
     if (rc == MPI_SUCCESS) start_session();
+    if (rc == MPI_SUCCESS && S.active && required == MPI_THREAD_MULTIPLE && S.rank == 0)
+        fprintf(stderr, "mpisim: MPI_THREAD_MULTIPLE is not supported; the program gets MPI_THREAD_SERIALIZED "
+                        "(one thread in MPI at a time)\n");
     return rc;
 }
 

@@ -64,6 +64,7 @@ typedef struct ms_msg_hello {
     uint32_t sizes_check;  /* sizeof of the payload structs, folded, to refuse mismatches */
     char secret[MS_SECRET_LEN];
     char hostname[64];
+    char binding[64];      /* the CPUs this rank may run on, as a list ("0-1", "3") */
 } ms_msg_hello;
 
 typedef struct ms_msg_welcome {

@@ -54,6 +54,7 @@ typedef struct rank_info {
     ms_msg_result held_result;
     int pid;
     char host[64];
+    char binding[64];
     ms_msg_finalize fin;
     int finalized;
     char error[MS_TEXT_MAX];
@@ -106,6 +107,7 @@ struct ms_server {
     uint64_t rejected_connections;
     site_total *sites;
     size_t nsites, cap_sites;
+    char machine[512];
     int describing;              /* a deadlock was found; waiting for the ranks to say where */
     int debug;
     double next_debug;
@@ -335,6 +337,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
 }
 
 const char *ms_server_secret(const ms_server *s) { return s->secret; }
+
+void ms_server_set_machine(ms_server *s, const char *text) { snprintf(s->machine, sizeof s->machine, "%s", text); }
 
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len, char *err,
                      size_t errlen)
@@ -695,6 +699,8 @@ static void read_pending(ms_server *s, size_t i)
     r->pid = hello.pid;
     memcpy(r->host, hello.hostname, sizeof r->host);
     r->host[sizeof r->host - 1] = 0;
+    memcpy(r->binding, hello.binding, sizeof r->binding);
+    r->binding[sizeof r->binding - 1] = 0;
     r->state = RK_RUNNING;
     r->clock = 0;
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
@@ -962,6 +968,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     json_str(f, s->topo ? nm_topology_name(s->topo) : "");
     fprintf(f, ",\n  \"engine\": ");
     json_str(f, s->net ? nm_network_engine_name(s->net) : "");
+    fprintf(f, ",\n  \"machine\": ");
+    json_str(f, s->machine);
     fprintf(f, ",\n  \"config\": ");
     nm_config_write_json(s->cfg, f, 2);
     int64_t vmax = 0;
@@ -979,6 +987,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         fprintf(f,
                 "    {\"rank\": %d, \"host\": ", i);
         json_str(f, r->host);
+        fputs(", \"binding\": ", f);
+        json_str(f, r->binding);
         fprintf(f,
                 ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
                 "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
