@@ -564,8 +564,12 @@ void ms_progress(void)
     }
 }
 
-/* Back off from spinning to sleeping in poll(): ranks share cores with each other. */
-static int backoff_ms(unsigned spins) { return spins < 64 ? 0 : 1; }
+/* Back off from spinning to sleeping in poll(): ranks share cores with each other and with the
+ * server, so a waiting rank spins only briefly (poll() wakes it when the answer arrives). */
+#ifndef MS_SPINS
+#define MS_SPINS 16
+#endif
+static int backoff_ms(unsigned spins) { return spins < MS_SPINS ? 0 : 1; }
 
 static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags);
 
