@@ -75,6 +75,17 @@ static int common_opt(const char *cmd, int argc, char **argv, int *i, common_opt
 {
     const char *a = argv[*i];
     int has = *i + 1 < argc;
+    if (!strcmp(a, "--routing")) {
+        /* issue 6: the routing is chosen by --routing wherever a network is built */
+        static char set[64];
+        if (!has) {
+            fprintf(stderr, "mpisim %s: --routing needs shortest, updown or itb\n", cmd);
+            return -1;
+        }
+        snprintf(set, sizeof set, "network.routing=%s", argv[++*i]);
+        o->sets[o->nsets++] = set;
+        return 1;
+    }
     if (!strcmp(a, "--profile") || !strcmp(a, "--set") || !strcmp(a, "--cpu-scale") || !strcmp(a, "--wildcards")) {
         if (!has) {
             fprintf(stderr, "mpisim %s: %s needs a value\n", cmd, a);

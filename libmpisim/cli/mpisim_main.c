@@ -31,6 +31,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
+            "                  [--routing shortest|updown|itb]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
             "                  [--trace F.h5] -n N -- PROGRAM [ARGS...]\n"
@@ -149,6 +150,12 @@ static int parse_run(int argc, char **argv, run_opts *o)
             break;
         } else if (!strcmp(a, "--profile")) { NEXT(); o->profile = argv[++i]; }
         else if (!strcmp(a, "--set")) { NEXT(); o->sets[o->nsets++] = argv[++i]; }
+        else if (!strcmp(a, "--routing")) {
+            static char set[64];
+            NEXT();
+            snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
+            o->sets[o->nsets++] = set;
+        }
         else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }

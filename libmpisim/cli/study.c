@@ -142,6 +142,11 @@ int mpisim_study_main(int argc, char **argv)
         }
         if (!strcmp(a, "--profile")) profile = argv[++i];
         else if (!strcmp(a, "--set")) sets[nsets++] = argv[++i];
+        else if (!strcmp(a, "--routing")) {
+            static char set[64];
+            snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
+            sets[nsets++] = set;
+        }
         else if (!strcmp(a, "--compute")) compute = argv[++i];
         else if (!strcmp(a, "--out")) outdir = argv[++i];
         else if (!strcmp(a, "--cpu-factor")) cpu_factor_arg = argv[++i];
