@@ -5,12 +5,19 @@
  *   RTT(m), o_s(m): K times: rank 0 sends m bytes (MPI_Send) and receives a 0-byte reply.
  *        o_s(m) = mean time of the MPI_Send call; RTT(m) = mean time of send + reply.
  *   o_r(m): K times: rank 0 sends a 0-byte request, the mirror replies with m bytes; rank 0 waits
- *        (busy, MPI_Wtime) delta = max(1.2 RTT(m), --min-delta) so that the reply has arrived,
- *        then times the MPI_Recv call. o_r(m) = mean time of the MPI_Recv call.
- *   g(m): rank 0 sends n messages of m bytes in a row (MPI_Send), g = (time of the sends) / n,
- *        then waits for the mirror's 0-byte ack. n starts at 10 and doubles until two successive
- *        values differ by less than 1 % (at least 20 messages), or n reaches --max-runs, or n m
- *        exceeds 32 MiB (saturation of the pipeline, as in Kielmann's method).
+ *        until the reply has arrived: it polls MPI_Iprobe (and MPI_Wtime) until the probe finds
+ *        the reply, at most delta = max(1.2 RTT(m), --min-delta); then it times the MPI_Recv
+ *        call. o_r(m) = mean time of the MPI_Recv call. (Polling with MPI_Iprobe instead of a
+ *        pure MPI_Wtime loop also lets the wait end where computation is not charged, as under
+ *        mpisim --compute none, and drives MPI's progress so the reply really is there.)
+ *   g(m): rank 0 sends n messages of m bytes in a row (MPI_Send), then waits for the mirror's
+ *        0-byte ack (sent when it has received all n); T(n) = time from the first send to the
+ *        ack. The n messages leave one gap apart and the last one plus the ack take one RTT(m),
+ *        so g(m) = (T(n) - RTT(m)) / (n - 1): the gap also where sends return before the
+ *        network has taken the message (eager sends into ample buffers), where the duration of
+ *        the send calls alone would only show o_s. n starts at 10 and doubles until two
+ *        successive values differ by less than 1 % (at least 20 messages), or n reaches
+ *        --max-runs, or n m exceeds 32 MiB (saturation of the pipeline, as in Kielmann's method).
  *   L = RTT(0) / 2 - g(0)   (PLogP: RTT(m) = 2 L + g(m) + g(0)).
  *   The run starts with 50 untimed empty round trips; each phase is preceded by 2 untimed
  *   repetitions. Size 0 is always measured (for L).
@@ -157,7 +164,11 @@ int main(int argc, char **argv)
             double sum_or = 0.0;
             for (long k = 0; k < iters + WARMUP; k++) {
                 MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
-                app_spin(delta);
+                const double deadline = MPI_Wtime() + delta;
+                int arrived = 0;
+                do
+                    MPI_Iprobe(1, TAG_REPLY, MPI_COMM_WORLD, &arrived, MPI_STATUS_IGNORE);
+                while (!arrived && MPI_Wtime() < deadline);
                 double t0 = MPI_Wtime();
                 MPI_Recv(rbuf, m, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 double t1 = MPI_Wtime();
@@ -182,9 +193,9 @@ int main(int argc, char **argv)
                 double t0 = MPI_Wtime();
                 for (long k = 0; k < runs; k++)
                     MPI_Send(sbuf, m, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
-                double t1 = MPI_Wtime();
                 MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* ack */
-                avg = (t1 - t0) / (double)runs;
+                double t1 = MPI_Wtime();
+                avg = (t1 - t0 - rtt[si]) / (double)(runs - 1);
                 int settled = !first && runs >= 20 && prev > 0.0 && (avg > prev ? avg - prev : prev - avg) < 0.01 * prev;
                 if (settled || runs * 2 > max_runs || (double)runs * 2.0 * (double)m > G_BYTES_CAP)
                     break;
