@@ -989,10 +989,13 @@ int ms_h_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_
     if (*message == MPI_MESSAGE_NO_PROC) return PMPI_Mrecv(buf, count, dt, message, status);
     probed_msg pm;
     ms_rq *r = start_mrecv(buf, count, dt, message, MS_FN_MPI_Mrecv, &pm);
+    /* the real receive goes first (its sender may wait for it in the real MPI) */
+    int rc = PMPI_Imrecv(buf, count, dt, message, &r->real);
+    if (rc != MPI_SUCCESS) ms_fatal("MPI_Mrecv failed in the real MPI (error %d)", rc);
+    r->real_posted = 1;
     ms_msg_result res;
     ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
-    ms_rq_free(r);
-    return PMPI_Mrecv(buf, count, dt, message, status);
+    return finish(r, status);
 }
 
 int ms_h_imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_Request *request)
