@@ -11,9 +11,10 @@
  *   switch channel, so a detour costs about one average link) plus the number of host pairs
  *   already routed over it. Units are routed in an order shuffled by network.seed.
  * itb: seed 002 sec 4. One minimal path per host pair, drawn uniformly among all minimal paths
- *   with a generator seeded by (network.seed, src, dst); where it turns from a down link to an up
- *   link it is split at that switch: the packet is addressed to a host on that switch (drawn the
- *   same way), which ejects it into its in-transit buffer and reinjects it.
+ *   (network.itb_path = random, default) or among those with the fewest down->up turns
+ *   (fewest_itb) with a generator seeded by (network.seed, src, dst); where it turns from a down
+ *   link to an up link it is split at that switch: the packet is addressed to a host on that
+ *   switch (drawn the same way), which ejects it into its in-transit buffer and reinjects it.
  * The checker (nm_routes_check) follows every route and proves the channel dependency graph
  * acyclic. Everything here is deterministic. */
 #include "nm_internal.h"
@@ -473,99 +474,163 @@ out:
     return rc;
 }
 
-/* ---- itb: random minimal paths split at down->up turns -------------------------------------- */
+/* ---- itb: minimal paths split at down->up turns ---------------------------------------------- */
+
+/* network.itb_path: random (default; seed 002 sec 4, "randomly selected among all the feasible
+ * paths. In the case a nonvalid up*-down* path is chosen ...", and sec 5.5.1, ITB traffic avoiding
+ * the root) draws the pair's minimal path uniformly among all minimal paths; fewest_itb (an mpisim
+ * variant) uniformly among the minimal paths with the fewest down->up turns, i.e. a legal
+ * up*-down* minimal path whenever one exists. Without the key in the configuration, random. */
+static int itb_path_fewest(const nm_config *cfg, char *err, size_t errlen, int *fewest)
+{
+    const char *v = cfg && nm_config_has(cfg, "network.itb_path") ? nm_config_string(cfg, "network.itb_path")
+                                                                    : "random";
+    if (!strcmp(v, "fewest_itb")) *fewest = 1;
+    else if (!strcmp(v, "random")) *fewest = 0;
+    else {
+        set_err(err, errlen, "network.itb_path '%s' is not one of fewest_itb|random", v);
+        return -1;
+    }
+    return 0;
+}
+
+#define ITB_INF 0x3fffffff
 
 static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, char *err, size_t errlen)
 {
     int ns = t->nswitches, nh = t->nhosts;
     uint64_t seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
-    /* npaths[target*ns + s]: minimal paths (over channels) from s to target */
-    double *npaths = malloc((size_t)(ns ? ns : 1) * (size_t)(ns ? ns : 1) * sizeof *npaths);
+    int fewest = 0;
+    if (itb_path_fewest(cfg, err, errlen, &fewest) != 0) return -1;
+    /* toward one destination switch b:
+     *   P[s]: minimal paths (over channels) from s to b (random);
+     *   F[2s+ph], C[2s+ph]: fewest down->up turns on a minimal path from s to b having arrived at s
+     *   by a down link (ph = 1) or not (ph = 0; the source switch), and how many minimal paths
+     *   have that few (fewest_itb). A turn at a switch without hosts is not allowed (ITB_INF). */
+    double *P = malloc((size_t)(ns ? ns : 1) * sizeof *P);
+    int *F = malloc((size_t)(2 * ns + 2) * sizeof *F);
+    double *C = malloc((size_t)(2 * ns + 2) * sizeof *C);
     int *order = malloc((size_t)(ns ? ns : 1) * sizeof *order);
     int *chans = malloc((size_t)(4 * ns + 8) * sizeof *chans);
     int *itb = malloc((size_t)(2 * ns + 2) * sizeof *itb);
-    int *sw_path = malloc((size_t)(ns + 2) * sizeof *sw_path);
     int rc = -1;
     long fallback = 0;
-    if (!npaths || !order || !chans || !itb || !sw_path) { set_err(err, errlen, "out of memory"); goto out; }
+    if (!P || !F || !C || !order || !chans || !itb) { set_err(err, errlen, "out of memory"); goto out; }
     for (int b = 0; b < ns; b++) {
+        if (g->hosts_off[b + 1] == g->hosts_off[b]) continue;
         const int *D = &g->dist[(size_t)b * (size_t)ns];
-        double *P = &npaths[(size_t)b * (size_t)ns];
         /* switches by increasing distance to b (counting sort) */
-        int n = 0;
-        for (int d = 0; d < ns && n < ns; d++)
+        int no = 0;
+        for (int dd = 0; dd < ns && no < ns; dd++)
             for (int s = 0; s < ns; s++)
-                if (D[s] == d) order[n++] = s;
-        for (int s = 0; s < ns; s++) P[s] = 0;
+                if (D[s] == dd) order[no++] = s;
+        for (int s = 0; s < ns; s++) {
+            P[s] = 0;
+            F[2 * s] = F[2 * s + 1] = ITB_INF;
+            C[2 * s] = C[2 * s + 1] = 0;
+        }
         P[b] = 1;
-        for (int i = 0; i < n; i++) {
+        F[2 * b] = F[2 * b + 1] = 0;
+        C[2 * b] = C[2 * b + 1] = 1;
+        for (int i = 0; i < no; i++) {
             int s = order[i];
             if (s == b) continue;
+            int hosts_here = g->hosts_off[s + 1] > g->hosts_off[s];
             double c = 0;
-            for (int k = g->off[s]; k < g->off[s + 1]; k++)
-                if (D[g->nb[k]] == D[s] - 1) c += P[g->nb[k]];
+            for (int k = g->off[s]; k < g->off[s + 1]; k++) {
+                int n = g->nb[k];
+                if (D[n] != D[s] - 1) continue;
+                c += P[n];
+                int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * n + (upk ? 0 : 1);
+                if (F[nx] >= ITB_INF) continue;
+                for (int ph = 0; ph < 2; ph++) {
+                    int turn = ph == 1 && upk;
+                    if (turn && !hosts_here) continue;
+                    int f = F[nx] + turn;
+                    if (f < F[2 * s + ph]) { F[2 * s + ph] = f; C[2 * s + ph] = C[nx]; }
+                    else if (f == F[2 * s + ph]) C[2 * s + ph] += C[nx];
+                }
+            }
             P[s] = c;
         }
-    }
-    for (int s = 0; s < nh; s++) {
-        int a = nm_topology_switch_of_host(t, s);
-        if (a < 0) continue;
-        for (int d = 0; d < nh; d++) {
-            if (d == s) continue;
-            nm_route *r = &t->routes[(size_t)s * (size_t)nh + (size_t)d];
-            if (r->nhops >= 0) continue;
-            int b = nm_topology_switch_of_host(t, d);
-            if (b < 0 || g->dist[(size_t)b * (size_t)ns + (size_t)a] < 0) continue;
-            const int *D = &g->dist[(size_t)b * (size_t)ns];
-            const double *P = &npaths[(size_t)b * (size_t)ns];
-            uint64_t rs = seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)s * 0xD1B54A32D192ED03ULL) ^
-                          ((uint64_t)d * 0xABC98388FB8FAC03ULL);
-            int n = 0, nitb = 0;
-            /* Draw a minimal path; if it would need an in-transit host on a switch without hosts
-             * (the paper assumes there is none), draw again; after 32 draws the pair keeps its
-             * up/down route (filled below). */
-            for (int attempt = 0; attempt < 32; attempt++) {
-                int cur = a, last_up = -1, bad = 0;
-                n = 0;
-                nitb = 0;
-                chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
-                while (cur != b) {
-                    /* next channel with probability npaths(next)/npaths(cur): uniform over paths */
-                    double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
-                    int pick = -1;
-                    for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
-                        if (D[g->nb[k]] != D[cur] - 1) continue;
-                        pick = k;
-                        x -= P[g->nb[k]];
-                        if (x < 0) break;
+        for (int di = g->hosts_off[b]; di < g->hosts_off[b + 1]; di++) {
+            int d = g->hosts[di];
+            for (int s = 0; s < nh; s++) {
+                if (d == s) continue;
+                int a = nm_topology_switch_of_host(t, s);
+                if (a < 0) continue;
+                nm_route *r = &t->routes[(size_t)s * (size_t)nh + (size_t)d];
+                if (r->nhops >= 0) continue;
+                if (D[a] < 0) continue;
+                uint64_t rs = seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)s * 0xD1B54A32D192ED03ULL) ^
+                              ((uint64_t)d * 0xABC98388FB8FAC03ULL);
+                int n = 0, nitb = 0;
+                if (fewest && F[2 * a] >= ITB_INF) { fallback++; continue; }
+                /* random: draw a minimal path; if it would need an in-transit host on a switch
+                 * without hosts (the paper assumes there is none), draw again; after 32 draws the
+                 * pair keeps its up/down route (filled below). fewest_itb: one draw. */
+                for (int attempt = 0; attempt < 32; attempt++) {
+                    int cur = a, last_up = -1, bad = 0;
+                    n = 0;
+                    nitb = 0;
+                    chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
+                    while (cur != b) {
+                        int ph = last_up == 0, pick = -1;
+                        if (fewest) {
+                            /* next channel among those keeping the fewest turns, with probability
+                             * C(next)/C(cur): uniform over the minimal paths with fewest turns */
+                            double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) *
+                                       C[2 * cur + ph];
+                            for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
+                                int nb = g->nb[k];
+                                if (D[nb] != D[cur] - 1) continue;
+                                int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * nb + (upk ? 0 : 1);
+                                int turn = ph == 1 && upk;
+                                if (F[nx] >= ITB_INF || F[nx] + turn != F[2 * cur + ph]) continue;
+                                if (turn && g->hosts_off[cur + 1] == g->hosts_off[cur]) continue;
+                                pick = k;
+                                x -= C[nx];
+                                if (x < 0) break;
+                            }
+                        } else {
+                            /* next channel with probability npaths(next)/npaths(cur): uniform over
+                             * paths */
+                            double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
+                            for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
+                                if (D[g->nb[k]] != D[cur] - 1) continue;
+                                pick = k;
+                                x -= P[g->nb[k]];
+                                if (x < 0) break;
+                            }
+                        }
+                        int upk = nm_channel_is_up(t, g->ch[pick]);
+                        if (upk == 1 && last_up == 0) {
+                            /* down -> up turn at `cur`: eject into a host there */
+                            int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
+                            if (nhs == 0) { bad = 1; break; }
+                            int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
+                            int hl = t->hosts[ih].link;
+                            chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
+                            chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
+                            itb[nitb++] = ih;
+                        }
+                        last_up = upk;
+                        chans[n++] = g->ch[pick];
+                        cur = g->nb[pick];
                     }
-                    int upk = nm_channel_is_up(t, g->ch[pick]);
-                    if (upk == 1 && last_up == 0) {
-                        /* down -> up turn at `cur`: eject into a host there */
-                        int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
-                        if (nhs == 0) { bad = 1; break; }
-                        int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
-                        int hl = t->hosts[ih].link;
-                        chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
-                        chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
-                        itb[nitb++] = ih;
-                    }
-                    last_up = upk;
-                    chans[n++] = g->ch[pick];
-                    cur = g->nb[pick];
+                    if (!bad) break;
+                    n = -1;
                 }
-                if (!bad) break;
-                n = -1;
+                if (n < 0) { fallback++; continue; }
+                chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
+                if (store_route(t, r, chans, n, nitb, itb) != 0) { set_err(err, errlen, "out of memory"); goto out; }
             }
-            if (n < 0) { fallback++; continue; }
-            chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
-            if (store_route(t, r, chans, n, nitb, itb) != 0) { set_err(err, errlen, "out of memory"); goto out; }
         }
     }
     /* pairs with no usable minimal path keep an up/down route */
     rc = fallback ? routes_updown(t, cfg, g, err, errlen) : 0;
 out:
-    free(npaths); free(order); free(chans); free(itb); free(sw_path);
+    free(P); free(F); free(C); free(order); free(chans); free(itb);
     return rc;
 }
 

@@ -1,14 +1,16 @@
 // Routing of seed 002 (issue 6): up*/down* legality and the deadlock checker on every generator
 // and on 20 random irregular networks, a hand-made cyclic route set, ITB split points on a small
-// torus, determinism, the seed 001 topology language, the ITB mechanism in both engines (cost,
-// order, pool overflow) and saturated 64-switch irregular runs watched by the stuck-network
-// watchdog (which is shown to fire on shortest routes that do deadlock).
+// torus, the ITB path choice (network.itb_path fewest_itb and random), determinism, the seed 001
+// topology language, the ITB mechanism in both engines (cost, order, pool overflow) and saturated
+// 64-switch irregular runs watched by the stuck-network watchdog (which is shown to fire on
+// shortest routes that do deadlock).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -263,34 +265,126 @@ TEST(Routing, CheckerRejectsHandMadeCycle)
     }
 }
 
+// network.itb_path is declared in netmodel/src/config.c; without it routes.c uses random.
+bool have_itb_path_key()
+{
+    nm_config *cfg = nm_config_create();
+    bool has = nm_config_has(cfg, "network.itb_path");
+    nm_config_destroy(cfg);
+    return has;
+}
+
 TEST(Routing, ItbSplitPointsOnSmallTorus)
 {
-    Topo T("torus2d:4:4:1", {"network.routing=itb", "network.updown_root=0"});
-    ASSERT_NE(T.t, nullptr) << T.err;
-    EXPECT_EQ(T.t->updown_root, 0);
-    long n = verify(T.t, true);
-    EXPECT_GT(n, 0);
-    // S1 -> S3 (same row, distance 2): via S0 (up, down: legal, no ITB) or via S2 (down to level
-    // 2, then up: one ITB on S2's host H2). Check whichever was drawn.
-    const nm_route *r = nm_route_get(T.t, 1, 3);
-    ASSERT_EQ(r->nchannels - r->nitb, 4);
-    int id;
-    to_kind(T.t, r->channel[1], &id);
-    if (id == 0) {
-        EXPECT_EQ(r->nitb, 0);
-    } else {
-        EXPECT_EQ(id, 2);
-        ASSERT_EQ(r->nitb, 1);
-        EXPECT_EQ(r->itb_host[0], 2);
-        EXPECT_EQ(to_kind(T.t, r->channel[2], &id), NM_NODE_HOST);
-        EXPECT_EQ(id, 2);
-        EXPECT_EQ(r->nhops, 4);   // S1, S2 (to H2), S2 again (from H2), S3
+    std::vector<std::string> modes{"random"};
+    if (have_itb_path_key()) modes.push_back("fewest_itb");
+    for (const std::string &ms : modes) {
+        const char *mode = ms.c_str();
+        std::vector<std::string> sets{"network.routing=itb", "network.updown_root=0"};
+        if (ms == "fewest_itb") sets.push_back("network.itb_path=fewest_itb");
+        Topo T("torus2d:4:4:1", sets);
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(T.t->updown_root, 0);
+        long n = verify(T.t, true);
+        // every pair of the 4x4 torus has a legal minimal path: fewest_itb needs no ITB at all
+        if (mode[0] == 'f') { EXPECT_EQ(n, 0); }
+        else { EXPECT_GT(n, 0); }
+        // S1 -> S3 (same row, distance 2): via S0 (up, down: legal, no ITB) or via S2 (down to
+        // level 2, then up: one ITB on S2's host H2). fewest_itb takes the legal one; random may
+        // draw either: check whichever was drawn.
+        const nm_route *r = nm_route_get(T.t, 1, 3);
+        ASSERT_EQ(r->nchannels - r->nitb, 4);
+        int id;
+        to_kind(T.t, r->channel[1], &id);
+        if (mode[0] == 'f') { EXPECT_EQ(id, 0); }
+        if (id == 0) {
+            EXPECT_EQ(r->nitb, 0);
+        } else {
+            EXPECT_EQ(id, 2);
+            ASSERT_EQ(r->nitb, 1);
+            EXPECT_EQ(r->itb_host[0], 2);
+            EXPECT_EQ(to_kind(T.t, r->channel[2], &id), NM_NODE_HOST);
+            EXPECT_EQ(id, 2);
+            EXPECT_EQ(r->nhops, 4);   // S1, S2 (to H2), S2 again (from H2), S3
+        }
+        // an up*/down* legal minimal path never gets an ITB, and every drawn path is minimal
+        nm_routing_info ri;
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_DOUBLE_EQ(ri.minimal_share, 1.0);
+        EXPECT_EQ(ri.itb_per_route > 0.0, mode[0] == 'r');
     }
-    // an up*/down* legal minimal path never gets an ITB, and every drawn path is minimal
-    nm_routing_info ri;
-    nm_topology_routing_info(T.t, &ri);
-    EXPECT_DOUBLE_EQ(ri.minimal_share, 1.0);
-    EXPECT_GT(ri.itb_per_route, 0.0);
+}
+
+// Fewest down->up turns over the minimal paths from switch a to switch b: 0-1 BFS forward from a
+// over (switch, arrived by a down link) states, minimal edges only (routes.c works backward).
+int min_turns(const nm_topology *t, const std::vector<std::vector<int>> &D, int a, int b)
+{
+    int ns = t->nswitches;
+    auto level = [&](int s) { return t->sw_level[s]; };
+    std::vector<int> best(2 * ns, 1 << 30);
+    std::deque<std::pair<int, int>> q;   // (state, turns)
+    best[2 * a] = 0;
+    q.push_back({2 * a, 0});
+    while (!q.empty()) {
+        auto [x, c] = q.front();
+        q.pop_front();
+        if (c != best[x]) continue;
+        int u = x / 2, down = x % 2;
+        if (u == b) continue;
+        for (int l = 0; l < t->nlinks; l++) {
+            const nm_link &L = t->links[l];
+            if (L.a_kind != NM_NODE_SWITCH || L.b_kind != NM_NODE_SWITCH) continue;
+            int v = L.a_id == u ? L.b_id : (L.b_id == u ? L.a_id : -1);
+            if (v < 0 || D[v][b] != D[u][b] - 1) continue;
+            int up = level(v) < level(u) || (level(v) == level(u) && v < u);
+            int w = down && up, y = 2 * v + (up ? 0 : 1);
+            if (c + w < best[y]) {
+                best[y] = c + w;
+                if (w) q.push_back({y, c + w});
+                else q.push_front({y, c + w});
+            }
+        }
+    }
+    return std::min(best[2 * b], best[2 * b + 1]);
+}
+
+TEST(Routing, ItbPathFewestItbAndRandom)
+{
+    // network.itb_path: random (default, seed 002 sec 4) draws among all minimal paths;
+    // fewest_itb uses a legal up*/down* minimal path whenever one exists and otherwise a minimal
+    // path with the fewest ITBs. Both minimal, legal per segment and deadlock-free (verify).
+    if (!have_itb_path_key()) GTEST_SKIP() << "network.itb_path not declared in config.c";
+    for (const char *spec : {"irregular:32:1", "irregular:64:2", "torus2d:6:6:1"}) {
+        Topo F(spec, {"network.routing=itb", "network.itb_path=fewest_itb"});
+        Topo R(spec, {"network.routing=itb"});
+        ASSERT_TRUE(F.t && R.t) << F.err << R.err;
+        EXPECT_STREQ(nm_config_string(R.cfg, "network.itb_path"), "random");
+        EXPECT_EQ(F.t->route_check_ok, 1) << F.t->route_check_msg;
+        EXPECT_EQ(R.t->route_check_ok, 1) << R.t->route_check_msg;
+        long nf = verify(F.t, true), nr = verify(R.t, true);
+        auto D = all_dist(F.t);
+        long legal_pairs = 0, pairs = 0;
+        for (int s = 0; s < F.t->nhosts; s++)
+            for (int d = 0; d < F.t->nhosts; d++) {
+                int a = nm_topology_switch_of_host(F.t, s), b = nm_topology_switch_of_host(F.t, d);
+                if (a == b) continue;
+                int mt = min_turns(F.t, D, a, b);
+                pairs++;
+                legal_pairs += mt == 0;
+                ASSERT_EQ(nm_route_get(F.t, s, d)->nitb, mt) << spec << " " << s << "->" << d;
+                ASSERT_GE(nm_route_get(R.t, s, d)->nitb, mt) << spec << " " << s << "->" << d;
+            }
+        EXPECT_GT(legal_pairs, 0);
+        EXPECT_LT(legal_pairs, pairs) << spec << ": some pair should need an ITB";
+        EXPECT_GT(nf, 0) << spec;
+        EXPECT_LT(nf, nr) << spec << ": fewest_itb should use fewer ITBs than random";
+    }
+    // the key takes only its two values
+    nm_config *cfg = nm_config_create();
+    char e[256] = "";
+    EXPECT_NE(nm_config_set(cfg, "network.itb_path=legal", "test", e, sizeof e), 0);
+    EXPECT_EQ(nm_config_set(cfg, "network.itb_path=random", "test", e, sizeof e), 0) << e;
+    nm_config_destroy(cfg);
 }
 
 TEST(Routing, Deterministic)
