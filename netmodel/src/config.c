@@ -42,6 +42,10 @@ static const nm_key_def nm_network_keys[] = {
      "root switch of the up*/down* orientation: a switch number, or auto (OpenSM up/down rule: a "
      "switch seeing over 90% of hosts at one hop count; else the switch with the least total "
      "distance to all hosts; lowest number on ties)", NULL, 0},
+    {"network.itb_path", NM_KEY_STRING, "", "random", "seed 002 sec 4 (randomly selected among all the feasible paths)",
+     "ITB routing's minimal path per host pair: random (uniform among all minimal paths, the paper's) "
+     "or fewest_itb (mpisim variant: uniform among the minimal paths with the fewest in-transit "
+     "buffers, a legal up*/down* minimal path when one exists)", "random|fewest_itb", 0},
     {"network.itb_detect", NM_KEY_INT, "ps", "275000", "seed 002 sec 5.3 (275 ns, 44 bytes received)",
      "time from the first character of an in-transit packet reaching the NIC to its detection", NULL,
      NM_KEY_NONNEG},
