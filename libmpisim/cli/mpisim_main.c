@@ -214,7 +214,11 @@ static void json_string(FILE *f, const char *s)
 }
 
 /* meta.json beside the ranks' raw trace files: what the HDF5 trace records about the run */
-static int write_trace_meta(const char *dir, const run_opts *o, const nm_config *cfg)
+static int machine_summary(char *out, size_t len);
+
+/* meta.json beside the ranks' raw files: what the HDF5 trace records about the run. Written
+ * before the launch (so that a crash leaves it) and again after, with the ranks' bindings. */
+static int write_trace_meta(const char *dir, const run_opts *o, const nm_config *cfg, int with_bindings)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/meta.json", dir);
@@ -228,12 +232,27 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
     }
     fputs("], \"config\": ", f);
     nm_config_write_json(cfg, f, 0);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    fprintf(f, ", \"machine\": ");
     char machine[512];
-    snprintf(machine, sizeof machine, "host %s, %ld online processors", host, sysconf(_SC_NPROCESSORS_ONLN));
+    machine_summary(machine, sizeof machine);
+    fprintf(f, ", \"machine\": ");
     json_string(f, machine);
+    if (with_bindings) {
+        /* each rank left its CPU binding beside its records (rank-R.binding) */
+        fputs(", \"bindings\": [", f);
+        for (int r = 0; r < o->nranks; r++) {
+            char bpath[PATH_MAX + 64], line[256] = "";
+            snprintf(bpath, sizeof bpath, "%s/rank-%06d.binding", dir, r);
+            FILE *b = fopen(bpath, "r");
+            if (b) {
+                if (!fgets(line, sizeof line, b)) line[0] = 0;
+                fclose(b);
+                line[strcspn(line, "\n")] = 0;
+            }
+            if (r) fputs(", ", f);
+            json_string(f, line);
+        }
+        fputs("]", f);
+    }
     fputs("}\n", f);
     return fclose(f);
 }
@@ -356,7 +375,7 @@ static int launch_and_serve(run_opts *o_, nm_config *unused)
                     : "computation is charged as each rank's CPU time, so results hold; the run takes longer");
     char trace_dir[PATH_MAX + 8] = "";
     if (o.trace) {
-        if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg) < 0) {
+        if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
             fprintf(stderr, "mpisim: cannot create the trace directory %s: %s\n", trace_dir, strerror(errno));
             return 2;
         }
@@ -452,6 +471,7 @@ static int launch_and_serve(run_opts *o_, nm_config *unused)
         ms_server_write_summary(s, stderr, o.report);
         ms_server_destroy(s);
     }
+    if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
     if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
     nm_config_destroy(cfg);
     free(av);

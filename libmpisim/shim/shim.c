@@ -178,6 +178,8 @@ static void trace_put(uint32_t type, const void *a, size_t alen, const void *b, 
     if (S.tr_len >= MS_TRACE_FLUSH_BYTES) trace_flush();
 }
 
+static void cpu_list(char *out, size_t len);
+
 static void trace_open(void)
 {
     const char *dir = getenv("MPISIM_TRACE_DIR");
@@ -199,6 +201,15 @@ static void trace_open(void)
     gethostname(h.hostname, sizeof h.hostname - 1);
     ssize_t w = write(S.trace_fd, &h, sizeof h);
     if (w != (ssize_t)sizeof h) ms_fatal("cannot write the trace header to %s", path);
+    /* the rank's CPU binding, for the trace's record of the machine */
+    snprintf(path, sizeof path, "%s/rank-%06d.binding", dir, S.rank);
+    FILE *b = fopen(path, "w");
+    if (b) {
+        char list[128];
+        cpu_list(list, sizeof list);
+        fprintf(b, "%s\n", list);
+        fclose(b);
+    }
 }
 
 /* Capture only: what the model would have answered, from the real MPI (times 0). */
