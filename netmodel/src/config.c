@@ -122,45 +122,6 @@ struct nm_config {
     size_t n, cap;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-/* Read a whole stream into a NUL-terminated buffer; -1 when larger than `max` (len = max+1). */
-static char *read_all(FILE *f, size_t max, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n > max) { *len = n; return buf; }
-        if (n < cap) break;
-        char *nb = cap > max ? NULL : realloc(buf, 2 * cap + 1);
-        if (!nb) { free(buf); return NULL; }
-        buf = nb;
-        cap *= 2;
-    }
-    if (buf) buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* ---- units ---------------------------------------------------------------------------- */
 
 typedef struct { const char *sym; int exp10; int pow1024; } nm_prefix;
@@ -333,11 +294,11 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
     char canon[64];
     if (def->type == NM_KEY_STRING) {
         if (def->choices && !choice_ok(def->choices, v)) {
-            set_err(msg, msglen, "expected one of %s, got '%s'", def->choices, v);
+            nm_set_err(msg, msglen, "expected one of %s, got '%s'", def->choices, v);
             return -1;
         }
-        char *t = dupstr(v);
-        if (!t) { set_err(msg, msglen, "out of memory"); return -1; }
+        char *t = nm_strdup(v);
+        if (!t) { nm_set_err(msg, msglen, "out of memory"); return -1; }
         *text = t;
         *ival = 0;
         *dval = 0;
@@ -370,11 +331,11 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
     }
     if (def->type == NM_KEY_INT) x = (double)iv;
     if ((def->flags & NM_KEY_POSITIVE) && !(x > 0)) {
-        set_err(msg, msglen, "expected %s greater than 0, got '%s'", nm_unit_noun(def->unit), v);
+        nm_set_err(msg, msglen, "expected %s greater than 0, got '%s'", nm_unit_noun(def->unit), v);
         return -1;
     }
     if ((def->flags & NM_KEY_NONNEG) && !(x >= 0)) {
-        set_err(msg, msglen, "expected %s not below 0, got '%s'", nm_unit_noun(def->unit), v);
+        nm_set_err(msg, msglen, "expected %s not below 0, got '%s'", nm_unit_noun(def->unit), v);
         return -1;
     }
     if (def->type == NM_KEY_INT) snprintf(canon, sizeof canon, "%lld", (long long)iv);
@@ -387,13 +348,13 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
             if (strtod(t, NULL) == x) { memcpy(canon, t, strlen(t) + 1); break; }
         }
     }
-    *text = dupstr(canon);
-    if (!*text) { set_err(msg, msglen, "out of memory"); return -1; }
+    *text = nm_strdup(canon);
+    if (!*text) { nm_set_err(msg, msglen, "out of memory"); return -1; }
     *ival = iv;
     *dval = x;
     return 0;
 bad:
-    set_err(msg, msglen, "expected %s, got '%s'",
+    nm_set_err(msg, msglen, "expected %s, got '%s'",
             def->type == NM_KEY_INT && !*def->unit ? "an integer" : nm_unit_noun(def->unit), v);
     return -1;
 }
@@ -404,8 +365,8 @@ static int entry_assign(nm_entry *e, const char *raw, const char *origin, char *
     double dv;
     char *text = NULL;
     if (parse_value(e->def, raw, &iv, &dv, &text, msg, msglen) != 0) return -1;
-    char *o = dupstr(origin ? origin : "");
-    if (!o) { free(text); set_err(msg, msglen, "out of memory"); return -1; }
+    char *o = nm_strdup(origin ? origin : "");
+    if (!o) { free(text); nm_set_err(msg, msglen, "out of memory"); return -1; }
     free(e->text);
     free(e->origin);
     e->text = text;
@@ -417,24 +378,24 @@ static int entry_assign(nm_entry *e, const char *raw, const char *origin, char *
 
 int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, char *err, size_t errlen)
 {
-    if (!cfg || (!defs && count)) { set_err(err, errlen, "nm_config_register: null argument"); return -1; }
+    if (!cfg || (!defs && count)) { nm_set_err(err, errlen, "nm_config_register: null argument"); return -1; }
     size_t start = cfg->n;
     for (size_t i = 0; i < count; i++) {
         const nm_key_def *d = &defs[i];
         const char *dot = d->name ? strchr(d->name, '.') : NULL;
         if (!dot || dot == d->name || !dot[1] || !d->unit || !d->default_value) {
-            set_err(err, errlen, "key '%s': name must be 'section.key' with unit and default",
+            nm_set_err(err, errlen, "key '%s': name must be 'section.key' with unit and default",
                     d->name ? d->name : "(null)");
             goto fail;
         }
         if (find(cfg, d->name)) {
-            set_err(err, errlen, "key '%s' registered twice", d->name);
+            nm_set_err(err, errlen, "key '%s' registered twice", d->name);
             goto fail;
         }
         if (cfg->n == cfg->cap) {
             size_t nc = cfg->cap ? cfg->cap * 2 : 32;
             nm_entry *ne = realloc(cfg->e, nc * sizeof *ne);
-            if (!ne) { set_err(err, errlen, "out of memory"); goto fail; }
+            if (!ne) { nm_set_err(err, errlen, "out of memory"); goto fail; }
             cfg->e = ne;
             cfg->cap = nc;
         }
@@ -443,7 +404,7 @@ int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, cha
         e->def = d;
         char msg[400];
         if (entry_assign(e, d->default_value, d->source ? d->source : "default", msg, sizeof msg) != 0) {
-            set_err(err, errlen, "key '%s': bad default: %s", d->name, msg);
+            nm_set_err(err, errlen, "key '%s': bad default: %s", d->name, msg);
             goto fail;
         }
         cfg->n++;
@@ -500,8 +461,8 @@ static nm_saved *snapshot(const nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         s[i].ival = cfg->e[i].ival;
         s[i].dval = cfg->e[i].dval;
-        s[i].text = dupstr(cfg->e[i].text);
-        s[i].origin = dupstr(cfg->e[i].origin);
+        s[i].text = nm_strdup(cfg->e[i].text);
+        s[i].origin = nm_strdup(cfg->e[i].origin);
         if (!s[i].text || !s[i].origin) {
             for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); }
             free(s);
@@ -636,12 +597,12 @@ static int run_pass(nm_load *L, int pass, char *err, size_t errlen)
     if (L->rd.too_long) { best = L->rd.too_long; kind = 1; }
     if (L->err_line && (!best || L->err_line < best)) { best = L->err_line; kind = 2; }
     if (rc > 0 && (!best || rc < best)) { best = rc; kind = 3; }
-    if (kind == 1) set_err(err, errlen, "%s:%d: line too long", L->path, best);
-    if (kind == 2) set_err(err, errlen, "%s:%d: %s", L->path, best, L->msg);
-    if (kind == 3) set_err(err, errlen, "%s:%d: expected '[section]' or 'key = value'", L->path, best);
+    if (kind == 1) nm_set_err(err, errlen, "%s:%d: line too long", L->path, best);
+    if (kind == 2) nm_set_err(err, errlen, "%s:%d: %s", L->path, best, L->msg);
+    if (kind == 3) nm_set_err(err, errlen, "%s:%d: expected '[section]' or 'key = value'", L->path, best);
     if (kind) return -1;
     if (rc < 0) {
-        set_err(err, errlen, "%s: cannot parse (inih error %d)", L->path, rc);
+        nm_set_err(err, errlen, "%s: cannot parse (inih error %d)", L->path, rc);
         return -1;
     }
     return 0;
@@ -691,7 +652,7 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
 {
     char *canon = realpath(path, NULL);
     if (!canon) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        nm_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     for (int i = 0; i < depth; i++) {
@@ -702,23 +663,23 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     }
     if (depth >= NM_MAX_INCLUDE_DEPTH) {
         free(canon);
-        set_err(err, errlen, "%s: includes nested deeper than %d", path, NM_MAX_INCLUDE_DEPTH);
+        nm_set_err(err, errlen, "%s: includes nested deeper than %d", path, NM_MAX_INCLUDE_DEPTH);
         return -1;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        nm_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         free(canon);
         return -1;
     }
     size_t len = 0;
-    char *buf = read_all(f, NM_MAX_FILE_BYTES, &len);
+    char *buf = nm_read_all(f, NM_MAX_FILE_BYTES, &len);
     fclose(f);
-    if (!buf) { free(canon); set_err(err, errlen, "out of memory"); return -1; }
+    if (!buf) { free(canon); nm_set_err(err, errlen, "out of memory"); return -1; }
     if (len > NM_MAX_FILE_BYTES) {
         free(buf);
         free(canon);
-        set_err(err, errlen, "%s:1: file larger than %u bytes", path, NM_MAX_FILE_BYTES);
+        nm_set_err(err, errlen, "%s:1: file larger than %u bytes", path, NM_MAX_FILE_BYTES);
         return -1;
     }
     int rc = -1;
@@ -735,20 +696,20 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     if (nul) {
         int line = 1;
         for (const char *p = buf; p < (const char *)nul; p++) line += *p == '\n';
-        set_err(err, errlen, "%s:%d: NUL byte in file", path, line);
+        nm_set_err(err, errlen, "%s:%d: NUL byte in file", path, line);
         goto out;
     }
     stack[depth] = canon;
     if (run_pass(&L, 1, err, errlen) != 0) goto out;
     /* includes first, so that this file's own keys override them whatever the line order */
-    char *dir = dupstr(path);
+    char *dir = nm_strdup(path);
     if (!dir) goto out;
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     for (int i = 0; i < L.ninc; i++) {
         char ipath[4096];
         if (resolve_profile(L.inc[i].name, slash ? dir : ".", search_path, ipath, sizeof ipath) != 0) {
-            set_err(err, errlen, "%s:%d: profile '%s' not found (looked beside %s and in '%s')", path,
+            nm_set_err(err, errlen, "%s:%d: profile '%s' not found (looked beside %s and in '%s')", path,
                     L.inc[i].line, L.inc[i].name, path,
                     (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
             free(dir);
@@ -756,7 +717,7 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
         }
         int r = load_file_rec(cfg, ipath, search_path, stack, depth + 1, err, errlen);
         if (r == 1) {
-            set_err(err, errlen, "%s:%d: include cycle: '%s' is already being loaded", path,
+            nm_set_err(err, errlen, "%s:%d: include cycle: '%s' is already being loaded", path,
                     L.inc[i].line, ipath);
             free(dir);
             goto out;
@@ -777,7 +738,7 @@ out:
 static int load_top(nm_config *cfg, const char *path, const char *search_path, char *err, size_t errlen)
 {
     nm_saved *saved = snapshot(cfg);
-    if (!saved) { set_err(err, errlen, "out of memory"); return -1; }
+    if (!saved) { nm_set_err(err, errlen, "out of memory"); return -1; }
     char *stack[NM_MAX_INCLUDE_DEPTH + 1] = {0};
     int rc = load_file_rec(cfg, path, search_path, stack, 0, err, errlen);
     if (rc == 1) rc = -1;  /* cannot happen at depth 0 */
@@ -787,7 +748,7 @@ static int load_top(nm_config *cfg, const char *path, const char *search_path, c
 
 int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen)
 {
-    if (!cfg || !path) { set_err(err, errlen, "nm_config_load_file: no file named"); return -1; }
+    if (!cfg || !path) { nm_set_err(err, errlen, "nm_config_load_file: no file named"); return -1; }
     return load_top(cfg, path, NULL, err, errlen);
 }
 
@@ -795,7 +756,7 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
                            char *err, size_t errlen)
 {
     if (!cfg || !name_or_path || !*name_or_path) {
-        set_err(err, errlen, "nm_config_load_profile: no profile named");
+        nm_set_err(err, errlen, "nm_config_load_profile: no profile named");
         return -1;
     }
     char path[4096];
@@ -803,7 +764,7 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
         snprintf(path, sizeof path, "%s", name_or_path);
     } else if (strchr(name_or_path, '/') ||
                resolve_profile(name_or_path, NULL, search_path, path, sizeof path) != 0) {
-        set_err(err, errlen, "profile '%s' not found (searched '%s')", name_or_path,
+        nm_set_err(err, errlen, "profile '%s' not found (searched '%s')", name_or_path,
                 (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
         return -1;
     }
@@ -813,10 +774,10 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
 {
     if (!origin) origin = "--set";
-    if (!cfg || !assignment) { set_err(err, errlen, "%s: nothing to set", origin); return -1; }
+    if (!cfg || !assignment) { nm_set_err(err, errlen, "%s: nothing to set", origin); return -1; }
     const char *eq = strchr(assignment, '=');
     if (!eq) {
-        set_err(err, errlen, "%s: expected key=value, got '%s'", origin, assignment);
+        nm_set_err(err, errlen, "%s: expected key=value, got '%s'", origin, assignment);
         return -1;
     }
     char key[256];
@@ -824,19 +785,19 @@ int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, ch
     while (k0 < k1 && is_space(*k0)) k0++;
     while (k1 > k0 && is_space(k1[-1])) k1--;
     if ((size_t)(k1 - k0) >= sizeof key) {
-        set_err(err, errlen, "%s: key too long", origin);
+        nm_set_err(err, errlen, "%s: key too long", origin);
         return -1;
     }
     memcpy(key, k0, (size_t)(k1 - k0));
     key[k1 - k0] = '\0';
     nm_entry *e = find(cfg, key);
     if (!e) {
-        set_err(err, errlen, "%s: unknown key '%s'", origin, key);
+        nm_set_err(err, errlen, "%s: unknown key '%s'", origin, key);
         return -1;
     }
     char m[420];
     if (entry_assign(e, eq + 1, origin, m, sizeof m) != 0) {
-        set_err(err, errlen, "%s: key '%s': %s", origin, key, m);
+        nm_set_err(err, errlen, "%s: key '%s': %s", origin, key, m);
         return -1;
     }
     return 0;

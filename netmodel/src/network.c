@@ -22,21 +22,10 @@ static const nm_engine_ops *const engines[] = {
 #endif
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
 {
     if (!cfg || !topo || !topo->routes) {
-        set_err(err, errlen, "nm_network_create: a configuration and a loaded topology are needed");
+        nm_set_err(err, errlen, "nm_network_create: a configuration and a loaded topology are needed");
         return NULL;
     }
     const char *name = nm_config_string(cfg, "network.engine");
@@ -44,7 +33,7 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
         if (!strcmp(engines[i]->name, name)) ops = engines[i];
     if (!ops) {
-        set_err(err, errlen, "network.engine '%s' is not built into this netmodel (%s: %s)", name,
+        nm_set_err(err, errlen, "network.engine '%s' is not built into this netmodel (%s: %s)", name,
                 nm_config_origin(cfg, "network.engine"), "available: analytic"
 #ifdef NM_HAVE_MYRINET
                 ", myrinet"
@@ -54,7 +43,7 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
     }
     nm_network *net = calloc(1, sizeof *net);
     if (!net) {
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         return NULL;
     }
     net->ops = ops;

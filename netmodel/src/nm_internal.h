@@ -178,4 +178,10 @@ extern const nm_engine_ops nm_engine_myrinet;
  * only if the configuration does not already have them. 0 or -1 with a message. */
 int nm_myrinet_register_keys(nm_config *cfg, char *err, size_t errlen);
 
+
+/* nm_util.c */
+void nm_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+char *nm_strdup(const char *s);
+char *nm_read_all(FILE *f, size_t max, size_t *len);
+
 #endif

@@ -22,17 +22,6 @@
 
 #define MAXTOK 300
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Next line of text (NUL-terminated in place, comment removed); NULL at the end. */
 static char *next_line(char **p, char *end)
 {
@@ -94,7 +83,7 @@ typedef struct { int line, num, nent; char **ent; } swline;
     do {                                                                 \
         char m_[300];                                                    \
         snprintf(m_, sizeof m_, __VA_ARGS__);                            \
-        set_err(err, errlen, "%s:%d: %s", path, (line), m_);             \
+        nm_set_err(err, errlen, "%s:%d: %s", path, (line), m_);             \
         goto fail;                                                       \
     } while (0)
 
@@ -278,7 +267,7 @@ fail_keep : {
     /* nm_topo_add_link's message has no file and line: add them */
     char m[400];
     snprintf(m, sizeof m, "%s", err);
-    set_err(err, errlen, "%s: %s", path, m);
+    nm_set_err(err, errlen, "%s: %s", path, m);
 }
 fail:
 done:

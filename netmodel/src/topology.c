@@ -14,45 +14,6 @@
 #define NM_MAX_TOPO_BYTES (16u << 20)
 #define NM_MAX_TOKENS 256
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-/* Read a whole stream into a NUL-terminated buffer; -1 when larger than `max` (len = max+1). */
-static char *read_all(FILE *f, size_t max, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n > max) { *len = n; return buf; }
-        if (n < cap) break;
-        char *nb = cap > max ? NULL : realloc(buf, 2 * cap + 1);
-        if (!nb) { free(buf); return NULL; }
-        buf = nb;
-        cap *= 2;
-    }
-    if (buf) buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* Grow an array holding n elements so that element n fits: capacities are powers of two,
  * so reallocating when n is 0 or a power of two is enough. */
 static int grow(void **p, int n, size_t elem)
@@ -87,7 +48,7 @@ int nm_topo_add_host(nm_topology *t, const char *name, int line)
         return -1;
     char buf[32];
     if (!name) { snprintf(buf, sizeof buf, "H%d", t->nhosts); name = buf; }
-    char *n = dupstr(name);
+    char *n = nm_strdup(name);
     if (!n) return -1;
     int i = t->nhosts++;
     t->hosts[i].link = -1;
@@ -105,7 +66,7 @@ int nm_topo_add_switch(nm_topology *t, const char *name, int nports)
         return -1;
     char buf[32];
     if (!name) { snprintf(buf, sizeof buf, "S%d", t->nswitches); name = buf; }
-    char *n = dupstr(name);
+    char *n = nm_strdup(name);
     int *pl = malloc((size_t)nports * sizeof *pl);
     if (!n || !pl) { free(n); free(pl); return -1; }
     for (int p = 0; p < nports; p++) pl[p] = -1;
@@ -145,16 +106,16 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
                      char *err, size_t errlen)
 {
     int *sa = port_slot(t, a_kind, a_id, a_port), *sb = port_slot(t, b_kind, b_id, b_port);
-    if (!sa || !sb) { set_err(err, errlen, "no such port"); return -1; }
+    if (!sa || !sb) { nm_set_err(err, errlen, "no such port"); return -1; }
     if (a_kind == b_kind && a_id == b_id) {
         /* loops would make a channel's direction ambiguous and carry nothing useful */
-        set_err(err, errlen, "a link cannot join %s to itself", node_name(t, a_kind, a_id));
+        nm_set_err(err, errlen, "a link cannot join %s to itself", node_name(t, a_kind, a_id));
         return -1;
     }
     if (*sa >= 0 || *sb >= 0) {
         int busy_kind = *sa >= 0 ? a_kind : b_kind, busy_id = *sa >= 0 ? a_id : b_id;
         int busy_port = *sa >= 0 ? a_port : b_port;
-        set_err(err, errlen, "port %s:%d is already connected", node_name(t, busy_kind, busy_id), busy_port);
+        nm_set_err(err, errlen, "port %s:%d is already connected", node_name(t, busy_kind, busy_id), busy_port);
         return -1;
     }
     if (rate_bps <= 0) rate_bps = cfg ? nm_config_double(cfg, "network.link_rate") : 1.28e9;
@@ -163,11 +124,11 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
     if (!(rate_bps > 0) || !(length_m >= 0) || !(velocity_mps > 0) || !isfinite(rate_bps) ||
         !isfinite(length_m) || !isfinite(velocity_mps) || 8e12 / rate_bps > 9e18 ||
         length_m / velocity_mps * 1e12 > 9e18) {
-        set_err(err, errlen, "link rate, length or velocity out of range");
+        nm_set_err(err, errlen, "link rate, length or velocity out of range");
         return -1;
     }
     if (t->nlinks >= 4 * NM_MAX_NODES || grow((void **)&t->links, t->nlinks, sizeof *t->links)) {
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         return -1;
     }
     int i = t->nlinks++;
@@ -299,7 +260,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     do {                                                                                     \
         char m_[400];                                                                        \
         snprintf(m_, sizeof m_, __VA_ARGS__);                                                \
-        set_err(c->err, c->errlen, "%s:%d: %s", c->path, (line), m_);                         \
+        nm_set_err(c->err, c->errlen, "%s:%d: %s", c->path, (line), m_);                         \
         return -1;                                                                           \
     } while (0)
 
@@ -446,10 +407,10 @@ static int check_routes(nm_topology *t, const char *path, char *err, size_t errl
         for (int d = 0; d < t->nhosts; d++) {
             if (s == d || nm_route_get(t, s, d)->nhops >= 0) continue;
             if (t->host_line && t->host_line[s] > 0)
-                set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s],
+                nm_set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s],
                         t->host_names[s], t->host_names[d]);
             else
-                set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s],
+                nm_set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s],
                         t->host_names[d]);
             return -1;
         }
@@ -464,7 +425,7 @@ static int run_checker(nm_topology *t, const char *what, char *err, size_t errle
 {
     char m[320];
     if (nm_routes_check(t, m, sizeof m) == 0 || t->routing == NM_ROUTING_SHORTEST) return 0;
-    set_err(err, errlen, "%s: routing '%s' failed the deadlock checker: %s", what,
+    nm_set_err(err, errlen, "%s: routing '%s' failed the deadlock checker: %s", what,
             t->routing == NM_ROUTING_ITB ? "itb" : "updown", m);
     return -1;
 }
@@ -473,24 +434,24 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "topology '%s': not a generator name, and cannot open it as a file: %s", path,
+        nm_set_err(err, errlen, "topology '%s': not a generator name, and cannot open it as a file: %s", path,
                 strerror(errno));
         return NULL;
     }
     size_t len = 0;
-    char *buf = read_all(f, NM_MAX_TOPO_BYTES, &len);
+    char *buf = nm_read_all(f, NM_MAX_TOPO_BYTES, &len);
     fclose(f);
-    if (!buf) { set_err(err, errlen, "out of memory"); return NULL; }
+    if (!buf) { nm_set_err(err, errlen, "out of memory"); return NULL; }
     if (len > NM_MAX_TOPO_BYTES) {
         free(buf);
-        set_err(err, errlen, "%s:1: file larger than %u bytes", path, NM_MAX_TOPO_BYTES);
+        nm_set_err(err, errlen, "%s:1: file larger than %u bytes", path, NM_MAX_TOPO_BYTES);
         return NULL;
     }
     buf[len] = '\0';
     parse_ctx ctx = {path, nm_topo_new(path), cfg, err, errlen, NULL, 0};
     parse_ctx *c = &ctx;
     int ok = ctx.t != NULL;
-    if (!ok) set_err(err, errlen, "out of memory");
+    if (!ok) nm_set_err(err, errlen, "out of memory");
     int line = 0;
     char *p = buf, *end = buf + len;
     int fmt001 = ok ? nm_topo_is_001(buf) : 0;
@@ -504,7 +465,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         char *nl = memchr(p, '\n', (size_t)(end - p));
         char *le = nl ? nl : end;
         if (memchr(p, '\0', (size_t)(le - p))) {
-            set_err(err, errlen, "%s:%d: expected text, got a NUL byte", path, line);
+            nm_set_err(err, errlen, "%s:%d: expected text, got a NUL byte", path, line);
             ok = 0;
             break;
         }
@@ -518,7 +479,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
             while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v') s++;
             if (!*s) break;
             if (ntok == NM_MAX_TOKENS) {
-                set_err(err, errlen, "%s:%d: expected at most %d fields on a line", path, line, NM_MAX_TOKENS);
+                nm_set_err(err, errlen, "%s:%d: expected at most %d fields on a line", path, line, NM_MAX_TOKENS);
                 ok = 0;
                 break;
             }
@@ -530,23 +491,23 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         p = nl ? nl + 1 : end;
     }
     if (ok && !fmt001 && ctx.t->nhosts == 0) {
-        set_err(err, errlen, "%s:%d: expected at least one 'host' line, got none", path, line > 0 ? line : 1);
+        nm_set_err(err, errlen, "%s:%d: expected at least one 'host' line, got none", path, line > 0 ? line : 1);
         ok = 0;
     }
     for (int i = 0; ok && !fmt001 && i < ctx.t->nhosts; i++) {
         if (ctx.t->hosts[i].link < 0) {
-            set_err(err, errlen, "%s:%d: expected a 'link' for host '%s', got none", path, ctx.t->host_line[i],
+            nm_set_err(err, errlen, "%s:%d: expected a 'link' for host '%s', got none", path, ctx.t->host_line[i],
                     ctx.t->host_names[i]);
             ok = 0;
         }
     }
-    if (ok && !fmt001 && nm_topo_alloc_routes(ctx.t) != 0) { set_err(err, errlen, "out of memory"); ok = 0; }
+    if (ok && !fmt001 && nm_topo_alloc_routes(ctx.t) != 0) { nm_set_err(err, errlen, "out of memory"); ok = 0; }
     for (int i = 0; ok && i < ctx.nroutes; i++)
         if (apply_route(c, &ctx.routes[i]) != 0) ok = 0;
     if (ok) {
         char m[400];
         if (nm_routes_compute(ctx.t, cfg, m, sizeof m) != 0) {
-            set_err(err, errlen, "%s:1: %s", path, m);
+            nm_set_err(err, errlen, "%s:1: %s", path, m);
             ok = 0;
         }
     }
@@ -567,20 +528,20 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen)
 {
     if (!spec || !*spec) {
-        set_err(err, errlen, "topology: no generator or file named");
+        nm_set_err(err, errlen, "topology: no generator or file named");
         return NULL;
     }
     nm_config *own = NULL;
     if (!cfg) {
         /* defaults stand in for a missing configuration */
         own = nm_config_create();
-        if (!own) { set_err(err, errlen, "out of memory"); return NULL; }
+        if (!own) { nm_set_err(err, errlen, "out of memory"); return NULL; }
         cfg = own;
     }
     nm_topology *t = nm_topo_new(spec);
     if (!t) {
         nm_config_destroy(own);
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         return NULL;
     }
     int g = nm_topo_generate(t, spec, cfg, err, errlen);
@@ -590,10 +551,10 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
     } else if (g == 0) {
         char m[400];
         if (nm_topo_alloc_routes(t) != 0) {
-            set_err(err, errlen, "out of memory");
+            nm_set_err(err, errlen, "out of memory");
             g = -1;
         } else if (nm_routes_compute(t, cfg, m, sizeof m) != 0) {
-            set_err(err, errlen, "topology '%s': %s", spec, m);
+            nm_set_err(err, errlen, "topology '%s': %s", spec, m);
             g = -1;
         } else if (check_routes(t, spec, err, errlen) != 0) {
             g = -1;
