@@ -539,6 +539,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         memset(&t, 0, sizeof t);
         memcpy(&t, p, len < sizeof t ? len : sizeof t);
         t.text[MS_TEXT_MAX - 1] = 0;
+        t.text[strcspn(t.text, "\n")] = 0; /* the details are in the server's summary */
         fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
         fflush(stderr);
         S.active = 0;

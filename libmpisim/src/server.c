@@ -398,7 +398,9 @@ static void rank_gone(ms_server *s, int rank)
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
     if (r->state != RK_FINISHED) {
-        if (!r->error[0]) rank_error(s, rank, "the rank's process ended without MPI_Finalize (crashed or killed)");
+        if (!r->error[0])
+            rank_error(s, rank, s->stopped ? "stopped by mpisim (see the run's outcome)"
+                                           : "the rank's process ended without MPI_Finalize (crashed or killed)");
         r->state = RK_DEAD;
         r->held = 0;
         ms_model_finalize(s->model, rank, r->clock);
@@ -760,8 +762,21 @@ static int described_all(const ms_server *s)
 static void report_deadlock(ms_server *s)
 {
     size_t off = 0;
-    off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                            "deadlock in virtual time: every rank waits and nothing is in flight");
+    /* ranks that died leave the others waiting for them: that is the cause, not a deadlock */
+    int dead = -1;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_DEAD) {
+            dead = i;
+            break;
+        }
+    if (dead >= 0)
+        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
+                                "wait for it",
+                                dead, s->ranks[dead].clock * 1e-6);
+    else
+        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                "deadlock in virtual time: every rank waits and nothing is in flight");
     for (int i = 0; i < s->nranks && off < sizeof s->deadlock_text; i++) {
         rank_info *r = &s->ranks[i];
         if (r->state != RK_BLOCKED) continue;
@@ -772,6 +787,11 @@ static void report_deadlock(ms_server *s)
                                 (r->wait_fn >= 0 && (size_t)r->wait_fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[r->wait_fn] : "?",
                                 what[0] ? ": " : "", what,
                                 r->callsite_text[0] ? r->callsite_text : "call site unknown");
+    }
+    if (dead >= 0) {
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%.*s", (int)sizeof s->stop_reason - 1, s->deadlock_text);
+        s->stopped = 1;
+        return;
     }
     s->deadlocked = 1;
     s->stopped = 1;
@@ -849,8 +869,8 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
             ms_msg_text t;
             memset(&t, 0, sizeof t);
-            snprintf(t.text, sizeof t.text, "%s", s->deadlocked ? "deadlock in virtual time (see the mpisim report)"
-                                                                : text);
+            snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1,
+                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)" : text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
                 flush_rank(&s->ranks[i]);
