@@ -227,6 +227,19 @@ def test_coverage_same_answers():
           "split/dup/cart: same answers natively and under mpisim with 2, 3, 4, 7 ranks")
 
 
+def test_rank_crash():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/crash.c"), os.path.join(WORK, "crash"))
+    p, rep = mpisim_run(3, [exe], check=False)
+    if p.returncode == 0 or rep is None:
+        sys.exit(f"FAILED: a crashed rank must fail the run and still write the report\n{p.stderr}")
+    r1 = rep["ranks"][1]
+    if rep["summary"]["outcome"] != "error" or "rank 1 ended without MPI_Finalize" not in rep["summary"]["outcome_text"]:
+        sys.exit(f"FAILED: outcome should name the dead rank: {rep['summary']}")
+    if r1["status"] != "died" or "crashed" not in r1.get("error", ""):
+        sys.exit(f"FAILED: rank 1 {r1}")
+    print("crash:", rep["summary"]["outcome_text"].splitlines()[0])
+
+
 TESTS = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
 if NAME not in TESTS:
     sys.exit(f"unknown test {NAME}; known: {', '.join(TESTS)}")
