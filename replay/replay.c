@@ -281,7 +281,7 @@ static void model_failed(replay *p, int rank, size_t k, const char *what, const 
 }
 
 /* Play one rank until it blocks, finishes or its records end. */
-static void play(replay *p, int rank)
+__attribute__((noinline)) static void play(replay *p, int rank)
 {
     rrank *r = &p->r[rank];
     const ms_trace_rank *tr = r->tr;

@@ -77,7 +77,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- binary heap keyed (time, seq) ------------------------------------------------------ */
 
-static int ev_less(const ev *a, const ev *b)
+static inline int ev_less(const ev *a, const ev *b)
 {
     return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
@@ -103,22 +103,36 @@ static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
     return 0;
 }
 
-static ev heap_pop(analytic *A)
+/* Put x into the hole at the root and sift it down (n = A->nheap entries, the root included). */
+static void sift_down(analytic *A, ev x)
 {
-    ev top = A->heap[0];
-    ev last = A->heap[--A->nheap];
-    size_t i = 0, n = A->nheap;
-    while (1) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        const ev *best = &last;
-        if (l < n && ev_less(&A->heap[l], best)) { m = l; best = &A->heap[l]; }
-        if (r < n && ev_less(&A->heap[r], best)) { m = r; }
-        if (m == i) break;
-        A->heap[i] = A->heap[m];
-        i = m;
+    ev *h = A->heap;
+    size_t n = A->nheap, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+        if (!ev_less(&h[c], &x)) break;
+        h[i] = h[c];
+        i = c;
     }
-    if (n > 0) A->heap[i] = last;
-    return top;
+    h[i] = x;
+}
+
+/* Remove the root (the event being processed). */
+static void heap_pop_top(analytic *A)
+{
+    ev last = A->heap[--A->nheap];
+    if (A->nheap) sift_down(A, last);
+}
+
+/* Replace the root (the event being processed) by the packet's next event: one sift-down instead of
+ * a pop and a push. The event gets its sequence number now, as a push would give it, so the order of
+ * all events is the one of pop-then-push. */
+static void heap_replace_top(analytic *A, nm_time_t time, int type, int pkt)
+{
+    ev e = {time, A->seq++, type, pkt};
+    sift_down(A, e);
 }
 
 /* ---- packets ---------------------------------------------------------------------------- */
@@ -223,7 +237,8 @@ static nm_time_t an_next_time(const void *e)
 
 static nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
 
-/* Process one event; may call the user's callbacks (which may inject). */
+/* Process the event E at the root of the heap: it is replaced by the packet's next event, or removed
+ * (delivery; then the user's callbacks run, which may inject). */
 static int process(analytic *A, const ev *E)
 {
     const nm_topology *T = A->topo;
@@ -233,7 +248,8 @@ static int process(analytic *A, const ev *E)
     case EV_INJECT: {
         nm_time_t a0 = tmax(E->time, A->nic_send_free[p->src]) + A->nic_send;
         A->nic_send_free[p->src] = a0;
-        return heap_push(A, a0, EV_HEAD, i);
+        heap_replace_top(A, a0, EV_HEAD, i);
+        return 0;
     }
     case EV_HEAD: {
         const nm_route *r = nm_route_get(T, p->src, p->dst);
@@ -252,22 +268,29 @@ static int process(analytic *A, const ev *E)
             int to_host = (c & 1) ? L->a_kind == NM_NODE_HOST : L->b_kind == NM_NODE_HOST;
             if (to_host) {   /* in-transit host: detect, program the DMA, reinject */
                 A->st.itb_packets++;
-                return heap_push(A, s + p->tau + L->prop_ps + A->itb_delay, EV_HEAD, i);
+                heap_replace_top(A, s + p->tau + L->prop_ps + A->itb_delay, EV_HEAD, i);
+                return 0;
             }
-            return heap_push(A, s + p->tau + L->prop_ps + A->switch_delay, EV_HEAD, i);
+            heap_replace_top(A, s + p->tau + L->prop_ps + A->switch_delay, EV_HEAD, i);
+            return 0;
         }
         nm_time_t last = body > 0 ? body - 1 : 0;
-        return heap_push(A, s + L->prop_ps + last * p->tau, EV_ARRIVE, i);
+        heap_replace_top(A, s + L->prop_ps + last * p->tau, EV_ARRIVE, i);
+        return 0;
     }
     case EV_ARRIVE: {
         nm_time_t dl = tmax(E->time, A->nic_recv_free[p->dst]) + A->nic_recv;
         A->nic_recv_free[p->dst] = dl;
-        if (dl > E->time) return heap_push(A, dl, EV_DELIVER, i);
+        if (dl > E->time) {
+            heap_replace_top(A, dl, EV_DELIVER, i);
+            return 0;
+        }
         __attribute__((fallthrough));  /* no receive cost: deliver now */
     }
     case EV_DELIVER: {
         nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->time, p->cookie};
-        pkt_free(A, i);  /* before the callback, which may inject and move the pool */
+        heap_pop_top(A);  /* before the callback, which may inject */
+        pkt_free(A, i);   /* before the callback, which may inject and move the pool */
         if (A->timeout > 0 && d.deliver_time - d.inject_time > A->timeout) {
             A->st.packets_dropped++;
             nm_network_drop_(A->net, &d);
@@ -279,6 +302,7 @@ static int process(analytic *A, const ev *E)
         return 0;
     }
     }
+    heap_pop_top(A);
     return -1;
 }
 
@@ -289,7 +313,7 @@ static int an_run_until(void *e, nm_time_t limit)
     A->running = 1;
     int rc = 0;
     while (A->nheap && A->heap[0].time < limit) {
-        ev E = heap_pop(A);
+        ev E = A->heap[0];   /* stays at the root until process() replaces or removes it */
         A->now = E.time;  /* never backwards: heap order and injections at >= now */
         A->st.events++;
         if (process(A, &E) != 0) { rc = -1; break; }
