@@ -195,6 +195,7 @@ struct ms_model {
     ms_heap heap;
     uint64_t seq0, post_seq;
     ms_hmap reqs, comms, cranks, mqs;
+    size_t mq_limit;          /* match queues kept (empty ones too) before a sweep of the empty ones */
     ms_pool msgs, reqpool, mqpool;
     ms_comm **commv;
     size_t ncomms, capcomms;
@@ -255,7 +256,11 @@ static void schedule_resume(ms_model *m, int rank, ms_time_t T)
 
 /* ---- communicators --------------------------------------------------------------------------- */
 
-static ms_comm *comm_get(const ms_model *m, uint64_t id) { return ms_hmap_get(&m->comms, id, 0); }
+static ms_comm *comm_get(const ms_model *m, uint64_t id)
+{
+    if (id == MS_COMM_WORLD && m->ncomms > 0) return m->commv[0];   /* created first, in ms_model_create */
+    return ms_hmap_get(&m->comms, id, 0);
+}
 
 /* comm rank of world rank w in c, -1 if not a member */
 static int comm_rank_of(const ms_model *m, const ms_comm *c, int w)
@@ -386,12 +391,33 @@ static ms_mq *mq_get(ms_model *m, int32_t ctx, int dst, int src)
     }
     return q;
 }
+/* A queue that became empty stays in the map (and in the pool): the same (context, receiver,
+ * source) is usually used again soon, and creating it again costs a hash insertion and a deletion.
+ * An empty queue is found like an absent one is not (no posted receive, no unexpected message).
+ * mq_sweep removes the empty ones when the map grows past mq_limit; it runs only where no queue
+ * pointer is held (at the top of the driving loop). */
 static void mq_maybe_release(ms_model *m, ms_mq *q)
 {
-    if (q && !q->ph && !q->uh) {
-        ms_hmap_del(&m->mqs, q->k1, q->k2);
-        ms_pool_release(&m->mqpool, q->pidx);
+    (void)m;
+    (void)q;
+}
+#define MQ_LIMIT_MIN 4096
+static void mq_sweep(ms_model *m)
+{
+    size_t n = 0;
+    ms_mq **empty = malloc(m->mqs.n * sizeof *empty);
+    if (empty) {
+        for (size_t i = 0; i < m->mqs.cap; i++) {
+            ms_mq *q = m->mqs.s[i].v;
+            if (q && !q->ph && !q->uh) empty[n++] = q;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ms_hmap_del(&m->mqs, empty[i]->k1, empty[i]->k2);
+            ms_pool_release(&m->mqpool, empty[i]->pidx);
+        }
+        free(empty);
     }
+    m->mq_limit = 2 * m->mqs.n > MQ_LIMIT_MIN ? 2 * m->mqs.n : MQ_LIMIT_MIN;
 }
 static void posted_append(ms_mq *q, ms_req *r)
 {
@@ -957,6 +983,7 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
     m->stop = limit;
     int rc = 0;
     for (;;) {
+        if (m->mqs.n > m->mq_limit) mq_sweep(m);
         const ms_event *e = ms_heap_top(&m->heap);
         ms_time_t tm = e ? e->t : NEVER, tn = nm_network_next_time(m->net);
         if (e && tm < m->stop && (ORDER_CLASS(e->order) == CLS_RESUME ? tm < tn : tm <= tn)) {
@@ -1043,6 +1070,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     ms_pool_init(&m->msgs, sizeof(ms_msg));
     ms_pool_init(&m->reqpool, sizeof(ms_req));
     ms_pool_init(&m->mqpool, sizeof(ms_mq));
+    m->mq_limit = MQ_LIMIT_MIN;
     if (!comm_new(m, MS_COMM_WORLD, nranks, 0, (size_t)nranks)) goto oom;
     ms_comm *self = comm_new(m, MS_COMM_SELF, 1, 1, (size_t)nranks);
     if (!self) goto oom;

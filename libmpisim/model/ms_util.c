@@ -5,25 +5,24 @@
 
 /* ---- hash map -------------------------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t k1, uint64_t k2)
+static inline uint64_t mix(uint64_t k1, uint64_t k2)
 {
-    uint64_t x = k1 * 0x9E3779B97F4A7C15ULL ^ (k2 + 0x632BE59BD9B4E019ULL + (k1 << 6) + (k1 >> 2));
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBULL;
-    x ^= x >> 31;
+    uint64_t x = k1 * 0x9E3779B97F4A7C15ULL + k2;
+    x ^= x >> 32;
+    x *= 0xD6E8FEB86659FD93ULL;
+    x ^= x >> 32;
     return x;
 }
 
 void *ms_hmap_get(const ms_hmap *h, uint64_t k1, uint64_t k2)
 {
     if (!h->cap) return NULL;
-    size_t m = h->cap - 1, i = (size_t)mix(k1, k2) & m;
+    uint64_t hv = mix(k1, k2);
+    size_t m = h->cap - 1, i = (size_t)hv & m;
     for (;;) {
         const ms_hslot *s = &h->s[i];
         if (!s->v) return NULL;
-        if (s->k1 == k1 && s->k2 == k2) return s->v;
+        if (s->h == hv && s->k1 == k1 && s->k2 == k2) return s->v;
         i = (i + 1) & m;
     }
 }
@@ -36,7 +35,7 @@ static int grow(ms_hmap *h)
     for (size_t j = 0; j < h->cap; j++) {
         ms_hslot *s = &h->s[j];
         if (!s->v) continue;
-        size_t i = (size_t)mix(s->k1, s->k2) & (nc - 1);
+        size_t i = (size_t)s->h & (nc - 1);
         while (ns[i].v) i = (i + 1) & (nc - 1);
         ns[i] = *s;
     }
@@ -50,17 +49,19 @@ int ms_hmap_put(ms_hmap *h, uint64_t k1, uint64_t k2, void *v)
 {
     if (!v) return -1;
     if ((h->n + 1) * 2 > h->cap && grow(h) != 0) return -1;
-    size_t m = h->cap - 1, i = (size_t)mix(k1, k2) & m;
+    uint64_t hv = mix(k1, k2);
+    size_t m = h->cap - 1, i = (size_t)hv & m;
     for (;;) {
         ms_hslot *s = &h->s[i];
         if (!s->v) {
             s->k1 = k1;
             s->k2 = k2;
             s->v = v;
+            s->h = hv;
             h->n++;
             return 0;
         }
-        if (s->k1 == k1 && s->k2 == k2) {
+        if (s->h == hv && s->k1 == k1 && s->k2 == k2) {
             s->v = v;
             return 0;
         }
@@ -71,11 +72,12 @@ int ms_hmap_put(ms_hmap *h, uint64_t k1, uint64_t k2, void *v)
 void *ms_hmap_del(ms_hmap *h, uint64_t k1, uint64_t k2)
 {
     if (!h->cap) return NULL;
-    size_t m = h->cap - 1, i = (size_t)mix(k1, k2) & m;
+    uint64_t hv = mix(k1, k2);
+    size_t m = h->cap - 1, i = (size_t)hv & m;
     for (;;) {
         ms_hslot *s = &h->s[i];
         if (!s->v) return NULL;
-        if (s->k1 == k1 && s->k2 == k2) break;
+        if (s->h == hv && s->k1 == k1 && s->k2 == k2) break;
         i = (i + 1) & m;
     }
     void *v = h->s[i].v;
@@ -89,7 +91,7 @@ void *ms_hmap_del(ms_hmap *h, uint64_t k1, uint64_t k2)
                 h->n--;
                 return v;
             }
-            size_t home = (size_t)mix(h->s[j].k1, h->s[j].k2) & m;
+            size_t home = (size_t)h->s[j].h & m;
             /* can slot j move to i? only if home is not cyclically in (i, j] */
             int in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
             if (!in_range) break;

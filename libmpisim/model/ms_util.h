@@ -11,6 +11,7 @@
 typedef struct ms_hslot {
     uint64_t k1, k2;
     void *v;          /* NULL = empty slot */
+    uint64_t h;       /* hash of (k1, k2): probes compare it first, deletion and growth reuse it */
 } ms_hslot;
 typedef struct ms_hmap {
     ms_hslot *s;
