@@ -196,6 +196,8 @@ struct ms_model {
     uint64_t seq0, post_seq;
     ms_hmap reqs, comms, cranks, mqs;
     size_t mq_limit;          /* match queues kept (empty ones too) before a sweep of the empty ones */
+    int tn_valid;             /* in ms_model_run_until: tn_cache = nm_network_next_time (no inject or run since) */
+    ms_time_t tn_cache;
     ms_pool msgs, reqpool, mqpool;
     ms_comm **commv;
     size_t ncomms, capcomms;
@@ -230,9 +232,16 @@ static inline ms_time_t or_cost(const ms_model *m, uint64_t b) { return m->o_r +
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
+/* An event's `a` holds its argument (injection kind, resume generation) above 3 bits of type; the
+ * rank of post and resume events is the one in their order key. */
+#define EV_TYPE_BITS 3
+#define EV_TYPE(e) ((uint32_t)((e)->a & ((1u << EV_TYPE_BITS) - 1)))
+#define EV_ARG(e) ((e)->a >> EV_TYPE_BITS)
+#define EV_RANK(e) ((int)(((e)->order >> RANK_SHIFT) & (uint64_t)(MAX_RANKS - 1)))
 static void push_ev(ms_model *m, ms_time_t t, uint64_t order, uint32_t type, int rank, void *p, uint64_t a)
 {
-    ms_event e = {t, order, type, rank, p, a};
+    (void)rank;
+    ms_event e = {t, order, p, (a << EV_TYPE_BITS) | type};
     if (ms_heap_push(&m->heap, &e) != 0) model_error(m, "out of memory (event queue)");
 }
 static void push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint64_t a)
@@ -622,6 +631,7 @@ static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_
         m->clamped++;
         t = now;
     }
+    m->tn_valid = 0;
     int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << 2) | (uint64_t)k);
     if (rc < 0) {
         model_error(m, "nm_network_inject(host %d -> host %d, %" PRIu64 " B, t=%" PRId64 ") failed (%d)", from, to,
@@ -826,7 +836,7 @@ static void fill_result(ms_req_result *o, const ms_req *r, int completed)
 static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
 {
     rank_state *rs = &m->ranks[rank];
-    if (!rs->blocked || rs->gen != gen) return;
+    if (!rs->blocked || (rs->gen & (UINT64_MAX >> EV_TYPE_BITS)) != gen) return;
     size_t n = rs->wn, nres = n ? n : 1;
     if (rs->rescap < nres) {
         ms_req_result *nr = realloc(rs->res, nres * sizeof *nr);
@@ -929,13 +939,13 @@ static void do_probe_check(ms_model *m, int rank, ms_time_t t)
 
 static void process(ms_model *m, const ms_event *e)
 {
-    switch (e->type) {
+    switch (EV_TYPE(e)) {
     case EV_SEND_POST: do_send(m, e->p, e->t); break;
     case EV_RECV_POST: do_recv(m, e->p, e->t); break;
     case EV_COLL_STEP: coll_step_start(m, e->p, e->t); break;
-    case EV_PROBE: do_probe_check(m, e->rank, e->t); break;
-    case EV_INJECT: do_inject(m, e->p, (int)e->a, e->t); break;
-    case EV_RESUME: do_resume(m, e->rank, e->a, e->t); break;
+    case EV_PROBE: do_probe_check(m, EV_RANK(e), e->t); break;
+    case EV_INJECT: do_inject(m, e->p, (int)EV_ARG(e), e->t); break;
+    case EV_RESUME: do_resume(m, EV_RANK(e), EV_ARG(e), e->t); break;
     default: break;
     }
 }
@@ -982,10 +992,15 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
     m->in_run = 1;
     m->stop = limit;
     int rc = 0;
+    m->tn_valid = 0;
     for (;;) {
         if (m->mqs.n > m->mq_limit) mq_sweep(m);
         const ms_event *e = ms_heap_top(&m->heap);
-        ms_time_t tm = e ? e->t : NEVER, tn = nm_network_next_time(m->net);
+        if (!m->tn_valid) {
+            m->tn_cache = nm_network_next_time(m->net);
+            m->tn_valid = 1;
+        }
+        ms_time_t tm = e ? e->t : NEVER, tn = m->tn_cache;
         if (e && tm < m->stop && (ORDER_CLASS(e->order) == CLS_RESUME ? tm < tn : tm <= tn)) {
             ms_event ev;
             ms_heap_pop(&m->heap, &ev);
@@ -995,6 +1010,7 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
         }
         if (tn != NEVER && tn < m->stop) {
             if (tn > m->now) m->now = tn;
+            m->tn_valid = 0;
             if (nm_network_run_until(m->net, tn + 1) < 0) {
                 model_error(m, "nm_network_run_until failed at t=%" PRId64, tn);
                 rc = -1;

@@ -134,20 +134,28 @@ int ms_heap_push(ms_heap *h, const ms_event *ev)
     return 0;
 }
 
+/* Floyd's variant: the hole left by the root goes down the path of smaller children to a leaf (one
+ * comparison per level), then the last event rises from there (it usually belongs near the bottom). */
 void ms_heap_pop(ms_heap *h, ms_event *out)
 {
     *out = h->e[0];
     ms_event last = h->e[--h->n];
     size_t i = 0, n = h->n;
+    if (!n) return;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) break;
         if (c + 1 < n && ev_less(&h->e[c + 1], &h->e[c])) c++;
-        if (!ev_less(&h->e[c], &last)) break;
         h->e[i] = h->e[c];
         i = c;
     }
-    if (n) h->e[i] = last;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&last, &h->e[p])) break;
+        h->e[i] = h->e[p];
+        i = p;
+    }
+    h->e[i] = last;
 }
 
 void ms_heap_free(ms_heap *h)
