@@ -20,9 +20,14 @@ first saturated load). Sources block at 8 outstanding packets (the tool's defaul
 seed for both routings (paired). Every routing built is checked for deadlock freedom by the tool
 (it refuses to run otherwise) and every run reports the engine's stuck-network watchdog.
 
-usage: routing_seed002.py [--quick] [-j N] [--out DIR] [--itb-path fewest_itb|random]
+The up*/down* root is the profile's network.updown_root (seed002-pci: S0, the lowest switch id;
+netmodel/README.md, "The root for seed 002"). CPLANT, whose numbering in the paper is unknown, is
+also swept with every switch as the root (UD and ITB), reported beside the S0 result.
+
+usage: routing_seed002.py [--quick] [-j N] [--out DIR] [--itb-path fewest_itb|random] [--no-root-scan]
   --quick  reduced sweep (2 topologies of 8 and 16 switches, 512-byte messages, one pattern of
            Table 3, a 4x4 torus) used by tests/routing; the full run takes about 10 min on 2 cores.
+  --no-root-scan  skip the CPLANT sweeps over every root (100 sweeps, about 2 min).
   --itb-path  network.itb_path of the ITB runs (netmodel/README.md, Routing of seed 002): the
            tool's default random (sec 4: every minimal path equally likely, legal or not), or
            fewest_itb (mpisim variant: a legal up*/down* minimal path where one exists, else a
@@ -82,12 +87,12 @@ WARMUP, MEASURE = "200us", "1ms"
 ITB_SET = []   # ["--set", "network.itb_path=..."] with --itb-path
 
 
-def run_point(topo, routing, traffic, msg, x, hosts, switches, measure=MEASURE, warmup=WARMUP, seed=1):
+def run_point(topo, routing, traffic, msg, x, hosts, switches, measure=MEASURE, warmup=WARMUP, seed=1, extra=()):
     """One load point: offered x flits/ns/switch (payload). Returns the tool's JSON."""
     bps = x * switches / hosts * 8e9
     cmd = [TOOL, "--profile", "seed002-pci", "--topology", topo, "--routing", routing, "--traffic", traffic,
            "--payload", str(msg), "--load", "%.6g" % bps, "--warmup", warmup, "--measure", measure,
-           "--seed", str(seed), "--json"] + (ITB_SET if routing == "itb" else [])
+           "--seed", str(seed), "--json"] + (ITB_SET if routing == "itb" else []) + list(extra)
     w0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     w1 = time.time()
@@ -120,15 +125,17 @@ def unsat(d):
     return d["throughput_flits_per_ns_per_switch"] >= 0.9 * d["offered"] * d["senders"] / d["hosts"]
 
 
-def sweep(topo, routing, traffic, msg):
-    """Saturation sweep; returns dict with points, saturation throughput, flags."""
+def sweep(topo, routing, traffic, msg, root=None):
+    """Saturation sweep; returns dict with points, saturation throughput, flags. root: another
+    network.updown_root than the profile's."""
+    extra = ["--set", "network.updown_root=%d" % root] if root is not None else []
     hosts, switches = shape(topo)
     pts = []
     x = 0.002
     lo, hi = None, None
     cap = 0.95 * 0.16 * hosts / switches   # every host injecting at the link rate (160 MB/s)
     while x < cap:
-        d = run_point(topo, routing, traffic, msg, x, hosts, switches)
+        d = run_point(topo, routing, traffic, msg, x, hosts, switches, extra=extra)
         pts.append(d)
         if not unsat(d):
             hi = x
@@ -138,7 +145,7 @@ def sweep(topo, routing, traffic, msg):
     if lo is not None and hi is not None:
         for _ in range(3):
             m = math.sqrt(lo * hi)
-            d = run_point(topo, routing, traffic, msg, m, hosts, switches)
+            d = run_point(topo, routing, traffic, msg, m, hosts, switches, extra=extra)
             pts.append(d)
             if unsat(d):
                 lo = m
@@ -146,7 +153,8 @@ def sweep(topo, routing, traffic, msg):
                 hi = m
     ok = [p["throughput_flits_per_ns_per_switch"] for p in pts if unsat(p)]
     sat = max(ok) if ok else max(p["throughput_flits_per_ns_per_switch"] for p in pts)
-    return dict(topo=topo, routing=routing, traffic=traffic, msg=msg, sat=sat,
+    return dict(topo=topo, routing=routing, traffic=traffic, msg=msg, sat=sat, root=root if root is not None else pts[0]["updown_root"],
+                root_scan=root is not None,
                 deadlocks=sum(p["deadlocks"] for p in pts), engine_errors=sum(p["engine_error"] != 0 for p in pts),
                 deadlock_free_routes=pts[0]["deadlock_free_routes"], minimal_share=pts[0]["minimal_share"],
                 mean_links=pts[0]["mean_links"], mean_min_links=pts[0]["mean_min_links"],
@@ -257,6 +265,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--out", default=here)
+    ap.add_argument("--no-root-scan", action="store_true",
+                    help="skip the CPLANT sweeps with every switch as up*/down* root (full run only)")
     ap.add_argument("--itb-path", choices=["random", "fewest_itb"], default=None,
                     help="network.itb_path of the ITB runs (default: the tool's, random)")
     a = ap.parse_args()
@@ -290,6 +300,11 @@ def main():
     for topo in regular:
         for r in ("updown", "itb"):
             jobs.append(("sweep", topo, r, "uniform", 512))
+    scan_topo = "cplant" if (not a.quick and not a.no_root_scan and "cplant" in regular) else None
+    if scan_topo:   # the paper's CPLANT numbering is lost (Fig. 8): every switch as the root
+        for root in range(shape(scan_topo)[1]):
+            for r in ("updown", "itb"):
+                jobs.append(("sweep", scan_topo, r, "uniform", 512, root))
     # biggest first for load balance
     jobs.sort(key=lambda j: -shape(j[1])[1])
     sweeps, lats = [], []
@@ -298,6 +313,9 @@ def main():
         for f in cf.as_completed(futs):
             r = f.result()
             (sweeps if futs[f][0] == "sweep" else lats).append(r)
+    scans = [s for s in sweeps if s["root_scan"]]
+    all_sweeps = sweeps
+    sweeps = [s for s in sweeps if not s["root_scan"]]
     # link utilisation maps at the UD saturation load
     maps = []
     for topo in regular:
@@ -313,12 +331,13 @@ def main():
 
     lines = ["# Seed 002 reproduction: up*/down* (UD) vs in-transit buffers (ITB)", "",
              "Generated by `results/routing_seed002.py%s` (%.0f s wall, %d sweeps, -j %d). ITB paths: "
-             "`network.itb_path = %s`. Network: profile "
+             "`network.itb_path = %s`; up*/down* root: the profile's `network.updown_root` (%s). Network: profile "
              "`seed002-pci` (sec 5.3: 160 MB/s, 10 m at 4.92 ns/m, 150 ns switches, 80/56/40 B slack, ITB "
              "275 + 200 ns, 512 KiB pool), myrinet engine. Throughput in accepted payload flits/ns/switch; "
              "saturation = highest accepted traffic among the unsaturated points of a load sweep (accepted >= 90 %% of offered). Paper values from "
              "seeds/002_f6a717de313a5387.txt." % ((" --quick" if a.quick else "") + (" --itb-path " + a.itb_path if a.itb_path else ""),
-                                               wall, len(sweeps), a.j, a.itb_path or "random"), ""]
+                                               wall, len(all_sweeps), a.j, a.itb_path or "random",
+                                               ", ".join(sorted(set("S%s" % x["root"] for x in sweeps)))), ""]
     # Table 1
     lines += ["## Table 1: ITB/UD throughput factor, uniform traffic (irregular networks, %d per size)" % ntop, "",
               "| switches | msg B | min | max | avg | paper min | paper max | paper avg | avg in paper range |",
@@ -370,6 +389,7 @@ def main():
               "| topology | UD sat | ITB sat | ITB/UD | paper UD | paper ITB | paper ITB/UD | ratio vs paper | UD minimal | "
               "UD mean distance | ITB mean distance |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     reg_ok = True
+    reg_dev = {}
     for topo in regular:
         u = [s for s in sweeps if s["topo"] == topo and s["routing"] == "updown"][0]
         i = [s for s in sweeps if s["topo"] == topo and s["routing"] == "itb"][0]
@@ -379,6 +399,7 @@ def main():
             pr = p["itb"] / p["ud"]
             dev = r / pr - 1
             reg_ok &= abs(dev) <= 0.25
+            reg_dev[topo] = dev
             ps = "%.3f | %.3f | %.2f | %+.0f%%" % (p["ud"], p["itb"], pr, 100 * dev)
         else:
             ps = "- | - | - | -"
@@ -389,6 +410,32 @@ def main():
             topo, u["sat"], i["sat"], r, ps, 100 * u["minimal_share"], mp, u["mean_links"], dpaper, i["mean_links"], dpi))
     lines += ["", "Distances are inter-switch links per route averaged over host pairs on different switches (the "
               "paper's 4.06 for ITB on the torus is the mean distance over distinct switch pairs).", ""]
+    root_dev = None
+    if scans:
+        st = scans[0]["topo"]
+        p = PAPER_REG[st]
+        pr = p["itb"] / p["ud"]
+        roots = sorted(set(x["root"] for x in scans))
+        per = []
+        for rt in roots:
+            u = [x for x in scans if x["root"] == rt and x["routing"] == "updown"][0]
+            i = [x for x in scans if x["root"] == rt and x["routing"] == "itb"][0]
+            per.append((rt, u["sat"], i["sat"], i["sat"] / u["sat"]))
+        rs = [x[3] for x in per]
+        mean_r = sum(rs) / len(rs)
+        root_dev = (mean_r / pr - 1, min(rs) / pr - 1, max(rs) / pr - 1, len(rs))
+        best = max(per, key=lambda x: x[1])
+        worst = min(per, key=lambda x: x[1])
+        lines += ["### Up*/down* root on %s (every switch as the root)" % st, "",
+                  "The paper's CPLANT figure is lost, so which of our switches its root corresponds to is unknown. "
+                  "Over the %d roots: UD saturation %.4f-%.4f (mean %.4f; best root S%d, worst S%d), ITB %.4f-%.4f, "
+                  "ITB/UD %.2f-%.2f, mean %.2f (paper %.2f: %+.0f%%)." % (
+                      len(per), min(x[1] for x in per), max(x[1] for x in per), sum(x[1] for x in per) / len(per),
+                      best[0], worst[0], min(x[2] for x in per), max(x[2] for x in per), min(rs), max(rs), mean_r, pr,
+                      100 * (mean_r / pr - 1)), "",
+                  "| root | " + " | ".join("S%d" % x[0] for x in per) + " |",
+                  "|---|" + "---|" * len(per),
+                  "| ITB/UD | " + " | ".join("%.2f" % x[3] for x in per) + " |", ""]
     lines += ["### Link utilisation (inter-switch channels) at the UD saturation load and at the ITB saturation load", "",
               "| topology | routing | load | accepted | max | mean | share < 10% | root |", "|---|---|---|---|---|---|---|---|"]
     for m in maps:
@@ -405,9 +452,9 @@ def main():
     if pc:
         lines.append("![latency vs accepted traffic](%s)" % os.path.basename(pc))
     # checks
-    dl = sum(s["deadlocks"] for s in sweeps) + sum(x["deadlocks"] for x in lats) + sum(m["deadlocks"] for m in maps)
-    errs = sum(s["engine_errors"] for s in sweeps)
-    allfree = all(s["deadlock_free_routes"] == 1 for s in sweeps)
+    dl = sum(s["deadlocks"] for s in all_sweeps) + sum(x["deadlocks"] for x in lats) + sum(m["deadlocks"] for m in maps)
+    errs = sum(s["engine_errors"] for s in all_sweeps)
+    allfree = all(s["deadlock_free_routes"] == 1 for s in all_sweeps)
     big = max(sizes)
     w = [wl for s in sweeps if s["topo"].startswith("irregular:%d:" % big) for (_, wl, _) in s["walls"]]
     wp = [wl for s in sweeps if s["topo"].startswith("irregular:%d:" % big) for (_, _, wl) in s["walls"]]
@@ -416,7 +463,7 @@ def main():
     sat_runs = [s for s in sweeps if s["topo"].startswith("irregular:%d:" % big)]
     lines += ["", "## Checks", "",
               "- Deadlock checker: every UD and ITB routing built passed (%s of %d sweeps report acyclic channel "
-              "dependency graphs; the tool refuses to run a routing that fails)." % ("all" if allfree else "NOT all", len(sweeps)),
+              "dependency graphs; the tool refuses to run a routing that fails)." % ("all" if allfree else "NOT all", len(all_sweeps)),
               "- Stuck-network watchdog: %d detections over every run (each sweep runs past saturation: %d sweeps of "
               "%d-switch irregular networks driven beyond their saturation load); engine errors: %d." % (dl, len(sat_runs), big, errs),
               "- Wall time of one load point (1.2 ms simulated; simulation / whole tool run including routes and "
@@ -428,11 +475,18 @@ def main():
     if not a.quick:
         ok32 = all(PAPER_T1[(s, m)][0] <= t1[(s, m)][2] <= PAPER_T1[(s, m)][1] for s in (32, 64) for m in msgs)
         lines.append("- Done criteria: ITB/UD average factors for 32 and 64 switches inside the paper's ranges: %s; "
-                     "regular-topology ratios within 25 %%: %s." % ("yes" if ok32 else "NO", "yes" if reg_ok else "NO"))
+                     "regular-topology ratios within 25 %%: %s (%s)." % (
+                         "yes" if ok32 else "NO", "yes" if reg_ok else "NO",
+                         ", ".join("%s %+.0f%%" % (t, 100 * d) for t, d in reg_dev.items())))
+        if root_dev is not None:
+            lines.append("- CPLANT with every switch as the root (its numbering in the paper is unknown): ITB/UD "
+                         "%+.0f%% of the paper's on average over the %d roots (%+.0f%% to %+.0f%%); within 25 %%: %s."
+                         % (100 * root_dev[0], root_dev[3], 100 * root_dev[1], 100 * root_dev[2],
+                            "yes" if abs(root_dev[0]) <= 0.25 else "NO"))
     with open(os.path.join(a.out, "routing_seed002.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(a.out, "routing_seed002.json"), "w") as f:
-        json.dump(dict(sweeps=sweeps, latency=lats, maps=maps, wall_s=wall), f)
+        json.dump(dict(sweeps=sweeps, root_scan=scans, latency=lats, maps=maps, wall_s=wall), f)
     print("\n".join(lines))
     return 0 if (dl == 0 and errs == 0 and allfree) else 1
 
