@@ -109,9 +109,15 @@ void ms_hmap_free(ms_hmap *h)
 
 /* ---- heap ------------------------------------------------------------------------------------ */
 
-static int ev_less(const ms_event *a, const ms_event *b)
+static inline int ev_less(const ms_event *a, const ms_event *b)
 {
     return a->t < b->t || (a->t == b->t && a->order < b->order);
+}
+
+/* The same, without branches: which of two children is earlier is a coin toss for the predictor. */
+static inline size_t ev_less_nb(const ms_event *a, const ms_event *b)
+{
+    return (size_t)((a->t < b->t) | ((a->t == b->t) & (a->order < b->order)));
 }
 
 int ms_heap_push(ms_heap *h, const ms_event *ev)
@@ -144,8 +150,8 @@ void ms_heap_pop(ms_heap *h, ms_event *out)
     if (!n) return;
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && ev_less(&h->e[c + 1], &h->e[c])) c++;
+        if (c + 1 < n) c += ev_less_nb(&h->e[c + 1], &h->e[c]);
+        else if (c >= n) break;
         h->e[i] = h->e[c];
         i = c;
     }

@@ -43,6 +43,8 @@ typedef struct pkt {
     int hop;             /* channel index of the next/current head event */
     nm_time_t tau;       /* bottleneck character time so far */
     int next_free;       /* free-list link */
+    int h;               /* header bytes: the route's nchannels - 1 */
+    const int *chan;     /* the route's channels (the topology is not changed while the engine runs) */
 } pkt;
 
 typedef struct analytic {
@@ -82,6 +84,12 @@ static inline int ev_less(const ev *a, const ev *b)
     return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
+/* The same, without branches: which of two children is earlier is a coin toss for the predictor. */
+static inline size_t ev_less_nb(const ev *a, const ev *b)
+{
+    return (size_t)((a->time < b->time) | ((a->time == b->time) & (a->seq < b->seq)));
+}
+
 static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
 {
     if (A->nheap == A->capheap) {
@@ -110,8 +118,8 @@ static void sift_down(analytic *A, ev x)
     size_t n = A->nheap, i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+        if (c + 1 < n) c += ev_less_nb(&h[c + 1], &h[c]);
+        else if (c >= n) break;
         if (!ev_less(&h[c], &x)) break;
         h[i] = h[c];
         i = c;
@@ -208,7 +216,8 @@ static int an_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, u
     analytic *A = e;
     const nm_topology *T = A->topo;
     if (src < 0 || dst < 0 || src >= T->nhosts || dst >= T->nhosts || src == dst) return -2;
-    if (nm_route_get(T, src, dst)->nhops < 0) return -3;
+    const nm_route *r = nm_route_get(T, src, dst);
+    if (r->nhops < 0) return -3;
     if (t < A->now) return -4;
     if (payload > ((uint64_t)1 << 40)) return -5;  /* keeps W*tau far from int64 overflow */
     int i = pkt_alloc(A);
@@ -221,6 +230,8 @@ static int an_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, u
     p->inject = t;
     p->hop = 0;
     p->tau = 0;
+    p->h = r->nchannels - 1;
+    p->chan = r->channel;
     if (heap_push(A, t, EV_INJECT, i) != 0) {
         pkt_free(A, i);
         return -6;
@@ -252,11 +263,10 @@ static int process(analytic *A, const ev *E)
         return 0;
     }
     case EV_HEAD: {
-        const nm_route *r = nm_route_get(T, p->src, p->dst);
-        int c = r->channel[p->hop];
+        int c = p->chan[p->hop];
         const nm_link *L = &T->links[c / 2];
         p->tau = tmax(p->tau, L->char_ps);
-        int64_t h = r->nchannels - 1;   /* header bytes: switches (+ in-transit hosts) */
+        int64_t h = p->h;   /* header bytes: switches (+ in-transit hosts) */
         int64_t body = A->type_bytes + (int64_t)p->payload + A->crc_bytes;
         int64_t W = (h - p->hop) + body + A->gap_bytes;
         nm_time_t s = tmax(E->time, A->chan_free[c]);
