@@ -1153,7 +1153,7 @@ ms_time_t ms_model_irecv_cost(const ms_model *m, uint64_t bytes)
 
 /* Common checks of a post: rank, time, comm membership, request id. */
 static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_t req, ms_comm **c_out,
-                      int *crank_out, char *err, size_t errlen)
+                      int *crank_out, ms_hhint *hint, char *err, size_t errlen)
 {
     if (!m || rank < 0 || rank >= m->nranks) {
         set_err(err, errlen, "bad rank %d", rank);
@@ -1183,7 +1183,7 @@ static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_
         set_err(err, errlen, "rank %d is not a member of communicator %" PRIu64, rank, comm);
         return -1;
     }
-    if (ms_hmap_get(&m->reqs, (uint64_t)rank, req)) {
+    if (ms_hmap_get_hint(&m->reqs, (uint64_t)rank, req, hint)) {
         set_err(err, errlen, "rank %d: request %" PRIu64 " is already active", rank, req);
         return -1;
     }
@@ -1192,10 +1192,10 @@ static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_
     return 0;
 }
 
-static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, char *err, size_t errlen)
+static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, const ms_hhint *hint, char *err, size_t errlen)
 {
     ms_req *r = req_new(m);
-    if (!r || ms_hmap_put(&m->reqs, (uint64_t)rank, id, r) != 0) {
+    if (!r || ms_hmap_put_hint(&m->reqs, (uint64_t)rank, id, r, hint) != 0) {
         if (r) req_free(m, r);
         set_err(err, errlen, "out of memory");
         return NULL;
@@ -1210,7 +1210,8 @@ int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    ms_hhint hint;
+    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
     if (dst != MS_PROC_NULL && (dst < 0 || dst >= c->size)) {
         set_err(err, errlen, "rank %d: send to rank %d of communicator %" PRIu64 " (size %d)", rank, dst, comm, c->size);
         return -1;
@@ -1223,7 +1224,7 @@ int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         set_err(err, errlen, "rank %d: bad send mode %d", rank, (int)mode);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
     if (!r) return -1;
     r->kind = REQ_SEND;
     r->mode = (uint8_t)mode;
@@ -1244,7 +1245,8 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    ms_hhint hint;
+    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
     if (src != MS_PROC_NULL && src != MS_ANY_SOURCE && (src < 0 || src >= c->size)) {
         set_err(err, errlen, "rank %d: receive from rank %d of communicator %" PRIu64 " (size %d)", rank, src, comm,
                 c->size);
@@ -1254,7 +1256,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         set_err(err, errlen, "rank %d: receive with tag %d", rank, tag);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
     if (!r) return -1;
     r->kind = REQ_RECV;
     r->comm = comm;
@@ -1275,7 +1277,8 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    ms_hhint hint;
+    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
     if (!args || (unsigned)args->kind >= MS_COLL_COUNT) {
         set_err(err, errlen, "rank %d: bad collective", rank);
         return -1;
@@ -1295,7 +1298,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
                 ms_coll_mpi_name(args->kind), comm, c->size, args->root);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
     if (!r) {
         ms_coll_plan_free(&cm->plan);
         free(cm);

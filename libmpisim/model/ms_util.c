@@ -27,6 +27,44 @@ void *ms_hmap_get(const ms_hmap *h, uint64_t k1, uint64_t k2)
     }
 }
 
+void *ms_hmap_get_hint(const ms_hmap *h, uint64_t k1, uint64_t k2, ms_hhint *hint)
+{
+    hint->cap = h->cap;
+    hint->n = h->n;
+    if (!h->cap) return NULL;
+    uint64_t hv = mix(k1, k2);
+    size_t m = h->cap - 1, i = (size_t)hv & m;
+    hint->h = hv;
+    for (;;) {
+        const ms_hslot *s = &h->s[i];
+        if (!s->v) {
+            hint->i = i;
+            return NULL;
+        }
+        if (s->h == hv && s->k1 == k1 && s->k2 == k2) {
+            hint->cap = 0;   /* present: no insertion slot */
+            return s->v;
+        }
+        i = (i + 1) & m;
+    }
+}
+
+int ms_hmap_put_hint(ms_hmap *h, uint64_t k1, uint64_t k2, void *v, const ms_hhint *hint)
+{
+    /* same map as at the lookup (same size and count: nothing inserted or deleted since) and no
+     * growth due: the slot found then is the one ms_hmap_put would take */
+    if (!v || !hint->cap || hint->cap != h->cap || hint->n != h->n || (h->n + 1) * 2 > h->cap ||
+        h->s[hint->i].v)
+        return ms_hmap_put(h, k1, k2, v);
+    ms_hslot *s = &h->s[hint->i];
+    s->k1 = k1;
+    s->k2 = k2;
+    s->v = v;
+    s->h = hint->h;
+    h->n++;
+    return 0;
+}
+
 static int grow(ms_hmap *h)
 {
     size_t nc = h->cap ? h->cap * 2 : 64;

@@ -22,6 +22,14 @@ void *ms_hmap_get(const ms_hmap *h, uint64_t k1, uint64_t k2);
 int ms_hmap_put(ms_hmap *h, uint64_t k1, uint64_t k2, void *v);    /* replaces; 0 or -1 (memory) */
 void *ms_hmap_del(ms_hmap *h, uint64_t k1, uint64_t k2);           /* returns the removed value */
 void ms_hmap_free(ms_hmap *h);
+/* A lookup that also remembers where an absent key would go; ms_hmap_put_hint inserts there when
+ * the map has not changed since (else it is ms_hmap_put). */
+typedef struct ms_hhint {
+    uint64_t h;
+    size_t i, cap, n;
+} ms_hhint;
+void *ms_hmap_get_hint(const ms_hmap *h, uint64_t k1, uint64_t k2, ms_hhint *hint);
+int ms_hmap_put_hint(ms_hmap *h, uint64_t k1, uint64_t k2, void *v, const ms_hhint *hint);
 
 /* ---- event heap ------------------------------------------------------------------------------ */
 typedef struct ms_event {   /* 32 bytes: the heap moves fewer bytes */
