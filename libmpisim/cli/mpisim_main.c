@@ -51,7 +51,7 @@ static void usage(FILE *f)
 }
 
 /* Directory of this executable, to find libmpisim.so (../lib) and the programs (.). */
-static int self_dir(char *out, size_t len)
+int mpisim_self_dir(char *out, size_t len)
 {
     char path[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
@@ -283,13 +283,13 @@ static int finish_trace(const char *dir, const char *trace)
 
 static int cmd_trace(int argc, char **argv);
 
-static int launch_and_serve(run_opts *o, nm_config *cfg);
+static int launch_and_serve(const run_opts *o);
 
 static int cmd_run(int argc, char **argv)
 {
     run_opts o;
     if (parse_run(argc, argv, &o) < 0) return 2;
-    return launch_and_serve(&o, NULL);
+    return launch_and_serve(&o);
 }
 
 /* mpisim trace [--output F.h5] [--profile P] [--set k=v] [--compute M] -n N -- PROGRAM ARGS */
@@ -299,7 +299,7 @@ static int cmd_trace(int argc, char **argv)
     if (parse_run(argc, argv, &o) < 0) return 2;
     o.capture_only = 1;
     if (!o.trace) o.trace = "mpisim-trace.h5";
-    return launch_and_serve(&o, NULL);
+    return launch_and_serve(&o);
 }
 
 /* The real machine, by hwloc: "host H: N cores, M hardware threads, CPU model". */
@@ -328,10 +328,9 @@ static int machine_summary(char *out, size_t len)
     return cores;
 }
 
-static int launch_and_serve(run_opts *o_, nm_config *unused)
+static int launch_and_serve(const run_opts *o_)
 {
     run_opts o = *o_;
-    (void)unused;
     char err[1024];
     char cfs[64];
     int nsets = o.nsets;
@@ -381,7 +380,7 @@ static int launch_and_serve(run_opts *o_, nm_config *unused)
         }
     }
     char dir[PATH_MAX], shim[PATH_MAX + 64];
-    if (self_dir(dir, sizeof dir) < 0) {
+    if (mpisim_self_dir(dir, sizeof dir) < 0) {
         fprintf(stderr, "mpisim: cannot find its own directory\n");
         return 2;
     }

@@ -80,16 +80,6 @@ static int parse_range(const char *s, int *out, int max)
     return parse_list(s, out, max);
 }
 
-static int self_dir(char *out, size_t len)
-{
-    char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n < 0) return -1;
-    path[n] = 0;
-    snprintf(out, len, "%s", dirname(path));
-    return 0;
-}
-
 /* Run one point; returns the time matmul printed (virtual seconds) or a negative value. */
 static double run_point(const char *dir, const char *profile, const char **sets, int nsets, const char *compute,
                         double cpu_factor, int p, int n, const char *report)
@@ -175,7 +165,7 @@ int mpisim_study_main(int argc, char **argv)
         return 2;
     }
     char dir[PATH_MAX];
-    if (self_dir(dir, sizeof dir) < 0) return 2;
+    if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
     char out[PATH_MAX];
     if (outdir) snprintf(out, sizeof out, "%s", outdir);
     else snprintf(out, sizeof out, "%s/speedup", MPISIM_SOURCE_RESULTS_DIR);

@@ -5,6 +5,8 @@
 
 int mpisim_study_main(int argc, char **argv);
 const char *mpisim_profile_path(void);
+/* Directory of the running mpisim executable (where the programs are; ../lib has the shim). */
+int mpisim_self_dir(char *out, size_t len);
 nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets, char *err, size_t errlen);
 
 #endif

@@ -270,12 +270,6 @@ static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, in
     return finish(r, MPI_STATUS_IGNORE);
 }
 
-static int coll(MPI_Comm comm, int kind, int root, uint64_t bytes, ms_fn_id fn, int rc, ms_rq *r)
-{
-    (void)comm;
-    return coll_v(kind, root, bytes, NULL, 0, fn, rc, r, NULL);
-}
-
 static ms_rq *coll_rq(MPI_Comm comm)
 {
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
@@ -283,17 +277,29 @@ static ms_rq *coll_rq(MPI_Comm comm)
     return r;
 }
 
-int ms_h_barrier(MPI_Comm comm)
+static int do_barrier(MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_BARRIER, 0, 0, MS_FN_MPI_Barrier, PMPI_Ibarrier(comm, &r->real), r);
+    return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, fn, PMPI_Ibarrier(comm, &r->real), r, request);
 }
+int ms_h_barrier(MPI_Comm comm) { return do_barrier(comm, NULL, MS_FN_MPI_Barrier); }
+int ms_h_ibarrier(MPI_Comm comm, MPI_Request *request) { return do_barrier(comm, request, MS_FN_MPI_Ibarrier); }
 
+static int do_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                        MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, fn,
+                  PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+}
 int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    ms_rq *r = coll_rq(comm);
-    return coll(comm, MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), MS_FN_MPI_Allreduce,
-                PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r);
+    return do_allreduce(sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Allreduce);
+}
+int ms_h_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    return do_allreduce(sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iallreduce);
 }
 
 /* Ranks whose part of a collective has no output (bcast root, reduce and gather non-roots,
@@ -491,8 +497,8 @@ int ms_h_cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 
 int ms_h_comm_free(MPI_Comm *comm)
 {
-    /* Open MPI frees locally; the model keeps the id (ids are never reused) */
-    ms_comm_forget(*comm);
+    /* Open MPI frees locally; the attribute's delete function frees the shim's record, and the
+     * model keeps the id (ids are never reused) */
     return PMPI_Comm_free(comm);
 }
 
@@ -1053,20 +1059,6 @@ static int comm_rank_of(MPI_Comm comm)
     return n;
 }
 
-int ms_h_ibarrier(MPI_Comm comm, MPI_Request *request)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Ibarrier, PMPI_Ibarrier(comm, &r->real), r, request);
-}
-
-int ms_h_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                    MPI_Request *request)
-{
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iallreduce,
-                  PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
-}
-
 static uint64_t allgather_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
                                 MPI_Datatype recvtype)
 {
@@ -1312,31 +1304,31 @@ int ms_h_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
                                    MS_FN_MPI_Ireduce_scatter_block);
 }
 
-int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_SCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Scan,
-                  PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, NULL);
+    int rc = kind == MS_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real)
+                                  : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real);
+    return coll_v(kind, 0, type_bytes(dt, count), NULL, 0, fn, rc, r, request);
+}
+int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Scan);
 }
 int ms_h_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                MPI_Request *request)
 {
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_SCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iscan,
-                  PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iscan);
 }
 int ms_h_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_EXSCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Exscan,
-                  PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, NULL);
+    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Exscan);
 }
 int ms_h_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                  MPI_Request *request)
 {
-    ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_EXSCAN, 0, type_bytes(dt, count), NULL, 0, MS_FN_MPI_Iexscan,
-                  PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iexscan);
 }
 
 /* ---- more communicator constructors ---- */

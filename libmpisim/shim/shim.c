@@ -585,6 +585,19 @@ static int backoff_ms(unsigned spins) { return spins < MS_SPINS ? 0 : 1; }
 
 static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags);
 
+/* Send what is batched and wait for the server's RESUME, keeping the real MPI moving. */
+static void await_resume(ms_fn_id fn)
+{
+    flush_out();
+    S.resume_ready = 0;
+    S.blocked_fn = fn;
+    for (unsigned spins = 0; !S.resume_ready; spins++) {
+        service_server(backoff_ms(spins));
+        if (!S.resume_ready) ms_progress();
+    }
+    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
+}
+
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
 {
     wait_common(mode, n, reqs, results, fn, 0);
@@ -663,15 +676,8 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
         wait_real(mode, n, reqs, results);
         return;
     }
-    flush_out();
-    S.resume_ready = 0;
-    S.blocked_fn = fn;
-    for (unsigned spins = 0; !S.resume_ready; spins++) {
-        service_server(backoff_ms(spins));
-        if (!S.resume_ready) ms_progress();
-    }
+    await_resume(fn);
     if (S.results_n != n) ms_fatal("model answered %d results for %d requests", S.results_n, n);
-    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
     for (int i = 0; i < n; i++) {
         results[i] = S.results[i];
         if (S.results[i].completed) {
@@ -715,14 +721,7 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
         return;
     }
-    flush_out();
-    S.resume_ready = 0;
-    S.blocked_fn = fn;
-    for (unsigned spins = 0; !S.resume_ready; spins++) {
-        service_server(backoff_ms(spins));
-        if (!S.resume_ready) ms_progress();
-    }
-    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
+    await_resume(fn);
     *result = S.results[0];
 }
 
@@ -1018,8 +1017,6 @@ int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
     ci->children = 0;
     PMPI_Comm_set_attr(newcomm, S.comm_keyval, ci);
     ms_msg_comm_add m = {h, n, 0};
-    uint64_t *unused = NULL;
-    (void)unused;
     int32_t members_small[64];
     int32_t *members = n <= 64 ? members_small : malloc(sizeof(int32_t) * (size_t)n);
     if (!members) ms_fatal("out of memory");
@@ -1039,7 +1036,6 @@ static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-void ms_comm_forget(MPI_Comm comm) { (void)comm; /* the attribute's delete function frees it */ }
 
 /* ---------------------------------------------------------------------------------------- */
 /* unmodelled calls */

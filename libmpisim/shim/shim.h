@@ -76,7 +76,6 @@ int64_t ms_eager_threshold(void);
 /* Communicators known to the model. */
 uint64_t ms_comm_id(MPI_Comm comm);     /* registers new communicators lazily is NOT allowed: */
 int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm); /* call after every creation */
-void ms_comm_forget(MPI_Comm comm);
 
 /* Requests. */
 ms_rq *ms_rq_new(int kind);

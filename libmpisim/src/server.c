@@ -47,7 +47,6 @@ typedef struct rank_info {
     buf in, out;
     int wait_fn;                 /* function blocked in, for reports */
     int wait_flags;
-    uint64_t wait_callsite;
     uint64_t last_coll_comm;
     int held;                    /* resumed by the model, held until its sync group is complete */
     int64_t held_t;
@@ -184,7 +183,9 @@ static int comm_members(const ms_server *s, uint64_t id)
     return -1;
 }
 
-static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *res, size_t n)
+/* Wildcard senders the model has decided for this rank: they go out before any resume, and at
+ * once otherwise (a peer's real transfer may be waiting for the real receive they allow). */
+static void push_resolutions(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
     ms_resolution rv[64];
@@ -194,6 +195,12 @@ static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *
             ms_msg_resolve m = {rv[i].req, rv[i].bytes, rv[i].source, rv[i].tag};
             send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
         }
+}
+
+static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *res, size_t n)
+{
+    rank_info *r = &s->ranks[rank];
+    push_resolutions(s, rank);
     ms_msg_resume rs = {t, (int32_t)n, 0};
     send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, res, sizeof *res * n);
     r->state = RK_RUNNING;
@@ -507,7 +514,6 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         r->state = RK_BLOCKED;
         r->wait_fn = m.fn;
         r->wait_flags = m.flags;
-        r->wait_callsite = m.callsite;
         if (ms_model_wait(s->model, rank, m.t, (ms_wait_mode)m.mode, (size_t)m.n, ids, err, sizeof err) < 0)
             model_error(s, rank, "a wait", err);
         free(ids);
@@ -521,7 +527,6 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         r->state = RK_BLOCKED;
         r->wait_fn = m.fn;
         r->wait_flags = 0;
-        r->wait_callsite = m.callsite;
         if (ms_model_probe(s->model, rank, m.t, m.comm, m.src, m.tag, m.blocking, err, sizeof err) < 0)
             model_error(s, rank, "a probe", err);
         break;
@@ -598,6 +603,22 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
     }
 }
 
+/* Handle every complete message in the rank's input buffer; keep a partial one. */
+static void drain_input(ms_server *s, int rank)
+{
+    rank_info *r = &s->ranks[rank];
+    size_t off = 0;
+    while (r->in.len - off >= sizeof(ms_msg_header)) {
+        ms_msg_header h;
+        memcpy(&h, r->in.p + off, sizeof h);
+        if (r->in.len - off < sizeof h + h.length) break;
+        handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
+        off += sizeof h + h.length;
+    }
+    memmove(r->in.p, r->in.p + off, r->in.len - off);
+    r->in.len -= off;
+}
+
 static void read_rank(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
@@ -614,14 +635,7 @@ static void read_rank(ms_server *s, int rank)
         if (n < 0 && errno == EAGAIN) break;
         if (n <= 0) {
             /* process what arrived before the close */
-            size_t off = 0;
-            while (r->in.len - off >= sizeof(ms_msg_header)) {
-                ms_msg_header h;
-                memcpy(&h, r->in.p + off, sizeof h);
-                if (r->in.len - off < sizeof h + h.length) break;
-                handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
-                off += sizeof h + h.length;
-            }
+            drain_input(s, rank);
             r->in.len = 0;
             rank_gone(s, rank);
             return;
@@ -629,16 +643,7 @@ static void read_rank(ms_server *s, int rank)
         r->in.len += (size_t)n;
         if (r->in.len < r->in.cap) break;
     }
-    size_t off = 0;
-    while (r->in.len - off >= sizeof(ms_msg_header)) {
-        ms_msg_header h;
-        memcpy(&h, r->in.p + off, sizeof h);
-        if (r->in.len - off < sizeof h + h.length) break;
-        handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
-        off += sizeof h + h.length;
-    }
-    memmove(r->in.p, r->in.p + off, r->in.len - off);
-    r->in.len -= off;
+    drain_input(s, rank);
 }
 
 static int secret_equal(const char *a, const char *b)
@@ -809,18 +814,8 @@ static void advance_engine(ms_server *s)
             s->stopped = 1;
             return;
         }
-        /* push decided wildcard senders to ranks now: a peer's real transfer may need them */
-        for (int i = 0; i < s->nranks; i++) {
-            rank_info *r = &s->ranks[i];
-            if (r->fd < 0) continue;
-            ms_resolution rv[64];
-            size_t k;
-            while ((k = ms_model_take_resolutions(s->model, i, rv, 64)) > 0)
-                for (size_t j = 0; j < k; j++) {
-                    ms_msg_resolve m = {rv[j].req, rv[j].bytes, rv[j].source, rv[j].tag};
-                    send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
-                }
-        }
+        for (int i = 0; i < s->nranks; i++)
+            if (s->ranks[i].fd >= 0) push_resolutions(s, i);
         int64_t h2 = horizon(s), next2 = ms_model_next_time(s->model);
         if (next2 >= h2) break;
         if (h2 == h && next2 == next) break; /* no progress possible now */

@@ -66,17 +66,6 @@ typedef struct analytic {
     nm_stats st;
 } analytic;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- binary heap keyed (time, seq) ------------------------------------------------------ */
 
 static inline int ev_less(const ev *a, const ev *b)
@@ -186,7 +175,7 @@ static void an_destroy(void *e)
 static void *an_create(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err, size_t errlen)
 {
     analytic *A = calloc(1, sizeof *A);
-    if (!A) { set_err(err, errlen, "out of memory"); return NULL; }
+    if (!A) { nm_set_err(err, errlen, "out of memory"); return NULL; }
     A->topo = topo;
     A->net = net;
     A->switch_delay = nm_config_int(cfg, "network.switch_delay");
@@ -205,7 +194,7 @@ static void *an_create(const nm_config *cfg, const nm_topology *topo, nm_network
     A->nic_recv_free = calloc(nh ? nh : 1, sizeof *A->nic_recv_free);
     if (!A->chan_free || !A->chan_busy || !A->nic_send_free || !A->nic_recv_free) {
         an_destroy(A);
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         return NULL;
     }
     return A;

@@ -25,17 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t splitmix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -119,7 +108,7 @@ static int routes_shortest(nm_topology *t, const nm_config *cfg, char *err, size
     int *chans = malloc((size_t)(maxhops + 1) * sizeof *chans);
     int rc = -1;
     if ((ns && (!dist || !done || !queue)) || !cand || !ports || !chans) {
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         goto out;
     }
     for (int d = 0; d < nh; d++) {
@@ -173,7 +162,7 @@ static int routes_shortest(nm_topology *t, const nm_config *cfg, char *err, size
                 }
             }
             if (nm_route_set(r, h, ports, chans) != 0) {
-                set_err(err, errlen, "out of memory");
+                nm_set_err(err, errlen, "out of memory");
                 goto out;
             }
         }
@@ -195,12 +184,12 @@ int nm_updown_orient(nm_topology *t, int root, char *err, size_t errlen)
 {
     int ns = t->nswitches;
     if (root < 0 || root >= ns) {
-        set_err(err, errlen, "up*/down* root switch %d does not exist (0..%d)", root, ns - 1);
+        nm_set_err(err, errlen, "up*/down* root switch %d does not exist (0..%d)", root, ns - 1);
         return -1;
     }
     int *lvl = malloc((size_t)(ns ? ns : 1) * sizeof *lvl);
     int *q = malloc((size_t)(ns ? ns : 1) * sizeof *q);
-    if (!lvl || !q) { free(lvl); free(q); set_err(err, errlen, "out of memory"); return -1; }
+    if (!lvl || !q) { free(lvl); free(q); nm_set_err(err, errlen, "out of memory"); return -1; }
     bfs(t, root, lvl, q);
     free(q);
     free(t->sw_level);
@@ -396,7 +385,7 @@ static int routes_updown(nm_topology *t, const nm_config *cfg, const sgraph *g, 
     int *up = malloc((size_t)(nedges ? nedges : 1) * sizeof *up);
     int rc = -1;
     if (!load || !dist || !prev || !pstate || !fin || !heap || !units || !path || !chans || !up) {
-        set_err(err, errlen, "out of memory");
+        nm_set_err(err, errlen, "out of memory");
         goto out;
     }
     for (int e = 0; e < nedges; e++) up[e] = nm_channel_is_up(t, g->ch[e]);
@@ -464,7 +453,7 @@ static int routes_updown(nm_topology *t, const nm_config *cfg, const sgraph *g, 
             chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
             for (int i = np - 1; i >= 0; i--) chans[n++] = g->ch[path[i]];
             chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
-            if (store_route(t, r, chans, n, 0, NULL) != 0) { set_err(err, errlen, "out of memory"); goto out; }
+            if (store_route(t, r, chans, n, 0, NULL) != 0) { nm_set_err(err, errlen, "out of memory"); goto out; }
         }
     }
     rc = 0;
@@ -488,7 +477,7 @@ static int itb_path_fewest(const nm_config *cfg, char *err, size_t errlen, int *
     if (!strcmp(v, "fewest_itb")) *fewest = 1;
     else if (!strcmp(v, "random")) *fewest = 0;
     else {
-        set_err(err, errlen, "network.itb_path '%s' is not one of fewest_itb|random", v);
+        nm_set_err(err, errlen, "network.itb_path '%s' is not one of fewest_itb|random", v);
         return -1;
     }
     return 0;
@@ -515,7 +504,7 @@ static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, cha
     int *itb = malloc((size_t)(2 * ns + 2) * sizeof *itb);
     int rc = -1;
     long fallback = 0;
-    if (!P || !F || !C || !order || !chans || !itb) { set_err(err, errlen, "out of memory"); goto out; }
+    if (!P || !F || !C || !order || !chans || !itb) { nm_set_err(err, errlen, "out of memory"); goto out; }
     for (int b = 0; b < ns; b++) {
         if (g->hosts_off[b + 1] == g->hosts_off[b]) continue;
         const int *D = &g->dist[(size_t)b * (size_t)ns];
@@ -623,7 +612,7 @@ static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, cha
                 }
                 if (n < 0) { fallback++; continue; }
                 chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
-                if (store_route(t, r, chans, n, nitb, itb) != 0) { set_err(err, errlen, "out of memory"); goto out; }
+                if (store_route(t, r, chans, n, nitb, itb) != 0) { nm_set_err(err, errlen, "out of memory"); goto out; }
             }
         }
     }
@@ -752,12 +741,12 @@ int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t er
         return routes_shortest(t, cfg, err, errlen);
     }
     if (strcmp(routing, "updown") && strcmp(routing, "itb")) {
-        set_err(err, errlen, "network.routing '%s' is not one of shortest|updown|itb", routing);
+        nm_set_err(err, errlen, "network.routing '%s' is not one of shortest|updown|itb", routing);
         return -1;
     }
     t->routing = !strcmp(routing, "itb") ? NM_ROUTING_ITB : NM_ROUTING_UPDOWN;
     sgraph g;
-    if (sgraph_build(t, &g) != 0) { set_err(err, errlen, "out of memory"); return -1; }
+    if (sgraph_build(t, &g) != 0) { nm_set_err(err, errlen, "out of memory"); return -1; }
     int rc = -1;
     const char *rootv = cfg && nm_config_has(cfg, "network.updown_root") ? nm_config_string(cfg, "network.updown_root")
                                                                           : "auto";
@@ -768,7 +757,7 @@ int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t er
         char *end;
         long v = strtol(rootv, &end, 10);
         if (*rootv == '\0' || *end != '\0' || v < 0 || v >= t->nswitches) {
-            set_err(err, errlen, "network.updown_root '%s': expected auto or a switch number 0..%d", rootv,
+            nm_set_err(err, errlen, "network.updown_root '%s': expected auto or a switch number 0..%d", rootv,
                     t->nswitches - 1);
             goto out;
         }
@@ -778,7 +767,7 @@ int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t er
         if (nm_updown_orient(t, root, err, errlen) != 0) goto out;
         for (int s = 0; s < t->nswitches; s++)
             if (t->sw_level[s] < 0) {
-                set_err(err, errlen, "routing '%s': switch %d is not connected to the root switch %d", routing, s,
+                nm_set_err(err, errlen, "routing '%s': switch %d is not connected to the root switch %d", routing, s,
                         root);
                 goto out;
             }

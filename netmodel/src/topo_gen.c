@@ -7,17 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -56,7 +45,7 @@ static int add_slot(gen *g, int sw, int port)
 static int sw(gen *g, int nports)
 {
     int i = nm_topo_add_switch(g->t, NULL, nports);
-    if (i < 0) set_err(g->err, g->errlen, "out of memory");
+    if (i < 0) nm_set_err(g->err, g->errlen, "out of memory");
     return i;
 }
 
@@ -70,14 +59,14 @@ static int sw_link(gen *g, int a, int ap, int b, int bp)
 static int attach(gen *g, int n)
 {
     if (n > g->nslots) {
-        set_err(g->err, g->errlen, "topology '%s': has room for %d hosts, %d asked", g->t->name, g->nslots, n);
+        nm_set_err(g->err, g->errlen, "topology '%s': has room for %d hosts, %d asked", g->t->name, g->nslots, n);
         return -1;
     }
     for (int i = 0; i < n; i++) {
         int h = nm_topo_add_host(g->t, NULL, 0);
         if (h < 0 || nm_topo_add_link(g->t, NM_NODE_HOST, h, 0, NM_NODE_SWITCH, g->slots[i].sw, g->slots[i].port,
                                       0, -1, 0, g->cfg, g->err, g->errlen) < 0) {
-            if (h < 0) set_err(g->err, g->errlen, "out of memory");
+            if (h < 0) nm_set_err(g->err, g->errlen, "out of memory");
             return -1;
         }
     }
@@ -288,7 +277,7 @@ static int gen_irregular(gen *g, int S, long seed)
     char *adj = calloc((size_t)S * (size_t)S, 1);
     int *cand = malloc((size_t)S * (size_t)S * sizeof *cand);
     int rc = -1;
-    if (!deg || !order || !adj || !cand) { set_err(g->err, g->errlen, "out of memory"); goto out; }
+    if (!deg || !order || !adj || !cand) { nm_set_err(g->err, g->errlen, "out of memory"); goto out; }
     for (int i = 0; i < S; i++)
         if (sw(g, 8) < 0) goto out;
 #define RND(n) ((int)(rng_next(&st) % (uint64_t)(n)))
@@ -302,7 +291,7 @@ static int gen_irregular(gen *g, int S, long seed)
         int nc = 0;
         for (int j = 0; j < i; j++)
             if (deg[order[j]] < 4) cand[nc++] = order[j];
-        if (nc == 0) { set_err(g->err, g->errlen, "irregular: no free port for a spanning tree"); goto out; }
+        if (nc == 0) { nm_set_err(g->err, g->errlen, "irregular: no free port for a spanning tree"); goto out; }
         int a = order[i], b = cand[RND(nc)];
         if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
         deg[a]++;
@@ -355,7 +344,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
     switch (which) {
     case 0: /* crossbar:N */
         if (n != 1 || a[0] < 1 || a[0] > 256) {
-            set_err(err, errlen, "topology '%s': expected crossbar:N with 1 <= N <= 256", spec);
+            nm_set_err(err, errlen, "topology '%s': expected crossbar:N with 1 <= N <= 256", spec);
             break;
         }
         rc = gen_crossbar(&g, (int)a[0], (int)a[0]);
@@ -363,40 +352,40 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
     case 1: { /* auto:N — the default testbed of seed 000 for N hosts */
         long ports = nm_config_int(cfg, "network.switch_ports");
         if (n != 1 || a[0] < 1) {
-            set_err(err, errlen, "topology '%s': expected auto:N with N >= 1 (the number of hosts)", spec);
+            nm_set_err(err, errlen, "topology '%s': expected auto:N with N >= 1 (the number of hosts)", spec);
             break;
         }
         if (a[0] <= ports && ports <= 256) rc = gen_crossbar(&g, (int)ports, (int)a[0]);
         else if (a[0] <= 18) rc = gen_triangle18(&g, (int)a[0]);
         else if (a[0] <= 96) rc = gen_system96(&g, (int)a[0]);
-        else set_err(err, errlen, "topology '%s': no default testbed for more than 96 hosts; name a "
+        else nm_set_err(err, errlen, "topology '%s': no default testbed for more than 96 hosts; name a "
                      "generator or a topology file", spec);
         break;
     }
     case 2: /* triangle18[:N] */
         if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 18)) || n < 0) {
-            set_err(err, errlen, "topology '%s': expected triangle18 or triangle18:N with 1 <= N <= 18", spec);
+            nm_set_err(err, errlen, "topology '%s': expected triangle18 or triangle18:N with 1 <= N <= 18", spec);
             break;
         }
         rc = gen_triangle18(&g, n == 1 ? (int)a[0] : 18);
         break;
     case 3: /* system96[:N] */
         if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 96)) || n < 0) {
-            set_err(err, errlen, "topology '%s': expected system96 or system96:N with 1 <= N <= 96", spec);
+            nm_set_err(err, errlen, "topology '%s': expected system96 or system96:N with 1 <= N <= 96", spec);
             break;
         }
         rc = gen_system96(&g, n == 1 ? (int)a[0] : 96);
         break;
     case 4: /* clos64[:N] */
         if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 64)) || n < 0) {
-            set_err(err, errlen, "topology '%s': expected clos64 or clos64:N with 1 <= N <= 64", spec);
+            nm_set_err(err, errlen, "topology '%s': expected clos64 or clos64:N with 1 <= N <= 64", spec);
             break;
         }
         rc = gen_clos64(&g, n == 1 ? (int)a[0] : 64);
         break;
     case 5: /* array:S:K */
         if (n != 2 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[1] > (a[0] > 1 ? 14 : 16)) {
-            set_err(err, errlen, "topology '%s': expected array:S:K with S >= 1 16-port switches and "
+            nm_set_err(err, errlen, "topology '%s': expected array:S:K with S >= 1 16-port switches and "
                     "1 <= K <= 14 hosts each (2 ports go to the neighbours)", spec);
             break;
         }
@@ -404,7 +393,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
         break;
     case 6: /* ring:S:K:L */
         if (n != 3 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[2] < 1 || a[1] + 2 * a[2] > 16) {
-            set_err(err, errlen, "topology '%s': expected ring:S:K:L with S >= 1 16-port switches, K >= 1 "
+            nm_set_err(err, errlen, "topology '%s': expected ring:S:K:L with S >= 1 16-port switches, K >= 1 "
                     "hosts and L >= 1 links to each neighbour, K + 2L <= 16", spec);
             break;
         }
@@ -413,7 +402,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
     case 7: /* torus2d:X:Y:K */
     case 8: /* torus2d-express:X:Y:K */
         if (n != 3 || a[0] < 1 || a[1] < 1 || a[0] * a[1] > 65536 || a[2] < 1 || a[2] > 248) {
-            set_err(err, errlen, "topology '%s': expected %s:X:Y:K with an X x Y torus of switches and "
+            nm_set_err(err, errlen, "topology '%s': expected %s:X:Y:K with an X x Y torus of switches and "
                     "K >= 1 hosts on each", spec, known[which]);
             break;
         }
@@ -421,14 +410,14 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
         break;
     case 9: /* cplant */
         if (n != 0) {
-            set_err(err, errlen, "topology '%s': expected cplant (no arguments)", spec);
+            nm_set_err(err, errlen, "topology '%s': expected cplant (no arguments)", spec);
             break;
         }
         rc = gen_cplant(&g);
         break;
     case 10: /* irregular:S:SEED */
         if (n != 2 || a[0] < 2 || a[0] > 4096) {
-            set_err(err, errlen, "topology '%s': expected irregular:S:SEED with 2 <= S <= 4096 8-port "
+            nm_set_err(err, errlen, "topology '%s': expected irregular:S:SEED with 2 <= S <= 4096 8-port "
                     "switches", spec);
             break;
         }
