@@ -559,7 +559,13 @@ static int handler(void *user, const char *section, const char *name, const char
             L->inc = ni;
             L->capinc = nc;
         }
-        snprintf(L->inc[L->ninc].name, sizeof L->inc[0].name, "%s", v);
+        if (strlen(v) >= sizeof L->inc[0].name) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "include: profile name longer than %zu characters",
+                     sizeof L->inc[0].name - 1);
+            return 0;
+        }
+        memcpy(L->inc[L->ninc].name, v, strlen(v) + 1);
         L->inc[L->ninc].line = line;
         L->ninc++;
         return 1;
