@@ -226,10 +226,12 @@ static int gen_torus2d(gen *g, int X, int Y, int K, int express)
  * for the i-th of these). Groups form an incomplete 3-cube with links between farthest groups:
  * group edges 0-1 0-2 0-4 1-3 1-5 2-3 4-5 (cube) and 2-5 3-4 (farthest), each joining the eight
  * pairs of equivalent switches (same p), on ports 12-14 in that edge order. The remaining two
- * switches S48, S49 form an additional group: they are linked to each other (port 8) and take the
- * place of group 6 (binary 110) of the cube: S48 and S49 go to positions {0, 7} and {3, 4} of
- * groups 4, 2 (cube neighbours of 6) and 1 (its farthest group) on ports 9-14, using port 15 of
- * those switches. */
+ * switches form an additional group of the same kind: positions 0 and 1 (S48, S49; a cube edge,
+ * port 8) and, as every switch does, linked to their equivalent switches in the other groups:
+ * S48 to position 0 and S49 to position 1 of groups 0..5 (their ports 9-14, port 15 of those
+ * switches). An earlier reading put S48/S49 in the place of cube vertex 110 (positions {0,7} and
+ * {3,4} of groups 4, 2, 1); the text says only that the two form a group, and groups are joined
+ * through equivalent switches. */
 static int gen_cplant(gen *g)
 {
     for (int i = 0; i < 50; i++)
@@ -251,14 +253,9 @@ static int gen_cplant(gen *g)
         next_port[b]++;
     }
     if (sw_link(g, 48, 8, 49, 8) < 0) return -1;
-    static const int extra_groups[3] = {4, 2, 1};
-    static const int pos[2][2] = {{0, 7}, {3, 4}};
-    for (int k = 0; k < 2; k++) {
-        int port = 9;
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 2; j++)
-                if (sw_link(g, 48 + k, port++, 8 * extra_groups[i] + pos[k][j], 15) < 0) return -1;
-    }
+    for (int k = 0; k < 2; k++)
+        for (int gr = 0; gr < 6; gr++)
+            if (sw_link(g, 48 + k, 9 + gr, 8 * gr + k, 15) < 0) return -1;
     for (int i = 0; i < 50; i++)
         for (int p = 0; p < 8; p++)
             if (add_slot(g, i, p) < 0) return -1;

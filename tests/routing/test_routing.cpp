@@ -442,6 +442,14 @@ TEST(Routing, RegularTopologiesAsThePaperDescribes)
     ASSERT_NE(C.t, nullptr);
     EXPECT_EQ(C.t->nswitches, 50);
     EXPECT_EQ(C.t->nhosts, 400);
+    // 400 host links, 6 groups x 16 in-group links, 9 group edges x 8, the extra pair's own link
+    // and its 12 links to equivalent switches (positions 0 and 1 of every group)
+    EXPECT_EQ(C.t->nlinks, 400 + 96 + 72 + 1 + 12);
+    for (int s = 0; s < 48; s++) {
+        int used = 0;
+        for (int p = 0; p < 16; p++) used += C.t->switches[s].port_link[p] >= 0;
+        EXPECT_EQ(used, s % 8 < 2 ? 16 : 15) << "S" << s;   // 8 hosts, 4 in-group, 3 or 4 to other groups
+    }
 }
 
 TEST(Routing, Seed001TopologyLanguage)
