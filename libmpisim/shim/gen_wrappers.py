@@ -7,11 +7,16 @@ Writes:
   wrappers_gen.c  one wrapper per wrapped function (re-entry guard, clock, handler or PMPI)
   wrappers_gen.h  the function-id enum, names, and handler prototypes the shim must define
   fn_names_gen.h  the names by id, without <mpi.h>, for the model server's reports
-Usage: gen_wrappers.py SPEC PREPROCESSED_MPI_H OUT_C OUT_H OUT_NAMES_H
+  fortran_gen.c   the Fortran bindings of the same functions (gen_fortran.py)
+Usage: gen_wrappers.py SPEC PREPROCESSED_MPI_H OUT_C OUT_H OUT_NAMES_H OUT_FORTRAN_C
 """
 import fnmatch
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_fortran  # noqa: E402
 
 
 def read_spec(path):
@@ -81,7 +86,7 @@ def read_prototypes(path):
 
 
 def main():
-    spec, mpih, out_c, out_h, out_names = sys.argv[1:6]
+    spec, mpih, out_c, out_h, out_names, out_f = sys.argv[1:7]
     rules = read_spec(spec)
     protos = read_prototypes(mpih)
     wrapped = []
@@ -144,6 +149,8 @@ def main():
     names += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick",', '};',
               '#define MS_FN_NAME_COUNT (sizeof ms_fn_name_table / sizeof ms_fn_name_table[0])', '#endif', '']
     open(out_names, 'w').write('\n'.join(names))
+    ftext, _ = gen_fortran.emit(protos, wrapped)
+    open(out_f, 'w').write(ftext + '\n')
     open(out_c, 'w').write('\n'.join(c))
     open(out_h, 'w').write('\n'.join(h))
 

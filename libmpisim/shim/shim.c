@@ -72,6 +72,7 @@ typedef struct ms_state {
     int cs_depth;
     uint64_t cur_pcs[MS_CS_MAX_DEPTH];
     int cur_npcs;
+    void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
@@ -303,7 +304,7 @@ static void cs_text(const uint64_t *pcs, int n, char *out, size_t len)
     }
 }
 
-static void capture_callsite(void *ret)
+static void capture_callsite(void *ret, int skip)
 {
     if (S.cs_depth <= 1) {
         S.cur_pcs[0] = (uint64_t)(uintptr_t)ret;
@@ -311,11 +312,12 @@ static void capture_callsite(void *ret)
         return;
     }
     /* deeper sites: walk the stack with libunwind; frames 0-1 are this function and ms_enter,
-     * frame 2 is the wrapper, whose return address is `ret` */
+     * frame 2 is the wrapper, whose return address is `ret`; `skip` more for a Fortran binding
+     * in between */
     void *frames[MS_CS_MAX_DEPTH + 3];
     int n = unw_backtrace(frames, S.cs_depth + 3);
     int k = 0;
-    for (int i = 3; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
+    for (int i = 3 + skip; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
     if (k == 0) S.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
     S.cur_npcs = k;
 }
@@ -350,6 +352,11 @@ static int64_t read_ns(void)
 
 int ms_bypass(void) { return !S.active || S.depth > 0; }
 
+void ms_f_callsite(void *ret)
+{
+    if (!ms_bypass()) S.fortran_site = ret;
+}
+
 void ms_enter(ms_fn_id fn, void *callsite)
 {
     if (S.depth++ == 0) {
@@ -365,7 +372,13 @@ void ms_enter(ms_fn_id fn, void *callsite)
         S.call_start_ps = S.clock_ps;
         S.calls++;
         S.call_bytes = 0;
-        capture_callsite(callsite);
+        int skip = 0;
+        if (S.fortran_site) {   /* the program's call is one frame further out */
+            callsite = S.fortran_site;
+            S.fortran_site = NULL;
+            skip = 1;
+        }
+        capture_callsite(callsite, skip);
         if (S.trace_fd >= 0) {
             ms_msg_tr_call c = {ps, d, mono_ns(), (uint64_t)(uintptr_t)callsite, (int32_t)fn, 0};
             trace_put(MS_MSG_TR_CALL, &c, sizeof c, NULL, 0);

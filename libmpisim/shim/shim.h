@@ -57,6 +57,8 @@ typedef struct ms_rq {
 
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
 int ms_bypass(void);
+/* a Fortran binding passes its caller's address for the C wrapper it is about to call */
+void ms_f_callsite(void *ret);
 void ms_enter(ms_fn_id fn, void *callsite);
 void ms_exit(ms_fn_id fn, int rc);
 /* Is a model server attached (co-simulation), or only a trace being captured? */
