@@ -322,6 +322,10 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             r->clock += ms_model_irecv_cost(p->model, e->bytes);
             break;
         }
+        case MS_MSG_CANCEL:
+            if (ms_model_cancel(p->model, rank, r->clock, e->req, err, sizeof err) < 0)
+                model_failed(p, rank, k, "a cancel", err);
+            break;
         case MS_MSG_ICOLL: {
             ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->list_n > 0 ? tr->lists + e->list_off : NULL};
             r->last_coll_comm = e->comm;

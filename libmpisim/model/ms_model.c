@@ -72,7 +72,7 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK };
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -92,6 +92,7 @@ typedef struct ms_req {
     uint64_t id;
     int rank;                 /* world rank of the owner */
     uint8_t kind, internal, in_wait, mode;
+    uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -739,6 +740,19 @@ static void do_recv(ms_model *m, ms_req *r, ms_time_t t)
     posted_append(q, r);
 }
 
+/* MPI_Cancel of receive r at time t, in the owner's posting order: it succeeds if no message has
+ * matched r by then (r still waits in its posted queue); otherwise r completes normally. */
+static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
+{
+    if (!r->mq || r->done != NEVER) return;
+    posted_unlink(m, r);
+    r->cancelled = 1;
+    r->m_src = -1;
+    r->m_tag = -1;
+    r->m_bytes = 0;
+    determine(m, r, t);
+}
+
 /* ---- collectives ----------------------------------------------------------------------------- */
 
 static void coll_finish_step(ms_model *m, coll_member *cm);
@@ -826,7 +840,8 @@ static void fill_result(ms_req_result *o, const ms_req *r, int completed)
     o->tag = -1;
     o->bytes = r->bytes;
     o->complete_time = completed ? r->done : NEVER;
-    if (completed && r->kind == REQ_RECV) {
+    o->cancelled = completed && r->cancelled;
+    if (completed && r->kind == REQ_RECV && !r->cancelled) {
         o->source = r->m_src;
         o->tag = (int)r->m_tag;
         o->bytes = r->m_bytes;
@@ -946,6 +961,7 @@ static void process(ms_model *m, const ms_event *e)
     case EV_PROBE: do_probe_check(m, EV_RANK(e), e->t); break;
     case EV_INJECT: do_inject(m, e->p, (int)EV_ARG(e), e->t); break;
     case EV_RESUME: do_resume(m, EV_RANK(e), EV_ARG(e), e->t); break;
+    case EV_CANCEL: do_cancel(m, e->p, e->t); break;
     default: break;
     }
 }
@@ -1269,6 +1285,28 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     r->m_src = -1;
     r->m_tag = -1;
     push_post(m, rank, t, EV_RECV_POST, r);
+    return 0;
+}
+
+int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen)
+{
+    if (!m || rank < 0 || rank >= m->nranks) {
+        set_err(err, errlen, "bad rank %d", rank);
+        return -1;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->finalized || rs->blocked || t < m->now) {
+        set_err(err, errlen, "rank %d cancels %s", rank,
+                rs->finalized ? "after MPI_Finalize" : rs->blocked ? "while blocked" : "before the model's time");
+        return -1;
+    }
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r) {
+        set_err(err, errlen, "rank %d: MPI_Cancel of request %" PRIu64 ", which is not active", rank, req);
+        return -1;
+    }
+    if (r->kind != REQ_RECV) return 0;   /* a send that has started is not taken back: the cancel fails */
+    push_post(m, rank, t, EV_CANCEL, r);
     return 0;
 }
 

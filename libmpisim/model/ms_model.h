@@ -65,6 +65,7 @@ typedef struct ms_req_result {
     int tag;                      /* matched tag (receives), else -1 */
     uint64_t bytes;               /* bytes received (receives) or sent */
     ms_time_t complete_time;      /* when it completed in the model */
+    int cancelled;                /* completed by a successful MPI_Cancel (no message received) */
 } ms_req_result;
 
 /* A wildcard receive (or probe) of `rank` whose sender has been decided. Every resume of a rank
@@ -106,6 +107,10 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
                    uint64_t bytes, char *err, size_t errlen);
 int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm,
                    const ms_coll_args *args, char *err, size_t errlen);
+/* MPI_Cancel of an active request at time t. A receive no message has matched by t (in virtual
+ * time) is taken back: it completes at t with `cancelled` set and nothing received; otherwise
+ * it completes normally. Sends are never taken back (the standard lets a cancel fail). */
+int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen);
 
 /* Block the rank until the requests complete (WAIT_*), or answer at once for the rank's time
  * (TEST_*: the answer is for time t, plus the modelled poll cost). Completed requests are

@@ -74,6 +74,30 @@ static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt,
 }
 
 /* After the model has completed r: finish the real side and release r. */
+/* A receive the model cancelled: nothing is received. Its real receive, if posted, is cancelled
+ * too; should the real MPI already have delivered a message to it, that message is kept for the
+ * receive the model matches it to. */
+static int finish_cancelled(ms_rq *r, MPI_Status *status)
+{
+    if (r->deferred) ms_post_deferred();   /* takes it off the deferred list, unposted */
+    if (r->real_posted && !r->real_done) {
+        PMPI_Cancel(&r->real);
+        int rc = ms_real_complete(r);
+        if (rc != MPI_SUCCESS) return rc;
+        int cancelled = 0;
+        PMPI_Test_cancelled(&r->status, &cancelled);
+        if (!cancelled) ms_stash_keep(r);
+    }
+    empty_status(status);
+    if (status != MPI_STATUS_IGNORE) PMPI_Status_set_cancelled(status, 1);
+    if (r->user_is_grequest) {
+        PMPI_Grequest_complete(r->user);
+        PMPI_Request_free(&r->user);
+    }
+    ms_rq_free(r);
+    return MPI_SUCCESS;
+}
+
 static int finish(ms_rq *r, MPI_Status *status)
 {
     int rc = MPI_SUCCESS;
@@ -87,6 +111,7 @@ static int finish(ms_rq *r, MPI_Status *status)
         }
         r->real_done = 1;
     }
+    if (r->model_cancelled) return finish_cancelled(r, status);
     if (r->kind == MS_RQ_RECV && r->deferred) ms_post_deferred();
     if (r->kind == MS_RQ_RECV && r->deferred) ms_fatal("internal: a completed receive could not be posted");
     rc = ms_real_complete(r);
@@ -142,8 +167,8 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
     /* capture only: no model to decide wildcards, the real MPI does */
     if (!ms_has_server() || (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && !ms_recv_has_unresolved_before(r->comm_id))) {
         r->resolved = 1;
+        *rc = ms_has_server() ? ms_post_real_recv(r) : PMPI_Irecv(buf, count, dt, src, tag, comm, &r->real);
         r->real_posted = 1;
-        *rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &r->real);
         if (*rc != MPI_SUCCESS) {
             ms_rq_free(r);
             return NULL;
@@ -848,11 +873,17 @@ int ms_h_cancel(MPI_Request *request)
 {
     ms_rq *owner;
     ms_rq *t = target_of(*request, &owner, "MPI_Cancel");
-    if (!t) return MPI_SUCCESS;
+    if (!t) return *request != MPI_REQUEST_NULL && !ms_rq_find(*request) ? PMPI_Cancel(request) : MPI_SUCCESS;
     /* A send that has started cannot be taken back in the model's network; the standard lets
      * a cancel fail (MPI_Test_cancelled then says false), which is what happens here. */
-    if (t->kind == MS_RQ_SEND) return MPI_SUCCESS;
-    ms_fatal("MPI_Cancel of a receive is not modelled yet");
+    if (t->kind != MS_RQ_RECV || t->model_done || t->cancel_sent) return MPI_SUCCESS;
+    /* A receive: the model decides, in virtual time, whether a message matched it before the
+     * cancel; the program learns it when it completes the request. Without a model (capture
+     * only) the real MPI decides. */
+    t->cancel_sent = 1;
+    ms_report_cancel(t, MS_FN_MPI_Cancel);
+    if (!ms_has_server() && t->real_posted && !t->real_done) PMPI_Cancel(&t->real);
+    return MPI_SUCCESS;
 }
 
 /* ---- probes ---- */

@@ -655,7 +655,10 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         results[i].completed = c;
         results[i].source = -1;
         results[i].tag = -1;
-        if (c && r->kind == MS_RQ_RECV && r->real_posted) {
+        int cancelled = 0;
+        if (c && r->kind == MS_RQ_RECV && r->real_posted) PMPI_Test_cancelled(&r->status, &cancelled);
+        results[i].cancelled = cancelled;
+        if (c && r->kind == MS_RQ_RECV && r->real_posted && !cancelled) {
             int count = 0;
             PMPI_Get_count(&r->status, MPI_BYTE, &count);
             results[i].source = r->status.MPI_SOURCE;
@@ -695,7 +698,10 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
         results[i] = S.results[i];
         if (S.results[i].completed) {
             reqs[i]->model_done = 1;
-            if (reqs[i]->kind == MS_RQ_RECV && !reqs[i]->resolved) {
+            if (S.results[i].cancelled) {
+                reqs[i]->model_cancelled = 1;
+                reqs[i]->resolved = 1;   /* decided: it no longer holds later receives back */
+            } else if (reqs[i]->kind == MS_RQ_RECV && !reqs[i]->resolved) {
                 reqs[i]->resolved = 1;
                 reqs[i]->src = S.results[i].source;
                 reqs[i]->tag = S.results[i].tag;
@@ -784,6 +790,15 @@ void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id 
     m.fn = (int32_t)fn;
     S.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
+}
+
+void ms_report_cancel(const ms_rq *r, ms_fn_id fn)
+{
+    ms_msg_cancel m = {0};
+    m.t = S.clock_ps;
+    m.req = r->id;
+    m.fn = (int32_t)fn;
+    put_msg(MS_MSG_CANCEL, &m, sizeof m, NULL, 0);
 }
 
 void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
@@ -937,6 +952,80 @@ int ms_recv_has_unresolved_before(uint64_t comm_id)
     return 0;
 }
 
+/* Messages the real MPI delivered to receives the model cancelled (rare: the sender ran ahead in
+ * real time of a cancel decided earlier in virtual time). Each is the earliest message of its
+ * (communicator, source, tag) not yet received, so the next real receive posted for that triple
+ * is the one the model matches it to. */
+typedef struct stash_entry {
+    MPI_Comm comm;
+    int src, tag;
+    int packed_bytes, bytes;
+    void *data;
+    struct stash_entry *next;
+} stash_entry;
+static stash_entry *stash_head;
+
+static int same_triple(const ms_rq *q, MPI_Comm comm, int src, int tag)
+{
+    int cmp = MPI_UNEQUAL;
+    if (q->comm != comm) PMPI_Comm_compare(q->comm, comm, &cmp);
+    return (q->comm == comm || cmp == MPI_IDENT) && q->src == src && q->tag == tag;
+}
+
+void ms_stash_keep(const ms_rq *c)
+{
+    int src = c->status.MPI_SOURCE, tag = c->status.MPI_TAG, count = 0, size = 0, pos = 0;
+    /* a real receive for the same triple already posted has taken the next message instead */
+    for (size_t j = 0; j < S.table_cap; j++) {
+        ms_rq *q = S.table[j];
+        if (q && q != TOMBSTONE && q != c && q->kind == MS_RQ_RECV && q->real_posted && !q->real_done &&
+            same_triple(q, c->comm, src, tag))
+            ms_fatal("MPI_Cancel: the real MPI delivered a message (source %d, tag %d) to a receive the model "
+                     "cancelled, and a later receive for the same source and tag is already posted; this "
+                     "reordering is not supported", src, tag);
+    }
+    PMPI_Get_count(&c->status, c->dtype, &count);
+    PMPI_Pack_size(count, c->dtype, c->comm, &size);
+    stash_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->data = malloc(size ? (size_t)size : 1))) ms_fatal("out of memory (cancel stash)");
+    PMPI_Pack(c->buf, count, c->dtype, e->data, size, &pos, c->comm);
+    PMPI_Get_count(&c->status, MPI_BYTE, &e->bytes);
+    e->comm = c->comm;
+    e->src = src;
+    e->tag = tag;
+    e->packed_bytes = pos;
+    stash_entry **tail = &stash_head;
+    while (*tail) tail = &(*tail)->next;
+    *tail = e;
+}
+
+int ms_post_real_recv(ms_rq *r)
+{
+    for (stash_entry **pe = &stash_head; *pe; pe = &(*pe)->next) {
+        stash_entry *e = *pe;
+        if (!same_triple(r, e->comm, e->src, e->tag)) continue;
+        int pos = 0, count = 0, size = 0;
+        PMPI_Type_size(r->dtype, &size);
+        count = size > 0 ? e->bytes / size : 0;
+        int rc = PMPI_Unpack(e->data, e->packed_bytes, &pos, r->buf, count, r->dtype, r->comm);
+        memset(&r->status, 0, sizeof r->status);
+        r->status.MPI_SOURCE = e->src;
+        r->status.MPI_TAG = e->tag;
+        r->status.MPI_ERROR = MPI_SUCCESS;
+        PMPI_Status_set_elements(&r->status, MPI_BYTE, e->bytes);
+        r->real = MPI_REQUEST_NULL;
+        r->real_posted = 1;
+        r->real_done = 1;
+        *pe = e->next;
+        free(e->data);
+        free(e);
+        return rc;
+    }
+    int rc = PMPI_Irecv(r->buf, r->count, r->dtype, r->src, r->tag, r->comm, &r->real);
+    if (rc == MPI_SUCCESS) r->real_posted = 1;
+    return rc;
+}
+
 void ms_post_deferred(void)
 {
     ms_rq *prev = NULL;
@@ -948,10 +1037,12 @@ void ms_post_deferred(void)
         int blocked = 0;
         for (ms_rq *q = S.deferred_head; q != r; q = q->next_deferred)
             if (q->comm_id == r->comm_id && !q->resolved) blocked = 1;
-        if (r->resolved && (!blocked || r->model_done)) {
-            int rc = PMPI_Irecv(r->buf, r->count, r->dtype, r->src, r->tag, r->comm, &r->real);
-            if (rc != MPI_SUCCESS) ms_fatal("posting the real receive failed (error %d)", rc);
-            r->real_posted = 1;
+        if (r->model_cancelled || (r->resolved && (!blocked || r->model_done))) {
+            /* a receive the model took back is never posted */
+            if (!r->model_cancelled) {
+                int rc = ms_post_real_recv(r);
+                if (rc != MPI_SUCCESS) ms_fatal("posting the real receive failed (error %d)", rc);
+            }
             r->deferred = 0;
             if (prev) prev->next_deferred = next;
             else S.deferred_head = next;

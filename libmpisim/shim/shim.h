@@ -40,6 +40,8 @@ typedef struct ms_rq {
     int resolved;                /* model told us the source/tag (wildcards) */
     int model_done;              /* model said complete */
     int detached_copy;           /* send from the shim's copy: user sees completion early */
+    int cancel_sent;             /* MPI_Cancel reported to the model */
+    int model_cancelled;         /* the model took the receive back: nothing is received */
     /* receive arguments kept until the real receive can be posted */
     void *buf;
     int count;
@@ -90,6 +92,11 @@ uint64_t ms_next_req_id(void);
 /* Reports to the server (buffered) and blocking exchanges. */
 void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn);
 void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
+void ms_report_cancel(const ms_rq *r, ms_fn_id fn);
+/* A message the real MPI delivered to a receive the model cancelled is kept, and given to the
+ * next receive posted for its source and tag (which the model matches it to). */
+void ms_stash_keep(const ms_rq *cancelled);
+int ms_post_real_recv(ms_rq *r);         /* PMPI_Irecv, or from the stash */
 void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn);
 /* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).

@@ -40,6 +40,7 @@ typedef enum {
     MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
     MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
+    MS_MSG_CANCEL,         /* ms_msg_cancel: MPI_Cancel of an active request */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -94,6 +95,12 @@ typedef struct ms_msg_irecv {
     int32_t src, tag, fn, pad;
 } ms_msg_irecv;
 
+typedef struct ms_msg_cancel {
+    int64_t t;
+    uint64_t req;
+    int32_t fn, pad;
+} ms_msg_cancel;
+
 typedef struct ms_msg_icoll {
     int64_t t;
     uint64_t req, comm, bytes;
@@ -135,7 +142,8 @@ typedef struct ms_msg_result {
     uint64_t req;
     int64_t complete_time;
     uint64_t bytes;
-    int32_t completed, source, tag, pad;
+    int32_t completed, source, tag;
+    int32_t cancelled;           /* completed by MPI_Cancel: nothing received */
 } ms_msg_result;
 
 typedef struct ms_msg_resume {
@@ -184,7 +192,8 @@ static inline uint32_t ms_proto_sizes_check(void)
     return (uint32_t)(sizeof(ms_msg_hello) * 1u + sizeof(ms_msg_welcome) * 3u + sizeof(ms_msg_isend) * 5u +
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
-                      sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u);
+                      sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
+                      sizeof(ms_msg_cancel) * 41u);
 }
 
 #endif

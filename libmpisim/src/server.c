@@ -243,7 +243,7 @@ static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *re
         out[i].completed = results[i].completed;
         out[i].source = results[i].source;
         out[i].tag = results[i].tag;
-        out[i].pad = 0;
+        out[i].cancelled = results[i].cancelled;
     }
     if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
         r->held = 1;
@@ -446,6 +446,14 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         r->clock = m.t;
         if (ms_model_irecv(s->model, rank, m.t, m.req, m.comm, m.src, m.tag, m.bytes, err, sizeof err) < 0)
             model_error(s, rank, "a receive", err);
+        break;
+    }
+    case MS_MSG_CANCEL: {
+        ms_msg_cancel m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        if (ms_model_cancel(s->model, rank, m.t, m.req, err, sizeof err) < 0) model_error(s, rank, "a cancel", err);
         break;
     }
     case MS_MSG_ICOLL: {

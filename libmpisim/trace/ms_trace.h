@@ -63,7 +63,8 @@ typedef struct ms_trace_result {
     uint64_t req;
     int64_t complete_time;
     uint64_t bytes;
-    int32_t completed, source, tag, pad;
+    int32_t completed, source, tag;
+    int32_t cancelled;            /* completed by MPI_Cancel */
 } ms_trace_result;
 
 typedef struct ms_trace_rank {

@@ -69,6 +69,7 @@ static hid_t result_type(void)
     F(completed, H5T_NATIVE_INT32);
     F(source, H5T_NATIVE_INT32);
     F(tag, H5T_NATIVE_INT32);
+    F(cancelled, H5T_NATIVE_INT32);
 #undef F
     return t;
 }

@@ -32,7 +32,7 @@ inline int64_t msg_lat(uint64_t bytes, uint64_t pp = 4096, int h = 1)
 }
 
 struct Op {
-    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP } kind;
+    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP, CANCEL } kind;
     explicit Op(Kind k) : kind(k) {}
     uint64_t req = 0;
     uint64_t comm = MS_COMM_WORLD;
@@ -67,6 +67,7 @@ inline Op wait(std::vector<uint64_t> reqs, ms_wait_mode m = MS_WAIT_ALL)
     return o;
 }
 inline Op compute(int64_t ps) { Op o(Op::COMPUTE); o.ps = ps; return o; }
+inline Op cancel(uint64_t req) { Op o(Op::CANCEL); o.req = req; return o; }
 inline Op probe(int src, int tag, int blocking, uint64_t comm = MS_COMM_WORLD)
 {
     Op o(Op::PROBE);
@@ -176,6 +177,7 @@ struct Sim {
             clock[r] += ms_model_irecv_cost(m, o.bytes);
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;
+        case Op::CANCEL: rc = ms_model_cancel(m, r, clock[r], o.req, err, sizeof err); break;
         case Op::COLL: {
             ms_coll_args a = o.cargs;
             a.counts = o.counts.empty() ? nullptr : o.counts.data();

@@ -519,3 +519,63 @@ TEST(ModelP2P, RanksSharingAHost)
     nm_topology_destroy(topo);
     nm_config_destroy(cfg);
 }
+
+// MPI_Cancel of a receive: decided in virtual time at the cancel's time.
+TEST(ModelP2P, CancelUnmatchedReceive)
+{
+    const int64_t T = 5000000;
+    Sim s(2);
+    s.prog[0] = {compute(T), irecv(1, MS_ANY_SOURCE, MS_ANY_TAG, 8), cancel(1), wait({1})};
+    s.prog[1] = {};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    const auto &r = s.result(0, 1);
+    EXPECT_EQ(r.cancelled, 1);
+    EXPECT_EQ(r.source, -1);
+    EXPECT_EQ(r.complete_time, T + ms_model_irecv_cost(s.m, 8));
+    EXPECT_TRUE(s.resol[0].empty());   // a cancelled wildcard is never resolved
+}
+
+TEST(ModelP2P, CancelAfterMatchFails)
+{
+    const int64_t T = 300000000;   // the message arrived long before the cancel
+    Sim s(2);
+    s.prog[0] = {isend(1, 1, 4, 64), wait({1})};
+    s.prog[1] = {irecv(1, 0, 4, 64), compute(T), cancel(1), wait({1})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    const auto &r = s.result(1, 1);
+    EXPECT_EQ(r.cancelled, 0);
+    EXPECT_EQ(r.source, 0);
+    EXPECT_EQ(r.bytes, 64u);
+    EXPECT_EQ(r.complete_time, OS + msg_lat(64) + OR);
+}
+
+TEST(ModelP2P, CancelledReceiveLeavesMessageForTheNext)
+{
+    const int64_t T = 300000000;   // the sender sends after the cancel
+    Sim s(2);
+    s.prog[0] = {compute(T), isend(1, 1, 4, 64), wait({1})};
+    s.prog[1] = {irecv(1, 0, 4, 64), cancel(1), wait({1}), irecv(2, 0, 4, 64), wait({2})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    EXPECT_EQ(s.result(1, 1).cancelled, 1);
+    const auto &r2 = s.result(1, 2);
+    EXPECT_EQ(r2.cancelled, 0);
+    EXPECT_EQ(r2.source, 0);
+    EXPECT_EQ(r2.complete_time, T + OS + msg_lat(64) + OR);
+}
+
+TEST(ModelP2P, CancelOfSendFailsAndUnknownIsAnError)
+{
+    Sim s(2);
+    char err[256];
+    EXPECT_NE(ms_model_cancel(s.m, 0, 0, 99, err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("not active"), std::string::npos) << err;
+    s.prog[0] = {isend(1, 1, 4, 64), cancel(1), wait({1})};
+    s.prog[1] = {irecv(1, 0, 4, 64), wait({1})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    EXPECT_EQ(s.result(0, 1).cancelled, 0);
+    EXPECT_EQ(s.result(1, 1).bytes, 64u);
+}
