@@ -78,8 +78,10 @@ typedef struct ms_msg_welcome {
     double cpu_factor;           /* virtual compute = measured * cpu_factor */
     int64_t fixed_compute_ps;    /* for compute mode "fixed": cost charged per interval */
     int32_t callsite_depth;      /* frames of the program's stack that name a call site */
-    int32_t pad;
+    int32_t spin_polls;          /* polls without sleeping before a waiting loop sleeps */
 } ms_msg_welcome;
+
+#define MS_DEFAULT_SPIN_POLLS 400
 
 typedef enum { MS_COMPUTE_CPU = 0, MS_COMPUTE_WALL = 1, MS_COMPUTE_NONE = 2 } ms_compute_mode;
 
