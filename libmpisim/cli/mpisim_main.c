@@ -367,7 +367,8 @@ static int launch_and_serve(const run_opts *o_)
     char machine[512];
     int cores = machine_summary(machine, sizeof machine);
     if (s) ms_server_set_machine(s, machine);
-    if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args))
+    if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args) &&
+        strcmp(nm_config_string(cfg, "shim.compute"), "none") != 0)   /* none: nothing to charge */
         fprintf(stderr, "mpisim: %d ranks share %d cores: %s\n", o.nranks, cores,
                 !strcmp(nm_config_string(cfg, "shim.compute"), "wall")
                     ? "--compute wall will charge waiting for a core as computation"

@@ -73,6 +73,8 @@ typedef struct ms_state {
     uint64_t cur_pcs[MS_CS_MAX_DEPTH];
     int cur_npcs;
     void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
+    int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
+    int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
@@ -368,6 +370,12 @@ void ms_enter(ms_fn_id fn, void *callsite)
             ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
             S.clock_ps += ps;
             S.compute_ps += ps;
+        }
+        if (S.extra_compute_ps) {
+            ps += S.extra_compute_ps;
+            S.clock_ps += S.extra_compute_ps;
+            S.compute_ps += S.extra_compute_ps;
+            S.extra_compute_ps = 0;
         }
         S.call_start_ps = S.clock_ps;
         S.calls++;
@@ -1302,6 +1310,7 @@ static void start_session(void)
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
     PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
     S.clock_ps = 0;
+    S.wtime_last_ps = -1;
     S.active = 1;
     S.last_exit_ns = read_ns();
 }
@@ -1330,9 +1339,13 @@ double MPI_Wtime(void)
 {
     if (!S.active || !S.server) return PMPI_Wtime();
     if (S.depth > 0) return (double)S.clock_ps * 1e-12;
+    /* computation costs nothing: a program spinning on the clock would wait forever */
+    if (S.params.compute_mode == MS_COMPUTE_NONE && S.clock_ps == S.wtime_last_ps)
+        S.extra_compute_ps += S.params.wtime_stall_ps;
     ms_enter(MS_FN_Wtime, NULL);
     double t = (double)S.clock_ps * 1e-12;
     ms_exit(MS_FN_Wtime, 0);
+    S.wtime_last_ps = S.clock_ps;
     return t;
 }
 

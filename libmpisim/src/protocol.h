@@ -79,6 +79,7 @@ typedef struct ms_msg_welcome {
     int64_t fixed_compute_ps;    /* for compute mode "fixed": cost charged per interval */
     int32_t callsite_depth;      /* frames of the program's stack that name a call site */
     int32_t spin_polls;          /* polls without sleeping before a waiting loop sleeps */
+    int64_t wtime_stall_ps;      /* compute none: what an MPI_Wtime call that finds the clock unmoved adds */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400

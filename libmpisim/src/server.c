@@ -277,6 +277,11 @@ int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
          "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
          "(passthrough)",
          "error|passthrough", 0},
+        {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
+         "under shim.compute = none, an MPI_Wtime call that finds the clock where the previous one left it "
+         "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
+         "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
+         NULL, NM_KEY_NONNEG},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
          "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
@@ -347,6 +352,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->unmodelled_passthrough = !strcmp(nm_config_string(cfg, "shim.unmodelled"), "passthrough");
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
+    w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
     if (w->spin_polls < 0) return fail(err, errlen, "shim.spin_polls must be >= 0 (got %d)", w->spin_polls);
     return 0;
 }

@@ -321,6 +321,24 @@ def test_cancel():
     print("cancel race:", p.stdout.strip())
 
 
+def test_wtime_spin():
+    """A program waiting on MPI_Wtime ends under --compute none, deterministically."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/wtime_spin.c"), os.path.join(WORK, "wtime_spin"))
+    for step in (1000000, 250000):
+        p, rep = mpisim_run(2, [exe], sets=[f"shim.wtime_stall={step}"])
+        m = re.search(r"waited=([0-9.]+) polls=(\d+)", p.stdout)
+        if not m:
+            sys.exit(f"FAILED: no result\n{p.stdout}{p.stderr}")
+        waited, polls = round(float(m.group(1)) * 1e12), int(m.group(2))
+        # each poll that finds the clock unmoved advances it by one step (t0 came right after a barrier)
+        if waited != polls * step or not 10**9 <= waited < 10**9 + 2 * step:
+            sys.exit(f"FAILED: step {step} ps: waited {waited} ps in {polls} polls")
+        compute = rep["ranks"][0]["compute_ps"]
+        if compute != waited:
+            sys.exit(f"FAILED: the wait should be charged as computation ({waited} ps), report says {compute} ps")
+    print("a 1 ms wait on MPI_Wtime under --compute none ends, charged as computation, steps of 1 us and 250 ns")
+
+
 TESTS = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
 if NAME not in TESTS:
     sys.exit(f"unknown test {NAME}; known: {', '.join(TESTS)}")

@@ -7,6 +7,10 @@ Cases:
               message size must pass its check under the shim, with nothing unmodelled.
   mpi4py_ring mpi4py's own benchmark package (python3-mpi4py): helloworld's answers must be
               identical; ringtest must complete with nothing unmodelled.
+  hpcc        the HPC Challenge suite (package hpcc: HPL, PTRANS, RandomAccess with its closing
+              MPI_Cancel, FFT, STREAM, b_eff) on 4 ranks with Debian's example input (N = 1000):
+              every test passes natively and under mpisim, nothing unmodelled, and HPCC's own
+              ping-pong bandwidth is the modelled link's rate.
 A case whose program is not installed is skipped (exit 77, ctest's SKIP_RETURN_CODE).
 """
 import json
@@ -18,7 +22,7 @@ import sys
 import tempfile
 
 BUILD, CASE = sys.argv[1], sys.argv[2]
-MPISIM = os.path.join(BUILD, "bin", "mpisim")
+MPISIM = os.path.join(os.path.abspath(BUILD), "bin", "mpisim")
 ROOT = ["--allow-run-as-root"] if os.geteuid() == 0 else []
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
 WORK = tempfile.mkdtemp(prefix="mpisim-3p-")
@@ -82,4 +86,38 @@ def mpi4py_ring():
           f"virtual time {rep['summary']['virtual_time_ps'] / 1e6:.3f} us")
 
 
-{"netpipe": netpipe, "mpi4py_ring": mpi4py_ring}[CASE]()
+def hpcc():
+    exe = shutil.which("hpcc", path="/usr/bin")
+    example = "/usr/share/doc/hpcc/examples/_hpccinf.txt"
+    if not exe or not os.path.exists(example):
+        print("hpcc not installed (package hpcc): skipped")
+        sys.exit(77)
+    shutil.copy(example, os.path.join(WORK, "hpccinf.txt"))   # HPCC reads and writes in its cwd
+    os.chdir(WORK)
+
+    def results(where):
+        text = open("hpccoutf.txt").read()
+        os.remove("hpccoutf.txt")
+        vals = dict(re.findall(r"^(\w+)=(\S+)$", text, re.M))
+        if vals.get("Success") != "1" or vals.get("Failure", "0") != "0" or "FAILED" in text:
+            sys.exit(f"FAILED {where}: HPCC reports Success={vals.get('Success')} Failure={vals.get('Failure')}")
+        return vals
+
+    native(4, [exe])
+    nat = results("natively")
+    _, rep = simulated(4, [exe])
+    sim = results("under mpisim")
+    calls = sorted({c["call"] for c in rep["callsites"]})
+    if "MPI_Cancel" not in calls:
+        sys.exit(f"FAILED: RandomAccess's MPI_Cancel was not seen: {calls}")
+    rate = float(rep["config"]["network.link_rate"]["value"]) / 8 / 1e9   # GB/s
+    bw = float(sim["MaxPingPongBandwidth_GBytes"])
+    if abs(bw - rate) > 0.02 * rate:
+        sys.exit(f"FAILED: HPCC's ping-pong bandwidth {bw} GB/s under mpisim, the link carries {rate} GB/s")
+    print(f"HPCC: every test passed natively and under mpisim ({len(calls)} MPI calls used, nothing unmodelled); "
+          f"HPL {nat['HPL_Tflops']} -> {sim['HPL_Tflops']} Tflop/s, ping-pong bandwidth {nat['MaxPingPongBandwidth_GBytes']}"
+          f" -> {bw} GB/s (link {rate:.3f}), latency {nat['MaxPingPongLatency_usec']} -> "
+          f"{sim['MaxPingPongLatency_usec']} us; virtual time {rep['summary']['virtual_time_ps'] / 1e12:.3f} s")
+
+
+{"netpipe": netpipe, "mpi4py_ring": mpi4py_ring, "hpcc": hpcc}[CASE]()
