@@ -11,6 +11,10 @@ Cases:
               MPI_Cancel, FFT, STREAM, b_eff) on 4 ranks with Debian's example input (N = 1000):
               every test passes natively and under mpisim, nothing unmodelled, and HPCC's own
               ping-pong bandwidth is the modelled link's rate.
+  lammps      the LAMMPS molecular dynamics code (package lammps): a Lennard-Jones melt of 4000
+              atoms on 4 ranks (3-D domain decomposition, halo exchange, Cartesian communicator):
+              the thermodynamic output is identical natively and under mpisim, nothing unmodelled,
+              and LAMMPS's own "Loop time" is virtual time.
 A case whose program is not installed is skipped (exit 77, ctest's SKIP_RETURN_CODE).
 """
 import json
@@ -120,4 +124,51 @@ def hpcc():
           f"{sim['MaxPingPongLatency_usec']} us; virtual time {rep['summary']['virtual_time_ps'] / 1e12:.3f} s")
 
 
-{"netpipe": netpipe, "mpi4py_ring": mpi4py_ring, "hpcc": hpcc}[CASE]()
+LJ_MELT = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 10 0 10 0 10
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 3.0 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+neigh_modify every 20 delay 0 check no
+fix 1 all nve
+thermo 50
+run 250
+"""
+
+
+def lammps():
+    exe = shutil.which("lmp", path="/usr/bin")
+    if not exe:
+        print("lmp not installed (package lammps): skipped")
+        sys.exit(77)
+    inp = os.path.join(WORK, "in.melt")
+    with open(inp, "w") as f:
+        f.write(LJ_MELT)
+    os.chdir(WORK)   # log.lammps goes to the cwd
+    prog = [exe, "-in", inp]
+
+    def thermo(text):
+        rows = re.findall(r"^\s+(\d+(?:\s+-?[0-9.]+(?:e[-+]\d+)?){5})\s*$", text, re.M)
+        return rows
+
+    nat = thermo(native(4, prog))
+    out, rep = simulated(4, prog)
+    sim = thermo(out)
+    if len(nat) != 6 or nat != sim:
+        sys.exit(f"FAILED: thermodynamic output differs\nnative {nat}\nmpisim {sim}")
+    loop = float(re.search(r"Loop time of ([0-9.e+-]+)", out).group(1))
+    vt = rep["summary"]["virtual_time_ps"] / 1e12
+    if not 0 < loop <= vt:
+        sys.exit(f"FAILED: LAMMPS's loop time {loop} s should be virtual time (run ended at {vt} s)")
+    calls = sorted({c["call"] for c in rep["callsites"]})
+    print(f"LAMMPS LJ melt: 6 thermo rows identical natively and under mpisim; loop time {loop} s of virtual time "
+          f"(run {vt:.6f} s); calls {calls}")
+
+
+{"netpipe": netpipe, "mpi4py_ring": mpi4py_ring, "hpcc": hpcc, "lammps": lammps}[CASE]()
