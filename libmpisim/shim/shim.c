@@ -1182,10 +1182,13 @@ void ms_unmodelled(ms_fn_id fn)
 
 void ms_passthrough(ms_fn_id fn)
 {
-    static int warned;
-    if (!warned++ && S.rank == 0)
-        fprintf(stderr, "mpisim: %s (one-sided communication) runs untimed for now; the report counts such calls\n",
-                ms_fn_names[fn]);
+    /* one note per kind (one-sided, file I/O), from rank 0 */
+    static int warned_file, warned_rma;
+    int file = !strncmp(ms_fn_names[fn], "MPI_File_", 9);
+    int *warned = file ? &warned_file : &warned_rma;
+    if (!(*warned)++ && S.rank == 0)
+        fprintf(stderr, "mpisim: %s (%s) runs untimed; the report counts such calls\n", ms_fn_names[fn],
+                file ? "file I/O: the model has no file system" : "one-sided communication, not modelled yet");
     untimed_begin(fn);
 }
 
