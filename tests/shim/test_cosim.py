@@ -169,19 +169,24 @@ def test_unlinked_program():
         sys.exit("FAILED: faster than the link allows")
 
 
-def test_unmodelled():
-    exe = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
+def check_unmodelled_create_group(exe, what):
+    """exe calls MPI_Comm_create_group: a stop naming it; under passthrough, untimed and counted."""
     p, _ = mpisim_run(2, [exe], check=False)
     lines = [l for l in p.stderr.splitlines() if "MPI_Comm_create_group" in l]
     if p.returncode == 0 or not lines:
         sys.exit(f"FAILED: expected a stop naming MPI_Comm_create_group\n{p.stderr}")
-    print("error line:", lines[0])
+    print(f"{what} error line:", lines[0])
     p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"])
     assert "create_group=ok" in p.stdout, p.stdout
     n = sum(r["unmodelled"].get("MPI_Comm_create_group", 0) for r in rep["ranks"])
     if n != 2:
         sys.exit(f"FAILED: the report counts {n} untimed MPI_Comm_create_group calls, expected 2")
-    print("passthrough: ran untimed and counted", n)
+    print(f"{what} passthrough: ran untimed and counted", n)
+
+
+def test_unmodelled():
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
+    check_unmodelled_create_group(exe, "C")
 
 
 def test_bad_profile():
@@ -288,18 +293,9 @@ def test_fortran_coverage():
 
 
 def test_fortran_unmodelled():
+    """The Fortran binding of an unmodelled call stops the run, or forwards to Open MPI's own."""
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/funmodelled.f90"), os.path.join(WORK, "funmodelled"))
-    p, _ = mpisim_run(2, [exe], check=False)
-    lines = [l for l in p.stderr.splitlines() if "MPI_Comm_create_group" in l]
-    if p.returncode == 0 or not lines:
-        sys.exit(f"FAILED: expected a stop naming MPI_Comm_create_group\n{p.stderr}")
-    print("error line:", lines[0])
-    p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"])
-    assert "create_group=ok" in p.stdout, p.stdout
-    n = sum(r["unmodelled"].get("MPI_Comm_create_group", 0) for r in rep["ranks"])
-    if n != 2:
-        sys.exit(f"FAILED: the report counts {n} untimed MPI_Comm_create_group calls, expected 2")
-    print("Fortran passthrough: ran Open MPI's own binding untimed and counted", n)
+    check_unmodelled_create_group(exe, "Fortran")
 
 
 def test_cancel():
