@@ -29,8 +29,10 @@ def ptype(p, name):
 def aliases(cname):
     base = cname[4:]                      # Send, Comm_split
     low = 'mpi_' + base.lower()
+    # pmpi_x_: Open MPI's mpi_f08 layer calls the mpif.h profiling entry of the calls that take a
+    # LOGICAL (MPI_Test*, MPI_Iprobe, MPI_Cart_create, ...), not ompi_x_f
     return [low + '_', low + '__', low, low.upper(), 'ompi_' + base.lower() + '_f',
-            'MPI_' + base + '_f', 'MPI_' + base + '_f08']
+            'MPI_' + base + '_f', 'MPI_' + base + '_f08', 'p' + low + '_']
 
 
 def count_expr(fn, names):
