@@ -327,7 +327,8 @@ __attribute__((noinline)) static void play(replay *p, int rank)
                 model_failed(p, rank, k, "a cancel", err);
             break;
         case MS_MSG_ICOLL: {
-            ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->list_n > 0 ? tr->lists + e->list_off : NULL};
+            ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->list_n > 0 ? tr->lists + e->list_off : NULL,
+                              e->list_n > 0 ? (size_t)e->list_n : 0};
             r->last_coll_comm = e->comm;
             if (ms_model_icoll(p->model, rank, r->clock, e->req, e->comm, &a, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a collective", err);

@@ -16,11 +16,11 @@
 
 static const char *const kind_names[MS_COLL_COUNT] = {
     "barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
-    "reduce_scatter", "scan", "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv"};
+    "reduce_scatter", "scan", "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv", "neighbor"};
 static const char *const mpi_names[MS_COLL_COUNT] = {
     "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter",
     "MPI_Allgather", "MPI_Alltoall", "MPI_Reduce_scatter", "MPI_Scan", "MPI_Exscan",
-    "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv"};
+    "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Neighbor_*"};
 
 /* Algorithm tables: index 0 is "auto". */
 #define MAXALG 4
@@ -40,6 +40,7 @@ static const char *const alg_names[MS_COLL_COUNT][MAXALG] = {
     /* scatterv */ {"auto", "linear", NULL, NULL},
     /* allgatherv */ {"auto", "recursive_doubling", "bruck", "ring"},
     /* alltoallv */ {"auto", "scattered", NULL, NULL},
+    /* neighbor */ {"auto", "linear", NULL, NULL},
 };
 static const char *const alg_choices[MS_COLL_COUNT] = {
     "auto|dissemination",
@@ -57,6 +58,7 @@ static const char *const alg_choices[MS_COLL_COUNT] = {
     "auto|linear",
     "auto|recursive_doubling|bruck|ring",
     "auto|scattered",
+    "auto|linear",
 };
 
 /* Algorithm ids per kind (index into alg_names). */
@@ -782,6 +784,24 @@ void ms_coll_plan_free(ms_coll_plan *p)
     memset(p, 0, sizeof *p);
 }
 
+/* MPI_Neighbor_*: MPICH posts a receive from every in-neighbour and a send to every out-neighbour
+ * at once and waits for all (counts: see MS_COLL_NEIGHBOR in ms_model.h). */
+static int gen_neighbor(ms_coll_plan *p, int P, const uint64_t *c)
+{
+    if (!c) return -1;
+    uint64_t nin = c[0], nout = c[1];
+    const uint64_t *in = c + 2, *inb = in + nin, *out = inb + nin, *outb = out + nout;
+    for (uint64_t i = 0; i < nin + nout; i++) {
+        uint64_t peer = i < nin ? in[i] : out[i - nin];
+        if (peer >= (uint64_t)P) return -1;
+    }
+    if (nin + nout == 0) return 0;
+    step_begin(p);
+    for (uint64_t i = 0; i < nin; i++) op_add(p, (int)in[i], 0, inb[i]);
+    for (uint64_t i = 0; i < nout; i++) op_add(p, (int)out[i], 1, outb[i]);
+    return p->oom ? -1 : 0;
+}
+
 int ms_coll_generate(ms_coll_plan *p, ms_coll_kind kind, int alg, int P, int me, int root, uint64_t bytes,
                      const uint64_t *counts)
 {
@@ -837,6 +857,7 @@ int ms_coll_generate(ms_coll_plan *p, ms_coll_kind kind, int alg, int P, int me,
         else gen_alltoall_pairwise(p, P, me, bytes);
         break;
     case MS_COLL_ALLTOALLV: gen_alltoall_scattered(p, P, me, bytes, counts); break;
+    case MS_COLL_NEIGHBOR: rc = gen_neighbor(p, P, counts); break;
     case MS_COLL_REDUCE_SCATTER:
         if (alg == RS_HALVING) rc = gen_redscat_halving(p, P, me, bytes, counts);
         else gen_redscat_pairwise(p, P, me, bytes, counts);

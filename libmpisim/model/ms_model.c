@@ -60,6 +60,7 @@ static const nm_key_def mpi_keys[] = {
     COLL_KEY("scatterv", "auto|linear"),
     COLL_KEY("allgatherv", "auto|recursive_doubling|bruck|ring"),
     COLL_KEY("alltoallv", "auto|scattered"),
+    COLL_KEY("neighbor", "auto|linear"),   /* MPI_Neighbor_* and MPI_Ineighbor_*, every variant */
 #undef COLL_KEY
 };
 
@@ -1323,9 +1324,22 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     }
     int v = args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV || args->kind == MS_COLL_ALLGATHERV ||
             args->kind == MS_COLL_ALLTOALLV;
+    const uint64_t *counts = (v || args->kind == MS_COLL_REDUCE_SCATTER || args->kind == MS_COLL_NEIGHBOR)
+                                 ? args->counts : NULL;
+    /* the lists must be as long as they say (they come from a rank or a trace) */
+    int short_list = 0;
+    if (args->kind == MS_COLL_NEIGHBOR)
+        short_list = !counts || args->ncounts < 2 || counts[0] > args->ncounts || counts[1] > args->ncounts ||
+                     args->ncounts != 2 + 2 * (counts[0] + counts[1]);
+    else if (counts && args->ncounts < (size_t)c->size && (v || args->kind == MS_COLL_REDUCE_SCATTER))
+        short_list = 1;
+    if (short_list) {
+        set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d): %zu counts do not fit", rank,
+                ms_coll_mpi_name(args->kind), comm, c->size, args->ncounts);
+        return -1;
+    }
     coll_member *cm = calloc(1, sizeof *cm);
     if (!cm) { set_err(err, errlen, "out of memory"); return -1; }
-    const uint64_t *counts = (v || args->kind == MS_COLL_REDUCE_SCATTER) ? args->counts : NULL;
     /* gatherv/scatterv: only the root's counts describe the blocks */
     if ((args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV) && cr != args->root) counts = NULL;
     if (ms_coll_generate(&cm->plan, args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes,

@@ -40,7 +40,7 @@ typedef enum {
     MS_COLL_BARRIER = 0, MS_COLL_BCAST, MS_COLL_REDUCE, MS_COLL_ALLREDUCE, MS_COLL_GATHER,
     MS_COLL_SCATTER, MS_COLL_ALLGATHER, MS_COLL_ALLTOALL, MS_COLL_REDUCE_SCATTER,
     MS_COLL_SCAN, MS_COLL_EXSCAN, MS_COLL_GATHERV, MS_COLL_SCATTERV, MS_COLL_ALLGATHERV,
-    MS_COLL_ALLTOALLV, MS_COLL_COUNT
+    MS_COLL_ALLTOALLV, MS_COLL_NEIGHBOR, MS_COLL_COUNT
 } ms_coll_kind;
 
 /* Arguments of a collective, as seen by one member. `bytes` is this member's message size in
@@ -53,7 +53,13 @@ typedef struct ms_coll_args {
     int root;                     /* comm rank; ignored where there is no root */
     uint64_t bytes;
     const uint64_t *counts;
+    size_t ncounts;               /* entries in counts (checked: a short list is an error) */
 } ms_coll_args;
+/* MS_COLL_NEIGHBOR (MPI_Neighbor_* and MPI_Ineighbor_*, any variant): this member's lists,
+ * counts = {indegree, outdegree, in-neighbour comm ranks [indegree], bytes received from each
+ * [indegree], out-neighbour comm ranks [outdegree], bytes sent to each [outdegree]}; MPI_PROC_NULL
+ * neighbours are left out by the caller. Played as MPICH does: every receive and send posted at
+ * once, complete when all are. */
 
 typedef enum { MS_WAIT_ALL = 0, MS_WAIT_ANY, MS_WAIT_SOME, MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME } ms_wait_mode;
 

@@ -11,6 +11,8 @@ void *ms_f_buf(void *p);
 const int *ms_f_weights(const MPI_Fint *p);   /* MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY */
 int ms_f_status_ignored(const MPI_Fint *s);
 int ms_f_statuses_ignored(const MPI_Fint *s);
+/* neighbours of comm's process topology: destinations (out = 1) or sources (out = 0) */
+int ms_f_neighbor_count(MPI_Comm comm, int out);
 /* Open MPI's own Fortran binding `sym` of the C function `fn`; stops the run if it is absent */
 void *ms_f_real(const char *sym, const char *fn);
 

@@ -106,7 +106,10 @@ def modelled(fn, plist, names):
             post.append('}')
         elif t == 'const MPI_Datatype []':
             fparams.append(f'MPI_Fint *{n}')
-            pre.append(f'int k_{n} = 0; PMPI_Comm_size(PMPI_Comm_f2c(*comm), &k_{n});')
+            if 'eighbor' in fn:   # one type per neighbour: destinations for sends, sources for receives
+                pre.append(f'int k_{n} = ms_f_neighbor_count(PMPI_Comm_f2c(*comm), {1 if n.startswith("send") else 0});')
+            else:
+                pre.append(f'int k_{n} = 0; PMPI_Comm_size(PMPI_Comm_f2c(*comm), &k_{n});')
             pre.append(f'MPI_Datatype s_{n}[{SMALL}], *c_{n} = k_{n} <= {SMALL} ? s_{n} : malloc(sizeof(MPI_Datatype) * (size_t)k_{n});')
             pre.append(f'if (!c_{n}) ms_fatal("out of memory in {fn}");')
             pre.append(f'for (int i = 0; i < k_{n}; i++) c_{n}[i] = PMPI_Type_f2c({n}[i]);')

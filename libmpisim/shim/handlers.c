@@ -1399,3 +1399,214 @@ int ms_h_dist_graph_create(MPI_Comm old, int n, const int sources[], const int d
     if (rc == MPI_SUCCESS) ms_comm_register(old, *graph);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* neighbourhood collectives (MPI-3): the model plays them as MPICH does, every receive and send
+ * to the topology's neighbours posted at once (MS_COLL_NEIGHBOR) */
+
+/* The neighbours of comm's process topology in the order MPI defines (MPI-3.1 sec. 7.6): a
+ * Cartesian topology lists, per dimension, the negative then the positive direction, for
+ * sources and destinations alike; a graph its neighbours; a distributed graph its sources and
+ * destinations. MPI_PROC_NULL entries stay (the buffers have their blocks). 0, or -1 when comm
+ * has no topology (the real call then reports the error). *in and *out are malloc'd. */
+static int topo_neighbors(MPI_Comm comm, int **in, int *nin, int **out, int *nout)
+{
+    int status = MPI_UNDEFINED;
+    *in = *out = NULL;
+    *nin = *nout = 0;
+    PMPI_Topo_test(comm, &status);
+    if (status == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(comm, &nd);
+        *nin = *nout = 2 * nd;
+    } else if (status == MPI_GRAPH) {
+        int n = 0;
+        PMPI_Graph_neighbors_count(comm, comm_rank_of(comm), &n);
+        *nin = *nout = n;
+    } else if (status == MPI_DIST_GRAPH) {
+        int weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, nin, nout, &weighted);
+    } else {
+        return -1;
+    }
+    *in = malloc(sizeof **in * (size_t)(*nin + 1));
+    *out = malloc(sizeof **out * (size_t)(*nout + 1));
+    if (!*in || !*out) ms_fatal("out of memory");
+    if (status == MPI_CART) {
+        for (int d = 0; d < *nin / 2; d++) {
+            int src = MPI_PROC_NULL, dst = MPI_PROC_NULL;
+            PMPI_Cart_shift(comm, d, 1, &src, &dst);
+            (*in)[2 * d] = (*out)[2 * d] = src;
+            (*in)[2 * d + 1] = (*out)[2 * d + 1] = dst;
+        }
+    } else if (status == MPI_GRAPH) {
+        PMPI_Graph_neighbors(comm, comm_rank_of(comm), *nin, *in);
+        memcpy(*out, *in, sizeof **in * (size_t)*nin);
+    } else {
+        int *sw = malloc(sizeof *sw * (size_t)(*nin + 1)), *dw = malloc(sizeof *dw * (size_t)(*nout + 1));
+        if (!sw || !dw) ms_fatal("out of memory");
+        PMPI_Dist_graph_neighbors(comm, *nin, *in, sw, *nout, *out, dw);
+        free(sw);
+        free(dw);
+    }
+    return 0;
+}
+
+typedef enum { NB_ALLGATHER, NB_ALLGATHERV, NB_ALLTOALL, NB_ALLTOALLV, NB_ALLTOALLW } nb_variant;
+
+/* Bytes to and from each neighbour, then the model's lists (without MPI_PROC_NULL) and the
+ * real call already posted (rc, r). */
+static int do_neighbor(nb_variant v, int sendcount, const int sendcounts[], MPI_Datatype sendtype,
+                       const MPI_Datatype sendtypes[], int recvcount, const int recvcounts[], MPI_Datatype recvtype,
+                       const MPI_Datatype recvtypes[], MPI_Comm comm, int rc, ms_rq *r, MPI_Request *request,
+                       ms_fn_id fn)
+{
+    int *in, *out, nin, nout;
+    if (rc != MPI_SUCCESS || topo_neighbors(comm, &in, &nin, &out, &nout) < 0) {
+        if (rc == MPI_SUCCESS) ms_fatal("%s on a communicator without a process topology", ms_fn_names[fn]);
+        return coll_v(MS_COLL_NEIGHBOR, 0, 0, NULL, 0, fn, rc, r, request);
+    }
+    uint64_t *c = counts_buf(2 + 2 * (nin + nout));
+    uint64_t ni = 0, no = 0, total = 0;
+    for (int i = 0; i < nin; i++) ni += in[i] != MPI_PROC_NULL;
+    for (int i = 0; i < nout; i++) no += out[i] != MPI_PROC_NULL;
+    c[0] = ni;
+    c[1] = no;
+    uint64_t *ir = c + 2, *ib = ir + ni, *orr = ib + ni, *ob = orr + no;
+    for (int i = 0, k = 0; i < nin; i++) {
+        if (in[i] == MPI_PROC_NULL) continue;
+        ir[k] = (uint64_t)in[i];
+        ib[k++] = v == NB_ALLGATHERV || v == NB_ALLTOALLV ? type_bytes(recvtype, recvcounts[i])
+                  : v == NB_ALLTOALLW                     ? type_bytes(recvtypes[i], recvcounts[i])
+                                                          : type_bytes(recvtype, recvcount);
+    }
+    for (int i = 0, k = 0; i < nout; i++) {
+        if (out[i] == MPI_PROC_NULL) continue;
+        orr[k] = (uint64_t)out[i];
+        ob[k] = v == NB_ALLTOALLV ? type_bytes(sendtype, sendcounts[i])
+                : v == NB_ALLTOALLW ? type_bytes(sendtypes[i], sendcounts[i])
+                                    : type_bytes(sendtype, sendcount);
+        total += ob[k++];
+    }
+    free(in);
+    free(out);
+    return coll_v(MS_COLL_NEIGHBOR, 0, total, c, (int)(2 + 2 * (ni + no)), fn, MPI_SUCCESS, r, request);
+}
+
+static int nb_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real);
+    return do_neighbor(NB_ALLGATHER, sendcount, NULL, sendtype, NULL, recvcount, NULL, recvtype, NULL, comm, rc, r,
+                       request, fn);
+}
+int ms_h_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return nb_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
+                        MS_FN_MPI_Neighbor_allgather);
+}
+int ms_h_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return nb_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                        MS_FN_MPI_Ineighbor_allgather);
+}
+
+static int nb_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                       &r->real);
+    return do_neighbor(NB_ALLGATHERV, sendcount, NULL, sendtype, NULL, 0, recvcounts, recvtype, NULL, comm, rc, r,
+                       request, fn);
+}
+int ms_h_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return nb_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL,
+                         MS_FN_MPI_Neighbor_allgatherv);
+}
+int ms_h_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    return nb_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+                         MS_FN_MPI_Ineighbor_allgatherv);
+}
+
+static int nb_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real);
+    return do_neighbor(NB_ALLTOALL, sendcount, NULL, sendtype, NULL, recvcount, NULL, recvtype, NULL, comm, rc, r,
+                       request, fn);
+}
+int ms_h_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return nb_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
+                       MS_FN_MPI_Neighbor_alltoall);
+}
+int ms_h_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return nb_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                       MS_FN_MPI_Ineighbor_alltoall);
+}
+
+static int nb_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                      comm, &r->real);
+    return do_neighbor(NB_ALLTOALLV, 0, sendcounts, sendtype, NULL, 0, recvcounts, recvtype, NULL, comm, rc, r,
+                       request, fn);
+}
+int ms_h_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                            MPI_Comm comm)
+{
+    return nb_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, NULL,
+                        MS_FN_MPI_Neighbor_alltoallv);
+}
+int ms_h_ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    return nb_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                        request, MS_FN_MPI_Ineighbor_alltoallv);
+}
+
+static int nb_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                        MPI_Request *request, ms_fn_id fn)
+{
+    ms_rq *r = coll_rq(comm);
+    int rc = PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                                      recvtypes, comm, &r->real);
+    return do_neighbor(NB_ALLTOALLW, 0, sendcounts, MPI_DATATYPE_NULL, sendtypes, 0, recvcounts, MPI_DATATYPE_NULL,
+                       recvtypes, comm, rc, r, request, fn);
+}
+int ms_h_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return nb_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, NULL,
+                        MS_FN_MPI_Neighbor_alltoallw);
+}
+int ms_h_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                             MPI_Request *request)
+{
+    return nb_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+                        request, MS_FN_MPI_Ineighbor_alltoallw);
+}

@@ -482,7 +482,7 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             counts = malloc(sizeof *counts * (size_t)m.ncounts);
             if (counts) memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
         }
-        ms_coll_args a = {(ms_coll_kind)m.kind, m.root, m.bytes, counts};
+        ms_coll_args a = {(ms_coll_kind)m.kind, m.root, m.bytes, counts, counts ? (size_t)m.ncounts : 0};
         if (ms_model_icoll(s->model, rank, m.t, m.req, m.comm, &a, err, sizeof err) < 0)
             model_error(s, rank, "a collective", err);
         free(counts);

@@ -181,6 +181,7 @@ struct Sim {
         case Op::COLL: {
             ms_coll_args a = o.cargs;
             a.counts = o.counts.empty() ? nullptr : o.counts.data();
+            a.ncounts = o.counts.size();
             rc = ms_model_icoll(m, r, clock[r], o.req, o.comm, &a, err, sizeof err);
             break;
         }

@@ -47,6 +47,16 @@ static CollCase make_case(ms_coll_kind kind, int P, uint64_t bytes, int root)
                 else c.counts[me][j] = ((j * 7) % 3) * bytes / 2 + (j == 1 ? 0 : 1);   // same for all members
             }
     }
+    if (kind == MS_COLL_NEIGHBOR) {
+        // a ring: receive from left and right, send to right and left (different sizes each way
+        // where the two neighbours differ)
+        c.counts.assign(P, {});
+        for (int me = 0; me < P; me++) {
+            uint64_t l = (uint64_t)((me + P - 1) % P), r = (uint64_t)((me + 1) % P);
+            uint64_t to_right = bytes, to_left = P > 2 ? bytes / 2 + 1 : bytes;
+            c.counts[me] = {2, 2, l, r, to_right, to_left, r, l, to_right, to_left};
+        }
+    }
     return c;
 }
 
@@ -345,4 +355,30 @@ TEST(CollRun, DriverInterleavingDoesNotMatter)
         }
     }
     EXPECT_EQ(t[0], t[1]);
+}
+
+// MPI_Neighbor_*: every receive and send posted at once. On a 3-rank ring (receive from both
+// sides, send to both), a member's two eager sends take the CPU one after the other, so the
+// later of the two messages it receives left its sender at 2 o_s.
+TEST(CollRun, NeighborExact)
+{
+    const uint64_t B = 100;
+    Sim s(3, {}, "crossbar:3");
+    for (int r = 0; r < 3; r++) {
+        uint64_t l = (uint64_t)((r + 2) % 3), rt = (uint64_t)((r + 1) % 3);
+        s.prog[r] = {coll(1, MS_COLL_NEIGHBOR, 2 * B, 0, {2, 2, l, rt, B, B, rt, l, B, B}), wait({1})};
+    }
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    // every member sends to the right first (out-list order); its second message, ready at 2 OS,
+    // waits for the first to leave the host link (B + h + 6 characters: route, type, CRC, GAP),
+    // so the later arrival is OS + (B + 7) TAU + lat(B); each receive then costs OR
+    for (int r = 0; r < 3; r++) EXPECT_NEAR((double)s.clock[r], (double)(OS + (int64_t)(B + 7) * TAU + lat(B) + OR), 1.0) << r;
+    // a short list is refused with the call named
+    Sim t(2);
+    std::vector<uint64_t> bad = {1, 1, 1};
+    ms_coll_args a{MS_COLL_NEIGHBOR, 0, 8, bad.data(), bad.size()};
+    char err[256];
+    EXPECT_NE(ms_model_icoll(t.m, 0, 0, 1, MS_COMM_WORLD, &a, err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("MPI_Neighbor_*"), std::string::npos) << err;
 }
