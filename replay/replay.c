@@ -326,6 +326,10 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             if (ms_model_cancel(p->model, rank, r->clock, e->req, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a cancel", err);
             break;
+        case MS_MSG_FREE:
+            if (ms_model_forget(p->model, rank, e->req, err, sizeof err) < 0)
+                model_failed(p, rank, k, "a request free", err);
+            break;
         case MS_MSG_ICOLL: {
             ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->list_n > 0 ? tr->lists + e->list_off : NULL,
                               e->list_n > 0 ? (size_t)e->list_n : 0};

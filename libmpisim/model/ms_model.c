@@ -94,6 +94,7 @@ typedef struct ms_req {
     int rank;                 /* world rank of the owner */
     uint8_t kind, internal, in_wait, mode;
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
+    uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -823,6 +824,11 @@ static void determine(ms_model *m, ms_req *r, ms_time_t T)
         coll_op_done(m, cm, T);
         return;
     }
+    if (r->forget) {   /* freed by the program: nobody will ask */
+        ms_hmap_del(&m->reqs, (uint64_t)r->rank, r->id);
+        req_free(m, r);
+        return;
+    }
     rank_state *rs = &m->ranks[r->rank];
     if (rs->wkind != W_WAIT || !r->in_wait) return;
     if (rs->wmode == MS_WAIT_ALL) {
@@ -1289,6 +1295,31 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     return 0;
 }
 
+int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errlen)
+{
+    if (!m || rank < 0 || rank >= m->nranks) {
+        set_err(err, errlen, "bad rank %d", rank);
+        return -1;
+    }
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || r->in_wait) {
+        set_err(err, errlen, "rank %d: MPI_Request_free of request %" PRIu64 ", which is %s", rank, req,
+                r ? "being waited for" : "not active");
+        return -1;
+    }
+    if (r->kind != REQ_SEND) {
+        set_err(err, errlen, "rank %d: MPI_Request_free of an active receive or collective is not modelled", rank);
+        return -1;
+    }
+    if (r->done != NEVER) {   /* already complete: forget it now */
+        ms_hmap_del(&m->reqs, (uint64_t)rank, req);
+        req_free(m, r);
+    } else {
+        r->forget = 1;
+    }
+    return 0;
+}
+
 int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen)
 {
     if (!m || rank < 0 || rank >= m->nranks) {
@@ -1523,6 +1554,8 @@ void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)
     memset(out, 0, sizeof *out);
     if (m && rank >= 0 && rank < m->nranks) *out = m->ranks[rank].st;
 }
+
+size_t ms_model_active_requests(const ms_model *m) { return m ? m->reqs.n : 0; }
 
 int ms_model_rank_blocked(const ms_model *m, int rank)
 {

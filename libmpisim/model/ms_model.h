@@ -117,6 +117,9 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
  * time) is taken back: it completes at t with `cancelled` set and nothing received; otherwise
  * it completes normally. Sends are never taken back (the standard lets a cancel fail). */
 int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen);
+/* MPI_Request_free of an active send: nobody will wait for it; the model drops it when it
+ * completes (at once if it has). The send still happens. Receives and collectives: an error. */
+int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errlen);
 
 /* Block the rank until the requests complete (WAIT_*), or answer at once for the rank's time
  * (TEST_*: the answer is for time t, plus the modelled poll cost). Completed requests are
@@ -145,6 +148,8 @@ typedef struct ms_rank_stats {
 } ms_rank_stats;
 void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
 int ms_model_rank_blocked(const ms_model *m, int rank);
+/* Requests the model holds (posted and not yet reported complete or freed): leak checks. */
+size_t ms_model_active_requests(const ms_model *m);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 

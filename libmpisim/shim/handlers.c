@@ -861,9 +861,15 @@ int ms_h_request_free(MPI_Request *request)
         return PMPI_Request_free(request);
     }
     /* an active operation the program will not wait for: it goes on; the shim completes it */
-    if (r->kind != MS_RQ_SEND || r->user_is_grequest)
+    if (r->kind != MS_RQ_SEND)
         ms_fatal("MPI_Request_free on an active receive or collective is not modelled yet");
     ms_rq_unindex(r);
+    if (!r->model_done) ms_report_free(r, MS_FN_MPI_Request_free);
+    if (r->user_is_grequest) {   /* the stand-in for Open MPI's shared request of inline sends */
+        PMPI_Grequest_complete(r->user);
+        PMPI_Request_free(&r->user);
+        r->user_is_grequest = 0;
+    }
     ms_detach_send(r);
     *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;

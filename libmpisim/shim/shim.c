@@ -597,8 +597,6 @@ void ms_progress(void)
     }
 }
 
-/* Back off from spinning to sleeping in poll(): ranks share cores with each other and with the
- * server, so a waiting rank spins only briefly (poll() wakes it when the answer arrives). */
 /* Waiting loops poll without sleeping for shim.spin_polls rounds, yielding the CPU between
  * polls, then sleep 1 ms per poll: the server's answer usually comes within microseconds, and a
  * sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us per
@@ -808,14 +806,16 @@ void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id 
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }
 
-void ms_report_cancel(const ms_rq *r, ms_fn_id fn)
+static void report_request_op(uint32_t type, const ms_rq *r, ms_fn_id fn)
 {
     ms_msg_cancel m = {0};
     m.t = S.clock_ps;
     m.req = r->id;
     m.fn = (int32_t)fn;
-    put_msg(MS_MSG_CANCEL, &m, sizeof m, NULL, 0);
+    put_msg(type, &m, sizeof m, NULL, 0);
 }
+void ms_report_cancel(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_CANCEL, r, fn); }
+void ms_report_free(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_FREE, r, fn); }
 
 void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn)

@@ -41,6 +41,7 @@ typedef enum {
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
     MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
     MS_MSG_CANCEL,         /* ms_msg_cancel: MPI_Cancel of an active request */
+    MS_MSG_FREE,           /* ms_msg_cancel: MPI_Request_free of an active send */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */

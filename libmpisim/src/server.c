@@ -470,6 +470,14 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (ms_model_cancel(s->model, rank, m.t, m.req, err, sizeof err) < 0) model_error(s, rank, "a cancel", err);
         break;
     }
+    case MS_MSG_FREE: {
+        ms_msg_cancel m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->clock = m.t;
+        if (ms_model_forget(s->model, rank, m.req, err, sizeof err) < 0) model_error(s, rank, "a request free", err);
+        break;
+    }
     case MS_MSG_ICOLL: {
         ms_msg_icoll m;
         if (len < sizeof m) break;

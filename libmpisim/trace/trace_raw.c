@@ -201,7 +201,8 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     switch (type) {
     case MS_MSG_ISEND: *lo = *hi = sizeof(ms_msg_isend); return 1;
     case MS_MSG_IRECV: *lo = *hi = sizeof(ms_msg_irecv); return 1;
-    case MS_MSG_CANCEL: *lo = *hi = sizeof(ms_msg_cancel); return 1;
+    case MS_MSG_CANCEL:
+    case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
     case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * (1u << 24); return 1;
     case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * (1u << 24); return 1;
     case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
@@ -292,7 +293,8 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             e->peer = m.src; e->tag = m.tag; e->fn = m.fn;
             break;
         }
-        case MS_MSG_CANCEL: {
+        case MS_MSG_CANCEL:
+        case MS_MSG_FREE: {
             ms_msg_cancel m;
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->fn = m.fn;
@@ -707,7 +709,7 @@ int ms_trace_set_fn_names(ms_trace *t, const char *const *names, size_t n)
 static int known_kind(int32_t k)
 {
     switch (k) {
-    case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL:
+    case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL: case MS_MSG_FREE:
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
     case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
         return 1;

@@ -32,7 +32,7 @@ inline int64_t msg_lat(uint64_t bytes, uint64_t pp = 4096, int h = 1)
 }
 
 struct Op {
-    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP, CANCEL } kind;
+    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP, CANCEL, FREE } kind;
     explicit Op(Kind k) : kind(k) {}
     uint64_t req = 0;
     uint64_t comm = MS_COMM_WORLD;
@@ -68,6 +68,7 @@ inline Op wait(std::vector<uint64_t> reqs, ms_wait_mode m = MS_WAIT_ALL)
 }
 inline Op compute(int64_t ps) { Op o(Op::COMPUTE); o.ps = ps; return o; }
 inline Op cancel(uint64_t req) { Op o(Op::CANCEL); o.req = req; return o; }
+inline Op request_free(uint64_t req) { Op o(Op::FREE); o.req = req; return o; }
 inline Op probe(int src, int tag, int blocking, uint64_t comm = MS_COMM_WORLD)
 {
     Op o(Op::PROBE);
@@ -178,6 +179,7 @@ struct Sim {
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;
         case Op::CANCEL: rc = ms_model_cancel(m, r, clock[r], o.req, err, sizeof err); break;
+        case Op::FREE: rc = ms_model_forget(m, r, o.req, err, sizeof err); break;
         case Op::COLL: {
             ms_coll_args a = o.cargs;
             a.counts = o.counts.empty() ? nullptr : o.counts.data();

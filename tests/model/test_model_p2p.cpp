@@ -579,3 +579,20 @@ TEST(ModelP2P, CancelOfSendFailsAndUnknownIsAnError)
     EXPECT_EQ(s.result(0, 1).cancelled, 0);
     EXPECT_EQ(s.result(1, 1).bytes, 64u);
 }
+
+// MPI_Request_free of an active send: the message still goes; the model drops the request.
+TEST(ModelP2P, RequestFreeOfSend)
+{
+    for (uint64_t B : {64ull, 50000ull}) {   // eager and rendezvous
+        Sim s(2);
+        s.prog[0] = {isend(1, 1, 4, B), request_free(1), isend(2, 1, 5, 8), wait({2}), compute(1000000000)};
+        s.prog[1] = {irecv(1, 0, 4, B), irecv(2, 0, 5, 8), wait({1, 2})};
+        s.run();
+        ASSERT_FALSE(s.deadlock) << B;
+        EXPECT_EQ(s.result(1, 1).bytes, B);
+        EXPECT_EQ(ms_model_active_requests(s.m), 0u) << B;   // the freed request is gone too
+        char err[256];
+        EXPECT_NE(ms_model_forget(s.m, 1, 77, err, sizeof err), 0);
+        EXPECT_NE(std::string(err).find("not active"), std::string::npos) << err;
+    }
+}

@@ -4,7 +4,8 @@
  *  c) a specific receive cancelled before its message is sent: the message goes to the next
  *     receive for that source and tag;
  *  d) a persistent receive started and cancelled, then started again and received;
- *  e) HPCC RandomAccess's pattern: a wildcard receive posted in a loop, the last one cancelled. */
+ *  e) HPCC RandomAccess's pattern: a wildcard receive posted in a loop, the last one cancelled;
+ *  f) and, beside cancels, sends freed while active (MPI_Request_free): they still arrive. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -108,6 +109,21 @@ int main(int argc, char **argv)
     MPI_Wait(&rq, &st);
     MPI_Test_cancelled(&st, &flag);
     show(rank, "e", flag, got * 1000 + sum);
+
+    /* f) */
+    if (peer != MPI_PROC_NULL) {
+        int out[3] = {rank, rank + 10, rank + 20}, in[3] = {0, 0, 0};
+        MPI_Request f;
+        for (int k = 0; k < 3; k++) {
+            MPI_Isend(&out[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD, &f);
+            MPI_Request_free(&f);
+        }
+        for (int k = 0; k < 3; k++) MPI_Recv(&in[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);   /* the freed sends have been received everywhere */
+        show(rank, "f", 0, in[0] + in[1] * 100 + in[2] * 10000);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
     MPI_Finalize();
     return 0;
 }
