@@ -462,20 +462,16 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             model_error(s, rank, "a receive", err);
         break;
     }
-    case MS_MSG_CANCEL: {
+    case MS_MSG_CANCEL:
+    case MS_MSG_FREE: {   /* one request: MPI_Cancel, MPI_Request_free */
         ms_msg_cancel m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         r->clock = m.t;
-        if (ms_model_cancel(s->model, rank, m.t, m.req, err, sizeof err) < 0) model_error(s, rank, "a cancel", err);
-        break;
-    }
-    case MS_MSG_FREE: {
-        ms_msg_cancel m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        r->clock = m.t;
-        if (ms_model_forget(s->model, rank, m.req, err, sizeof err) < 0) model_error(s, rank, "a request free", err);
+        int cancel = type == MS_MSG_CANCEL;
+        if ((cancel ? ms_model_cancel(s->model, rank, m.t, m.req, err, sizeof err)
+                    : ms_model_forget(s->model, rank, m.req, err, sizeof err)) < 0)
+            model_error(s, rank, cancel ? "a cancel" : "a request free", err);
         break;
     }
     case MS_MSG_ICOLL: {

@@ -224,16 +224,25 @@ def test_args_and_exit_code():
     print("arguments after -- and the exit code reach the user untouched")
 
 
+def same_answers(exe, cases, args=(), ordered=True):
+    """Run exe natively and under mpisim for each (ranks, compute) case; the answers (stdout,
+    line order ignored unless ordered) must be the same and the run ok. Yields (ranks, native
+    stdout, report, the mpisim process)."""
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    for n, compute in cases:
+        native = run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe, *args]).stdout
+        p, rep = mpisim_run(n, [exe, *args], compute=compute)
+        a, b = (native, p.stdout) if ordered else (sorted(native.splitlines()), sorted(p.stdout.splitlines()))
+        if a != b or rep["summary"]["outcome"] != "ok":
+            sys.exit(f"FAILED with {n} ranks: native and co-simulated answers differ\n{native[:2000]}\n---\n"
+                     f"{p.stdout[:2000]}\n{rep['summary']}")
+        yield n, native, rep, p
+
+
 def test_coverage_same_answers():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/coverage.c"), os.path.join(WORK, "coverage"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for n, compute in ((2, "none"), (3, "cpu"), (4, "none"), (7, "cpu")):
-        native = run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe]).stdout
-        p, rep = mpisim_run(n, [exe], compute=compute)
-        if p.stdout != native:
-            sys.exit(f"FAILED with {n} ranks: native and co-simulated answers differ\n{native}\n---\n{p.stdout}")
-        if rep["summary"]["outcome"] != "ok":
-            sys.exit(f"FAILED: outcome {rep['summary']}")
+    for _ in same_answers(exe, ((2, "none"), (3, "cpu"), (4, "none"), (7, "cpu"))):
+        pass
     print("send modes, persistent, probe, wait/test variants, all collectives (blocking and nonblocking), "
           "split/dup/cart: same answers natively and under mpisim with 2, 3, 4, 7 ranks")
 
@@ -275,14 +284,9 @@ def test_fortran_pingpong():
 
 def test_fortran_coverage():
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/fcoverage.f90"), os.path.join(WORK, "fcoverage"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for n, compute in ((2, "none"), (3, "cpu"), (4, "none")):
-        native = run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe]).stdout
-        p, rep = mpisim_run(n, [exe], compute=compute)
-        if p.stdout != native:
-            sys.exit(f"FAILED with {n} ranks: native and co-simulated answers differ\n{native}\n---\n{p.stdout}")
-        if rep["summary"]["outcome"] != "ok" or rep["summary"]["msgs_sent"] == 0:
-            sys.exit(f"FAILED: {rep['summary']}")
+    for n, _, rep, _ in same_answers(exe, ((2, "none"), (3, "cpu"), (4, "none"))):
+        if rep["summary"]["msgs_sent"] == 0:
+            sys.exit(f"FAILED: nothing reached the model: {rep['summary']}")
         sites = {c["call"]: c["site"] for c in rep["callsites"]}
         for call in ("MPI_Waitany", "MPI_Alltoallw", "MPI_Cart_create", "MPI_Startall"):
             if not sites.get(call, "").startswith("MAIN__"):
@@ -296,12 +300,7 @@ def test_fortran_f08_coverage():
     """mpi_f08: collectives, split, tests and Iprobe (which Open MPI's f08 layer routes through
     pmpi_*_), Cartesian communicators: native answers, and every call reached the model."""
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/fcoverage_f08.f90"), os.path.join(WORK, "fcoverage_f08"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for n in (2, 3):
-        native = sorted(run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe]).stdout.splitlines())
-        p, rep = mpisim_run(n, [exe])
-        if sorted(p.stdout.splitlines()) != native or rep["summary"]["outcome"] != "ok":
-            sys.exit(f"FAILED with {n} ranks:\n" + "\n".join(native) + f"\n---\n{p.stdout}\n{rep['summary']}")
+    for n, _, rep, _ in same_answers(exe, ((2, "cpu"), (3, "cpu")), ordered=False):
         calls = {c["call"] for c in rep["callsites"]}
         missing = {"MPI_Test", "MPI_Testany", "MPI_Iprobe", "MPI_Cart_create", "MPI_Alltoallv", "MPI_Wtime"} - calls
         if missing:
@@ -319,12 +318,8 @@ def test_cancel():
     """MPI_Cancel of receives: wildcard never matched, matched (fails), before the send (the next
     receive gets it), persistent, HPCC RandomAccess's closing cancel. Same answers natively."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/cancel.c"), os.path.join(WORK, "cancel"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for n, compute in ((2, "none"), (3, "cpu"), (4, "none")):
-        native = sorted(run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe]).stdout.splitlines())
-        p, rep = mpisim_run(n, [exe], compute=compute)
-        if sorted(p.stdout.splitlines()) != native or rep["summary"]["outcome"] != "ok":
-            sys.exit(f"FAILED with {n} ranks:\n" + "\n".join(native) + f"\n---\n{p.stdout}\n{rep['summary']}")
+    for _, out, _, _ in same_answers(exe, ((2, "none"), (3, "cpu"), (4, "none")), ordered=False):
+        native = sorted(out.splitlines())
     print("cancel: same outcomes natively and under mpisim with 2, 3, 4 ranks:", "; ".join(native[:5]))
     race = mpicc(os.path.join(SRC, "tests/shim/progs/cancel_race.c"), os.path.join(WORK, "cancel_race"))
     p, rep = mpisim_run(2, [race], compute="cpu", sets=["shim.cpu_factor=1000"])
@@ -355,13 +350,9 @@ def test_wtime_spin():
 def test_mpiio():
     """MPI-IO runs untimed and counted (the model has no file system), with native answers."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/mpiio.c"), os.path.join(WORK, "mpiio"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     data = os.path.join(WORK, "io.dat")
-    native = sorted(run(["mpirun", *root, "--oversubscribe", "-n", "3", exe, data]).stdout.splitlines())
-    os.remove(data)
-    p, rep = mpisim_run(3, [exe, data])
-    if sorted(p.stdout.splitlines()) != native or rep["summary"]["outcome"] != "ok":
-        sys.exit(f"FAILED: {native} vs {p.stdout} ({rep['summary']})")
+    for _, _, rep, p in same_answers(exe, ((3, "cpu"),), args=(data,), ordered=False):
+        pass
     counts = rep["ranks"][1]["unmodelled"]
     if counts != {"MPI_File_open": 2, "MPI_File_write_at_all": 1, "MPI_File_close": 2, "MPI_File_read_at": 1}:
         sys.exit(f"FAILED: file calls counted as {counts}")
@@ -374,12 +365,7 @@ def test_neighbor():
     """MPI-3 neighbourhood collectives (5 variants, blocking and nonblocking, on Cartesian, graph
     and distributed-graph topologies) are modelled, with native answers."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/neighbor.c"), os.path.join(WORK, "neighbor"))
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for n, compute in ((3, "none"), (4, "cpu"), (6, "none")):
-        native = sorted(run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe]).stdout.splitlines())
-        p, rep = mpisim_run(n, [exe], compute=compute)
-        if sorted(p.stdout.splitlines()) != native or rep["summary"]["outcome"] != "ok":
-            sys.exit(f"FAILED with {n} ranks:\n" + "\n".join(native[:6]) + f"\n---\n{p.stdout[:600]}\n{rep['summary']}")
+    for n, _, rep, _ in same_answers(exe, ((3, "none"), (4, "cpu"), (6, "none")), ordered=False):
         unm = {k: v for x in rep["ranks"] for k, v in x["unmodelled"].items()}
         calls = {c["call"] for c in rep["callsites"] if "eighbor" in c["call"]}
         if unm or len(calls) != 10 or rep["summary"]["msgs_sent"] == 0:
