@@ -883,7 +883,7 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
             ms_req *r = rs->wreqs[i];
             int c;
             switch (rs->wmode) {
-            case MS_WAIT_ALL: case MS_TEST_ALL: c = all; break;
+            case MS_WAIT_ALL: case MS_TEST_ALL: case MS_TEST_PEEK: c = all; break;
             case MS_WAIT_ANY: case MS_TEST_ANY: c = i == best; break;
             default: c = r->done <= at; break;
             }
@@ -892,7 +892,7 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
         for (size_t i = 0; i < n; i++) {
             ms_req *r = rs->wreqs[i];
             r->in_wait = 0;
-            if (res[i].completed) {
+            if (res[i].completed && rs->wmode != MS_TEST_PEEK) {
                 ms_hmap_del(&m->reqs, (uint64_t)rank, r->id);
                 req_free(m, r);
             }
@@ -1435,7 +1435,7 @@ int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t 
                   size_t errlen)
 {
     if (check_block(m, rank, t, err, errlen)) return -1;
-    if ((unsigned)mode > MS_TEST_SOME || (n && !reqs)) {
+    if ((unsigned)mode > MS_TEST_PEEK || (n && !reqs)) {
         set_err(err, errlen, "rank %d: bad wait", rank);
         return -1;
     }
@@ -1608,8 +1608,8 @@ int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len)
                  rs->wkind == W_PROBE ? "MPI_Probe" : "MPI_Iprobe", src, tag, rs->pcomm, (double)rs->wt / 1e6);
         return 0;
     }
-    static const char *const names[] = {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
-                                        "MPI_Testall", "MPI_Testany", "MPI_Testsome"};
+    static const char *const names[] = {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
+                                        "MPI_Testany", "MPI_Testsome", "MPI_Request_get_status"};
     const char *fn = rs->wn == 1 && rs->wmode == MS_WAIT_ALL ? "MPI_Wait"
                      : rs->wn == 1 && rs->wmode == MS_TEST_ALL ? "MPI_Test" : names[rs->wmode];
     size_t pending = 0, first = rs->wn;

@@ -61,7 +61,10 @@ typedef struct ms_coll_args {
  * neighbours are left out by the caller. Played as MPICH does: every receive and send posted at
  * once, complete when all are. */
 
-typedef enum { MS_WAIT_ALL = 0, MS_WAIT_ANY, MS_WAIT_SOME, MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME } ms_wait_mode;
+typedef enum {
+    MS_WAIT_ALL = 0, MS_WAIT_ANY, MS_WAIT_SOME, MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME,
+    MS_TEST_PEEK   /* MPI_Request_get_status: as MS_TEST_ALL, but a completed request stays */
+} ms_wait_mode;
 
 /* What the model says about one request when a rank resumes. */
 typedef struct ms_req_result {

@@ -864,7 +864,7 @@ int ms_h_request_free(MPI_Request *request)
     if (r->kind != MS_RQ_SEND)
         ms_fatal("MPI_Request_free on an active receive or collective is not modelled yet");
     ms_rq_unindex(r);
-    if (!r->model_done) ms_report_free(r, MS_FN_MPI_Request_free);
+    if (!r->model_forgotten) ms_report_free(r, MS_FN_MPI_Request_free);
     if (r->user_is_grequest) {   /* the stand-in for Open MPI's shared request of inline sends */
         PMPI_Grequest_complete(r->user);
         PMPI_Request_free(&r->user);
@@ -1615,4 +1615,39 @@ int ms_h_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const 
 {
     return nb_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
                         request, MS_FN_MPI_Ineighbor_alltoallw);
+}
+
+/* MPI_Request_get_status: MPI_Test that leaves the request to a later wait. The model is asked
+ * with MS_TEST_PEEK (it keeps a completed request); a completed receive's real data must be in
+ * before its status can be given. */
+int ms_h_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    ms_rq *owner;
+    ms_rq *t = target_of(request, &owner, "MPI_Request_get_status");
+    if (!t) {
+        if (request != MPI_REQUEST_NULL && !ms_rq_find(request)) return PMPI_Request_get_status(request, flag, status);
+        *flag = 1;   /* MPI_REQUEST_NULL or an inactive persistent request */
+        empty_status(status);
+        return MPI_SUCCESS;
+    }
+    if (!t->model_done) {
+        ms_msg_result res;
+        ms_model_wait_for(MS_TEST_PEEK, 1, &t, &res, MS_FN_MPI_Request_get_status);
+        if (!res.completed) {
+            *flag = 0;
+            ms_post_deferred();
+            return MPI_SUCCESS;
+        }
+    }
+    *flag = 1;
+    empty_status(status);
+    if (t->model_cancelled) {
+        if (status != MPI_STATUS_IGNORE) PMPI_Status_set_cancelled(status, 1);
+        return MPI_SUCCESS;
+    }
+    if (t->kind != MS_RQ_RECV) return MPI_SUCCESS;
+    if (t->deferred) ms_post_deferred();
+    int rc = ms_real_complete(t);
+    copy_status(status, &t->status);
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* The shim's runtime: lifecycle, virtual clock, connection to the model server, request
  * table, and the loops that wait for the model while keeping the real MPI moving. */
 #define _GNU_SOURCE
+#include "ms_model.h"   /* the wait modes */
 #include "shim.h"
 #include "trace_raw.h"
 
@@ -639,8 +640,9 @@ void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
 /* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
 static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *results)
 {
-    int is_test = mode >= 3; /* MS_TEST_ALL, MS_TEST_ANY, MS_TEST_SOME */
-    int any = (mode == 1 || mode == 4), some = (mode == 2 || mode == 5), all = !any && !some;
+    int is_test = mode >= MS_TEST_ALL;
+    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int all = !any && !some;
     int done = 0;
     for (unsigned spins = 0;; spins++) {
         for (int i = 0; i < n; i++) {
@@ -712,6 +714,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
         results[i] = S.results[i];
         if (S.results[i].completed) {
             reqs[i]->model_done = 1;
+            reqs[i]->model_forgotten = mode != MS_TEST_PEEK;
             if (S.results[i].cancelled) {
                 reqs[i]->model_cancelled = 1;
                 reqs[i]->resolved = 1;   /* decided: it no longer holds later receives back */

@@ -42,6 +42,7 @@ typedef struct ms_rq {
     int detached_copy;           /* send from the shim's copy: user sees completion early */
     int cancel_sent;             /* MPI_Cancel reported to the model */
     int model_cancelled;         /* the model took the receive back: nothing is received */
+    int model_forgotten;         /* reported complete to the model's satisfaction: it dropped it */
     /* receive arguments kept until the real receive can be posted */
     void *buf;
     int count;

@@ -596,3 +596,20 @@ TEST(ModelP2P, RequestFreeOfSend)
         EXPECT_NE(std::string(err).find("not active"), std::string::npos) << err;
     }
 }
+
+// MPI_Request_get_status (MS_TEST_PEEK): answers like MPI_Test but the request stays for a wait.
+TEST(ModelP2P, PeekLeavesTheRequest)
+{
+    Sim s(2);
+    s.prog[0] = {isend(1, 1, 4, 64), wait({1})};
+    s.prog[1] = {irecv(1, 0, 4, 64), compute(300000000), wait({1}, MS_TEST_PEEK), wait({1})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    ASSERT_GE(s.log[1].size(), 2u);
+    const auto &peek = s.log[1][s.log[1].size() - 2];
+    EXPECT_EQ(peek.res[0].completed, 1);
+    EXPECT_EQ(peek.t, 300000000 + POLL);                 // a test's cost
+    EXPECT_EQ(s.log[1].back().res[0].completed, 1);     // the wait still finds it
+    EXPECT_EQ(s.log[1].back().t, 300000000 + POLL);
+    EXPECT_EQ(ms_model_active_requests(s.m), 0u);
+}

@@ -5,7 +5,8 @@
  *     receive for that source and tag;
  *  d) a persistent receive started and cancelled, then started again and received;
  *  e) HPCC RandomAccess's pattern: a wildcard receive posted in a loop, the last one cancelled;
- *  f) and, beside cancels, sends freed while active (MPI_Request_free): they still arrive. */
+ *  f) and, beside cancels, sends freed while active (MPI_Request_free): they still arrive;
+ *  g) MPI_Request_get_status polled until complete; the request stays for MPI_Wait. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -121,6 +122,28 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++) MPI_Recv(&in[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Barrier(MPI_COMM_WORLD);   /* the freed sends have been received everywhere */
         show(rank, "f", 0, in[0] + in[1] * 100 + in[2] * 10000);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    /* g) */
+    if (peer != MPI_PROC_NULL) {
+        int in = -1, out = rank + 77, polls = 0, sflag = 0;
+        MPI_Request rr, sr;
+        MPI_Irecv(&in, 1, MPI_INT, peer, 30, MPI_COMM_WORLD, &rr);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Isend(&out, 1, MPI_INT, peer, 30, MPI_COMM_WORLD, &sr);
+        flag = 0;
+        while (!flag) {
+            MPI_Request_get_status(rr, &flag, &st);
+            polls++;
+        }
+        int src = st.MPI_SOURCE, tag = st.MPI_TAG;
+        MPI_Request_get_status(sr, &sflag, MPI_STATUS_IGNORE);
+        while (!sflag) MPI_Request_get_status(sr, &sflag, MPI_STATUS_IGNORE);
+        MPI_Wait(&rr, &st);
+        MPI_Wait(&sr, MPI_STATUS_IGNORE);
+        show(rank, "g", rr == MPI_REQUEST_NULL && sr == MPI_REQUEST_NULL, in * 100 + (src == peer) * 10 + (tag == 30));
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
