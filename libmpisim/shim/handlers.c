@@ -302,29 +302,18 @@ static ms_rq *coll_rq(MPI_Comm comm)
     return r;
 }
 
-static int do_barrier(MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_barrier(MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, fn, PMPI_Ibarrier(comm, &r->real), r, request);
 }
-int ms_h_barrier(MPI_Comm comm) { return do_barrier(comm, NULL, MS_FN_MPI_Barrier); }
-int ms_h_ibarrier(MPI_Comm comm, MPI_Request *request) { return do_barrier(comm, request, MS_FN_MPI_Ibarrier); }
 
-static int do_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                        MPI_Request *request, ms_fn_id fn)
+int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
-}
-int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
-{
-    return do_allreduce(sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Allreduce);
-}
-int ms_h_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                    MPI_Request *request)
-{
-    return do_allreduce(sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iallreduce);
 }
 
 /* Ranks whose part of a collective has no output (bcast root, reduce and gather non-roots,
@@ -349,8 +338,8 @@ static const void *input_copy(ms_rq *r, const void *buf, int count, MPI_Datatype
     return r->copy;
 }
 
-static int do_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request,
-                    ms_fn_id fn)
+int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request,
+               ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     void *buf = buffer;
@@ -358,32 +347,15 @@ static int do_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm
     return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
 }
-int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm)
-{
-    return do_bcast(buffer, count, dt, root, comm, NULL, MS_FN_MPI_Bcast);
-}
-int ms_h_ibcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *request)
-{
-    return do_bcast(buffer, count, dt, root, comm, request, MS_FN_MPI_Ibcast);
-}
 
-static int do_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
-                     MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     const void *in = sendbuf;
     if (comm_rank_of(comm) != root) in = input_copy(r, sendbuf, count, dt);
     return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
-}
-int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
-{
-    return do_reduce(sendbuf, recvbuf, count, dt, op, root, comm, NULL, MS_FN_MPI_Reduce);
-}
-int ms_h_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                 MPI_Request *request)
-{
-    return do_reduce(sendbuf, recvbuf, count, dt, op, root, comm, request, MS_FN_MPI_Ireduce);
 }
 
 static uint64_t gather_block(MPI_Comm comm, int root, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -393,8 +365,8 @@ static uint64_t gather_block(MPI_Comm comm, int root, const void *sendbuf, int s
                                                                     : type_bytes(sendtype, sendcount);
 }
 
-static int do_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     uint64_t block = gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype);
@@ -403,17 +375,6 @@ static int do_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     return coll_v(MS_COLL_GATHER, root, block, NULL, 0, fn,
                   PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                   request);
-}
-int ms_h_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    return do_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL, MS_FN_MPI_Gather);
-}
-int ms_h_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    return do_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-                     MS_FN_MPI_Igather);
 }
 
 /* The scatter root's own block is copied here, locally, so that its real operation has no
@@ -433,8 +394,8 @@ static const void *scatter_root_prepare(ms_rq *r, const void *sendbuf, int total
     return input_copy(r, sendbuf, total, sendtype);
 }
 
-static int do_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                      MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     int me = comm_rank_of(comm);
     uint64_t block = me == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
@@ -446,18 +407,6 @@ static int do_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return coll_v(MS_COLL_SCATTER, root, block, NULL, 0, fn,
                   PMPI_Iscatter(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                   request);
-}
-int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    return do_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
-                      MS_FN_MPI_Scatter);
-}
-int ms_h_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    return do_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-                      MS_FN_MPI_Iscatter);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1102,29 +1051,18 @@ static uint64_t allgather_block(const void *sendbuf, int sendcount, MPI_Datatype
     return sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
 }
 
-static int do_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     return coll_v(MS_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
                   fn, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
                   request);
 }
-int ms_h_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return do_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL, MS_FN_MPI_Allgather);
-}
-int ms_h_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    return do_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-                        MS_FN_MPI_Iallgather);
-}
 
-static int do_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                         MPI_Request *request, ms_fn_id fn)
+int ms_h_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
@@ -1133,22 +1071,9 @@ static int do_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
     int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r->real);
     return coll_v(MS_COLL_ALLGATHERV, 0, c[comm_rank_of(comm)], c, n, fn, rc, r, request);
 }
-int ms_h_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return do_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL,
-                         MS_FN_MPI_Allgatherv);
-}
-int ms_h_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                     MPI_Request *request)
-{
-    return do_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
-                         MS_FN_MPI_Iallgatherv);
-}
 
-static int do_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     uint64_t block = sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
     ms_rq *r = coll_rq(comm);
@@ -1156,21 +1081,10 @@ static int do_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                   PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
                   request);
 }
-int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return do_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL, MS_FN_MPI_Alltoall);
-}
-int ms_h_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    return do_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-                       MS_FN_MPI_Ialltoall);
-}
 
-static int do_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                        MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
@@ -1181,23 +1095,10 @@ static int do_alltoallv(const void *sendbuf, const int sendcounts[], const int s
                              &r->real);
     return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
 }
-int ms_h_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return do_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, NULL,
-                        MS_FN_MPI_Alltoallv);
-}
-int ms_h_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                    void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                    MPI_Request *request)
-{
-    return do_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                        request, MS_FN_MPI_Ialltoallv);
-}
 
-static int do_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
-                        const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+                   const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
@@ -1209,24 +1110,10 @@ static int do_alltoallw(const void *sendbuf, const int sendcounts[], const int s
                              &r->real);
     return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
 }
-int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
-                   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
-                   MPI_Comm comm)
-{
-    return do_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, NULL,
-                        MS_FN_MPI_Alltoallw);
-}
-int ms_h_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
-                    void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
-                    MPI_Comm comm, MPI_Request *request)
-{
-    return do_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
-                        request, MS_FN_MPI_Ialltoallw);
-}
 
-static int do_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
-                      MPI_Request *request, ms_fn_id fn)
+int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm), me = comm_rank_of(comm);
     uint64_t *c = NULL;
@@ -1243,22 +1130,10 @@ static int do_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     int rc = PMPI_Igatherv(in, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
     return coll_v(MS_COLL_GATHERV, root, own, c, nc, fn, rc, r, request);
 }
-int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    return do_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, NULL,
-                      MS_FN_MPI_Gatherv);
-}
-int ms_h_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    return do_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request,
-                      MS_FN_MPI_Igatherv);
-}
 
-static int do_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                       void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                       MPI_Request *request, ms_fn_id fn)
+int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                  MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm), me = comm_rank_of(comm);
     uint64_t *c = NULL;
@@ -1282,22 +1157,9 @@ static int do_scatterv(const void *sendbuf, const int sendcounts[], const int di
     int rc = PMPI_Iscatterv(in, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
     return coll_v(MS_COLL_SCATTERV, root, own, c, nc, fn, rc, r, request);
 }
-int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    return do_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
-                       MS_FN_MPI_Scatterv);
-}
-int ms_h_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                   MPI_Request *request)
-{
-    return do_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-                       MS_FN_MPI_Iscatterv);
-}
 
-static int do_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
-                             MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
+                        MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
@@ -1307,19 +1169,9 @@ static int do_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvc
     int rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &r->real);
     return coll_v(MS_COLL_REDUCE_SCATTER, 0, total, c, n, fn, rc, r, request);
 }
-int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
-                        MPI_Comm comm)
-{
-    return do_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, NULL, MS_FN_MPI_Reduce_scatter);
-}
-int ms_h_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
-                         MPI_Comm comm, MPI_Request *request)
-{
-    return do_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, request, MS_FN_MPI_Ireduce_scatter);
-}
 
-static int do_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
-                                   MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
@@ -1328,17 +1180,6 @@ static int do_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvc
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &r->real);
     return coll_v(MS_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, fn, rc, r, request);
-}
-int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
-                              MPI_Comm comm)
-{
-    return do_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, NULL, MS_FN_MPI_Reduce_scatter_block);
-}
-int ms_h_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
-                               MPI_Comm comm, MPI_Request *request)
-{
-    return do_reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, request,
-                                   MS_FN_MPI_Ireduce_scatter_block);
 }
 
 static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -1349,23 +1190,15 @@ static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_
                                   : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real);
     return coll_v(kind, 0, type_bytes(dt, count), NULL, 0, fn, rc, r, request);
 }
-int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+              MPI_Request *request, ms_fn_id fn)
 {
-    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Scan);
+    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
 }
-int ms_h_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-               MPI_Request *request)
+int ms_h_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                MPI_Request *request, ms_fn_id fn)
 {
-    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iscan);
-}
-int ms_h_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
-{
-    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, NULL, MS_FN_MPI_Exscan);
-}
-int ms_h_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                 MPI_Request *request)
-{
-    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, request, MS_FN_MPI_Iexscan);
+    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
 }
 
 /* ---- more communicator constructors ---- */
@@ -1499,30 +1332,18 @@ static int do_neighbor(nb_variant v, int sendcount, const int sendcounts[], MPI_
     return coll_v(MS_COLL_NEIGHBOR, 0, total, c, (int)(2 + 2 * (ni + no)), fn, MPI_SUCCESS, r, request);
 }
 
-static int nb_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real);
     return do_neighbor(NB_ALLGATHER, sendcount, NULL, sendtype, NULL, recvcount, NULL, recvtype, NULL, comm, rc, r,
                        request, fn);
 }
-int ms_h_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return nb_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
-                        MS_FN_MPI_Neighbor_allgather);
-}
-int ms_h_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    return nb_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-                        MS_FN_MPI_Ineighbor_allgather);
-}
 
-static int nb_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                         MPI_Request *request, ms_fn_id fn)
+int ms_h_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -1530,44 +1351,19 @@ static int nb_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
     return do_neighbor(NB_ALLGATHERV, sendcount, NULL, sendtype, NULL, 0, recvcounts, recvtype, NULL, comm, rc, r,
                        request, fn);
 }
-int ms_h_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return nb_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL,
-                         MS_FN_MPI_Neighbor_allgatherv);
-}
-int ms_h_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                              MPI_Request *request)
-{
-    return nb_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
-                         MS_FN_MPI_Ineighbor_allgatherv);
-}
 
-static int nb_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real);
     return do_neighbor(NB_ALLTOALL, sendcount, NULL, sendtype, NULL, recvcount, NULL, recvtype, NULL, comm, rc, r,
                        request, fn);
 }
-int ms_h_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                           MPI_Datatype recvtype, MPI_Comm comm)
-{
-    return nb_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
-                       MS_FN_MPI_Neighbor_alltoall);
-}
-int ms_h_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    return nb_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-                       MS_FN_MPI_Ineighbor_alltoall);
-}
 
-static int nb_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                        MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
+int ms_h_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                            MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -1575,46 +1371,17 @@ static int nb_alltoallv(const void *sendbuf, const int sendcounts[], const int s
     return do_neighbor(NB_ALLTOALLV, 0, sendcounts, sendtype, NULL, 0, recvcounts, recvtype, NULL, comm, rc, r,
                        request, fn);
 }
-int ms_h_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                            void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                            MPI_Comm comm)
-{
-    return nb_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, NULL,
-                        MS_FN_MPI_Neighbor_alltoallv);
-}
-int ms_h_ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                             void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                             MPI_Comm comm, MPI_Request *request)
-{
-    return nb_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                        request, MS_FN_MPI_Ineighbor_alltoallv);
-}
 
-static int nb_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
-                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                        MPI_Request *request, ms_fn_id fn)
+int ms_h_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                                       recvtypes, comm, &r->real);
     return do_neighbor(NB_ALLTOALLW, 0, sendcounts, MPI_DATATYPE_NULL, sendtypes, 0, recvcounts, MPI_DATATYPE_NULL,
                        recvtypes, comm, rc, r, request, fn);
-}
-int ms_h_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
-                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
-{
-    return nb_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, NULL,
-                        MS_FN_MPI_Neighbor_alltoallw);
-}
-int ms_h_ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
-                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                             MPI_Request *request)
-{
-    return nb_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
-                        request, MS_FN_MPI_Ineighbor_alltoallw);
 }
 
 /* MPI_Request_get_status: MPI_Test that leaves the request to a later wait. The model is asked
