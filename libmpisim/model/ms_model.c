@@ -1175,27 +1175,31 @@ ms_time_t ms_model_irecv_cost(const ms_model *m, uint64_t bytes)
 }
 
 /* Common checks of a post: rank, time, comm membership, request id. */
-static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_t req, ms_comm **c_out,
-                      int *crank_out, ms_hhint *hint, char *err, size_t errlen)
+/* A rank may act (verb: "posts", "waits", "cancels") if it exists, is neither finished nor
+ * blocked, and its time is not behind the model's. */
+static int check_rank(ms_model *m, int rank, ms_time_t t, const char *verb, char *err, size_t errlen)
 {
     if (!m || rank < 0 || rank >= m->nranks) {
         set_err(err, errlen, "bad rank %d", rank);
         return -1;
     }
     rank_state *rs = &m->ranks[rank];
-    if (rs->finalized) {
-        set_err(err, errlen, "rank %d posts after MPI_Finalize", rank);
-        return -1;
-    }
-    if (rs->blocked) {
-        set_err(err, errlen, "rank %d posts while blocked", rank);
+    if (rs->finalized || rs->blocked) {
+        set_err(err, errlen, "rank %d %s %s", rank, verb, rs->finalized ? "after MPI_Finalize" : "while blocked");
         return -1;
     }
     if (t < m->now) {
-        set_err(err, errlen, "rank %d posts at t=%" PRId64 " ps, before the model's time %" PRId64 " ps", rank, t,
+        set_err(err, errlen, "rank %d %s at t=%" PRId64 " ps, before the model's time %" PRId64 " ps", rank, verb, t,
                 m->now);
         return -1;
     }
+    return 0;
+}
+
+static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_t req, ms_comm **c_out,
+                      int *crank_out, ms_hhint *hint, char *err, size_t errlen)
+{
+    if (check_rank(m, rank, t, "posts", err, errlen)) return -1;
     ms_comm *c = comm_get(m, comm);
     if (!c) {
         set_err(err, errlen, "rank %d: unknown communicator %" PRIu64, rank, comm);
@@ -1322,16 +1326,7 @@ int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errle
 
 int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen)
 {
-    if (!m || rank < 0 || rank >= m->nranks) {
-        set_err(err, errlen, "bad rank %d", rank);
-        return -1;
-    }
-    rank_state *rs = &m->ranks[rank];
-    if (rs->finalized || rs->blocked || t < m->now) {
-        set_err(err, errlen, "rank %d cancels %s", rank,
-                rs->finalized ? "after MPI_Finalize" : rs->blocked ? "while blocked" : "before the model's time");
-        return -1;
-    }
+    if (check_rank(m, rank, t, "cancels", err, errlen)) return -1;
     ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
     if (!r) {
         set_err(err, errlen, "rank %d: MPI_Cancel of request %" PRIu64 ", which is not active", rank, req);
@@ -1410,25 +1405,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 
 static int check_block(ms_model *m, int rank, ms_time_t t, char *err, size_t errlen)
 {
-    if (!m || rank < 0 || rank >= m->nranks) {
-        set_err(err, errlen, "bad rank %d", rank);
-        return -1;
-    }
-    rank_state *rs = &m->ranks[rank];
-    if (rs->blocked) {
-        set_err(err, errlen, "rank %d is already blocked", rank);
-        return -1;
-    }
-    if (rs->finalized) {
-        set_err(err, errlen, "rank %d waits after MPI_Finalize", rank);
-        return -1;
-    }
-    if (t < m->now) {
-        set_err(err, errlen, "rank %d waits at t=%" PRId64 " ps, before the model's time %" PRId64 " ps", rank, t,
-                m->now);
-        return -1;
-    }
-    return 0;
+    return check_rank(m, rank, t, "waits", err, errlen);
 }
 
 int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t n, const uint64_t *reqs, char *err,
