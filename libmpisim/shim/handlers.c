@@ -453,6 +453,19 @@ int ms_h_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     return rc;
 }
 
+int ms_h_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    uint64_t id = ms_comm_prepare_group(comm, group, tag);
+    ms_rq *r = ms_rq_new(MS_RQ_COLL);
+    r->comm_id = id;
+    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Comm_create_group);
+    ms_model_wait_sync(r, MS_FN_MPI_Comm_create_group);
+    ms_rq_free(r);
+    int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+    if (rc == MPI_SUCCESS) ms_comm_attach(*newcomm, id);
+    return rc;
+}
+
 int ms_h_cart_create(MPI_Comm old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *cart)
 {
     comm_sync(old, MS_FN_MPI_Cart_create);

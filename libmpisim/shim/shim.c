@@ -1107,6 +1107,50 @@ uint64_t ms_comm_id(MPI_Comm comm)
     return ci->id;
 }
 
+/* World ranks of a group's members, in group order (malloc'd). */
+static int32_t *group_world_ranks(MPI_Group g, int n)
+{
+    int *in = malloc(sizeof(int) * 2 * (size_t)(n + 1));
+    int32_t *w = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (!in || !w) ms_fatal("out of memory");
+    MPI_Group wg;
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    for (int i = 0; i < n; i++) in[i] = i;
+    PMPI_Group_translate_ranks(g, n, in, wg, in + n);
+    PMPI_Group_free(&wg);
+    for (int i = 0; i < n; i++) w[i] = in[n + i];
+    free(in);
+    return w;
+}
+
+/* A new communicator's model id: the same on every member, from what they all know. */
+static uint64_t comm_id_of(uint64_t seed, const int32_t *members, int n)
+{
+    int32_t minw = n ? members[0] : 0;
+    uint64_t h = seed;
+    for (int i = 0; i < n; i++) {
+        if (members[i] < minw) minw = members[i];
+        h = mix64(h ^ (uint64_t)(uint32_t)members[i]);
+    }
+    h = mix64(h ^ ((uint64_t)(uint32_t)minw << 32) ^ (uint64_t)(uint32_t)n);
+    return h <= MS_COMM_SELF_ID ? h + 2 : h;   /* 0 and 1 are world and self */
+}
+
+static void comm_add(uint64_t id, const int32_t *members, int n)
+{
+    ms_msg_comm_add m = {id, n, 0};
+    put_msg(MS_MSG_COMM_ADD, &m, sizeof m, members, sizeof(int32_t) * (size_t)n);
+}
+
+static void comm_attach(MPI_Comm comm, uint64_t id)
+{
+    ms_comm_info *ci = malloc(sizeof *ci);
+    if (!ci) ms_fatal("out of memory");
+    ci->id = id;
+    ci->children = 0;
+    PMPI_Comm_set_attr(comm, S.comm_keyval, ci);
+}
+
 int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
 {
     ms_comm_info *pi = comm_info(parent);
@@ -1114,40 +1158,52 @@ int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
     uint64_t seq = ++pi->children; /* same on every member of parent: creation is collective */
     if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
     int n = 0;
+    MPI_Group g;
     PMPI_Comm_size(newcomm, &n);
-    int small[64];
-    int *in = n <= 32 ? small : malloc(sizeof(int) * 2 * (size_t)n);
-    if (!in) ms_fatal("out of memory");
-    int *out = in + n;
-    MPI_Group g, wg;
     PMPI_Comm_group(newcomm, &g);
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    for (int i = 0; i < n; i++) in[i] = i;
-    PMPI_Group_translate_ranks(g, n, in, wg, out);
+    int32_t *members = group_world_ranks(g, n);
     PMPI_Group_free(&g);
-    PMPI_Group_free(&wg);
-    int minw = out[0];
-    uint64_t h = mix64(pi->id ^ mix64(seq));
-    for (int i = 0; i < n; i++) {
-        if (out[i] < minw) minw = out[i];
-        h = mix64(h ^ (uint64_t)(uint32_t)out[i]);
-    }
-    h = mix64(h ^ ((uint64_t)(uint32_t)minw << 32) ^ (uint64_t)(uint32_t)n);
-    if (h <= MS_COMM_SELF_ID) h += 2; /* 0 and 1 are world and self */
-    ms_comm_info *ci = malloc(sizeof *ci);
-    if (!ci) ms_fatal("out of memory");
-    ci->id = h;
-    ci->children = 0;
-    PMPI_Comm_set_attr(newcomm, S.comm_keyval, ci);
-    ms_msg_comm_add m = {h, n, 0};
-    int32_t members_small[64];
-    int32_t *members = n <= 64 ? members_small : malloc(sizeof(int32_t) * (size_t)n);
-    if (!members) ms_fatal("out of memory");
-    for (int i = 0; i < n; i++) members[i] = out[i];
-    put_msg(MS_MSG_COMM_ADD, &m, sizeof m, members, sizeof(int32_t) * (size_t)n);
-    if (members != members_small) free(members);
-    if (in != small) free(in);
+    uint64_t id = comm_id_of(mix64(pi->id ^ mix64(seq)), members, n);
+    comm_attach(newcomm, id);
+    comm_add(id, members, n);
+    free(members);
     return MPI_SUCCESS;
+}
+
+/* MPI_Comm_create_group is collective over the group only, so the parent's creation count
+ * cannot name the new communicator: its id comes from the parent, the tag, the members and how
+ * many times these three have made one before. The model learns the communicator first; the
+ * members' creation is timed on it as comm creation is (an allreduce that they leave together). */
+static struct cg_seen { uint64_t key, count; } *cg_seen;
+static size_t cg_n, cg_cap;
+
+uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag)
+{
+    int n = 0;
+    PMPI_Group_size(group, &n);
+    int32_t *members = group_world_ranks(group, n);
+    uint64_t key = comm_id_of(mix64(ms_comm_id(parent) ^ mix64(0x6367ULL << 32 ^ (uint32_t)tag)), members, n);
+    size_t i = 0;
+    while (i < cg_n && cg_seen[i].key != key) i++;
+    if (i == cg_n) {
+        if (cg_n == cg_cap) {
+            size_t cap = cg_cap ? 2 * cg_cap : 16;
+            struct cg_seen *q = realloc(cg_seen, cap * sizeof *q);
+            if (!q) ms_fatal("out of memory");
+            cg_seen = q;
+            cg_cap = cap;
+        }
+        cg_seen[cg_n++] = (struct cg_seen){key, 0};
+    }
+    uint64_t id = comm_id_of(mix64(key ^ mix64(++cg_seen[i].count)), members, n);
+    comm_add(id, members, n);
+    free(members);
+    return id;
+}
+
+void ms_comm_attach(MPI_Comm comm, uint64_t id)
+{
+    if (comm != MPI_COMM_NULL) comm_attach(comm, id);
 }
 
 static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)

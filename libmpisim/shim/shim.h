@@ -81,6 +81,10 @@ int64_t ms_eager_threshold(void);
 /* Communicators known to the model. */
 uint64_t ms_comm_id(MPI_Comm comm);     /* registers new communicators lazily is NOT allowed: */
 int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm); /* call after every creation */
+/* MPI_Comm_create_group: the new communicator's id, registered with the model before the real
+ * call (only the group's members call it); then ms_comm_attach on the result */
+uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag);
+void ms_comm_attach(MPI_Comm comm, uint64_t id);
 
 /* Requests. */
 ms_rq *ms_rq_new(int kind);

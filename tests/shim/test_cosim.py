@@ -169,24 +169,24 @@ def test_unlinked_program():
         sys.exit("FAILED: faster than the link allows")
 
 
-def check_unmodelled_create_group(exe, what):
-    """exe calls MPI_Comm_create_group: a stop naming it; under passthrough, untimed and counted."""
+def check_unmodelled_intercomm(exe, what):
+    """exe calls MPI_Intercomm_create: a stop naming it; under passthrough, untimed and counted."""
     p, _ = mpisim_run(2, [exe], check=False)
-    lines = [l for l in p.stderr.splitlines() if "MPI_Comm_create_group" in l]
+    lines = [l for l in p.stderr.splitlines() if "MPI_Intercomm_create" in l]
     if p.returncode == 0 or not lines:
-        sys.exit(f"FAILED: expected a stop naming MPI_Comm_create_group\n{p.stderr}")
+        sys.exit(f"FAILED: expected a stop naming MPI_Intercomm_create\n{p.stderr}")
     print(f"{what} error line:", lines[0])
     p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"])
-    assert "create_group=ok" in p.stdout, p.stdout
-    n = sum(r["unmodelled"].get("MPI_Comm_create_group", 0) for r in rep["ranks"])
+    assert "intercomm=ok" in p.stdout, p.stdout
+    n = sum(r["unmodelled"].get("MPI_Intercomm_create", 0) for r in rep["ranks"])
     if n != 2:
-        sys.exit(f"FAILED: the report counts {n} untimed MPI_Comm_create_group calls, expected 2")
+        sys.exit(f"FAILED: the report counts {n} untimed MPI_Intercomm_create calls, expected 2")
     print(f"{what} passthrough: ran untimed and counted", n)
 
 
 def test_unmodelled():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
-    check_unmodelled_create_group(exe, "C")
+    check_unmodelled_intercomm(exe, "C")
 
 
 def test_bad_profile():
@@ -311,7 +311,7 @@ def test_fortran_f08_coverage():
 def test_fortran_unmodelled():
     """The Fortran binding of an unmodelled call stops the run, or forwards to Open MPI's own."""
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/funmodelled.f90"), os.path.join(WORK, "funmodelled"))
-    check_unmodelled_create_group(exe, "Fortran")
+    check_unmodelled_intercomm(exe, "Fortran")
 
 
 def test_cancel():
@@ -372,6 +372,15 @@ def test_neighbor():
             sys.exit(f"FAILED: unmodelled {unm}, neighbourhood calls seen {sorted(calls)}, {rep['summary']}")
     print(f"neighbourhood collectives: same answers natively and under mpisim with 3, 4, 6 ranks; "
           f"{rep['summary']['msgs_sent']} modelled messages with 6 ranks")
+
+
+def test_create_group():
+    """MPI_Comm_create_group is modelled: members only, repeated, beside whole-parent creations."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/create_group.c"), os.path.join(WORK, "create_group"))
+    for n, _, rep, _ in same_answers(exe, ((3, "none"), (4, "cpu"), (5, "none")), ordered=False):
+        if sum(c["calls"] for c in rep["callsites"] if c["call"] == "MPI_Comm_create_group") != 2 * ((n + 1) // 2):
+            sys.exit(f"FAILED: MPI_Comm_create_group calls not all seen: {rep['callsites']}")
+    print("MPI_Comm_create_group: same answers natively and under mpisim with 3, 4, 5 ranks")
 
 
 TESTS = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
