@@ -11,6 +11,7 @@
 #include "mpisim.h"
 #include "ms_json.h"
 #include "ms_model.h"
+#include "ms_util.h"
 #include "protocol.h"
 
 #ifndef MPISIM_VERSION
@@ -150,6 +151,7 @@ typedef struct rrank {
     int queued;
     int wait_flags;
     int wait_fn;
+    int wait_mode;
     size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
     uint64_t last_coll_comm;
     int64_t held_t;
@@ -176,6 +178,11 @@ typedef struct replay {
     int stopped;
     char stop[1024];
     ms_resolution rv[64];
+    /* requests the model has reported complete, by (rank, id): a capture-only trace may test a
+     * request again that completed earlier in the replay's timing than in the real run */
+    ms_hmap done;
+    uint64_t *ids;
+    size_t ids_cap;
 } replay;
 
 static void enqueue(replay *p, int rank)
@@ -246,13 +253,18 @@ static void release_sync_group(replay *p, uint64_t comm)
         if (p->r[i].state == RS_HELD && p->r[i].last_coll_comm == comm) resume_rank(p, i, tmax);
 }
 
+static void model_failed(replay *p, int rank, size_t k, const char *what, const char *err);
+
 static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
 {
-    (void)results;
-    (void)n;
     replay *p = user;
     rrank *r = &p->r[rank];
     if (r->state != RS_BLOCKED) return;
+    if (r->wait_mode != MS_TEST_PEEK)
+        for (size_t i = 0; i < n; i++)
+            if (results[i].completed && results[i].req &&
+                ms_hmap_put(&p->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
+                model_failed(p, rank, r->wait_ev, "a wait", "out of memory");
     if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
         r->state = RS_HELD;
         r->held_t = t;
@@ -353,16 +365,31 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             if (w != small) free(w);
             break;
         }
-        case MS_MSG_WAIT:
+        case MS_MSG_WAIT: {
             r->state = RS_BLOCKED;
             r->wait_flags = e->flags;
             r->wait_fn = e->fn;
+            r->wait_mode = e->mode;
             r->wait_ev = k;
-            if (ms_model_wait(p->model, rank, r->clock, (ms_wait_mode)e->mode, (size_t)e->list_n,
-                              tr->lists + e->list_off, err, sizeof err) < 0)
+            /* leave out what the model has already reported complete (see replay.done) */
+            const uint64_t *ids = tr->lists + e->list_off;
+            size_t n = 0;
+            if ((size_t)e->list_n > p->ids_cap) {
+                uint64_t *q = realloc(p->ids, sizeof *q * (size_t)e->list_n);
+                if (!q) {
+                    model_failed(p, rank, k, "a wait", "out of memory");
+                    return;
+                }
+                p->ids = q;
+                p->ids_cap = (size_t)e->list_n;
+            }
+            for (int32_t i = 0; i < e->list_n; i++)
+                if (!ms_hmap_get(&p->done, (uint64_t)rank, ids[i])) p->ids[n++] = ids[i];
+            if (ms_model_wait(p->model, rank, r->clock, (ms_wait_mode)e->mode, n, p->ids, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a wait", err);
             if (r->state == RS_BLOCKED || r->state == RS_HELD) return;
             break;
+        }
         case MS_MSG_PROBE: {
             int src = e->peer, tag = e->tag;
             if (recorded && (src == MS_ANY_SOURCE || tag == MS_ANY_TAG) && e->matched_source >= 0) {
@@ -546,6 +573,8 @@ out:
     res->wall_s = wall_now() - w0;
     free(p.r);
     free(p.queue);
+    free(p.ids);
+    ms_hmap_free(&p.done);
     ms_model_destroy(p.model);
     nm_network_destroy(p.net);
     nm_topology_destroy(p.topo);
