@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,9 +92,13 @@ static double run_point(const char *dir, const char *profile, const char **sets,
     if (cpu_factor > 0) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --cpu-factor %.6g", cpu_factor);
     if (profile) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --profile '%s'", profile);
     for (int i = 0; i < nsets; i++) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --set '%s'", sets[i]);
-    /* three repetitions, the fastest counts: the first pays for first-touch page faults, which
-     * the CPU factor would blow up as if they were the testbed's arithmetic */
-    snprintf(cmd + off, sizeof cmd - off, " -n %d -- '%s/matmul' %d --repeat 3 2>&1", p, dir, n);
+    /* repetitions, the fastest counts: the first pays for first-touch page faults, which the CPU
+     * factor would blow up as if they were the testbed's arithmetic; small matrices compute for
+     * microseconds here, where a stray cache miss or interrupt is a large share, so they repeat
+     * more: 5 (144/N)^3 times, 5 to 50 */
+    double reps = ceil(5.0 * pow(144.0 / n, 3.0));
+    int repeat = reps < 5 ? 5 : reps > 50 ? 50 : (int)reps;
+    snprintf(cmd + off, sizeof cmd - off, " -n %d -- '%s/matmul' %d --repeat %d 2>&1", p, dir, n, repeat);
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
     char line[4096];
