@@ -181,34 +181,32 @@ def test_online_equals_offline():
     cosim_pair(4, os.path.join(BIN, "fan"), ["--reps", "2", "--size", "30000"], "fan")
     cosim_pair(4, os.path.join(BIN, "collectives"), ["--sizes", "64,20000", "--iters", "2", "--ops",
                                                      "bcast,allreduce,reduce,alltoall,gather,scatter"], "collectives")
+    def build(prog, compiler="mpicc"):
+        src = os.path.join(SRC, "tests/shim/progs", prog)
+        exe = os.path.join(WORK, os.path.splitext(prog)[0])
+        run([compiler, "-O1", "-o", exe, src] + (["-std=c11"] if compiler == "mpicc" else []))
+        return exe
+
+    def capture_replays(n, exe, what):
+        name = what.replace(" ", "_")
+        cap, rep = os.path.join(WORK, name + "-capture.h5"), os.path.join(WORK, name + "-replay.json")
+        run([MPISIM, "trace", "-o", cap, "-n", str(n), "--", exe])
+        run([MPISIM, "replay", cap, "--report", rep])
+        check(json.load(open(rep))["summary"]["outcome"] == "ok", "a capture-only trace with %s replays" % what)
+
     # wildcards: the co-simulation's decisions are recorded; capture-only records the real order
-    exe = os.path.join(WORK, "wildcard")
-    run(["mpicc", "-O1", "-std=c11", "-o", exe, os.path.join(SRC, "tests/shim/progs/wildcard.c")])
+    exe = build("wildcard.c")
     cosim_pair(3, exe, [], "wildcard")
-    # MPI_Cancel of receives: the model's decisions replay identically; a capture-only trace replays
-    exe_c = os.path.join(WORK, "cancel")
-    run(["mpicc", "-O1", "-std=c11", "-o", exe_c, os.path.join(SRC, "tests/shim/progs/cancel.c")])
+    # MPI_Cancel, neighbourhood collectives, MPI_Comm_create_group: the model's decisions replay
+    # identically; capture-only traces replay
+    exe_c = build("cancel.c")
     cosim_pair(3, exe_c, [], "cancel")
-    exe_n = os.path.join(WORK, "neighbor")
-    run(["mpicc", "-O1", "-std=c11", "-o", exe_n, os.path.join(SRC, "tests/shim/progs/neighbor.c")])
-    cosim_pair(4, exe_n, [], "neighbor")
-    exe_g = os.path.join(WORK, "create_group")
-    run(["mpicc", "-O1", "-std=c11", "-o", exe_g, os.path.join(SRC, "tests/shim/progs/create_group.c")])
-    cosim_pair(4, exe_g, [], "create_group")
-    capc = os.path.join(WORK, "cancel-capture.h5")
-    run([MPISIM, "trace", "-o", capc, "-n", "3", "--", exe_c])
-    repc = os.path.join(WORK, "cancel-replay.json")
-    run([MPISIM, "replay", capc, "--report", repc])
-    check(json.load(open(repc))["summary"]["outcome"] == "ok", "a capture-only trace with cancels replays")
+    cosim_pair(4, build("neighbor.c"), [], "neighbor")
+    cosim_pair(4, build("create_group.c"), [], "create_group")
+    capture_replays(3, exe_c, "cancels")
     # polling loops: in a capture-only trace a request may be tested again after the replay's
     # model already reported it complete (the real run finished it later)
-    exe_f = os.path.join(WORK, "fcoverage_f08")
-    run(["mpifort", "-O1", "-o", exe_f, os.path.join(SRC, "tests/shim/progs/fcoverage_f08.f90")])
-    capf = os.path.join(WORK, "poll-capture.h5")
-    run([MPISIM, "trace", "-o", capf, "-n", "3", "--", exe_f])
-    repf = os.path.join(WORK, "poll-replay.json")
-    run([MPISIM, "replay", capf, "--report", repf])
-    check(json.load(open(repf))["summary"]["outcome"] == "ok", "a capture-only trace with test loops replays")
+    capture_replays(3, build("fcoverage_f08.f90", "mpifort"), "test loops")
     cap = os.path.join(WORK, "wc-capture.h5")
     run([MPISIM, "trace", "-o", cap, "-n", "3", "--", exe])
     rec, virt = os.path.join(WORK, "rec.json"), os.path.join(WORK, "virt.json")
