@@ -13,6 +13,7 @@
 #include "ms_model.h"
 #include "ms_util.h"
 #include "protocol.h"
+#include "report.h"
 
 #ifndef MPISIM_VERSION
 #define MPISIM_VERSION "unknown"
@@ -592,19 +593,6 @@ void ms_replay_result_free(ms_replay_result *res)
 
 /* ---- report --------------------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static const char *status_name(int s)
 {
     switch (s) {
@@ -618,51 +606,26 @@ static const char *status_name(int s)
 int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, const nm_config *cfg,
                            const ms_replay_opts *opts, const ms_replay_result *res)
 {
-    fprintf(f, "{\n  \"schema\": \"mpisim-report/1\",\n  \"mpisim_version\": ");
-    json_str(f, MPISIM_VERSION);
-    fprintf(f, ",\n  \"program\": [");
-    for (int i = 0; i < t->nprogram; i++) {
-        if (i) fputs(", ", f);
-        json_str(f, t->program[i]);
-    }
-    fprintf(f, "],\n  \"nranks\": %d,\n  \"topology\": ", t->nranks);
-    json_str(f, res->topology);
-    fprintf(f, ",\n  \"engine\": ");
-    json_str(f, res->engine);
-    fprintf(f, ",\n  \"config\": ");
-    nm_config_write_json(cfg, f, 2);
+    ms_report_head(f, (const char *const *)t->program, t->nprogram, t->nranks, res->topology, res->engine, NULL, cfg);
     fprintf(f, ",\n  \"ranks\": [\n");
     for (int i = 0; i < res->nranks; i++) {
         const ms_replay_rank_result *o = &res->ranks[i];
-        fprintf(f, "    {\"rank\": %d, \"host\": ", i);
-        json_str(f, t->ranks[i].hostname);
-        fprintf(f,
-                ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
-                "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
-                "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
-                t->ranks[i].pid, status_name(o->status), (long long)o->virtual_end_ps, (long long)o->compute_ps,
-                (long long)o->mpi_ps, (unsigned long long)o->calls, (unsigned long long)o->msgs_sent,
-                (unsigned long long)o->bytes_sent, (unsigned long long)o->msgs_recv,
-                (unsigned long long)o->bytes_recv, (unsigned long long)o->collectives);
+        ms_report_rank rr = {i, t->ranks[i].pid, t->ranks[i].hostname, NULL, status_name(o->status), o->virtual_end_ps,
+                             o->compute_ps, o->mpi_ps, o->calls, o->msgs_sent, o->bytes_sent, o->msgs_recv,
+                             o->bytes_recv, o->collectives};
+        ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);
         if (o->recorded_end_known) fprintf(f, ", \"recorded_virtual_end_ps\": %lld", (long long)o->recorded_end_ps);
-        fprintf(f, "}%s\n", i + 1 < res->nranks ? "," : "");
+        ms_report_rank_close(f, i + 1 == res->nranks);
     }
-    fprintf(f,
-            "  ],\n  \"summary\": {\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
-            "\"wall_s\": %.3f, \"server_messages\": %llu, \"rejected_connections\": 0, \"outcome\": \"%s\"",
-            (long long)res->virtual_time_ps, (unsigned long long)res->msgs_sent, (unsigned long long)res->bytes_sent,
-            res->wall_s, (unsigned long long)res->events,
-            res->outcome == 0 ? "ok" : res->outcome == 1 ? "deadlock" : "error");
-    if (res->outcome) {
-        fputs(", \"outcome_text\": ", f);
-        json_str(f, res->outcome_text);
-    }
-    fprintf(f, "},\n  \"replay\": {\"trace\": ");
-    json_str(f, trace_path ? trace_path : "");
+    fprintf(f, "  ],\n  ");
+    ms_report_summary(f, res->virtual_time_ps, res->msgs_sent, res->bytes_sent, res->wall_s, res->events, 0,
+                      res->outcome, res->outcome_text);
+    fprintf(f, ",\n  \"replay\": {\"trace\": ");
+    ms_report_str(f, trace_path ? trace_path : "");
     fprintf(f, ", \"recorded_mpisim_version\": ");
-    json_str(f, t->mpisim_version ? t->mpisim_version : "");
+    ms_report_str(f, t->mpisim_version ? t->mpisim_version : "");
     fprintf(f,
             ", \"cpu_scale\": %.17g, \"wildcards\": \"%s\", \"resumes\": %llu, \"resumes_checked\": %llu, "
             "\"resumes_differ\": %llu",
@@ -671,7 +634,7 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
             (unsigned long long)res->resumes_differ);
     if (res->first_difference[0]) {
         fputs(", \"first_difference\": ", f);
-        json_str(f, res->first_difference);
+        ms_report_str(f, res->first_difference);
     }
     fprintf(f, ", \"mean_end_ps\": %lld}\n}\n", (long long)res->mean_end_ps);
     return ferror(f) ? -1 : 0;

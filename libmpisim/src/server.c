@@ -26,6 +26,7 @@
 
 #include "ms_model.h"
 #include "protocol.h"
+#include "report.h"
 #include "fn_names_gen.h"
 
 
@@ -977,19 +978,6 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 /* ---------------------------------------------------------------------------------------- */
 /* report */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static const char *state_name(const rank_info *r)
 {
     switch (r->state) {
@@ -1004,21 +992,8 @@ static const char *state_name(const rank_info *r)
 
 int ms_server_write_report(const ms_server *s, FILE *f)
 {
-    fprintf(f, "{\n  \"schema\": \"mpisim-report/1\",\n  \"mpisim_version\": ");
-    json_str(f, MPISIM_VERSION);
-    fprintf(f, ",\n  \"program\": [");
-    for (int i = 0; i < s->argc; i++) {
-        if (i) fputs(", ", f);
-        json_str(f, s->argv[i]);
-    }
-    fprintf(f, "],\n  \"nranks\": %d,\n  \"topology\": ", s->nranks);
-    json_str(f, s->topo ? nm_topology_name(s->topo) : "");
-    fprintf(f, ",\n  \"engine\": ");
-    json_str(f, s->net ? nm_network_engine_name(s->net) : "");
-    fprintf(f, ",\n  \"machine\": ");
-    json_str(f, s->machine);
-    fprintf(f, ",\n  \"config\": ");
-    nm_config_write_json(s->cfg, f, 2);
+    ms_report_head(f, (const char *const *)s->argv, s->argc, s->nranks, s->topo ? nm_topology_name(s->topo) : "",
+                   s->net ? nm_network_engine_name(s->net) : "", s->machine, s->cfg);
     int64_t vmax = 0;
     uint64_t msgs = 0, bytes = 0;
     fprintf(f, ",\n  \"ranks\": [\n");
@@ -1031,30 +1006,20 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         if (end > vmax) vmax = end;
         msgs += st.msgs_sent;
         bytes += st.bytes_sent;
-        fprintf(f,
-                "    {\"rank\": %d, \"host\": ", i);
-        json_str(f, r->host);
-        fputs(", \"binding\": ", f);
-        json_str(f, r->binding);
-        fprintf(f,
-                ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
-                "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
-                "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
-                r->pid, state_name(r), (long long)end, (long long)r->fin.compute_ps, (long long)r->fin.mpi_ps,
-                (unsigned long long)r->fin.calls, (unsigned long long)st.msgs_sent,
-                (unsigned long long)st.bytes_sent, (unsigned long long)st.msgs_recv,
-                (unsigned long long)st.bytes_recv, (unsigned long long)st.coll_calls);
+        ms_report_rank rr = {i, r->pid, r->host, r->binding, state_name(r), end, r->fin.compute_ps, r->fin.mpi_ps,
+                             r->fin.calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
+        ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
-            json_str(f, r->unmodelled[k].name);
+            ms_report_str(f, r->unmodelled[k].name);
             fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
         }
         fputs("}", f);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
-            json_str(f, r->error);
+            ms_report_str(f, r->error);
         }
-        fprintf(f, "}%s\n", i + 1 < s->nranks ? "," : "");
+        ms_report_rank_close(f, i + 1 == s->nranks);
     }
     fprintf(f, "  ],\n  \"callsites\": [");
     /* most virtual time first, as mpiP sorts */
@@ -1069,26 +1034,19 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     for (size_t k = 0; order && k < s->nsites; k++) {
         const site_total *t = &s->sites[order[k]];
         fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
-        json_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
+        ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
         fputs(", \"site\": ", f);
-        json_str(f, t->text);
+        ms_report_str(f, t->text);
         fprintf(f, ", \"calls\": %llu, \"bytes\": %llu, \"time_ps\": %lld, \"ranks\": %d}",
                 (unsigned long long)t->calls, (unsigned long long)t->bytes, (long long)t->time_ps, t->ranks);
     }
     free(order);
-    fprintf(f, "%s],\n  \"summary\": {", s->nsites ? "\n  " : "");
-    fprintf(f, "\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
-               "\"wall_s\": %.3f, \"server_messages\": %lld, \"rejected_connections\": %llu",
-            (long long)vmax, (unsigned long long)msgs, (unsigned long long)bytes, s->wall_end - s->wall_start,
-            (long long)s->events, (unsigned long long)s->rejected_connections);
+    fprintf(f, "%s],\n  ", s->nsites ? "\n  " : "");
     char outcome[8192];
     int oc = ms_server_outcome(s, outcome, sizeof outcome);
-    fprintf(f, ", \"outcome\": \"%s\"", oc == 0 ? "ok" : oc == 1 ? "deadlock" : "error");
-    if (oc) {
-        fputs(", \"outcome_text\": ", f);
-        json_str(f, outcome);
-    }
-    fprintf(f, "}\n}\n");
+    ms_report_summary(f, vmax, msgs, bytes, s->wall_end - s->wall_start, (uint64_t)s->events, s->rejected_connections,
+                      oc, outcome);
+    fprintf(f, "\n}\n");
     return ferror(f) ? -1 : 0;
 }
 

@@ -1,0 +1,72 @@
+/* Shared pieces of the run report: see report.h. */
+#include "report.h"
+
+void ms_report_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void ms_report_head(FILE *f, const char *const *program, int nprogram, int nranks, const char *topology,
+                    const char *engine, const char *machine, const nm_config *cfg)
+{
+    fprintf(f, "{\n  \"schema\": \"mpisim-report/1\",\n  \"mpisim_version\": ");
+    ms_report_str(f, MPISIM_VERSION);
+    fprintf(f, ",\n  \"program\": [");
+    for (int i = 0; i < nprogram; i++) {
+        if (i) fputs(", ", f);
+        ms_report_str(f, program[i]);
+    }
+    fprintf(f, "],\n  \"nranks\": %d,\n  \"topology\": ", nranks);
+    ms_report_str(f, topology);
+    fprintf(f, ",\n  \"engine\": ");
+    ms_report_str(f, engine);
+    if (machine) {
+        fprintf(f, ",\n  \"machine\": ");
+        ms_report_str(f, machine);
+    }
+    fprintf(f, ",\n  \"config\": ");
+    nm_config_write_json(cfg, f, 2);
+}
+
+void ms_report_rank_open(FILE *f, const ms_report_rank *r)
+{
+    fprintf(f, "    {\"rank\": %d, \"host\": ", r->rank);
+    ms_report_str(f, r->host);
+    if (r->binding) {
+        fputs(", \"binding\": ", f);
+        ms_report_str(f, r->binding);
+    }
+    fprintf(f,
+            ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
+            "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
+            "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
+            r->pid, r->status, (long long)r->end_ps, (long long)r->compute_ps, (long long)r->mpi_ps,
+            (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
+            (unsigned long long)r->msgs_recv, (unsigned long long)r->bytes_recv, (unsigned long long)r->collectives);
+}
+
+void ms_report_rank_close(FILE *f, int last) { fprintf(f, "}%s\n", last ? "" : ","); }
+
+void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t bytes, double wall_s,
+                       uint64_t server_messages, uint64_t rejected, int outcome, const char *outcome_text)
+{
+    fprintf(f,
+            "\"summary\": {\"virtual_time_ps\": %lld, \"msgs_sent\": %llu, \"bytes_sent\": %llu, "
+            "\"wall_s\": %.3f, \"server_messages\": %llu, \"rejected_connections\": %llu, \"outcome\": \"%s\"",
+            (long long)virtual_time_ps, (unsigned long long)msgs, (unsigned long long)bytes, wall_s,
+            (unsigned long long)server_messages, (unsigned long long)rejected,
+            outcome == 0 ? "ok" : outcome == 1 ? "deadlock" : "error");
+    if (outcome) {
+        fputs(", \"outcome_text\": ", f);
+        ms_report_str(f, outcome_text);
+    }
+    fputc('}', f);
+}

@@ -1,0 +1,33 @@
+/* The run report (schema mpisim-report/1, README.md "Report"): the parts the model server
+ * (after a co-simulation) and replay (after a trace) both write, so that the two stay one format. */
+#ifndef MS_REPORT_H
+#define MS_REPORT_H
+#include <stdint.h>
+#include <stdio.h>
+#include "netmodel.h"
+
+void ms_report_str(FILE *f, const char *s);   /* a JSON string; NULL as "" */
+
+/* {"schema", "mpisim_version", "program", "nranks", "topology", "engine"[, "machine"], "config"
+ * -- machine NULL: not written. Leaves the object open after "config". */
+void ms_report_head(FILE *f, const char *const *program, int nprogram, int nranks, const char *topology,
+                    const char *engine, const char *machine, const nm_config *cfg);
+
+typedef struct ms_report_rank {
+    int rank, pid;
+    const char *host, *binding;   /* binding NULL: not written */
+    const char *status;
+    int64_t end_ps, compute_ps, mpi_ps;
+    uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives;
+} ms_report_rank;
+/* One rank's object, open inside "unmodelled": {...: the caller writes the entries, closes it
+ * with "}", may add fields, and ends the object with ms_report_rank_close. */
+void ms_report_rank_open(FILE *f, const ms_report_rank *r);
+void ms_report_rank_close(FILE *f, int last);
+
+/* "summary": {...} (outcome 0 ok, 1 deadlock, 2 error; text for the last two). Leaves the
+ * report's object open. */
+void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t bytes, double wall_s,
+                       uint64_t server_messages, uint64_t rejected, int outcome, const char *outcome_text);
+
+#endif
