@@ -201,12 +201,19 @@ int mpisim_study_main(int argc, char **argv)
     }
     double *t = calloc((size_t)(np * ns), sizeof *t);
     fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, compute);
-    for (int j = 0; j < ns; j++)
-        for (int i = 0; i < np; i++) {
-            snprintf(report, sizeof report, "%s/report-P%d-N%d.json", out, procs[i], sizes[j]);
-            t[i * ns + j] = run_point(dir, profile, sets, nsets, compute, cpu_factor, procs[i], sizes[j], report);
-            fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], t[i * ns + j] * 1e3);
-        }
+    /* Two passes over the grid, the faster of the two counting for each point: a slow spell of
+     * this shared machine (tens of milliseconds) can spoil every repetition of one run, the
+     * 1-process run included, and with it a whole row of efficiencies; a spell seldom strikes the
+     * same point twice, 20 s apart. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < ns; j++)
+            for (int i = 0; i < np; i++) {
+                snprintf(report, sizeof report, "%s/report-P%d-N%d.json", out, procs[i], sizes[j]);
+                double v = run_point(dir, profile, sets, nsets, compute, cpu_factor, procs[i], sizes[j], report);
+                double *best = &t[i * ns + j];
+                if (pass == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
+                fprintf(stderr, "  pass %d P=%-3d N=%-4d time %.6f ms\n", pass + 1, procs[i], sizes[j], v * 1e3);
+            }
     FILE *csv = fopen(csv_path, "w");
     if (!csv) {
         fprintf(stderr, "mpisim study: cannot write %s: %s\n", csv_path, strerror(errno));

@@ -860,6 +860,13 @@ static void advance_engine(ms_server *s)
 
 static const char *state_name(const rank_info *r);
 
+static int any_blocked(const ms_server *s)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_BLOCKED) return 1;
+    return 0;
+}
+
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
 {
     s->wall_start = wall_now();
@@ -918,13 +925,16 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             pfds[nf] = (struct pollfd){s->pending[i].fd, POLLIN, 0};
             who[nf++] = -2 - (int)i;
         }
-        /* Just after traffic, poll without sleeping (yielding the CPU to the ranks) for a while:
-         * the next report usually follows within microseconds, and waking a sleeping CPU costs
-         * tens of them on a virtual machine. */
-        int n = poll(pfds, nf, idle_polls < (unsigned)s->welcome.spin_polls ? 0 : child_done ? 200 : 20);
+        /* Just after traffic, while a rank waits for an answer, poll without sleeping (yielding
+         * the CPU to the ranks) for a while: the report it needs usually follows within
+         * microseconds, and waking a sleeping CPU costs tens of them on a virtual machine. While
+         * every rank computes, sleep: spinning beside them would slow the computation whose CPU
+         * time is being measured. */
+        int spin = idle_polls < (unsigned)s->welcome.spin_polls && any_blocked(s);
+        int n = poll(pfds, nf, spin ? 0 : child_done ? 200 : 20);
         if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
         if (n > 0) idle_polls = 0;
-        else if (idle_polls++ < (unsigned)s->welcome.spin_polls) sched_yield();
+        else if (spin && idle_polls++ < (unsigned)s->welcome.spin_polls) sched_yield();
         if (n > 0) {
             /* pending connections first (indices shift when one is dropped: go backwards) */
             for (size_t k = nf; k-- > 0;)
