@@ -46,21 +46,7 @@ void *ms_f_real(const char *sym, const char *fn)
 
 int ms_f_neighbor_count(MPI_Comm comm, int out)
 {
-    int status = MPI_UNDEFINED, n = 0, in = 0, o = 0, weighted = 0;
-    PMPI_Topo_test(comm, &status);
-    if (status == MPI_CART) {
-        PMPI_Cartdim_get(comm, &n);
-        return 2 * n;
-    }
-    if (status == MPI_GRAPH) {
-        int rank = 0;
-        PMPI_Comm_rank(comm, &rank);
-        PMPI_Graph_neighbors_count(comm, rank, &n);
-        return n;
-    }
-    if (status == MPI_DIST_GRAPH) {
-        PMPI_Dist_graph_neighbors_count(comm, &in, &o, &weighted);
-        return out ? o : in;
-    }
-    return 0;
+    int in = 0, o = 0;
+    ms_topo_degrees(comm, &in, &o);
+    return out ? o : in;
 }

@@ -1261,10 +1261,9 @@ int ms_h_dist_graph_create(MPI_Comm old, int n, const int sources[], const int d
  * sources and destinations alike; a graph its neighbours; a distributed graph its sources and
  * destinations. MPI_PROC_NULL entries stay (the buffers have their blocks). 0, or -1 when comm
  * has no topology (the real call then reports the error). *in and *out are malloc'd. */
-static int topo_neighbors(MPI_Comm comm, int **in, int *nin, int **out, int *nout)
+int ms_topo_degrees(MPI_Comm comm, int *nin, int *nout)
 {
     int status = MPI_UNDEFINED;
-    *in = *out = NULL;
     *nin = *nout = 0;
     PMPI_Topo_test(comm, &status);
     if (status == MPI_CART) {
@@ -1281,6 +1280,14 @@ static int topo_neighbors(MPI_Comm comm, int **in, int *nin, int **out, int *nou
     } else {
         return -1;
     }
+    return status;
+}
+
+static int topo_neighbors(MPI_Comm comm, int **in, int *nin, int **out, int *nout)
+{
+    *in = *out = NULL;
+    int status = ms_topo_degrees(comm, nin, nout);
+    if (status < 0) return -1;
     *in = malloc(sizeof **in * (size_t)(*nin + 1));
     *out = malloc(sizeof **out * (size_t)(*nout + 1));
     if (!*in || !*out) ms_fatal("out of memory");

@@ -98,7 +98,9 @@ uint64_t ms_next_req_id(void);
 void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn);
 void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn);
-void ms_report_free(const ms_rq *r, ms_fn_id fn);   /* the model forgets it once complete */
+void ms_report_free(const ms_rq *r, ms_fn_id fn);
+/* In- and out-degree of comm's process topology; returns its kind (MPI_CART, ...) or -1 if none. */
+int ms_topo_degrees(MPI_Comm comm, int *nin, int *nout);   /* the model forgets it once complete */
 /* A message the real MPI delivered to a receive the model cancelled is kept, and given to the
  * next receive posted for its source and tag (which the model matches it to). */
 void ms_stash_keep(const ms_rq *cancelled);

@@ -5,20 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
@@ -34,8 +21,7 @@ int main(int argc, char **argv)
         }
         if (b >= 10) t[b - 10] = (now_us() - t0) / per;
     }
-    qsort(t, (size_t)batches, sizeof *t, cmp);
-    printf("median_call_us=%.4f\n", t[batches / 2]);
+    printf("median_call_us=%.4f\n", median(t, (size_t)batches));
     free(t);
     MPI_Finalize();
     return 0;

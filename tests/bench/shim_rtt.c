@@ -5,20 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
@@ -40,8 +27,7 @@ int main(int argc, char **argv)
         if (i >= 100) t[i - 100] = now_us() - t0;
     }
     if (rank == 0) {
-        qsort(t, (size_t)iters, sizeof *t, cmp);
-        printf("median_rtt_us=%.3f\n", t[iters / 2]);
+        printf("median_rtt_us=%.3f\n", median(t, (size_t)iters));
     }
     free(t);
     MPI_Finalize();

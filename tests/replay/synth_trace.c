@@ -89,26 +89,25 @@ void synth_call(synth *s, int rank, int fn, int64_t compute_ps)
 
 void synth_exit(synth *s, int rank, int fn) { ev(s, rank, MS_MSG_TR_EXIT, fn); }
 
-uint64_t synth_isend(synth *s, int rank, int dst, int tag, uint64_t bytes, uint64_t comm)
+static uint64_t p2p(synth *s, int rank, int kind, int fn, int peer, int tag, uint64_t bytes, uint64_t comm)
 {
-    ms_trace_event *e = ev(s, rank, MS_MSG_ISEND, SY_ISEND);
+    ms_trace_event *e = ev(s, rank, kind, fn);
     e->req = ++s->r[rank].next_req;
-    e->peer = dst;
+    e->peer = peer;
     e->tag = tag;
     e->bytes = bytes;
     e->comm = comm;
     return e->req;
 }
 
+uint64_t synth_isend(synth *s, int rank, int dst, int tag, uint64_t bytes, uint64_t comm)
+{
+    return p2p(s, rank, MS_MSG_ISEND, SY_ISEND, dst, tag, bytes, comm);
+}
+
 uint64_t synth_irecv(synth *s, int rank, int src, int tag, uint64_t bytes, uint64_t comm)
 {
-    ms_trace_event *e = ev(s, rank, MS_MSG_IRECV, SY_IRECV);
-    e->req = ++s->r[rank].next_req;
-    e->peer = src;
-    e->tag = tag;
-    e->bytes = bytes;
-    e->comm = comm;
-    return e->req;
+    return p2p(s, rank, MS_MSG_IRECV, SY_IRECV, src, tag, bytes, comm);
 }
 
 uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm)
