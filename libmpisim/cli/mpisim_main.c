@@ -26,6 +26,10 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
 #ifdef MPISIM_HAVE_REPLAY
 #include "replay_cli.h"
 #endif
+#ifdef MPISIM_HAVE_TRACE
+#include "report_text.h"
+#include "timeline.h"
+#endif
 
 static void usage(FILE *f)
 {
@@ -34,7 +38,7 @@ static void usage(FILE *f)
             "                  [--routing shortest|updown|itb]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
-            "                  [--trace F.h5] -n N -- PROGRAM [ARGS...]\n"
+            "                  [--trace F.h5] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
             "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
             "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
@@ -45,9 +49,11 @@ static void usage(FILE *f)
             "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
             "                  [--out DIR]\n"
             "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
+            "       mpisim timeline TRACE.h5 -o FILE.json           (Chrome/Perfetto trace-event timeline)\n"
+            "       mpisim report [--top N] REPORT.json             (mpiP-style text summary of a report)\n"
             "       mpisim version\n"
             "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
-            MPISIM_SOURCE_PROFILE_DIR);
+            mpisim_profile_path() ? mpisim_profile_path() : "../share/mpisim/configs beside the command");
 }
 
 /* Directory of this executable, to find libmpisim.so (../lib) and the programs (.). */
@@ -61,15 +67,54 @@ int mpisim_self_dir(char *out, size_t len)
     return 0;
 }
 
+#ifndef MPISIM_REL_LIBDIR
+#define MPISIM_REL_LIBDIR "../lib"
+#endif
+#ifndef MPISIM_REL_APPDIR
+#define MPISIM_REL_APPDIR "../libexec/mpisim"
+#endif
+
+/* name in the first of dirs (relative to this executable's directory) that has it */
+static int find_beside_self(const char *const *dirs, size_t ndirs, const char *name, char *out, size_t len)
+{
+    char self[PATH_MAX];
+    if (mpisim_self_dir(self, sizeof self) < 0) return -1;
+    for (size_t i = 0; i < ndirs; i++) {
+        int n = snprintf(out, len, "%s/%s/%s", self, dirs[i], name);
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) return 0;
+    }
+    return -1;
+}
+
+int mpisim_find_shim(char *out, size_t len)
+{
+    /* installed: the GNU libdir; build tree: build/lib */
+    static const char *const dirs[] = {MPISIM_REL_LIBDIR, "../lib"};
+    return find_beside_self(dirs, 2, "libmpisim.so", out, len);
+}
+
+int mpisim_find_program(const char *name, char *out, size_t len)
+{
+    /* build tree: beside the command; installed: libexec/mpisim */
+    static const char *const dirs[] = {".", MPISIM_REL_APPDIR};
+    return find_beside_self(dirs, 2, name, out, len);
+}
+
+#ifndef MPISIM_REL_DATADIR
+#define MPISIM_REL_DATADIR "../share/mpisim"
+#endif
+
+int mpisim_find_data(const char *name, char *out, size_t len)
+{
+    static const char *const dirs[] = {MPISIM_REL_DATADIR};
+    return find_beside_self(dirs, 1, name, out, len);
+}
+
 const char *mpisim_profile_path(void)
 {
-    const char *p = getenv("MPISIM_PROFILE_PATH");
     static char buf[PATH_MAX * 2];
-    if (p && *p) {
-        snprintf(buf, sizeof buf, "%s:%s", p, MPISIM_SOURCE_PROFILE_DIR);
-        return buf;
-    }
-    return MPISIM_SOURCE_PROFILE_DIR;
+    if (nm_config_search_path(buf, sizeof buf) != 0) return NULL;
+    return buf;
 }
 
 /* --set accepts the documented short names of the shim's keys too. */
@@ -103,6 +148,7 @@ typedef struct run_opts {
     char **prog;
     int nprog;
     const char *trace;      /* HDF5 trace to write (run --trace, or trace --output) */
+    const char *timeline;   /* run --timeline: Chrome/Perfetto JSON, made from the trace */
     const char *bind;       /* --bind none|core|socket: mpirun's --bind-to */
     int capture_only;       /* `mpisim trace`: no model server */
 } run_opts;
@@ -160,6 +206,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
         else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
+        else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
         else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
         else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
         else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
@@ -373,21 +420,21 @@ static int launch_and_serve(const run_opts *o_)
                 !strcmp(nm_config_string(cfg, "shim.compute"), "wall")
                     ? "--compute wall will charge waiting for a core as computation"
                     : "computation is charged as each rank's CPU time, so results hold; the run takes longer");
-    char trace_dir[PATH_MAX + 8] = "";
+    char trace_dir[PATH_MAX + 8] = "", timeline_trace[PATH_MAX];
+    if (o.timeline && !o.trace) {   /* the timeline is drawn from a trace kept only until then */
+        snprintf(timeline_trace, sizeof timeline_trace, "%s.trace.h5", o.timeline);
+        o.trace = timeline_trace;
+    }
     if (o.trace) {
         if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
             fprintf(stderr, "mpisim: cannot create the trace directory %s: %s\n", trace_dir, strerror(errno));
             return 2;
         }
     }
-    char dir[PATH_MAX], shim[PATH_MAX + 64];
-    if (mpisim_self_dir(dir, sizeof dir) < 0) {
-        fprintf(stderr, "mpisim: cannot find its own directory\n");
-        return 2;
-    }
+    char shim[PATH_MAX + 64];
     const char *shim_env = getenv("MPISIM_SHIM");
     if (shim_env) snprintf(shim, sizeof shim, "%s", shim_env);
-    else snprintf(shim, sizeof shim, "%s/../lib/libmpisim.so", dir);
+    else if (mpisim_find_shim(shim, sizeof shim) != 0) snprintf(shim, sizeof shim, "libmpisim.so beside the command");
     if (access(shim, R_OK) != 0) {
         fprintf(stderr, "mpisim: the shim %s is missing (set MPISIM_SHIM)\n", shim);
         return 2;
@@ -473,6 +520,18 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
     if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
+#ifdef MPISIM_HAVE_TRACE
+    if (o.timeline) {
+        char terr[2048];
+        if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
+            fprintf(stderr, "mpisim: timeline: %s\n", terr);
+            if (rc == 0) rc = 4;
+        } else {
+            fprintf(stderr, "mpisim: timeline %s\n", o.timeline);
+        }
+        if (o.trace == timeline_trace) unlink(timeline_trace);
+    }
+#endif
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);
@@ -531,6 +590,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
 #endif
     if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
+#ifdef MPISIM_HAVE_TRACE
+    if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
+#endif
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
 #endif

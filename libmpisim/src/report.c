@@ -46,10 +46,11 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r)
     }
     fprintf(f,
             ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
-            "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
+            "\"mpi_ps\": %lld, \"mpi_percent\": %.2f, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
             "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
             r->pid, r->status, (long long)r->end_ps, (long long)r->compute_ps, (long long)r->mpi_ps,
-            (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
+            /* mpiP's MPI%: time in MPI over the rank's whole (here virtual) time */
+            r->end_ps > 0 ? 100.0 * (double)r->mpi_ps / (double)r->end_ps : 0.0, (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
             (unsigned long long)r->msgs_recv, (unsigned long long)r->bytes_recv, (unsigned long long)r->collectives);
 }
 

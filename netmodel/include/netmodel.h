@@ -57,9 +57,15 @@ int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, cha
  * bad values and bad units are errors naming file and line. Keys set later override earlier. */
 int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen);
 /* A profile is a name looked up as <dir>/<name>.ini in each ':'-separated directory of
- * `search_path`, or a path to a file. A profile may say `include = other` in [profile]. */
+ * `search_path` (NULL or "": nm_config_search_path's), or a path to a file. A profile may say
+ * `include = other` in [profile]. */
 int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char *search_path,
                            char *err, size_t errlen);
+/* The default search path: $MPISIM_PROFILE_PATH, then <directory of the running executable>/
+ * ../share/mpisim/configs (the same relative place in the build tree and in an installed tree),
+ * then the configured installation's profiles (for other programs linked with libnetmodel).
+ * -1 if it does not fit in len. */
+int nm_config_search_path(char *out, size_t len);
 /* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
 

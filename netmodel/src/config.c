@@ -14,9 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#ifndef MPISIM_SOURCE_PROFILE_DIR
-#define MPISIM_SOURCE_PROFILE_DIR "configs"
+/* Where the profiles are, relative to the directory of the running executable: the same in the
+ * build tree (build/bin, build/share/mpisim/configs) and in an installed tree, so that no
+ * binary names the source checkout. */
+#ifndef MPISIM_REL_DATADIR
+#define MPISIM_REL_DATADIR "../share/mpisim"
 #endif
 
 #define NM_MAX_INCLUDE_DEPTH 16
@@ -620,6 +624,35 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+int nm_config_search_path(char *out, size_t len)
+{
+    if (!out || len == 0) return -1;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *dir = ".";
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) { *slash = '\0'; dir = exe[0] ? exe : "/"; }
+    }
+    const char *user = getenv("MPISIM_PROFILE_PATH");
+    int w = (user && *user) ? snprintf(out, len, "%s:%s/" MPISIM_REL_DATADIR "/configs", user, dir)
+                            : snprintf(out, len, "%s/" MPISIM_REL_DATADIR "/configs", dir);
+#ifdef MPISIM_INSTALL_DATADIR
+    /* programs linked with an installed libnetmodel live elsewhere: the install's profiles */
+    if (w > 0 && (size_t)w < len) w += snprintf(out + w, len - (size_t)w, ":" MPISIM_INSTALL_DATADIR "/configs");
+#endif
+    return (w < 0 || (size_t)w >= len) ? -1 : 0;
+}
+
+/* search_path, or the default one when NULL/empty (into buf) */
+static const char *search_path_or_default(const char *search_path, char *buf, size_t len)
+{
+    if (search_path && *search_path) return search_path;
+    if (nm_config_search_path(buf, len) != 0) snprintf(buf, len, "configs");
+    return buf;
+}
+
 static int load_file_rec(nm_config *cfg, const char *path, const char *search_path, char **stack,
                          int depth, char *err, size_t errlen);
 
@@ -638,8 +671,8 @@ static int resolve_profile(const char *name, const char *from_dir, const char *s
         snprintf(out, outlen, "%s/%s%s", from_dir, name, has_ext ? "" : ".ini");
         if (file_exists(out)) return 0;
     }
-    const char *sp = (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR;
-    const char *p = sp;
+    char spbuf[2 * PATH_MAX];
+    const char *p = search_path_or_default(search_path, spbuf, sizeof spbuf);
     while (1) {
         const char *q = strchr(p, ':');
         size_t l = q ? (size_t)(q - p) : strlen(p);
@@ -715,9 +748,9 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     for (int i = 0; i < L.ninc; i++) {
         char ipath[4096];
         if (resolve_profile(L.inc[i].name, slash ? dir : ".", search_path, ipath, sizeof ipath) != 0) {
+            char spbuf[2 * PATH_MAX];
             nm_set_err(err, errlen, "%s:%d: profile '%s' not found (looked beside %s and in '%s')", path,
-                    L.inc[i].line, L.inc[i].name, path,
-                    (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+                    L.inc[i].line, L.inc[i].name, path, search_path_or_default(search_path, spbuf, sizeof spbuf));
             free(dir);
             goto out;
         }
@@ -770,8 +803,9 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
         snprintf(path, sizeof path, "%s", name_or_path);
     } else if (strchr(name_or_path, '/') ||
                resolve_profile(name_or_path, NULL, search_path, path, sizeof path) != 0) {
+        char spbuf[2 * PATH_MAX];
         nm_set_err(err, errlen, "profile '%s' not found (searched '%s')", name_or_path,
-                (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+                search_path_or_default(search_path, spbuf, sizeof spbuf));
         return -1;
     }
     return load_top(cfg, path, search_path, err, errlen);
