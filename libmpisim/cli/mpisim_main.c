@@ -543,13 +543,25 @@ static int cmd_config(int argc, char **argv)
 {
     const char *profile = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    int nsets = 0, json = 0;
+    int nsets = 0, json = 0, describe = 0;
+    const char *describe_key = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
         else if (!strcmp(argv[i], "--set") && i + 1 < argc) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            fprintf(stderr, "mpisim config: unknown option '%s'\n", argv[i]);
+        else if (!strcmp(argv[i], "--describe")) {
+            describe = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') describe_key = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: mpisim config [--profile NAME|FILE] [--set key=value]... [--json | --describe [KEY]]\n"
+                   "Prints the resolved configuration: every key's value, unit and source (the default's\n"
+                   "citation, file:line of a profile, or --set). --json writes it as the reports carry it;\n"
+                   "--describe prints each key's (or KEY's) help, type, unit, default and its source.\n");
+            free(sets);
+            return 0;
+        } else {
+            fprintf(stderr, "mpisim config: unknown option '%s' (see mpisim config --help)\n", argv[i]);
+            free(sets);
             return 2;
         }
     }
@@ -560,10 +572,16 @@ static int cmd_config(int argc, char **argv)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
-    if (json) nm_config_write_json(cfg, stdout, 0);
+    int rc = 0;
+    if (describe) {
+        if (nm_config_describe(cfg, describe_key, stdout, err, sizeof err) != 0) {
+            fprintf(stderr, "mpisim config: %s\n", err);
+            rc = 2;
+        }
+    } else if (json) nm_config_write_json(cfg, stdout, 0);
     else nm_config_write_text(cfg, stdout);
     nm_config_destroy(cfg);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)

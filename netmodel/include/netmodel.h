@@ -78,6 +78,13 @@ int nm_config_has(const nm_config *cfg, const char *name);
 int nm_config_write_json(const nm_config *cfg, FILE *out, int indent);
 /* One line per key "key = value unit  (source)" for human output. */
 int nm_config_write_text(const nm_config *cfg, FILE *out);
+/* Every key (name NULL) or one: its help, type, unit, default and the default's source, its
+ * choices, and the value in force with its origin when it differs. -1 and a message (with a
+ * "did you mean") for an unknown name. */
+int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *err, size_t errlen);
+/* The registered key nearest to a mistyped name (a few letters off, or without its section);
+ * NULL if none is close. */
+const char *nm_config_suggest(const nm_config *cfg, const char *name);
 /* Snapshot of (name, value-as-text) for serialising a resolved configuration elsewhere. */
 size_t nm_config_count(const nm_config *cfg);
 const char *nm_config_key_at(const nm_config *cfg, size_t i);

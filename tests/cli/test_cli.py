@@ -127,6 +127,19 @@ def help_():
     check("timeline" in p.stdout and "report" in p.stdout, "mpisim --help lists timeline and report")
     p = run([MPISIM, "timeline", "--frobnicate"], check=False)
     check(p.returncode == 2 and "--frobnicate" in p.stderr, "an unknown option is named")
+    p = run([MPISIM, "config", "--help"])
+    check("--describe" in p.stdout, "mpisim config --help documents --describe")
+    p = run([MPISIM, "config", "--describe", "mpi.eager_threshold"])
+    check("mpi.eager_threshold" in p.stdout and "unit B" in p.stdout and "seed 003" in p.stdout,
+          "config --describe KEY prints help, unit, default and source")
+    p = run([MPISIM, "config", "--describe"])
+    check(p.stdout.count("\n    type ") > 40, "config --describe prints every key")
+    for typo, want in (("network.lnk_rate=1", "network.link_rate"), ("mpi.eager_treshold=4", "mpi.eager_threshold"),
+                       ("link_rat=1", "network.link_rate")):
+        p = run([MPISIM, "config", "--set", typo], check=False)
+        check(p.returncode == 2 and f"did you mean '{want}'" in p.stderr, f"--set {typo} suggests {want}")
+    p = run([MPISIM, "config", "--set", "zzzzzz=1"], check=False)
+    check(p.returncode == 2 and "did you mean" not in p.stderr, "no suggestion for a name like no key")
 
 
 def install():
