@@ -248,18 +248,6 @@ static int parse_run(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* meta.json beside the ranks' raw trace files: what the HDF5 trace records about the run */
 static int machine_summary(char *out, size_t len);
 
@@ -275,14 +263,14 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
             o->nranks, o->capture_only ? "true" : "false");
     for (int i = 0; i < o->nprog; i++) {
         if (i) fputs(", ", f);
-        json_string(f, o->prog[i]);
+        nm_json_write_string(f, o->prog[i]);
     }
     fputs("], \"config\": ", f);
     nm_config_write_json(cfg, f, 0);
     char machine[512];
     machine_summary(machine, sizeof machine);
     fprintf(f, ", \"machine\": ");
-    json_string(f, machine);
+    nm_json_write_string(f, machine);
     if (with_bindings) {
         /* each rank left its CPU binding beside its records (rank-R.binding) */
         fputs(", \"bindings\": [", f);
@@ -296,7 +284,7 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
                 line[strcspn(line, "\n")] = 0;
             }
             if (r) fputs(", ", f);
-            json_string(f, line);
+            nm_json_write_string(f, line);
         }
         fputs("]", f);
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ms_trace.h"
+#include "netmodel.h"
 #include "timeline.h"
 
 enum { K_ISEND = 2, K_IRECV = 3, K_ICOLL = 4, K_RESUME = 65, K_TR_CALL = 32, K_TR_EXIT = 33, K_PCONTROL = 34 };
@@ -74,18 +75,6 @@ static int32_t world_rank(const ms_trace *t, uint64_t comm, int32_t r, int self)
     return -1;
 }
 
-static void put_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* picoseconds as the format's microseconds, exactly (6 decimals) */
 static void put_us(FILE *f, int64_t ps)
 {
@@ -100,7 +89,7 @@ static void slice(FILE *f, int *first, int rank, int tid_off, const char *name, 
                   int64_t t1, uint64_t bytes)
 {
     fprintf(f, "%s\n{\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"name\":", *first ? "" : ",", 2 * rank + tid_off);
-    put_str(f, name);
+    nm_json_write_string(f, name);
     fprintf(f, ",\"cat\":\"%s\",\"ts\":", cat);
     put_us(f, t0);
     fputs(",\"dur\":", f);
@@ -127,14 +116,14 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
     vec sends = {0}, recvs = {0};
     int rc = -1, first = 1;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"mpisim timeline\",\"time_base\":", f);
-    put_str(f, virtual_time ? "virtual (co-simulation)" : "real time of a capture-only recording");
+    nm_json_write_string(f, virtual_time ? "virtual (co-simulation)" : "real time of a capture-only recording");
     if (t->nprogram > 0) {
         fputs(",\"program\":", f);
-        put_str(f, t->program[0]);
+        nm_json_write_string(f, t->program[0]);
     }
     fprintf(f, ",\"nranks\":%d},\n\"traceEvents\":[", t->nranks);
     fprintf(f, "\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
-    put_str(f, t->nprogram > 0 ? t->program[0] : "MPI program");
+    nm_json_write_string(f, t->nprogram > 0 ? t->program[0] : "MPI program");
     fputs("}}", f);
     first = 0;
     for (int r = 0; r < t->nranks; r++) {

@@ -1,18 +1,7 @@
 /* Shared pieces of the run report: see report.h. */
 #include "report.h"
 
-void ms_report_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
+void ms_report_str(FILE *f, const char *s) { nm_json_write_string(f, s); }
 
 void ms_report_head(FILE *f, const char *const *program, int nprogram, int nranks, const char *topology,
                     const char *engine, const char *machine, const nm_config *cfg)

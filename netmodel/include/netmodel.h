@@ -85,6 +85,9 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
 /* The registered key nearest to a mistyped name (a few letters off, or without its section);
  * NULL if none is close. */
 const char *nm_config_suggest(const nm_config *cfg, const char *name);
+/* s as a JSON string literal (quotes, escapes; invalid UTF-8 becomes U+FFFD); NULL as "". The
+ * one JSON string writer of the project's reports, traces' metadata and timelines. */
+void nm_json_write_string(FILE *out, const char *s);
 /* Snapshot of (name, value-as-text) for serialising a resolved configuration elsewhere. */
 size_t nm_config_count(const nm_config *cfg);
 const char *nm_config_key_at(const nm_config *cfg, size_t i);

@@ -950,7 +950,7 @@ const char *nm_config_origin(const nm_config *cfg, const char *name)
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* JSON string with escapes; invalid UTF-8 bytes become U+FFFD so the output stays valid. */
-static void json_str(FILE *out, const char *s)
+void nm_json_write_string(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', out);
@@ -983,14 +983,14 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
         fprintf(out, "%s%s%*s", i ? "," : "", nl, in, "");
-        json_str(out, e->def->name);
+        nm_json_write_string(out, e->def->name);
         fprintf(out, ": {%s%*s\"value\": ", nl, 2 * in, "");
-        if (e->def->type == NM_KEY_STRING) json_str(out, e->text);
+        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e->text);
         else fputs(e->text, out);  /* canonical numbers are valid JSON numbers */
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
-        json_str(out, e->def->unit);
+        nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        json_str(out, e->origin);
+        nm_json_write_string(out, e->origin);
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
