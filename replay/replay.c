@@ -18,9 +18,6 @@
 #ifndef MPISIM_VERSION
 #define MPISIM_VERSION "unknown"
 #endif
-#ifndef MPISIM_SOURCE_PROFILE_DIR
-#define MPISIM_SOURCE_PROFILE_DIR "configs"
-#endif
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t len, const char *fmt, ...)
@@ -44,9 +41,7 @@ static double wall_now(void)
 const char *ms_replay_profile_path(void)
 {
     static char buf[8192];
-    const char *p = getenv("MPISIM_PROFILE_PATH");
-    if (p && *p) snprintf(buf, sizeof buf, "%s:%s", p, MPISIM_SOURCE_PROFILE_DIR);
-    else snprintf(buf, sizeof buf, "%s", MPISIM_SOURCE_PROFILE_DIR);
+    if (nm_config_search_path(buf, sizeof buf) != 0) return NULL;
     return buf;
 }
 

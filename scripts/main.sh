@@ -5,4 +5,5 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
 build=${MPISIM_BUILD:-$here/build}
-exec "$build/bin/mpisim" study speedup "$@"
+# results go under the build directory (or --out), never over the committed results/
+exec "$build/bin/mpisim" study speedup --out "$build/speedup" "$@"

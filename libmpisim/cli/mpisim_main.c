@@ -26,6 +26,10 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
 #ifdef MPISIM_HAVE_REPLAY
 #include "replay_cli.h"
 #endif
+#ifdef MPISIM_HAVE_TRACE
+#include "report_text.h"
+#include "timeline.h"
+#endif
 
 static void usage(FILE *f)
 {
@@ -34,7 +38,7 @@ static void usage(FILE *f)
             "                  [--routing shortest|updown|itb]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
-            "                  [--trace F.h5] -n N -- PROGRAM [ARGS...]\n"
+            "                  [--trace F.h5] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
             "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
             "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
@@ -45,9 +49,11 @@ static void usage(FILE *f)
             "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
             "                  [--out DIR]\n"
             "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
+            "       mpisim timeline TRACE.h5 -o FILE.json           (Chrome/Perfetto trace-event timeline)\n"
+            "       mpisim report [--top N] REPORT.json             (mpiP-style text summary of a report)\n"
             "       mpisim version\n"
             "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
-            MPISIM_SOURCE_PROFILE_DIR);
+            mpisim_profile_path() ? mpisim_profile_path() : "../share/mpisim/configs beside the command");
 }
 
 /* Directory of this executable, to find libmpisim.so (../lib) and the programs (.). */
@@ -61,15 +67,54 @@ int mpisim_self_dir(char *out, size_t len)
     return 0;
 }
 
+#ifndef MPISIM_REL_LIBDIR
+#define MPISIM_REL_LIBDIR "../lib"
+#endif
+#ifndef MPISIM_REL_APPDIR
+#define MPISIM_REL_APPDIR "../libexec/mpisim"
+#endif
+
+/* name in the first of dirs (relative to this executable's directory) that has it */
+static int find_beside_self(const char *const *dirs, size_t ndirs, const char *name, char *out, size_t len)
+{
+    char self[PATH_MAX];
+    if (mpisim_self_dir(self, sizeof self) < 0) return -1;
+    for (size_t i = 0; i < ndirs; i++) {
+        int n = snprintf(out, len, "%s/%s/%s", self, dirs[i], name);
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) return 0;
+    }
+    return -1;
+}
+
+int mpisim_find_shim(char *out, size_t len)
+{
+    /* installed: the GNU libdir; build tree: build/lib */
+    static const char *const dirs[] = {MPISIM_REL_LIBDIR, "../lib"};
+    return find_beside_self(dirs, 2, "libmpisim.so", out, len);
+}
+
+int mpisim_find_program(const char *name, char *out, size_t len)
+{
+    /* build tree: beside the command; installed: libexec/mpisim */
+    static const char *const dirs[] = {".", MPISIM_REL_APPDIR};
+    return find_beside_self(dirs, 2, name, out, len);
+}
+
+#ifndef MPISIM_REL_DATADIR
+#define MPISIM_REL_DATADIR "../share/mpisim"
+#endif
+
+int mpisim_find_data(const char *name, char *out, size_t len)
+{
+    static const char *const dirs[] = {MPISIM_REL_DATADIR};
+    return find_beside_self(dirs, 1, name, out, len);
+}
+
 const char *mpisim_profile_path(void)
 {
-    const char *p = getenv("MPISIM_PROFILE_PATH");
     static char buf[PATH_MAX * 2];
-    if (p && *p) {
-        snprintf(buf, sizeof buf, "%s:%s", p, MPISIM_SOURCE_PROFILE_DIR);
-        return buf;
-    }
-    return MPISIM_SOURCE_PROFILE_DIR;
+    if (nm_config_search_path(buf, sizeof buf) != 0) return NULL;
+    return buf;
 }
 
 /* --set accepts the documented short names of the shim's keys too. */
@@ -103,6 +148,7 @@ typedef struct run_opts {
     char **prog;
     int nprog;
     const char *trace;      /* HDF5 trace to write (run --trace, or trace --output) */
+    const char *timeline;   /* run --timeline: Chrome/Perfetto JSON, made from the trace */
     const char *bind;       /* --bind none|core|socket: mpirun's --bind-to */
     int capture_only;       /* `mpisim trace`: no model server */
 } run_opts;
@@ -160,6 +206,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
         else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
+        else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
         else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
         else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
         else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
@@ -201,18 +248,6 @@ static int parse_run(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* meta.json beside the ranks' raw trace files: what the HDF5 trace records about the run */
 static int machine_summary(char *out, size_t len);
 
@@ -228,14 +263,14 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
             o->nranks, o->capture_only ? "true" : "false");
     for (int i = 0; i < o->nprog; i++) {
         if (i) fputs(", ", f);
-        json_string(f, o->prog[i]);
+        nm_json_write_string(f, o->prog[i]);
     }
     fputs("], \"config\": ", f);
     nm_config_write_json(cfg, f, 0);
     char machine[512];
     machine_summary(machine, sizeof machine);
     fprintf(f, ", \"machine\": ");
-    json_string(f, machine);
+    nm_json_write_string(f, machine);
     if (with_bindings) {
         /* each rank left its CPU binding beside its records (rank-R.binding) */
         fputs(", \"bindings\": [", f);
@@ -249,7 +284,7 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
                 line[strcspn(line, "\n")] = 0;
             }
             if (r) fputs(", ", f);
-            json_string(f, line);
+            nm_json_write_string(f, line);
         }
         fputs("]", f);
     }
@@ -373,21 +408,21 @@ static int launch_and_serve(const run_opts *o_)
                 !strcmp(nm_config_string(cfg, "shim.compute"), "wall")
                     ? "--compute wall will charge waiting for a core as computation"
                     : "computation is charged as each rank's CPU time, so results hold; the run takes longer");
-    char trace_dir[PATH_MAX + 8] = "";
+    char trace_dir[PATH_MAX + 8] = "", timeline_trace[PATH_MAX];
+    if (o.timeline && !o.trace) {   /* the timeline is drawn from a trace kept only until then */
+        snprintf(timeline_trace, sizeof timeline_trace, "%s.trace.h5", o.timeline);
+        o.trace = timeline_trace;
+    }
     if (o.trace) {
         if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
             fprintf(stderr, "mpisim: cannot create the trace directory %s: %s\n", trace_dir, strerror(errno));
             return 2;
         }
     }
-    char dir[PATH_MAX], shim[PATH_MAX + 64];
-    if (mpisim_self_dir(dir, sizeof dir) < 0) {
-        fprintf(stderr, "mpisim: cannot find its own directory\n");
-        return 2;
-    }
+    char shim[PATH_MAX + 64];
     const char *shim_env = getenv("MPISIM_SHIM");
     if (shim_env) snprintf(shim, sizeof shim, "%s", shim_env);
-    else snprintf(shim, sizeof shim, "%s/../lib/libmpisim.so", dir);
+    else if (mpisim_find_shim(shim, sizeof shim) != 0) snprintf(shim, sizeof shim, "libmpisim.so beside the command");
     if (access(shim, R_OK) != 0) {
         fprintf(stderr, "mpisim: the shim %s is missing (set MPISIM_SHIM)\n", shim);
         return 2;
@@ -473,6 +508,18 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
     if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
+#ifdef MPISIM_HAVE_TRACE
+    if (o.timeline) {
+        char terr[2048];
+        if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
+            fprintf(stderr, "mpisim: timeline: %s\n", terr);
+            if (rc == 0) rc = 4;
+        } else {
+            fprintf(stderr, "mpisim: timeline %s\n", o.timeline);
+        }
+        if (o.trace == timeline_trace) unlink(timeline_trace);
+    }
+#endif
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);
@@ -484,13 +531,25 @@ static int cmd_config(int argc, char **argv)
 {
     const char *profile = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    int nsets = 0, json = 0;
+    int nsets = 0, json = 0, describe = 0;
+    const char *describe_key = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
         else if (!strcmp(argv[i], "--set") && i + 1 < argc) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            fprintf(stderr, "mpisim config: unknown option '%s'\n", argv[i]);
+        else if (!strcmp(argv[i], "--describe")) {
+            describe = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') describe_key = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: mpisim config [--profile NAME|FILE] [--set key=value]... [--json | --describe [KEY]]\n"
+                   "Prints the resolved configuration: every key's value, unit and source (the default's\n"
+                   "citation, file:line of a profile, or --set). --json writes it as the reports carry it;\n"
+                   "--describe prints each key's (or KEY's) help, type, unit, default and its source.\n");
+            free(sets);
+            return 0;
+        } else {
+            fprintf(stderr, "mpisim config: unknown option '%s' (see mpisim config --help)\n", argv[i]);
+            free(sets);
             return 2;
         }
     }
@@ -501,10 +560,16 @@ static int cmd_config(int argc, char **argv)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
-    if (json) nm_config_write_json(cfg, stdout, 0);
+    int rc = 0;
+    if (describe) {
+        if (nm_config_describe(cfg, describe_key, stdout, err, sizeof err) != 0) {
+            fprintf(stderr, "mpisim config: %s\n", err);
+            rc = 2;
+        }
+    } else if (json) nm_config_write_json(cfg, stdout, 0);
     else nm_config_write_text(cfg, stdout);
     nm_config_destroy(cfg);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -531,6 +596,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
 #endif
     if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
+#ifdef MPISIM_HAVE_TRACE
+    if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
+#endif
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
 #endif

@@ -173,7 +173,7 @@ int mpisim_study_main(int argc, char **argv)
     if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
     char out[PATH_MAX];
     if (outdir) snprintf(out, sizeof out, "%s", outdir);
-    else snprintf(out, sizeof out, "%s/speedup", MPISIM_SOURCE_RESULTS_DIR);
+    else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */
     mkdir(out, 0755);
     char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64];
     snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
@@ -245,9 +245,9 @@ int mpisim_study_main(int argc, char **argv)
     fclose(csv);
     printf("CSV: %s\n", csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
-    char plot[PATH_MAX * 3];
+    char plot[PATH_MAX * 4], script[PATH_MAX];
     snprintf(plot, sizeof plot, "/usr/bin/python3 '%s/plot_speedup.py' '%s' '%s/speedup.png' >/dev/null 2>&1",
-             MPISIM_SOURCE_RESULTS_DIR, csv_path, out);
+             mpisim_find_data("results", script, sizeof script) == 0 ? script : ".", csv_path, out);
     if (access("/usr/bin/python3", X_OK) == 0 && system(plot) == 0) printf("Plot: %s/speedup.png\n", out);
     free(t);
     free(sets);

@@ -113,7 +113,8 @@ def main():
          '#ifndef MS_WRAPPERS_GEN_H', '#define MS_WRAPPERS_GEN_H', '#include <mpi.h>', '',
          'typedef enum {']
     h += [f'    MS_FN_{n},' for n, *_ in wrapped]
-    h += ['    MS_FN_Init, MS_FN_Init_thread, MS_FN_Finalize, MS_FN_Abort, MS_FN_Wtime, MS_FN_Wtick,',
+    h += ['    MS_FN_Init, MS_FN_Init_thread, MS_FN_Finalize, MS_FN_Abort, MS_FN_Wtime, MS_FN_Wtick, MS_FN_Pcontrol,',
+          '    MS_FN_Pcontrol_region,   /* not a function: the call-site entry of MPI_Pcontrol regions */',
           '    MS_FN_COUNT', '} ms_fn_id;', '',
           'extern const char *const ms_fn_names[MS_FN_COUNT];', '']
     # `modelled H +request`: the blocking call and its nonblocking form share ms_h_H, which takes
@@ -139,7 +140,7 @@ def main():
          '#include "wrappers_gen.h"', '#include "shim.h"', '',
          'const char *const ms_fn_names[MS_FN_COUNT] = {']
     c += [f'    "{n}",' for n, *_ in wrapped]
-    c += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick",', '};', '']
+    c += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",', '    "MPI_Pcontrol region",', '};', '']
     for n, cls, handler, plist, names in wrapped:
         args = ', '.join(names)
         sig = f'int {n}({", ".join(plist) if plist else "void"})'
@@ -169,7 +170,7 @@ def main():
              '#ifndef MS_FN_NAMES_GEN_H', '#define MS_FN_NAMES_GEN_H',
              'static const char *const ms_fn_name_table[] = {']
     names += [f'    "{n}",' for n, *_ in wrapped]
-    names += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick",', '};',
+    names += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",', '    "MPI_Pcontrol region",', '};',
               '#define MS_FN_NAME_COUNT (sizeof ms_fn_name_table / sizeof ms_fn_name_table[0])', '#endif', '']
     open(out_names, 'w').write('\n'.join(names))
     ftext, _ = gen_fortran.emit(protos, wrapped)

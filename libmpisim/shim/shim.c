@@ -73,6 +73,11 @@ typedef struct ms_state {
     int cs_depth;
     uint64_t cur_pcs[MS_CS_MAX_DEPTH];
     int cur_npcs;
+    /* the open MPI_Pcontrol region: level, start, and the site that opened it */
+    int pc_level;
+    int64_t pc_start_ps;
+    uint64_t pc_pcs[MS_CS_MAX_DEPTH];
+    int pc_npcs;
     void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
     int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
     int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
@@ -1432,6 +1437,45 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
     return PMPI_Abort(comm, errorcode);
 }
 
+/* An open MPI_Pcontrol region ends: its virtual duration goes into the call-site table as an
+ * "MPI_Pcontrol region" entry at the site that opened it (one call per region). */
+static void pcontrol_close_region(void)
+{
+    if (S.pc_level <= 0) return;
+    uint64_t pcs[MS_CS_MAX_DEPTH];
+    int npcs = S.cur_npcs;
+    memcpy(pcs, S.cur_pcs, sizeof pcs);
+    memcpy(S.cur_pcs, S.pc_pcs, sizeof pcs);
+    S.cur_npcs = S.pc_npcs;
+    cs_add((int)MS_FN_Pcontrol_region, 0, S.clock_ps - S.pc_start_ps);
+    memcpy(S.cur_pcs, pcs, sizeof pcs);
+    S.cur_npcs = npcs;
+    S.pc_level = 0;
+}
+
+/* MPI_Pcontrol(level) marks regions, as mpiP reads it: a positive level opens one, 0 closes it.
+ * Each mark is traced (the timeline draws the regions); the report lists each region's time. */
+int MPI_Pcontrol(const int level, ...)
+{
+    if (ms_bypass()) return PMPI_Pcontrol(level);
+    ms_enter(MS_FN_Pcontrol, __builtin_return_address(0));
+    if (S.trace_fd >= 0) {
+        ms_msg_tr_pcontrol m = {S.server ? S.clock_ps : 0, mono_ns(), level, 0};
+        trace_put(MS_MSG_TR_PCONTROL, &m, sizeof m, NULL, 0);
+    }
+    if (level > 0 && S.pc_level <= 0) {
+        S.pc_start_ps = S.clock_ps;
+        memcpy(S.pc_pcs, S.cur_pcs, sizeof S.pc_pcs);
+        S.pc_npcs = S.cur_npcs;
+        S.pc_level = level;
+    } else if (level <= 0) {
+        pcontrol_close_region();
+    }
+    int rc = PMPI_Pcontrol(level);
+    ms_exit(MS_FN_Pcontrol, rc);
+    return rc;
+}
+
 int MPI_Finalize(void)
 {
     if (!S.active || S.depth > 0) return PMPI_Finalize();
@@ -1442,6 +1486,7 @@ int MPI_Finalize(void)
     f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
     f.calls = S.calls;
     f.unmodelled_calls = S.unmodelled_calls;
+    pcontrol_close_region();
     send_callsites();
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
     trace_flush();

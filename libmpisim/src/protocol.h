@@ -45,6 +45,7 @@ typedef enum {
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
+    MS_MSG_TR_PCONTROL,    /* ms_msg_tr_pcontrol: MPI_Pcontrol(level), a region mark */
     /* server -> rank */
     MS_MSG_WELCOME = 64,   /* ms_msg_welcome */
     MS_MSG_RESUME,         /* ms_msg_resume + results[] */
@@ -168,6 +169,12 @@ typedef struct ms_msg_tr_call {
     int32_t fn;              /* ms_fn_id (names: fn_names_gen.h) */
     int32_t pad;
 } ms_msg_tr_call;
+
+typedef struct ms_msg_tr_pcontrol {
+    int64_t clock_ps;        /* the virtual clock at the call (co-simulation), else 0 */
+    int64_t real_ns;         /* CLOCK_MONOTONIC at the call */
+    int32_t level, pad;      /* MPI_Pcontrol's level: > 0 opens a region, 0 closes it */
+} ms_msg_tr_pcontrol;
 
 typedef struct ms_msg_tr_exit {
     int64_t real_exit_ns;    /* CLOCK_MONOTONIC at exit */

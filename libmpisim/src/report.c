@@ -1,18 +1,7 @@
 /* Shared pieces of the run report: see report.h. */
 #include "report.h"
 
-void ms_report_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
+void ms_report_str(FILE *f, const char *s) { nm_json_write_string(f, s); }
 
 void ms_report_head(FILE *f, const char *const *program, int nprogram, int nranks, const char *topology,
                     const char *engine, const char *machine, const nm_config *cfg)
@@ -46,10 +35,11 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r)
     }
     fprintf(f,
             ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
-            "\"mpi_ps\": %lld, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
+            "\"mpi_ps\": %lld, \"mpi_percent\": %.2f, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
             "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
             r->pid, r->status, (long long)r->end_ps, (long long)r->compute_ps, (long long)r->mpi_ps,
-            (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
+            /* mpiP's MPI%: time in MPI over the rank's whole (here virtual) time */
+            r->end_ps > 0 ? 100.0 * (double)r->mpi_ps / (double)r->end_ps : 0.0, (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
             (unsigned long long)r->msgs_recv, (unsigned long long)r->bytes_recv, (unsigned long long)r->collectives);
 }
 

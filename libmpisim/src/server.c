@@ -76,6 +76,7 @@ typedef struct site_total {
     char text[MS_SITE_TEXT];
     uint64_t calls, bytes;
     int64_t time_ps;
+    int64_t rank_min_ps, rank_max_ps;   /* one rank's time at the site: least and most over ranks */
     int ranks;
 } site_total;
 
@@ -615,6 +616,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         s->sites[i].calls += m.calls;
         s->sites[i].bytes += m.bytes;
         s->sites[i].time_ps += m.time_ps;
+        if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
+        if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
         s->sites[i].ranks++;
         break;
     }
@@ -1047,8 +1050,11 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
         fputs(", \"site\": ", f);
         ms_report_str(f, t->text);
-        fprintf(f, ", \"calls\": %llu, \"bytes\": %llu, \"time_ps\": %lld, \"ranks\": %d}",
-                (unsigned long long)t->calls, (unsigned long long)t->bytes, (long long)t->time_ps, t->ranks);
+        fprintf(f,
+                ", \"calls\": %llu, \"bytes\": %llu, \"time_ps\": %lld, \"ranks\": %d, \"rank_min_ps\": %lld, "
+                "\"rank_max_ps\": %lld}",
+                (unsigned long long)t->calls, (unsigned long long)t->bytes, (long long)t->time_ps, t->ranks,
+                (long long)t->rank_min_ps, (long long)t->rank_max_ps);
     }
     free(order);
     fprintf(f, "%s],\n  ", s->nsites ? "\n  " : "");

@@ -213,6 +213,7 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_CLOCK: *lo = *hi = sizeof(ms_msg_clock); return 1;
     case MS_MSG_TR_CALL: *lo = *hi = sizeof(ms_msg_tr_call); return 1;
     case MS_MSG_TR_EXIT: *lo = *hi = sizeof(ms_msg_tr_exit); return 1;
+    case MS_MSG_TR_PCONTROL: *lo = *hi = sizeof(ms_msg_tr_pcontrol); return 1;
     case MS_MSG_RESUME: *lo = sizeof(ms_msg_resume); *hi = *lo + sizeof(ms_msg_result) * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_RESOLVE: *lo = *hi = sizeof(ms_msg_resolve); return 1;
 #ifdef MS_SITE_TEXT
@@ -386,6 +387,12 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             ms_msg_tr_exit m;
             memcpy(&m, p, sizeof m);
             e->real_exit_ns = m.real_exit_ns; e->t_ps = m.clock_ps; e->fn = m.fn; e->mode = m.rc;
+            break;
+        }
+        case MS_MSG_TR_PCONTROL: {
+            ms_msg_tr_pcontrol m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.clock_ps; e->real_entry_ns = m.real_ns; e->mode = m.level;
             break;
         }
         case MS_MSG_RESUME: {
@@ -711,7 +718,7 @@ static int known_kind(int32_t k)
     switch (k) {
     case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL: case MS_MSG_FREE:
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
-    case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
+    case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_TR_PCONTROL: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
         return 1;
 #ifdef MS_SITE_TEXT
     case MS_MSG_SITE:

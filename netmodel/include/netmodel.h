@@ -57,9 +57,15 @@ int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, cha
  * bad values and bad units are errors naming file and line. Keys set later override earlier. */
 int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen);
 /* A profile is a name looked up as <dir>/<name>.ini in each ':'-separated directory of
- * `search_path`, or a path to a file. A profile may say `include = other` in [profile]. */
+ * `search_path` (NULL or "": nm_config_search_path's), or a path to a file. A profile may say
+ * `include = other` in [profile]. */
 int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char *search_path,
                            char *err, size_t errlen);
+/* The default search path: $MPISIM_PROFILE_PATH, then <directory of the running executable>/
+ * ../share/mpisim/configs (the same relative place in the build tree and in an installed tree),
+ * then the configured installation's profiles (for other programs linked with libnetmodel).
+ * -1 if it does not fit in len. */
+int nm_config_search_path(char *out, size_t len);
 /* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
 
@@ -72,6 +78,16 @@ int nm_config_has(const nm_config *cfg, const char *name);
 int nm_config_write_json(const nm_config *cfg, FILE *out, int indent);
 /* One line per key "key = value unit  (source)" for human output. */
 int nm_config_write_text(const nm_config *cfg, FILE *out);
+/* Every key (name NULL) or one: its help, type, unit, default and the default's source, its
+ * choices, and the value in force with its origin when it differs. -1 and a message (with a
+ * "did you mean") for an unknown name. */
+int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *err, size_t errlen);
+/* The registered key nearest to a mistyped name (a few letters off, or without its section);
+ * NULL if none is close. */
+const char *nm_config_suggest(const nm_config *cfg, const char *name);
+/* s as a JSON string literal (quotes, escapes; invalid UTF-8 becomes U+FFFD); NULL as "". The
+ * one JSON string writer of the project's reports, traces' metadata and timelines. */
+void nm_json_write_string(FILE *out, const char *s);
 /* Snapshot of (name, value-as-text) for serialising a resolved configuration elsewhere. */
 size_t nm_config_count(const nm_config *cfg);
 const char *nm_config_key_at(const nm_config *cfg, size_t i);

@@ -14,9 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#ifndef MPISIM_SOURCE_PROFILE_DIR
-#define MPISIM_SOURCE_PROFILE_DIR "configs"
+/* Where the profiles are, relative to the directory of the running executable: the same in the
+ * build tree (build/bin, build/share/mpisim/configs) and in an installed tree, so that no
+ * binary names the source checkout. */
+#ifndef MPISIM_REL_DATADIR
+#define MPISIM_REL_DATADIR "../share/mpisim"
 #endif
 
 #define NM_MAX_INCLUDE_DEPTH 16
@@ -256,6 +260,59 @@ static nm_entry *find(const nm_config *cfg, const char *name)
     for (size_t i = 0; i < cfg->n; i++)
         if (!strcmp(cfg->e[i].def->name, name)) return &cfg->e[i];
     return NULL;
+}
+
+/* Edit distance (Levenshtein) of two short names, for "did you mean" */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 127 || lb > 127) return (size_t)-1;
+    size_t row[128];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *nm_config_suggest(const nm_config *cfg, const char *name)
+{
+    if (!cfg || !name) return NULL;
+    const char *best = NULL;
+    size_t bestd = (size_t)-1, len = strlen(name);
+    for (size_t i = 0; i < cfg->n; i++) {
+        const char *k = cfg->e[i].def->name;
+        size_t d = edit_distance(name, k);
+        /* a key named without its section ("link_rate" for "network.link_rate") */
+        const char *dot = strrchr(k, '.');
+        if (dot && !strchr(name, '.')) {
+            size_t d2 = edit_distance(name, dot + 1);
+            if (d2 < d) d = d2;
+        }
+        if (d < bestd) {
+            bestd = d;
+            best = k;
+        }
+    }
+    /* close enough to be a typo: at most a third of the name's letters wrong */
+    return best && bestd > 0 && bestd * 3 <= len ? best : NULL;
+}
+
+/* " (did you mean 'x'?)" for an unknown key, or "" */
+static void did_you_mean(const nm_config *cfg, const char *name, char *out, size_t len)
+{
+    const char *s = nm_config_suggest(cfg, name);
+    if (s) snprintf(out, len, " (did you mean '%s'?)", s);
+    else if (len) out[0] = '\0';
 }
 
 /* Remove an inline "  # comment" (inih strips only ';' comments). */
@@ -577,7 +634,9 @@ static int handler(void *user, const char *section, const char *name, const char
     nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
     if (!e) {
         L->err_line = line;
-        snprintf(L->msg, sizeof L->msg, "unknown key '%s' in section [%s]", name, section);
+        char hint[300];
+        did_you_mean(L->cfg, full, hint, sizeof hint);
+        snprintf(L->msg, sizeof L->msg, "unknown key '%s' in section [%s]%s", name, section, hint);
         return 0;
     }
     char origin[512 + 16], m[420];
@@ -620,6 +679,37 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+int nm_config_search_path(char *out, size_t len)
+{
+    if (!out || len == 0) return -1;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *dir = ".";
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) { *slash = '\0'; dir = exe[0] ? exe : "/"; }
+    }
+    char rel[PATH_MAX + 64], real[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/" MPISIM_REL_DATADIR "/configs", dir);
+    const char *profiles = realpath(rel, real) ? real : rel;   /* file:line origins read cleanly */
+    const char *user = getenv("MPISIM_PROFILE_PATH");
+    int w = (user && *user) ? snprintf(out, len, "%s:%s", user, profiles) : snprintf(out, len, "%s", profiles);
+#ifdef MPISIM_INSTALL_DATADIR
+    /* programs linked with an installed libnetmodel live elsewhere: the install's profiles */
+    if (w > 0 && (size_t)w < len) w += snprintf(out + w, len - (size_t)w, ":" MPISIM_INSTALL_DATADIR "/configs");
+#endif
+    return (w < 0 || (size_t)w >= len) ? -1 : 0;
+}
+
+/* search_path, or the default one when NULL/empty (into buf) */
+static const char *search_path_or_default(const char *search_path, char *buf, size_t len)
+{
+    if (search_path && *search_path) return search_path;
+    if (nm_config_search_path(buf, len) != 0) snprintf(buf, len, "configs");
+    return buf;
+}
+
 static int load_file_rec(nm_config *cfg, const char *path, const char *search_path, char **stack,
                          int depth, char *err, size_t errlen);
 
@@ -638,8 +728,8 @@ static int resolve_profile(const char *name, const char *from_dir, const char *s
         snprintf(out, outlen, "%s/%s%s", from_dir, name, has_ext ? "" : ".ini");
         if (file_exists(out)) return 0;
     }
-    const char *sp = (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR;
-    const char *p = sp;
+    char spbuf[2 * PATH_MAX];
+    const char *p = search_path_or_default(search_path, spbuf, sizeof spbuf);
     while (1) {
         const char *q = strchr(p, ':');
         size_t l = q ? (size_t)(q - p) : strlen(p);
@@ -715,9 +805,9 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     for (int i = 0; i < L.ninc; i++) {
         char ipath[4096];
         if (resolve_profile(L.inc[i].name, slash ? dir : ".", search_path, ipath, sizeof ipath) != 0) {
+            char spbuf[2 * PATH_MAX];
             nm_set_err(err, errlen, "%s:%d: profile '%s' not found (looked beside %s and in '%s')", path,
-                    L.inc[i].line, L.inc[i].name, path,
-                    (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+                    L.inc[i].line, L.inc[i].name, path, search_path_or_default(search_path, spbuf, sizeof spbuf));
             free(dir);
             goto out;
         }
@@ -770,8 +860,9 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
         snprintf(path, sizeof path, "%s", name_or_path);
     } else if (strchr(name_or_path, '/') ||
                resolve_profile(name_or_path, NULL, search_path, path, sizeof path) != 0) {
+        char spbuf[2 * PATH_MAX];
         nm_set_err(err, errlen, "profile '%s' not found (searched '%s')", name_or_path,
-                (search_path && *search_path) ? search_path : MPISIM_SOURCE_PROFILE_DIR);
+                search_path_or_default(search_path, spbuf, sizeof spbuf));
         return -1;
     }
     return load_top(cfg, path, search_path, err, errlen);
@@ -798,7 +889,9 @@ int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, ch
     key[k1 - k0] = '\0';
     nm_entry *e = find(cfg, key);
     if (!e) {
-        nm_set_err(err, errlen, "%s: unknown key '%s'", origin, key);
+        char hint[300];
+        did_you_mean(cfg, key, hint, sizeof hint);
+        nm_set_err(err, errlen, "%s: unknown key '%s'%s", origin, key, hint);
         return -1;
     }
     char m[420];
@@ -857,7 +950,7 @@ const char *nm_config_origin(const nm_config *cfg, const char *name)
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* JSON string with escapes; invalid UTF-8 bytes become U+FFFD so the output stays valid. */
-static void json_str(FILE *out, const char *s)
+void nm_json_write_string(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', out);
@@ -890,17 +983,41 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
         fprintf(out, "%s%s%*s", i ? "," : "", nl, in, "");
-        json_str(out, e->def->name);
+        nm_json_write_string(out, e->def->name);
         fprintf(out, ": {%s%*s\"value\": ", nl, 2 * in, "");
-        if (e->def->type == NM_KEY_STRING) json_str(out, e->text);
+        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e->text);
         else fputs(e->text, out);  /* canonical numbers are valid JSON numbers */
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
-        json_str(out, e->def->unit);
+        nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        json_str(out, e->origin);
+        nm_json_write_string(out, e->origin);
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
+    return ferror(out) ? -1 : 0;
+}
+
+int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *err, size_t errlen)
+{
+    if (!cfg || !out) return -1;
+    if (name && !find(cfg, name)) {
+        char hint[300];
+        did_you_mean(cfg, name, hint, sizeof hint);
+        nm_set_err(err, errlen, "unknown key '%s'%s", name, hint);
+        return -1;
+    }
+    static const char *const types[] = {"integer", "number", "text"};
+    for (size_t i = 0; i < cfg->n; i++) {
+        const nm_entry *e = &cfg->e[i];
+        const nm_key_def *d = e->def;
+        if (name && strcmp(d->name, name)) continue;
+        fprintf(out, "%s\n    %s\n    type %s%s%s, default %s%s%s (%s)\n", d->name, d->help && *d->help ? d->help : "",
+                types[d->type <= NM_KEY_STRING ? d->type : 2], *d->unit ? ", unit " : "", d->unit, d->default_value,
+                *d->unit ? " " : "", d->unit, d->source ? d->source : "");
+        if (d->choices && *d->choices) fprintf(out, "    choices: %s\n", d->choices);
+        if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
+            fprintf(out, "    value %s%s%s from %s\n", e->text, *d->unit ? " " : "", d->unit, e->origin);
+    }
     return ferror(out) ? -1 : 0;
 }
 

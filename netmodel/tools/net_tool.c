@@ -14,10 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#ifndef MPISIM_SOURCE_PROFILE_DIR
-#define MPISIM_SOURCE_PROFILE_DIR "configs"
-#endif
-
 enum { TR_UNIFORM, TR_HOTSPOT, TR_LOCAL, TR_PERM };
 
 typedef struct {
@@ -133,8 +129,8 @@ static void usage(FILE *f, const char *prog)
             "         paths for updown and itb), bit-reversal, butterfly, complement, matrix-transpose,\n"
             "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
             "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
-            "$MPISIM_PROFILE_PATH, else %s.\n",
-            prog, MPISIM_SOURCE_PROFILE_DIR);
+            "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n",
+            prog);
 }
 
 int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
@@ -214,9 +210,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
         goto done;
     }
-    const char *path = getenv("MPISIM_PROFILE_PATH");
-    if (!path || !*path) path = MPISIM_SOURCE_PROFILE_DIR;
-    if (nm_config_load_profile(cfg, profile, path, err, sizeof err) != 0) {
+    if (nm_config_load_profile(cfg, profile, NULL, err, sizeof err) != 0) {
         fprintf(errout, "%s: %s\n", prog, err);
         goto done;
     }

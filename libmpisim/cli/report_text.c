@@ -1,0 +1,211 @@
+/* `mpisim report FILE.json`: a run report (mpisim-report/1, from `mpisim run` or `mpisim
+ * replay`) as the text summary mpiP prints: per-rank App / MPI / MPI%, the call sites that took
+ * the most virtual time with their spread across ranks, MPI_Pcontrol regions, and the message
+ * sizes per call. All times are virtual. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ms_json.h"
+#include "report_text.h"
+
+static double num(const ms_json *obj, const char *key)
+{
+    const ms_json *v = ms_json_get(obj, key);
+    return v && v->type == MS_JSON_NUM ? v->num : 0.0;
+}
+
+static const char *str(const ms_json *obj, const char *key)
+{
+    const ms_json *v = ms_json_get(obj, key);
+    return v && v->type == MS_JSON_STR ? v->str : "";
+}
+
+static int is_region(const char *call) { return !strcmp(call, "MPI_Pcontrol region"); }
+
+typedef struct call_sum {
+    const char *call;
+    double calls, bytes, time_ps;
+} call_sum;
+
+static int by_bytes(const void *a, const void *b)
+{
+    const call_sum *x = a, *y = b;
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
+int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *err, size_t errlen)
+{
+    ms_json *root = ms_json_parse(text, len, err, errlen);
+    if (!root) return -1;
+    if (root->type != MS_JSON_OBJ || strcmp(str(root, "schema"), "mpisim-report/1")) {
+        snprintf(err, errlen, "not an mpisim report (schema mpisim-report/1)");
+        ms_json_free(root);
+        return -1;
+    }
+    const ms_json *prog = ms_json_get(root, "program");
+    const ms_json *ranks = ms_json_get(root, "ranks");
+    const ms_json *sites = ms_json_get(root, "callsites");
+    const ms_json *summary = ms_json_get(root, "summary");
+
+    fputs("@ mpisim report (virtual time)\n@ Command        :", out);
+    for (size_t i = 0; prog && prog->type == MS_JSON_ARR && i < prog->n; i++)
+        if (prog->items[i].type == MS_JSON_STR) fprintf(out, " %s", prog->items[i].str);
+    fprintf(out, "\n@ Ranks          : %d\n@ Network        : %s (%s engine)\n", (int)num(root, "nranks"),
+            str(root, "topology"), str(root, "engine"));
+    if (summary)
+        fprintf(out, "@ Virtual time   : %.6f s\n@ Outcome        : %s\n@ Wall time      : %.3f s\n",
+                num(summary, "virtual_time_ps") * 1e-12, str(summary, "outcome"), num(summary, "wall_s"));
+
+    /* per rank: App = the rank's virtual time, MPI = virtual time inside MPI calls */
+    double app_sum = 0, mpi_sum = 0;
+    fputs("\n---------------------------------------------------------------------------\n"
+          "@--- MPI Time (seconds) ----------------------------------------------------\n"
+          "---------------------------------------------------------------------------\n"
+          "Task    AppTime    MPITime     MPI%   Compute      Calls  Status\n", out);
+    size_t nr = ranks && ranks->type == MS_JSON_ARR ? ranks->n : 0;
+    for (size_t i = 0; i < nr; i++) {
+        const ms_json *r = &ranks->items[i];
+        double app = num(r, "virtual_end_ps") * 1e-12, mpi = num(r, "mpi_ps") * 1e-12;
+        app_sum += app;
+        mpi_sum += mpi;
+        fprintf(out, "%4d %10.6f %10.6f %8.2f %9.6f %10.0f  %s\n", (int)num(r, "rank"), app, mpi,
+                app > 0 ? 100.0 * mpi / app : 0.0, num(r, "compute_ps") * 1e-12, num(r, "calls"), str(r, "status"));
+    }
+    if (nr) fprintf(out, "   * %10.6f %10.6f %8.2f\n", app_sum, mpi_sum, app_sum > 0 ? 100.0 * mpi_sum / app_sum : 0.0);
+
+    /* call sites, most virtual time first (the report is sorted so) */
+    size_t ns = sites && sites->type == MS_JSON_ARR ? sites->n : 0;
+    fputs("\n---------------------------------------------------------------------------\n"
+          "@--- Callsites: top by virtual time -------------------------------------\n"
+          "---------------------------------------------------------------------------\n"
+          "Call                     Calls   Time(ms)  App%   MPI%  Rank min/mean/max (ms)  Site\n", out);
+    int shown = 0;
+    for (size_t i = 0; i < ns && shown < top; i++) {
+        const ms_json *s = &sites->items[i];
+        if (is_region(str(s, "call"))) continue;
+        double t = num(s, "time_ps") * 1e-9, nrk = num(s, "ranks");
+        fprintf(out, "%-22s %7.0f %10.4f %5.2f %6.2f  %6.4f/%6.4f/%6.4f  %s\n", str(s, "call"), num(s, "calls"), t,
+                app_sum > 0 ? 100.0 * t * 1e-3 / app_sum : 0.0, mpi_sum > 0 ? 100.0 * t * 1e-3 / mpi_sum : 0.0,
+                num(s, "rank_min_ps") * 1e-9, nrk > 0 ? t / nrk : 0.0, num(s, "rank_max_ps") * 1e-9, str(s, "site"));
+        shown++;
+    }
+
+    int regions = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const ms_json *s = &sites->items[i];
+        if (!is_region(str(s, "call"))) continue;
+        if (!regions++)
+            fputs("\n---------------------------------------------------------------------------\n"
+                  "@--- MPI_Pcontrol regions (opened at site) -------------------------------\n"
+                  "---------------------------------------------------------------------------\n"
+                  "Regions   Time(ms)  Rank min/mean/max (ms)  Site\n", out);
+        double t = num(s, "time_ps") * 1e-9, nrk = num(s, "ranks");
+        fprintf(out, "%7.0f %10.4f  %6.4f/%6.4f/%6.4f  %s\n", num(s, "calls"), t, num(s, "rank_min_ps") * 1e-9,
+                nrk > 0 ? t / nrk : 0.0, num(s, "rank_max_ps") * 1e-9, str(s, "site"));
+    }
+
+    /* message sizes per MPI function (sum over its sites) */
+    call_sum *cs = calloc(ns ? ns : 1, sizeof *cs);
+    size_t nc = 0;
+    if (!cs) {
+        snprintf(err, errlen, "out of memory");
+        ms_json_free(root);
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const ms_json *s = &sites->items[i];
+        if (num(s, "bytes") <= 0) continue;
+        size_t k;
+        for (k = 0; k < nc && strcmp(cs[k].call, str(s, "call")); k++) {}
+        if (k == nc) cs[nc++].call = str(s, "call");
+        cs[k].calls += num(s, "calls");
+        cs[k].bytes += num(s, "bytes");
+        cs[k].time_ps += num(s, "time_ps");
+    }
+    qsort(cs, nc, sizeof *cs, by_bytes);
+    double all = 0;
+    for (size_t k = 0; k < nc; k++) all += cs[k].bytes;
+    fputs("\n---------------------------------------------------------------------------\n"
+          "@--- Aggregate message sizes (bytes, sends and receives) -------------------\n"
+          "---------------------------------------------------------------------------\n"
+          "Call                     Count        Total       Avrg   %Total\n", out);
+    for (size_t k = 0; k < nc; k++)
+        fprintf(out, "%-22s %7.0f %12.0f %10.1f %8.2f\n", cs[k].call, cs[k].calls, cs[k].bytes,
+                cs[k].calls > 0 ? cs[k].bytes / cs[k].calls : 0.0, all > 0 ? 100.0 * cs[k].bytes / all : 0.0);
+    free(cs);
+    ms_json_free(root);
+    return ferror(out) ? -1 : 0;
+}
+
+int mpisim_report_main(int argc, char **argv)
+{
+    const char *path = NULL;
+    int top = 20;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: mpisim report [--top N] FILE.json\n"
+                   "Prints a run report (mpisim run --report, mpisim replay --report) as mpiP's text\n"
+                   "summary: per-rank App/MPI time and MPI%%, the N call sites with the most virtual time\n"
+                   "(default 20) with their least/mean/most over ranks, MPI_Pcontrol regions, and the\n"
+                   "message sizes per MPI call. Times are virtual.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--top") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v <= 0 || v > 1000000) {
+                fprintf(stderr, "mpisim report: --top wants a positive count, got '%s'\n", argv[i]);
+                return 2;
+            }
+            top = (int)v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "mpisim report: unknown option '%s' (see mpisim report --help)\n", argv[i]);
+            return 2;
+        } else if (!path) path = argv[i];
+        else {
+            fprintf(stderr, "mpisim report: one report at a time ('%s')\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: mpisim report [--top N] FILE.json\n");
+        return 2;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *q = realloc(text, cap);
+            if (!q) {
+                free(text);
+                fclose(f);
+                fprintf(stderr, "mpisim report: %s: out of memory\n", path);
+                return 1;
+            }
+            text = q;
+        }
+        size_t n = fread(text + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    char err[1024] = "";
+    int rc = rerr ? -1 : mpisim_report_text(text, len, stdout, top, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "mpisim report: %s: %s\n", path, rerr ? "read error" : err);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Tests of the command's outputs and of its installation.
+
+Usage: test_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
+  timeline_and_report  mpisim run --timeline / mpisim timeline (Chrome trace-event JSON: slices,
+                       message flows, MPI_Pcontrol regions), mpisim report (mpiP-style text)
+  help                 every subcommand's --help exits 0 and documents its own options
+  install              cmake --install into an empty prefix: the tree, no checkout path in any
+                       installed file, the installed command runs a program from / with a profile
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+MPISIM = os.path.join(BUILD, "bin", "mpisim")
+WORK = tempfile.mkdtemp(prefix="mpisim-cli-")
+
+
+def run(args, check=True, timeout=300, **kw):
+    p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def build_prog(name):
+    out = os.path.join(WORK, name)
+    run(["mpicc", "-O1", "-std=c11", "-o", out, os.path.join(SRC, "tests", "cli", "progs", name + ".c")])
+    return out
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAILED: " + what)
+    print("ok:", what)
+
+
+def flows(tl):
+    ev = tl["traceEvents"]
+    s = {e["id"]: e for e in ev if e["ph"] == "s"}
+    f = {e["id"]: e for e in ev if e["ph"] == "f"}
+    return s, f
+
+
+def timeline_and_report():
+    prog = build_prog("pcontrol")
+    tl, rep, kept = (os.path.join(WORK, x) for x in ("t.json", "r.json", "kept.h5"))
+    p = run([MPISIM, "run", "--compute", "none", "--timeline", tl, "--trace", kept, "--report", rep,
+             "-n", "3", "--", prog])
+    region_s = {int(l.split()[1]): float(l.split()[3]) for l in p.stdout.splitlines() if l.startswith("rank ")}
+    with open(tl) as fh:
+        t = json.load(fh)
+    check(t["otherData"]["time_base"].startswith("virtual"), "a co-simulation's timeline is in virtual time")
+    names = {e["tid"]: e["args"]["name"] for e in t["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    check(sorted(names.values()) == ["rank 0", "rank 1", "rank 2"], "one track per rank")
+    calls = [e for e in t["traceEvents"] if e["ph"] == "X" and e["cat"] == "mpi"]
+    check({"MPI_Send", "MPI_Recv", "MPI_Barrier", "MPI_Pcontrol"} <= {e["name"] for e in calls},
+          "MPI calls are slices")
+    # 5 round trips between ranks 0 and 1: 10 messages, each an arrow from its send to its receive
+    s, f = flows(t)
+    check(len(s) == 10 and set(s) == set(f), f"10 message flows (got {len(s)} starts, {len(f)} ends)")
+    for i in s:
+        if not (f[i]["ts"] > s[i]["ts"] and {s[i]["tid"], f[i]["tid"]} == {0, 2}):
+            sys.exit(f"FAILED: flow {i}: {s[i]} -> {f[i]}")
+    print("ok: every flow goes forward in time between ranks 0 and 1")
+    # each flow ends inside an MPI_Recv slice of its receiver
+    for i in f:
+        inside = [c for c in calls if c["tid"] == f[i]["tid"] and c["name"] == "MPI_Recv"
+                  and c["ts"] <= f[i]["ts"] <= c["ts"] + c["dur"] + 1e-6]
+        if not inside:
+            sys.exit(f"FAILED: flow {i} ends outside any MPI_Recv of its rank: {f[i]}")
+    print("ok: every flow ends in its receiver's MPI_Recv")
+    regions = [e for e in t["traceEvents"] if e["ph"] == "X" and e["cat"] == "pcontrol"]
+    check(len(regions) == 3, "one MPI_Pcontrol region per rank on its second track")
+    with open(rep) as fh:
+        r = json.load(fh)
+    sites = [c for c in r["callsites"] if c["call"] == "MPI_Pcontrol region"]
+    check(len(sites) == 1 and sites[0]["calls"] == 3 and sites[0]["ranks"] == 3,
+          "the report counts the regions at the site that opened them")
+    by_rank = {e["tid"] // 2: e["dur"] for e in regions}
+    check(abs(sites[0]["rank_max_ps"] * 1e-6 - max(by_rank.values())) < 1e-6 and
+          abs(sites[0]["rank_min_ps"] * 1e-6 - min(by_rank.values())) < 1e-6,
+          "timeline and report give the regions the same virtual durations")
+    for rk, dur in by_rank.items():
+        # the program's own MPI_Wtime around the region (Wtime may add a 1 us stall under --compute none)
+        if abs(dur * 1e-6 - region_s[rk]) > 2.5e-6:
+            sys.exit(f"FAILED: rank {rk} region {dur} us, program measured {region_s[rk]} s")
+    print("ok: regions match the program's own MPI_Wtime")
+    for rk in r["ranks"]:
+        want = 100.0 * rk["mpi_ps"] / rk["virtual_end_ps"]
+        if abs(rk["mpi_percent"] - want) > 0.01:
+            sys.exit(f"FAILED: mpi_percent {rk['mpi_percent']} != {want}")
+    print("ok: per-rank mpi_percent in the JSON report")
+    # the same trace through `mpisim timeline` gives the same file
+    t2 = os.path.join(WORK, "t2.json")
+    run([MPISIM, "timeline", kept, "-o", t2])
+    with open(tl) as a, open(t2) as b:
+        check(a.read() == b.read(), "mpisim timeline on the kept trace equals run --timeline")
+    check(not os.path.exists(tl + ".trace.h5"), "run --timeline with --trace keeps no extra trace")
+    # the text report
+    txt = run([MPISIM, "report", rep]).stdout
+    check("MPI%" in txt and "Callsites" in txt and "MPI_Pcontrol regions" in txt and "MPI_Send" in txt,
+          "mpisim report prints the per-rank MPI% table, call sites, regions")
+    rows = [l for l in txt.splitlines() if l.split()[:1] in (["0"], ["1"], ["2"])]
+    check(len(rows) >= 3, "one row per rank")
+    bad = run([MPISIM, "report", kept], check=False)
+    check(bad.returncode == 1 and "mpisim report" in bad.stderr, "a non-report file is a clear error")
+    # a capture-only trace: real time, still the messages
+    cap, t3 = os.path.join(WORK, "cap.h5"), os.path.join(WORK, "t3.json")
+    run([MPISIM, "trace", "-o", cap, "-n", "2", "--", prog])
+    run([MPISIM, "timeline", cap, "-o", t3])
+    with open(t3) as fh:
+        c = json.load(fh)
+    s3, f3 = flows(c)
+    check(c["otherData"]["time_base"].startswith("real") and len(s3) == 10 and set(s3) == set(f3),
+          "a capture-only trace gives a real-time timeline with its 10 messages")
+
+
+def help_():
+    for sub in ("timeline", "report"):
+        p = run([MPISIM, sub, "--help"])
+        check(p.returncode == 0 and f"mpisim {sub}" in p.stdout, f"mpisim {sub} --help")
+    p = run([MPISIM, "--help"])
+    check("timeline" in p.stdout and "report" in p.stdout, "mpisim --help lists timeline and report")
+    p = run([MPISIM, "timeline", "--frobnicate"], check=False)
+    check(p.returncode == 2 and "--frobnicate" in p.stderr, "an unknown option is named")
+    p = run([MPISIM, "config", "--help"])
+    check("--describe" in p.stdout, "mpisim config --help documents --describe")
+    p = run([MPISIM, "config", "--describe", "mpi.eager_threshold"])
+    check("mpi.eager_threshold" in p.stdout and "unit B" in p.stdout and "seed 003" in p.stdout,
+          "config --describe KEY prints help, unit, default and source")
+    p = run([MPISIM, "config", "--describe"])
+    check(p.stdout.count("\n    type ") > 40, "config --describe prints every key")
+    for typo, want in (("network.lnk_rate=1", "network.link_rate"), ("mpi.eager_treshold=4", "mpi.eager_threshold"),
+                       ("link_rat=1", "network.link_rate")):
+        p = run([MPISIM, "config", "--set", typo], check=False)
+        check(p.returncode == 2 and f"did you mean '{want}'" in p.stderr, f"--set {typo} suggests {want}")
+    p = run([MPISIM, "config", "--set", "zzzzzz=1"], check=False)
+    check(p.returncode == 2 and "did you mean" not in p.stderr, "no suggestion for a name like no key")
+
+
+def install():
+    prefix = os.path.join(WORK, "prefix")
+    run(["cmake", "--install", BUILD, "--prefix", prefix])
+    files = []
+    for d, _, fs in os.walk(prefix):
+        files += [os.path.join(d, f) for f in fs]
+    rel = {os.path.relpath(f, prefix) for f in files}
+
+    def has(pred, what):
+        check(any(pred(x) for x in rel), what)
+    has(lambda x: x == "bin/mpisim", "the command")
+    has(lambda x: x.endswith("/libmpisim.so"), "the shim")
+    has(lambda x: x.endswith("/libnetmodel.a"), "the network library")
+    has(lambda x: x.endswith("include/mpisim/netmodel.h"), "its header")
+    has(lambda x: x == "share/mpisim/configs/default.ini", "the profiles under share/")
+    has(lambda x: x == "share/man/man1/mpisim.1", "a man page")
+    has(lambda x: x.endswith("pkgconfig/mpisim-netmodel.pc"), "a pkg-config file")
+    has(lambda x: x.endswith("cmake/mpisim/mpisimConfig.cmake"), "a CMake package config")
+    has(lambda x: x == "share/bash-completion/completions/mpisim", "bash completion")
+    has(lambda x: x.endswith("libexec/mpisim/pingpong"), "the study programs")
+    src = os.path.realpath(SRC).encode()
+    leaks = []
+    for f in files:
+        if os.path.islink(f):
+            continue
+        with open(f, "rb") as fh:
+            if src in fh.read():
+                leaks.append(os.path.relpath(f, prefix))
+    check(not leaks, f"no installed file names the checkout ({src.decode()}): {leaks}")
+    man = run(["man", "-l", os.path.join(prefix, "share/man/man1/mpisim.1")], check=False,
+              env=dict(os.environ, MANPAGER="cat", PAGER="cat", MANWIDTH="100"))
+    if man.returncode == 0:
+        check("timeline" in man.stdout and "EXIT STATUS" in man.stdout, "the man page renders")
+    # the installed command, run from /, with a named profile; nothing of the build tree in reach
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPISIM_")}
+    rep = os.path.join(WORK, "inst.json")
+    app = [x for x in rel if x.endswith("libexec/mpisim/pingpong")][0]
+    p = run([os.path.join(prefix, "bin", "mpisim"), "run", "--compute", "none", "--profile", "seed000-sbus",
+             "--report", rep, "-n", "2", "--", os.path.join(prefix, app), "--only", "1024", "--iters", "4"],
+            cwd="/", env=env)
+    with open(rep) as fh:
+        r = json.load(fh)
+    check(r["summary"]["outcome"] == "ok" and "seed000-sbus" in json.dumps(r["config"]),
+          "the installed mpisim runs a program from / with a named profile")
+    # a program built against the installed network library through pkg-config
+    pc_dir = os.path.dirname([os.path.join(prefix, x) for x in rel if x.endswith("mpisim-netmodel.pc")][0])
+    csrc = os.path.join(WORK, "use_netmodel.c")
+    with open(csrc, "w") as fh:
+        fh.write('#include <netmodel.h>\n#include <stdio.h>\nint main(void){char e[512];'
+                 'nm_config *c = nm_config_create();'
+                 'if (nm_config_load_profile(c, "default", NULL, e, sizeof e)) {puts(e); return 1;}'
+                 'nm_config_destroy(c); puts("loaded"); return 0;}\n')
+    penv = dict(env, PKG_CONFIG_PATH=pc_dir)
+    flags = run(["pkg-config", "--cflags", "--libs", "--static", "mpisim-netmodel"], env=penv).stdout.split()
+    exe = os.path.join(WORK, "use_netmodel")
+    run(["cc", "-o", exe, csrc] + flags)
+    p = run([exe], env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
+    check(p.stdout.strip() == "loaded", "a program links the installed libnetmodel via pkg-config")
+
+
+{"timeline_and_report": timeline_and_report, "help": help_, "install": install}[NAME]()
+print("PASSED", NAME)
