@@ -11,6 +11,7 @@
 #include "mpisim.h"
 #include "ms_json.h"
 #include "ms_model.h"
+#include "ms_host.h"
 #include "ms_util.h"
 #include "protocol.h"
 #include "report.h"
@@ -458,13 +459,14 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
 
     const char *topo = nm_config_string(cfg, "network.topology");
     char spec[1024];
-    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", p.n);
+    int need_hosts = ms_host_topology_hosts(cfg, p.n);   /* nodes x NIC ports */
+    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", need_hosts);
     else snprintf(spec, sizeof spec, "%s", topo);
     p.topo = nm_topology_load(spec, cfg, err, errlen);
     if (!p.topo) goto out;
-    if (nm_topology_hosts(p.topo) < p.n) {
-        fail(err, errlen, "topology %s has %d hosts, the trace has %d ranks", nm_topology_name(p.topo),
-             nm_topology_hosts(p.topo), p.n);
+    if (nm_topology_hosts(p.topo) < need_hosts) {
+        fail(err, errlen, "topology %s has %d hosts, the trace's %d ranks need %d (host.ranks_per_node, host.ports)",
+             nm_topology_name(p.topo), nm_topology_hosts(p.topo), p.n, need_hosts);
         goto out;
     }
     p.net = nm_network_create(cfg, p.topo, err, errlen);

@@ -3,6 +3,7 @@
  * The timing contract is written in README.md next to this file. */
 #include "ms_model.h"
 #include "ms_coll.h"
+#include "ms_host.h"
 #include "ms_util.h"
 
 #include <inttypes.h>
@@ -66,14 +67,15 @@ static const nm_key_def mpi_keys[] = {
 
 int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 {
-    return nm_config_register(cfg, mpi_keys, sizeof mpi_keys / sizeof mpi_keys[0], err, errlen);
+    if (nm_config_register(cfg, mpi_keys, sizeof mpi_keys / sizeof mpi_keys[0], err, errlen) != 0) return -1;
+    return ms_host_register_keys(cfg, err, errlen);
 }
 
 /* ---- internal structures --------------------------------------------------------------------- */
 
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK };
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -126,8 +128,35 @@ typedef struct ms_msg {
     uint32_t pkts_left;
     ms_time_t arrival;
     ms_mq *mq_src, *mq_any;   /* unexpected queues while unmatched */
-    struct ms_msg *sn, *sp, *an, *ap;
+    struct ms_msg *sn, *sp, *an, *ap;   /* sn also links messages parked for in-order arrival */
+    uint64_t cseq;            /* message start number on its (node, node) connection */
 } ms_msg;
+
+/* Host NIC send queues (ms_host.h does the timing): packets leave one at a time, responses (CTS,
+ * ACK) first, then message starts (eager data, RTS) in posting order, then rendezvous data. A
+ * response thus waits for one packet, not for a whole message going the other way. */
+enum { NQ_RESP = 0, NQ_START, NQ_BULK, NQ_COUNT };
+typedef struct nic_job {
+    uint32_t msg;
+    uint8_t kind;
+    uint32_t left;            /* packets still to send */
+    uint64_t off;             /* bytes already sent (data) */
+} nic_job;
+typedef struct nic_queue {
+    nic_job *v;
+    size_t head, n, cap;
+} nic_queue;
+typedef struct nic_state {
+    nic_queue q[NQ_COUNT];
+    int busy;                 /* an EV_NIC is scheduled */
+} nic_state;
+/* Message starts of one (sender node, receiver node) pair, for in-order arrival when packets
+ * spread over several ports and may overtake each other (GM delivers in order per connection). */
+typedef struct ms_conn {
+    uint64_t sent, next;      /* starts numbered at the sender; next expected at the receiver */
+    struct ms_msg *parked;    /* arrived out of order, by cseq */
+    uint32_t pidx;
+} ms_conn;
 
 struct ms_mq {                /* per (context, receiver, source or ANY) */
     uint64_t k1, k2;
@@ -193,6 +222,11 @@ struct ms_model {
     int nranks, nhosts;
     rank_state *ranks;
     ms_time_t *nic_free;
+    ms_host *host;
+    nic_state *nic;           /* per node */
+    int ports;
+    ms_hmap conns;
+    ms_pool connpool;
     ms_resume_fn resume;
     void *user;
     ms_heap heap;
@@ -237,7 +271,7 @@ static inline ms_time_t or_cost(const ms_model *m, uint64_t b) { return m->o_r +
 
 /* An event's `a` holds its argument (injection kind, resume generation) above 3 bits of type; the
  * rank of post and resume events is the one in their order key. */
-#define EV_TYPE_BITS 3
+#define EV_TYPE_BITS 4
 #define EV_TYPE(e) ((uint32_t)((e)->a & ((1u << EV_TYPE_BITS) - 1)))
 #define EV_ARG(e) ((e)->a >> EV_TYPE_BITS)
 #define EV_RANK(e) ((int)(((e)->order >> RANK_SHIFT) & (uint64_t)(MAX_RANKS - 1)))
@@ -592,6 +626,52 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     }
 }
 
+static ms_conn *conn_get(ms_model *m, int sn, int dn)
+{
+    ms_conn *c = ms_hmap_get(&m->conns, (uint64_t)sn, (uint64_t)dn);
+    if (c) return c;
+    uint32_t idx;
+    c = ms_pool_alloc(&m->connpool, &idx);
+    if (!c) return NULL;
+    c->pidx = idx;
+    if (ms_hmap_put(&m->conns, (uint64_t)sn, (uint64_t)dn, c) != 0) {
+        ms_pool_release(&m->connpool, idx);
+        return NULL;
+    }
+    return c;
+}
+
+/* Message g's start (eager: all its data; rendezvous: the RTS) is at its receiver at d. With
+ * several ports a later start can get there first: it waits for the earlier ones (in order per
+ * connection, as GM delivers), so that MPI's non-overtaking holds. */
+static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
+{
+    if (m->ports == 1 || g->sh == g->dh) {
+        arrival(m, g, d);
+        return;
+    }
+    ms_conn *c = conn_get(m, g->sh, g->dh);
+    if (!c) { model_error(m, "out of memory (connections)"); arrival(m, g, d); return; }
+    if (g->cseq != c->next) {
+        ms_msg **pp = &c->parked;
+        while (*pp && (*pp)->cseq < g->cseq) pp = &(*pp)->sn;
+        g->sn = *pp;
+        *pp = g;
+        g->pending++;   /* held while parked */
+        return;
+    }
+    arrival(m, g, d);
+    c->next++;
+    while (c->parked && c->parked->cseq == c->next) {
+        ms_msg *p = c->parked;
+        c->parked = p->sn;
+        p->sn = NULL;
+        arrival(m, p, d);
+        c->next++;
+        msg_unref(m, p);
+    }
+}
+
 /* A packet of kind k of message g reached its destination at time d. */
 static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
 {
@@ -599,7 +679,7 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     case PK_DATA:
         if (--g->pkts_left > 0) break;
         if (!g->rndv) {
-            arrival(m, g, d);
+            start_arrived(m, g, d);
         } else {
             ms_req *s = g->sreq, *r = g->rreq;
             g->sreq = g->rreq = NULL;
@@ -608,7 +688,7 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
         }
         break;
     case PK_RTS:
-        arrival(m, g, d);
+        start_arrived(m, g, d);
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
@@ -625,10 +705,12 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     msg_unref(m, g);
 }
 
-static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_t t)
+static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_t t, int port)
 {
-    int from = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
-    int to = (k == PK_CTS || k == PK_ACK) ? g->sh : g->dh;
+    int fn = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
+    int tn = (k == PK_CTS || k == PK_ACK) ? g->sh : g->dh;
+    /* the packet leaves by `port` and enters the receiving NIC by the same-numbered port */
+    int from = ms_host_port_host(m->host, fn, port), to = ms_host_port_host(m->host, tn, port);
     ms_time_t now = nm_network_now(m->net);
     if (t < now) {   /* only with zero overheads right after a resume; see README */
         m->clamped++;
@@ -645,27 +727,96 @@ static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_
     }
 }
 
+/* Packet (g, k) is complete at its receiver at T >= now: at once, or by an EV_PKT event. The
+ * caller holds a reference for it, which packet_done releases. */
+static void packet_done_at(ms_model *m, ms_msg *g, int k, ms_time_t T, ms_time_t now)
+{
+    if (T <= now) packet_done(m, g, k, now);
+    else push_internal(m, T, EV_PKT, g, (uint64_t)k);
+}
+
+static int nic_push(nic_queue *q, const nic_job *j)
+{
+    if (q->n == q->cap) {
+        size_t nc = q->cap ? q->cap * 2 : 16;
+        nic_job *v = malloc(nc * sizeof *v);
+        if (!v) return -1;
+        for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) % q->cap];
+        free(q->v);
+        q->v = v;
+        q->head = 0;
+        q->cap = nc;
+    }
+    q->v[(q->head + q->n) % q->cap] = *j;
+    q->n++;
+    return 0;
+}
+
+/* The NIC of `node` takes its next packet at t (EV_NIC). */
+static void do_nic(ms_model *m, int node, ms_time_t t)
+{
+    nic_state *ns = &m->nic[node];
+    nic_queue *q = NULL;
+    for (int i = 0; i < NQ_COUNT && !q; i++)
+        if (ns->q[i].n) q = &ns->q[i];
+    if (!q) { ns->busy = 0; return; }
+    nic_job *j = &q->v[q->head];
+    ms_msg *g = msg_at(m, j->msg);
+    uint64_t payload = (uint64_t)m->ctl_bytes;
+    if (j->kind == PK_DATA) {
+        uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
+        payload = total - j->off < pp ? total - j->off : pp;
+        j->off += payload;
+    }
+    int port = 0;
+    ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
+    g->pending++;
+    net_inject(m, g, j->kind, payload, wire, port);
+    if (--j->left == 0) {
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        msg_unref(m, g);   /* the scheduled-injection reference, held by the job */
+    }
+    push_internal(m, next, EV_NIC, NULL, (uint64_t)node);
+}
+
 static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
 {
     if (g->sh == g->dh) {
-        /* same host (or a message to self): no network, delivered at injection time */
+        /* same node (or a message to self): the intra-node path, no network */
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
-        packet_done(m, g, k, t);
-    } else if (k == PK_DATA) {
+        uint64_t b = k == PK_DATA ? g->bytes : 0;
+        packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
+        msg_unref(m, g);   /* the scheduled-injection reference */
+        return;
+    }
+    int node = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
+    nic_job j = {g->idx, (uint8_t)k, 1, 0};
+    int cls = NQ_RESP;
+    if (k == PK_DATA) {
         uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
         uint64_t npk = total ? (total + pp - 1) / pp : 1;
         g->pkts_left = (uint32_t)npk;
-        g->pending += (int)npk;
-        for (uint64_t i = 0; i < npk; i++) {
-            uint64_t pl = total - i * pp < pp ? total - i * pp : pp;
-            net_inject(m, g, PK_DATA, pl, t);
-        }
-    } else {
-        g->pending++;
-        net_inject(m, g, k, (uint64_t)m->ctl_bytes, t);
+        j.left = (uint32_t)npk;
+        cls = g->rndv ? NQ_BULK : NQ_START;
+    } else if (k == PK_RTS) {
+        cls = NQ_START;
     }
-    msg_unref(m, g);   /* the scheduled-injection reference */
+    if (cls == NQ_START && m->ports > 1) {
+        ms_conn *c = conn_get(m, g->sh, g->dh);
+        if (c) g->cseq = c->sent++;
+    }
+    if (nic_push(&m->nic[node].q[cls], &j) != 0) {
+        model_error(m, "out of memory (NIC queue)");
+        msg_unref(m, g);
+        return;
+    }
+    nic_state *ns = &m->nic[node];
+    if (!ns->busy) {
+        ns->busy = 1;
+        do_nic(m, node, t);
+    }
 }
 
 /* ---- posts ----------------------------------------------------------------------------------- */
@@ -677,7 +828,9 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         return;
     }
     rank_state *rs = &m->ranks[r->rank];
-    ms_time_t start = tmax(t, rs->cpu_free), ldone = start + os_cost(m, r->bytes);
+    int intra = rs->host == m->ranks[r->peer_world_cache].host;
+    ms_time_t start = tmax(t, rs->cpu_free);
+    ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
     rs->cpu_free = ldone;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
@@ -707,7 +860,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         tinj = tmax(ldone, m->nic_free[g->sh]);
         m->nic_free[g->sh] = tinj + m->gap;
     }
-    if ((int64_t)r->bytes < m->eager_thr) {
+    int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
+    if (eager) {
         schedule_inject(m, g, PK_DATA, tinj);
         if (r->mode == MS_SEND_SYNC) {
             g->sreq = r;
@@ -969,6 +1123,8 @@ static void process(ms_model *m, const ms_event *e)
     case EV_INJECT: do_inject(m, e->p, (int)EV_ARG(e), e->t); break;
     case EV_RESUME: do_resume(m, EV_RANK(e), EV_ARG(e), e->t); break;
     case EV_CANCEL: do_cancel(m, e->p, e->t); break;
+    case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
+    case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
     default: break;
     }
 }
@@ -980,7 +1136,10 @@ static void on_deliver(void *user, const nm_delivery *d)
     if (!g) { model_error(m, "delivery with unknown cookie %" PRIu64, d->cookie); return; }
     int was = m->in_cb;
     m->in_cb = 1;
-    packet_done(m, g, (int)(d->cookie & 3), d->deliver_time);
+    /* the receiving NIC processes the packet and writes it to host memory */
+    int node = ms_host_node_of_host(m->host, d->dst_host);
+    ms_time_t in_mem = ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
+    packet_done_at(m, g, (int)(d->cookie & 3), in_mem, d->deliver_time);
     /* Zero-delay reactions (a CTS making the data go, an ACK at match time, a collective step
      * starting when a receive completes) are processed now, while the network is at this time. */
     for (;;) {
@@ -1091,21 +1250,22 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->nranks = nranks;
     m->ranks = calloc((size_t)nranks, sizeof *m->ranks);
     if (!m->ranks) goto oom;
-    int maxh = -1;
-    for (int r = 0; r < nranks; r++) {
-        int h = rank_to_host ? rank_to_host[r] : r;
-        if (h < 0) {
-            set_err(err, errlen, "ms_model_create: rank %d mapped to host %d", r, h);
-            ms_model_destroy(m);
-            return NULL;
-        }
-        m->ranks[r].host = h;
-        m->ranks[r].sched = NEVER;
-        if (h > maxh) maxh = h;
+    /* ranks live on nodes (the host model); each node's NIC ports are hosts of the topology */
+    m->host = ms_host_create(cfg, nranks, rank_to_host, err, errlen);
+    if (!m->host) {
+        ms_model_destroy(m);
+        return NULL;
     }
-    m->nhosts = maxh + 1;
+    for (int r = 0; r < nranks; r++) {
+        m->ranks[r].host = ms_host_node_of(m->host, r);
+        m->ranks[r].sched = NEVER;
+    }
+    m->nhosts = ms_host_nodes(m->host);
+    m->ports = ms_host_ports(m->host);
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
-    if (!m->nic_free) goto oom;
+    m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
+    if (!m->nic_free || !m->nic) goto oom;
+    ms_pool_init(&m->connpool, sizeof(ms_conn));
     ms_pool_init(&m->msgs, sizeof(ms_msg));
     ms_pool_init(&m->reqpool, sizeof(ms_req));
     ms_pool_init(&m->mqpool, sizeof(ms_mq));
@@ -1148,6 +1308,14 @@ void ms_model_destroy(ms_model *m)
     }
     free(m->ranks);
     free(m->nic_free);
+    if (m->nic) {
+        for (int i = 0; i < m->nhosts; i++)
+            for (int q = 0; q < NQ_COUNT; q++) free(m->nic[i].q[q].v);
+    }
+    free(m->nic);
+    ms_host_destroy(m->host);
+    ms_hmap_free(&m->conns);
+    ms_pool_free(&m->connpool);
     ms_heap_free(&m->heap);
     ms_hmap_free(&m->reqs);
     ms_hmap_free(&m->comms);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ms_model.h"
+#include "ms_host.h"
 #include "protocol.h"
 #include "report.h"
 #include "fn_names_gen.h"
@@ -321,13 +322,14 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     if (nranks < 1) return fail(err, errlen, "the job needs at least one rank");
     const char *topo = nm_config_string(cfg, "network.topology");
     char spec[256];
-    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", nranks);
+    int need_hosts = ms_host_topology_hosts(cfg, nranks);   /* nodes x NIC ports */
+    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", need_hosts);
     else snprintf(spec, sizeof spec, "%s", topo);
     s->topo = nm_topology_load(spec, cfg, err, errlen);
     if (!s->topo) return -1;
-    if (nm_topology_hosts(s->topo) < nranks)
-        return fail(err, errlen, "topology %s has %d hosts, the job has %d ranks", nm_topology_name(s->topo),
-                    nm_topology_hosts(s->topo), nranks);
+    if (nm_topology_hosts(s->topo) < need_hosts)
+        return fail(err, errlen, "topology %s has %d hosts, the job's %d ranks need %d (host.ranks_per_node, host.ports)",
+                    nm_topology_name(s->topo), nm_topology_hosts(s->topo), nranks, need_hosts);
     s->net = nm_network_create(cfg, s->topo, err, errlen);
     if (!s->net) return -1;
     s->model = ms_model_create(cfg, s->net, nranks, NULL, err, errlen);

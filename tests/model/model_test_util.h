@@ -14,6 +14,7 @@
 
 #include "ms_coll.h"
 #include "ms_model.h"
+#include "ms_host.h"
 #include "netmodel.h"
 
 namespace mt {

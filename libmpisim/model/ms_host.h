@@ -1,0 +1,63 @@
+/* The host under the MPI layer model: what lies between an MPI call and the wire.
+ *
+ * Nodes (with one or more ranks each), the NIC's processor (per-packet costs, e.g. Myrinet's
+ * LANai), the node's I/O bus (DMA reads for sends, DMA writes for receives, one bus shared by
+ * both), one or more NIC ports (packets spread over them), the intra-node shared-memory path and
+ * the host CPU costs of the send modes. Keys: section [host]; documentation and sources:
+ * README.md next to this file ("Host model").
+ *
+ * The module is timing only: it keeps each node's resources (when the NIC processor and the bus
+ * are free) and answers "when is this packet on the wire / in host memory". The MPI model
+ * (ms_model.c) owns the events and decides what to send.
+ */
+#ifndef MS_HOST_H
+#define MS_HOST_H
+
+#include <stdint.h>
+#include "netmodel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ms_host ms_host;
+
+int ms_host_register_keys(nm_config *cfg, char *err, size_t errlen);
+
+/* Hosts of the topology a job of nranks needs: nodes x ports (one topology host per NIC port). */
+int ms_host_topology_hosts(const nm_config *cfg, int nranks);
+
+/* rank_to_node: NULL to map by the [host] keys (ranks_per_node, map_by). */
+ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_node, char *err, size_t errlen);
+void ms_host_destroy(ms_host *h);
+
+int ms_host_nodes(const ms_host *h);
+int ms_host_ports(const ms_host *h);
+int ms_host_node_of(const ms_host *h, int rank);
+/* Topology host of a node's port, and the node of a topology host. */
+int ms_host_port_host(const ms_host *h, int node, int port);
+int ms_host_node_of_host(const ms_host *h, int topo_host);
+
+/* NIC send side: the NIC of `node` takes a packet of `payload` bytes at t: its processor's
+ * per-packet cost, then the DMA read of the payload over the node's bus (reserved here), then the
+ * port that frees first (*port) takes it at *wire_at. Returns when the NIC can take its next
+ * packet: when this one's DMA is done and a port will be free (so that the NIC queue, not the
+ * port, holds what waits, and a control packet queued later waits behind one packet at most). */
+int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int64_t *wire_at, int *port);
+/* NIC receive side: a packet of `payload` bytes delivered to `node` at d is in host memory at
+ * the returned time (LANai cost and DMA write, FIFO per node, bus shared with sends). */
+int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
+/* Intra-node (shared memory) transfer of `bytes` between two ranks of `node`, starting at t:
+ * returns when it is in the receiver's memory (one CPU's copy rate; all copies of the node share
+ * its memory rate; then the latency). */
+int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t);
+/* Extra host CPU time of a send mode (0 standard, MS_SEND_* of ms_model.h) for `bytes`, on top
+ * of mpi.send_overhead; intra: both ranks on one node. */
+int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);
+/* Synchronous sends use the rendezvous protocol at every size (host.sync_protocol). */
+int ms_host_sync_rendezvous(const ms_host *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,145 @@
+// The host model under the MPI model (libmpisim/model/ms_host.c, README.md "Host model"):
+// full-duplex rendezvous, NIC/bus costs, ports, nodes with several ranks, the intra-node path.
+#include "model_test_util.h"
+
+using namespace mt;
+
+// Rank r streams K messages of B bytes to 1-r, one blocking send after the other (Isend + Wait),
+// with every receive posted first; rank 1 starts `lag` ps after rank 0. both = false: only rank
+// 0 sends. Returns the time the last rank finished.
+static int64_t stream(bool both, int K, uint64_t B, int64_t lag, std::vector<std::string> sets = {})
+{
+    Sim s(2, sets);
+    for (int r = 0; r < 2; r++) {
+        std::vector<uint64_t> recvs;
+        if (r == 1) s.prog[r].push_back(compute(lag));
+        if (both || r == 1)
+            for (int k = 0; k < K; k++) {
+                s.prog[r].push_back(irecv(100 + k, 1 - r, 0, B));
+                recvs.push_back(100 + k);
+            }
+        if (both || r == 0)
+            for (int k = 0; k < K; k++) {
+                s.prog[r].push_back(isend(200 + k, 1 - r, 0, B));
+                s.prog[r].push_back(wait({(uint64_t)(200 + k)}));
+            }
+        if (!recvs.empty()) s.prog[r].push_back(wait(recvs));
+    }
+    s.run();
+    EXPECT_FALSE(s.deadlock);
+    EXPECT_EQ(ms_model_last_error(s.m, nullptr), nullptr);
+    return std::max(s.clock[0], s.clock[1]);
+}
+
+// Issue 11 item 2: two ranks streaming 1 MiB rendezvous messages to each other get twice the
+// one-way rate on full-duplex links, whatever their phase (a CTS no longer waits behind a whole
+// message going the other way; it waits for one packet at most).
+TEST(ModelHost, BothWayRendezvousIsFullDuplex)
+{
+    const uint64_t B = 1 << 20;
+    const int K = 4;
+    for (int64_t lag : {0LL, 50000000LL, 1234567LL}) {
+        int64_t one = stream(false, K, B, 0), two = stream(true, K, B, lag) - lag;
+        double ratio = 2.0 * (double)one / (double)two;
+        EXPECT_GE(ratio, 1.9) << "lag " << lag << " ps: one-way " << one << " ps, both-way " << two << " ps";
+    }
+    // and on a host model with a shared I/O bus the two directions share the bus
+    std::vector<std::string> bus = {"host.dma_read_rate=200 MB/s", "host.dma_write_rate=200 MB/s"};
+    int64_t one = stream(false, K, B, 0, bus), two = stream(true, K, B, 0, bus);
+    EXPECT_LT(2.0 * (double)one / (double)two, 1.3) << "a 200 MB/s bus carries 200 MB/s in all";
+}
+
+// NIC costs: a one-packet message pays the sender's NIC cost and DMA read, the wire, the
+// receiver's NIC cost and DMA write; the receiver's overhead follows.
+TEST(ModelHost, NicAndBusCostsExact)
+{
+    const int64_t CT = 1000000, CR = 700000, SETUP = 100000;
+    Sim s(2, {"host.nic_send_cost=1us", "host.nic_recv_cost=0.7us", "host.dma_setup=0.1us",
+              "host.dma_read_rate=800 MB/s", "host.dma_write_rate=1000 MB/s"});
+    const uint64_t B = 1000;
+    s.prog[0] = {isend(1, 1, 0, B), wait({1})};
+    s.prog[1] = {irecv(1, 0, 0, B), wait({1})};
+    s.run();
+    int64_t rd = SETUP + B * 1250, wr = SETUP + B * 1000;   // 800 MB/s: 1250 ps per byte
+    EXPECT_EQ(s.log[1].back().t, 400000 + CT + rd + lat(B) + CR + wr + 400000);
+}
+
+// Two ports: a rendezvous message's packets spread over both, so it goes (almost) twice as fast;
+// messages between the same pair still arrive in posting order (non-overtaking).
+TEST(ModelHost, TwoPortsSpreadPacketsAndKeepOrder)
+{
+    auto one_msg = [](int ports) {
+        Sim s(2, {"host.ports=" + std::to_string(ports)}, "crossbar:4");
+        s.prog[0] = {isend(1, 1, 0, 1 << 20), wait({1})};
+        s.prog[1] = {irecv(1, 0, 0, 1 << 20), wait({1})};
+        s.run();
+        return s.clock[1];
+    };
+    double speedup = (double)one_msg(1) / (double)one_msg(2);
+    EXPECT_GT(speedup, 1.9);
+    EXPECT_LT(speedup, 2.01);
+    // a big eager message then small ones: with packets on two ports the small ones' packets
+    // arrive first, but the receives match in posting order
+    Sim s(2, {"host.ports=2"}, "crossbar:4");
+    s.prog[0] = {isend(1, 1, 5, 12000), isend(2, 1, 5, 1), isend(3, 1, 5, 2), wait({1, 2, 3})};
+    s.prog[1] = {irecv(1, 0, MS_ANY_TAG, 12000), irecv(2, 0, MS_ANY_TAG, 1), irecv(3, 0, MS_ANY_TAG, 2),
+                 wait({1, 2, 3})};
+    s.run();
+    EXPECT_EQ(s.result(1, 1).bytes, 12000u);
+    EXPECT_EQ(s.result(1, 2).bytes, 1u);
+    EXPECT_EQ(s.result(1, 3).bytes, 2u);
+    EXPECT_LE(s.result(1, 1).complete_time, s.result(1, 2).complete_time);
+}
+
+// Nodes with several ranks: ranks_per_node and map_by place ranks; same-node messages take the
+// shared-memory path (latency + copy), others the network.
+TEST(ModelHost, RanksPerNodeAndIntraNodePath)
+{
+    nm_config *cfg = nm_config_create();
+    char err[256];
+    ASSERT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0);
+    ASSERT_EQ(nm_config_set(cfg, "host.ranks_per_node=2", "t", err, sizeof err), 0) << err;
+    EXPECT_EQ(ms_host_topology_hosts(cfg, 5), 3);
+    ASSERT_EQ(nm_config_set(cfg, "host.ports=2", "t", err, sizeof err), 0) << err;
+    EXPECT_EQ(ms_host_topology_hosts(cfg, 5), 6);
+    ms_host *h = ms_host_create(cfg, 5, nullptr, err, sizeof err);
+    ASSERT_NE(h, nullptr) << err;
+    EXPECT_EQ(ms_host_nodes(h), 3);
+    int slot[5] = {0, 0, 1, 1, 2};
+    for (int r = 0; r < 5; r++) EXPECT_EQ(ms_host_node_of(h, r), slot[r]);
+    ms_host_destroy(h);
+    ASSERT_EQ(nm_config_set(cfg, "host.map_by=node", "t", err, sizeof err), 0) << err;
+    h = ms_host_create(cfg, 5, nullptr, err, sizeof err);
+    int bynode[5] = {0, 1, 2, 0, 1};
+    for (int r = 0; r < 5; r++) EXPECT_EQ(ms_host_node_of(h, r), bynode[r]);
+    ms_host_destroy(h);
+    EXPECT_NE(nm_config_set(cfg, "host.map_by=core", "t", err, sizeof err), 0);
+    nm_config_destroy(cfg);
+
+    // shared memory: 0.5 us + 1 KB at 1000 MB/s; the network message pays the wire
+    Sim s(4, {"host.ranks_per_node=2", "host.shm_latency=0.5us", "host.shm_copy_rate=1000 MB/s"});
+    s.prog[0] = {isend(1, 1, 0, 1000), isend(2, 2, 0, 1000), wait({1, 2})};
+    s.prog[1] = {irecv(1, 0, 0, 1000), wait({1})};
+    s.prog[2] = {irecv(1, 0, 0, 1000), wait({1})};
+    s.run();
+    EXPECT_EQ(s.log[1].back().t, 400000 + 500000 + 1000 * 1000 + 400000);   // 1000 MB/s: 1000 ps/B
+    EXPECT_EQ(s.log[2].back().t, 2 * 400000 + lat(1000) + 400000);
+}
+
+// Send modes: buffered pays its extra overhead; synchronous as rendezvous at every size.
+TEST(ModelHost, SendModeCosts)
+{
+    auto pingpong_half = [](ms_send_mode mode, std::vector<std::string> sets) {
+        Sim s(2, sets);
+        s.prog[0] = {irecv(2, 1, 0, 1), isend(1, 1, 0, 1, mode), wait({1}), wait({2})};
+        s.prog[1] = {irecv(1, 0, 0, 1), wait({1}), isend(2, 0, 0, 1, mode), wait({2})};
+        s.run();
+        return s.clock[0];
+    };
+    int64_t std_rt = pingpong_half(MS_SEND_STANDARD, {});
+    EXPECT_EQ(pingpong_half(MS_SEND_BUFFERED, {"host.bsend_overhead=0.74us"}), std_rt + 2 * 740000);
+    EXPECT_EQ(pingpong_half(MS_SEND_READY, {}), std_rt);
+    int64_t sync_eager = pingpong_half(MS_SEND_SYNC, {});
+    int64_t sync_rndv = pingpong_half(MS_SEND_SYNC, {"host.sync_protocol=rendezvous"});
+    EXPECT_GT(sync_rndv, sync_eager + 2 * lat(0));
+}
