@@ -332,6 +332,13 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
                     nm_topology_name(s->topo), nm_topology_hosts(s->topo), nranks, need_hosts);
     s->net = nm_network_create(cfg, s->topo, err, errlen);
     if (!s->net) return -1;
+    if (nm_network_may_deadlock(s->net)) {   /* before the run: it may stop in a network deadlock */
+        nm_routing_info ri;
+        nm_topology_routing_info(s->topo, &ri);
+        fprintf(stderr, "mpisim: WARNING: routing '%s' on '%s' is not deadlock-free on engine '%s' (%s); "
+                "network.routing=auto or updown avoids it\n", ri.routing, nm_topology_name(s->topo),
+                nm_network_engine_name(s->net), ri.check_message);
+    }
     s->model = ms_model_create(cfg, s->net, nranks, NULL, err, errlen);
     if (!s->model) return -1;
     ms_model_set_resume(s->model, on_resume, s);
@@ -842,7 +849,20 @@ static void advance_engine(ms_server *s)
         int64_t h = horizon(s);
         int64_t next = ms_model_next_time(s->model);
         if (ms_model_run_until(s->model, h) < 0) {
-            snprintf(s->stop_reason, sizeof s->stop_reason, "the engine failed");
+            nm_stats st;
+            nm_network_stats(s->net, &st);
+            nm_routing_info ri;
+            nm_topology_routing_info(s->topo, &ri);
+            if (st.deadlocks)
+                snprintf(s->stop_reason, sizeof s->stop_reason,
+                         "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
+                         "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6,
+                         ri.routing, nm_topology_name(s->topo), ri.check_message);
+            else {
+                const char *why = ms_model_last_error(s->model, NULL);
+                snprintf(s->stop_reason, sizeof s->stop_reason, "the network engine '%s' failed: %s",
+                         nm_network_engine_name(s->net), why ? why : "no reason given");
+            }
             s->stopped = 1;
             return;
         }

@@ -169,6 +169,10 @@ int nm_network_run_until(nm_network *net, nm_time_t limit);
 int nm_network_run(nm_network *net);
 nm_time_t nm_network_now(const nm_network *net);
 const char *nm_network_engine_name(const nm_network *net);
+/* 1 when packets can deadlock on this network: an engine whose blocked packets hold their
+ * channels (myrinet, analytic) and routes that failed the deadlock checker; 0 otherwise (the
+ * packet engines ethernet, avici and sci queue whole packets and cannot). Say so before a run. */
+int nm_network_may_deadlock(const nm_network *net);
 
 typedef struct nm_stats {
     uint64_t packets_injected, packets_delivered, packets_dropped;

@@ -32,16 +32,18 @@
 static const nm_key_def nm_network_keys[] = {
     {"network.engine", NM_KEY_STRING, "", "analytic",
      "mpisim design: built-in fallback; every shipped profile selects myrinet (seed 000 sec. 2)",
-     "packet engine: analytic (closed-form, cut-through with reservation) or myrinet "
-     "(character-level wormhole)", "analytic|myrinet", 0},
+     "packet engine: analytic (closed-form, cut-through with reservation), myrinet "
+     "(character-level wormhole), ethernet (store-and-forward switches, 802.3x pause), avici (torus "
+     "fabric of line cards) or sci (SCI ringlets and tori)", "analytic|myrinet|ethernet|avici|sci", 0},
     {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
      "generator (crossbar:N, auto:N, triangle18, system96, array:S:K, ring:S:K:L, clos64) or "
      "topology file; 'auto' = auto:<number of hosts needed>", NULL, 0},
-    {"network.routing", NM_KEY_STRING, "", "shortest", "seed 000 sec 2 (source routing); seed 002 sec 3-4",
-     "route computation: shortest (BFS over switches, may deadlock), updown (up*/down* with "
+    {"network.routing", NM_KEY_STRING, "", "auto", "mpisim design (issue 12: a default that cannot deadlock); seed 002 sec 3-4",
+     "route computation: auto (shortest when its routes cannot deadlock on this engine, else updown), "
+     "shortest (BFS over switches, may deadlock), updown (up*/down* with "
      "load-balanced route choice as GM simple_routes) or itb (random minimal paths split by "
      "in-transit buffers)",
-     "shortest|updown|itb", 0},
+     "auto|shortest|updown|itb", 0},
     {"network.updown_root", NM_KEY_STRING, "", "auto", "seed 002 sec 3 (BFS spanning tree from a root)",
      "root switch of the up*/down* orientation: a switch number, or auto (OpenSM up/down rule: a "
      "switch seeing over 90% of hosts at one hop count; else the switch with the least total "
@@ -68,9 +70,11 @@ static const nm_key_def nm_network_keys[] = {
      "local packets queued at a NIC at which local and in-transit packets have equal priority: with q "
      "queued, a local packet goes after max(1, itb_local_queue - q + 1) in-transit packets in a row",
      NULL, NM_KEY_POSITIVE},
-    {"network.route_ties", NM_KEY_STRING, "", "lowest", "mpisim design (deterministic routes)",
+    {"network.route_ties", NM_KEY_STRING, "", "auto", "mpisim design (deterministic routes; issue 12: Clos spreads)",
      "choice among equal-length next hops: lowest port, or spread by (src+dst) modulo the "
-     "number of candidates (uses parallel links and Clos spines)", "lowest|spread", 0},
+     "number of candidates (uses parallel links and Clos spines); auto: spread on the generators "
+     "with parallel paths (clos64, clos, ring:S:K:L with L > 1, gige-tree trunks), else lowest",
+     "auto|lowest|spread", 0},
     {"network.seed", NM_KEY_INT, "", "1", "mpisim design (determinism)",
      "seed of any pseudo-random choice in the network model", NULL, 0},
     {"network.link_rate", NM_KEY_DOUBLE, "b/s", "1.28e9", "seed 000 Table 2 (Link Data Rate)",
@@ -483,6 +487,10 @@ nm_config *nm_config_create(void)
     char err[256];
     if (nm_config_register(cfg, nm_network_keys, sizeof nm_network_keys / sizeof nm_network_keys[0],
                            err, sizeof err) != 0) {
+        nm_config_destroy(cfg);
+        return NULL;
+    }
+    if (nm_packet_register_keys(cfg, err, sizeof err) != 0) {
         nm_config_destroy(cfg);
         return NULL;
     }

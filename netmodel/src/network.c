@@ -20,7 +20,16 @@ static const nm_engine_ops *const engines[] = {
 #ifdef NM_HAVE_MYRINET
     &nm_engine_myrinet,
 #endif
+    &nm_engine_ethernet,
+    &nm_engine_avici,
+    &nm_engine_sci,
 };
+
+int nm_engine_blocks(const char *engine)
+{
+    /* the packet engines queue whole units at servers and never hold a channel waiting */
+    return !(engine && (!strcmp(engine, "ethernet") || !strcmp(engine, "avici") || !strcmp(engine, "sci")));
+}
 
 nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
 {
@@ -38,7 +47,7 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
 #ifdef NM_HAVE_MYRINET
                 ", myrinet"
 #endif
-        );
+                ", ethernet, avici, sci");
         return NULL;
     }
     nm_network *net = calloc(1, sizeof *net);
@@ -96,6 +105,11 @@ int nm_network_run(nm_network *net) { return nm_network_run_until(net, NM_TIME_N
 nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net->eng) : 0; }
 
 const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->name : ""; }
+
+int nm_network_may_deadlock(const nm_network *net)
+{
+    return net && net->topo->route_check_ok == 0 && nm_engine_blocks(net->ops->name);
+}
 
 void nm_network_stats(const nm_network *net, nm_stats *out)
 {

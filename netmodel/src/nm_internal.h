@@ -70,7 +70,14 @@ struct nm_topology {
     char route_check_msg[320];     /* its report */
     int *sw_dist;                  /* nswitches^2 minimal inter-switch distances [a*ns+b] (NULL if huge) */
     int *ud_dist;                  /* nswitches^2 shortest legal up/down distances (NULL: no orientation) */
+    /* Added by topo_gen.c for the fabrics whose engines route by coordinates (engine_packet.c): */
+    int gen_kind;                  /* NM_GEN_* of the generator that built it (0: other) */
+    int gen_dims[4];               /* torus radices: avici X,Y,Z; sci R (one per dimension) */
+    int gen_ndims;
+    int prefer_spread;             /* route_ties = auto spreads ties here (Clos, trunks, parallel links) */
 };
+
+enum { NM_GEN_OTHER = 0, NM_GEN_AVICI = 1, NM_GEN_SCI = 2 };
 
 enum { NM_ROUTING_SHORTEST = 0, NM_ROUTING_UPDOWN = 1, NM_ROUTING_ITB = 2 };
 
@@ -173,6 +180,17 @@ int nm_routes_check(nm_topology *t, char *msg, size_t msglen);
 int nm_topology_switch_of_host(const nm_topology *t, int host);
 
 extern const nm_engine_ops nm_engine_analytic;
+/* engine_packet.c: packet-level engines for the other fabrics of the seeds */
+extern const nm_engine_ops nm_engine_ethernet;
+extern const nm_engine_ops nm_engine_avici;
+extern const nm_engine_ops nm_engine_sci;
+/* Their keys (sections [ethernet], [avici], [sci]); 0 or -1 with a message. */
+int nm_packet_register_keys(nm_config *cfg, char *err, size_t errlen);
+/* 1 if the named engine holds channels while a packet is blocked (wormhole: myrinet, analytic),
+ * so that routes with a channel-dependency cycle can deadlock; 0 for the packet engines. */
+int nm_engine_blocks(const char *engine);
+/* Routes by an explicit routing name (nm_routes_compute reads network.routing). */
+int nm_routes_compute_as(nm_topology *topo, const nm_config *cfg, const char *routing, char *err, size_t errlen);
 extern const nm_engine_ops nm_engine_myrinet;
 /* The myrinet engine's own keys (network.nic_recv_queue, network.myrinet_stepping), registered
  * only if the configuration does not already have them. 0 or -1 with a message. */

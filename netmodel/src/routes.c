@@ -96,7 +96,7 @@ int nm_route_set_itb(nm_route *r, int nhops, const int *out_port, int nchannels,
 static int routes_shortest(nm_topology *t, const nm_config *cfg, char *err, size_t errlen)
 {
     const char *ties = cfg ? nm_config_string(cfg, "network.route_ties") : "lowest";
-    int spread = !strcmp(ties, "spread");
+    int spread = !strcmp(ties, "spread") || (!strcmp(ties, "auto") && t->prefer_spread);
     int ns = t->nswitches, nh = t->nhosts;
     /* one BFS per switch that has hosts, kept: dist[target*ns + s] */
     int *dist = ns ? malloc((size_t)ns * (size_t)ns * sizeof *dist) : NULL;
@@ -732,6 +732,12 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
 int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t errlen)
 {
     const char *routing = cfg ? nm_config_string(cfg, "network.routing") : "shortest";
+    /* auto starts as shortest; topology.c falls back to updown when the checker fails */
+    return nm_routes_compute_as(t, cfg, !strcmp(routing, "auto") ? "shortest" : routing, err, errlen);
+}
+
+int nm_routes_compute_as(nm_topology *t, const nm_config *cfg, const char *routing, char *err, size_t errlen)
+{
     compute_sw_dist(t);
     t->updown_root = -1;
     t->route_check_ok = -1;

@@ -88,7 +88,7 @@ static int triangle(gen *g, const int hosts_per[3])
     return s0;
 }
 
-/* Split "name:a:b:c" into name and up to 3 numbers; returns the count of numbers or -1. */
+/* Split "name:a:b:c:d" into name and up to 4 numbers; returns the count of numbers or -1. */
 static int split_spec(const char *spec, char *name, size_t namelen, long *args)
 {
     const char *colon = strchr(spec, ':');
@@ -100,7 +100,7 @@ static int split_spec(const char *spec, char *name, size_t namelen, long *args)
     const char *p = colon;
     while (p) {
         p++;
-        if (n == 3) return -1;
+        if (n == 4) return -1;
         const char *q = p;
         long v = 0;
         if (*q < '0' || *q > '9') return -1;
@@ -317,14 +317,130 @@ out:
     return rc;
 }
 
+/* A Clos of 16-port switches for any number of hosts, as Myricom built them (seed 004 sec 4.1's
+ * Clos64 is the smallest): leaves carry 8 hosts on ports 0-7 and go up on ports 8-15. Up to 16
+ * leaves (128 hosts): 8 spines, leaf i port 8+j to spine j port i. Beyond: pods of 8 leaves and 8
+ * middle switches (leaf i of a pod, port 8+j, to middle j's port i; 64 hosts a pod), middle
+ * switches up on ports 8-15 to 4Q top switches, Q = the pod count rounded up to 2, 4, 8 or 16:
+ * middle a's port 8+u is uplink g = 8a+u, going to top g mod 4Q, port (g div 4Q) Q + pod. Up to
+ * 1024 hosts; full bisection at every level. */
+static int gen_clos(gen *g, int nhosts)
+{
+    int leaves = (nhosts + 7) / 8;
+    if (leaves <= 1) return gen_crossbar(g, 16, nhosts);
+    if (leaves <= 16) {
+        for (int i = 0; i < leaves + 8; i++)
+            if (sw(g, 16) < 0) return -1;
+        for (int i = 0; i < leaves; i++)
+            for (int j = 0; j < 8; j++)
+                if (sw_link(g, i, 8 + j, leaves + j, i) < 0) return -1;
+    } else {
+        int pods = (leaves + 7) / 8, q = 2;
+        while (q < pods) q *= 2;
+        int top = 4 * q, mid0 = pods * 8, top0 = mid0 + pods * 8;
+        for (int i = 0; i < top0 + top; i++)
+            if (sw(g, 16) < 0) return -1;
+        for (int p = 0; p < pods; p++)
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 8; j++)
+                    if (sw_link(g, p * 8 + i, 8 + j, mid0 + p * 8 + j, i) < 0) return -1;
+        for (int p = 0; p < pods; p++)
+            for (int a = 0; a < 8; a++)
+                for (int u = 0; u < 8; u++) {
+                    int up = 8 * a + u;
+                    if (sw_link(g, mid0 + p * 8 + a, 8 + u, top0 + up % top, (up / top) * q + p) < 0) return -1;
+                }
+    }
+    for (int i = 0; i < leaves; i++)
+        for (int p = 0; p < 8; p++)
+            if (add_slot(g, i, p) < 0) return -1;
+    g->t->prefer_spread = 1;
+    return attach(g, nhosts);
+}
+
+/* Seed 001's conventional Gigabit Ethernet: E edge switches with H hosts each on ports 0..H-1,
+ * each joined to one central switch S(E) by T trunked links (edge e's ports H..H+T-1 to the
+ * central switch's ports eT..eT+T-1): a loop-free spanning tree; the route ties spread the host
+ * pairs over a trunk's links (802.3ad hashes per address pair). E = 1: one switch. */
+static int gen_gige_tree(gen *g, int E, int H, int T)
+{
+    for (int e = 0; e < E; e++)
+        if (sw(g, H + (E > 1 ? T : 0)) < 0) return -1;
+    if (E > 1) {
+        if (sw(g, E * T) < 0) return -1;
+        for (int e = 0; e < E; e++)
+            for (int k = 0; k < T; k++)
+                if (sw_link(g, e, H + k, E, e * T + k) < 0) return -1;
+    }
+    for (int e = 0; e < E; e++)
+        for (int p = 0; p < H; p++)
+            if (add_slot(g, e, p) < 0) return -1;
+    g->t->prefer_spread = 1;
+    return attach(g, E * H);
+}
+
+/* Seed 001's Avici router: an X x Y x Z torus of line cards (switches) with K hosts each on ports
+ * 0..K-1. Line card (x, y, z) is S(x + X(y + Yz)); port K+2d goes to the next card in dimension d
+ * (port K+2d+1 there), wrapping; a dimension of 2 has one link, of 1 none. Host i is on card i/K. */
+static int gen_avici(gen *g, int X, int Y, int Z, int K)
+{
+    int dims[3] = {X, Y, Z}, n = X * Y * Z;
+    for (int i = 0; i < n; i++)
+        if (sw(g, K + 6) < 0) return -1;
+    for (int i = 0; i < n; i++) {
+        int c[3] = {i % X, (i / X) % Y, i / (X * Y)};
+        for (int d = 0; d < 3; d++) {
+            if (dims[d] < 2 || (dims[d] == 2 && c[d] == 1)) continue;
+            int nc[3] = {c[0], c[1], c[2]};
+            nc[d] = (c[d] + 1) % dims[d];
+            int j = nc[0] + X * (nc[1] + Y * nc[2]);
+            if (sw_link(g, i, K + 2 * d, j, K + 2 * d + 1) < 0) return -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < K; p++)
+            if (add_slot(g, i, p) < 0) return -1;
+    g->t->gen_kind = NM_GEN_AVICI;
+    g->t->gen_ndims = 3;
+    for (int d = 0; d < 3; d++) g->t->gen_dims[d] = dims[d];
+    return attach(g, n * K);
+}
+
+/* Seed 004 sec 3: an R-ary F-cube of unidirectional SCI ringlets (F = 1: one ring), R^F nodes.
+ * Node i (coordinates: base-R digits of i, dimension 0 lowest) is a switch whose port d sends to
+ * the next node in dimension d (its port F+d); port 2F is its host (host i). The links are
+ * full-duplex in the topology; the sci engine uses only the ring direction. */
+static int gen_sci_torus(gen *g, int R, int F)
+{
+    int n = 1;
+    for (int d = 0; d < F; d++) n *= R;
+    for (int i = 0; i < n; i++)
+        if (sw(g, 2 * F + 1) < 0) return -1;
+    for (int i = 0; i < n; i++) {
+        int m = 1;
+        for (int d = 0; d < F; d++, m *= R) {
+            int c = (i / m) % R;
+            int j = i - c * m + ((c + 1) % R) * m;
+            if (sw_link(g, i, d, j, F + d) < 0) return -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (add_slot(g, i, 2 * F) < 0) return -1;
+    g->t->gen_kind = NM_GEN_SCI;
+    g->t->gen_ndims = F;
+    for (int d = 0; d < F && d < 4; d++) g->t->gen_dims[d] = R;
+    return attach(g, n);
+}
+
 int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, char *err, size_t errlen)
 {
     char name[32];
-    long a[3] = {0, 0, 0};
+    long a[4] = {0, 0, 0, 0};
     int n = split_spec(spec, name, sizeof name, a);
     static const char *const known[] = {"crossbar", "auto",    "triangle18",      "system96", "clos64",
                                         "array",    "ring",    "torus2d",         "torus2d-express",
-                                        "cplant",   "irregular"};
+                                        "cplant",   "irregular", "clos",          "gige-tree", "avici",
+                                        "sci-torus"};
     int which = -1;
     for (int i = 0; i < (int)(sizeof known / sizeof known[0]); i++)
         if (!strcmp(name, known[i])) which = i;
@@ -355,8 +471,9 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
         if (a[0] <= ports && ports <= 256) rc = gen_crossbar(&g, (int)ports, (int)a[0]);
         else if (a[0] <= 18) rc = gen_triangle18(&g, (int)a[0]);
         else if (a[0] <= 96) rc = gen_system96(&g, (int)a[0]);
-        else nm_set_err(err, errlen, "topology '%s': no default testbed for more than 96 hosts; name a "
-                     "generator or a topology file", spec);
+        else if (a[0] <= 1024) rc = gen_clos(&g, (int)a[0]);
+        else nm_set_err(err, errlen, "topology '%s': the default Clos of 16-port switches holds up to 1024 "
+                     "hosts; name a generator or a topology file", spec);
         break;
     }
     case 2: /* triangle18[:N] */
@@ -379,6 +496,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
             break;
         }
         rc = gen_clos64(&g, n == 1 ? (int)a[0] : 64);
+        t->prefer_spread = 1;
         break;
     case 5: /* array:S:K */
         if (n != 2 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[1] > (a[0] > 1 ? 14 : 16)) {
@@ -395,6 +513,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
             break;
         }
         rc = gen_ring(&g, (int)a[0], (int)a[1], (int)a[2]);
+        if (a[2] > 1) t->prefer_spread = 1;
         break;
     case 7: /* torus2d:X:Y:K */
     case 8: /* torus2d-express:X:Y:K */
@@ -420,6 +539,41 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
         }
         rc = gen_irregular(&g, (int)a[0], a[1]);
         break;
+    case 11: /* clos:N */
+        if (n != 1 || a[0] < 1 || a[0] > 1024) {
+            nm_set_err(err, errlen, "topology '%s': expected clos:N with 1 <= N <= 1024 hosts", spec);
+            break;
+        }
+        rc = gen_clos(&g, (int)a[0]);
+        break;
+    case 12: /* gige-tree:E:H:T */
+        if (n != 3 || a[0] < 1 || a[0] > 256 || a[1] < 1 || a[2] < 1 || a[1] + a[2] > 256 || a[0] * a[2] > 256) {
+            nm_set_err(err, errlen, "topology '%s': expected gige-tree:E:H:T with E >= 1 edge switches of H >= 1 "
+                    "hosts, each with T >= 1 trunk links to the central switch (H + T <= 256, E T <= 256)", spec);
+            break;
+        }
+        rc = gen_gige_tree(&g, (int)a[0], (int)a[1], (int)a[2]);
+        break;
+    case 13: /* avici:X:Y:Z[:K] */
+        if ((n != 3 && n != 4) || a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] * a[1] * a[2] > 65536 ||
+            (n == 4 && (a[3] < 1 || a[3] > 250))) {
+            nm_set_err(err, errlen, "topology '%s': expected avici:X:Y:Z or avici:X:Y:Z:K, an X x Y x Z torus of "
+                    "line cards with K hosts each (default 1)", spec);
+            break;
+        }
+        rc = gen_avici(&g, (int)a[0], (int)a[1], (int)a[2], n == 4 ? (int)a[3] : 1);
+        break;
+    case 14: { /* sci-torus:R:F */
+        long nodes = 1;
+        for (long d = 0; n == 2 && d < a[1] && nodes <= 65536; d++) nodes *= a[0];
+        if (n != 2 || a[0] < 2 || a[1] < 1 || a[1] > 4 || nodes > 65536) {
+            nm_set_err(err, errlen, "topology '%s': expected sci-torus:R:F, an R-ary F-cube of SCI rings "
+                    "(R >= 2, 1 <= F <= 4, R^F <= 65536 nodes; F = 1 is a ring)", spec);
+            break;
+        }
+        rc = gen_sci_torus(&g, (int)a[0], (int)a[1]);
+        break;
+    }
     }
     free(g.slots);
     return rc == 0 ? 0 : -1;

@@ -430,6 +430,25 @@ static int run_checker(nm_topology *t, const char *what, char *err, size_t errle
     return -1;
 }
 
+/* network.routing = auto: shortest routes unless they can deadlock on the chosen engine (a
+ * wormhole engine and a channel-dependency cycle), then up*-down* (deadlock-free by
+ * construction). Routes given in a file are kept as given, so such files are left alone. */
+static int auto_routing(nm_topology *t, const nm_config *cfg, const char *what, char *err, size_t errlen)
+{
+    if (!cfg || strcmp(nm_config_string(cfg, "network.routing"), "auto") != 0) return 0;
+    if (t->route_check_ok != 0 || t->route_given_count > 0) return 0;
+    if (!nm_engine_blocks(nm_config_string(cfg, "network.engine"))) return 0;
+    size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
+    for (size_t i = 0; i < n; i++) nm_route_clear(&t->routes[i]);
+    char m[400];
+    if (nm_routes_compute_as(t, cfg, "updown", m, sizeof m) != 0) {
+        nm_set_err(err, errlen, "%s: %s", what, m);
+        return -1;
+    }
+    if (check_routes(t, what, err, errlen) != 0) return -1;
+    return run_checker(t, what, err, errlen);
+}
+
 static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -513,6 +532,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
     }
     if (ok && check_routes(ctx.t, path, err, errlen) != 0) ok = 0;
     if (ok && run_checker(ctx.t, path, err, errlen) != 0) ok = 0;
+    if (ok && auto_routing(ctx.t, cfg, path, err, errlen) != 0) ok = 0;
     for (int i = 0; i < ctx.nroutes; i++) free(ctx.routes[i].ports);
     free(ctx.routes);
     free(buf);
@@ -559,6 +579,8 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
         } else if (check_routes(t, spec, err, errlen) != 0) {
             g = -1;
         } else if (run_checker(t, spec, err, errlen) != 0) {
+            g = -1;
+        } else if (auto_routing(t, cfg, spec, err, errlen) != 0) {
             g = -1;
         }
         if (g != 0) {

@@ -235,11 +235,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     if (!topo) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
     nm_routing_info ri;
     nm_topology_routing_info(topo, &ri);
-    if (!ri.deadlock_free)   /* shortest routes on a cyclic network: say so loudly */
-        fprintf(errout, "%s: WARNING: routing '%s' on '%s' is not deadlock-free: %s\n", prog, ri.routing, topo_spec,
-                ri.check_message);
     net = nm_network_create(cfg, topo, err, sizeof err);
     if (!net) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    if (nm_network_may_deadlock(net))   /* shortest routes on a cyclic wormhole network: say so loudly */
+        fprintf(errout, "%s: WARNING: routing '%s' on '%s' is not deadlock-free on engine '%s': %s\n", prog,
+                ri.routing, topo_spec, nm_network_engine_name(net), ri.check_message);
     if (seed < 0) seed = nm_config_int(cfg, "network.seed");
 
     int n = nm_topology_hosts(topo);

@@ -43,7 +43,8 @@ TEST(Config, DefaultsHaveUnitsAndCitations)
     EXPECT_EQ(nm_config_int(k.c, "network.switch_ports"), 8);
     EXPECT_STREQ(nm_config_string(k.c, "network.engine"), "analytic");
     EXPECT_STREQ(nm_config_string(k.c, "network.topology"), "auto");
-    EXPECT_STREQ(nm_config_string(k.c, "network.routing"), "shortest");
+    EXPECT_STREQ(nm_config_string(k.c, "network.routing"), "auto");
+    EXPECT_STREQ(nm_config_string(k.c, "network.route_ties"), "auto");
     EXPECT_TRUE(nm_config_has(k.c, "profile.description"));
     EXPECT_FALSE(nm_config_has(k.c, "network.nope"));
     EXPECT_EQ(nm_config_int(k.c, "network.nope"), 0);
@@ -117,7 +118,7 @@ TEST(Config, BadValuesAndKeys)
     EXPECT_NE(set_err(k.c, "network.switch_delay=1 m"), "");
     EXPECT_NE(set_err(k.c, "network.switch_ports=eight"), "");
     EXPECT_EQ(set_err(k.c, "network.engine=bogus"),
-              "--set: key 'network.engine': expected one of analytic|myrinet, got 'bogus'");
+              "--set: key 'network.engine': expected one of analytic|myrinet|ethernet|avici|sci, got 'bogus'");
     EXPECT_EQ(set_err(k.c, "network.bogus=1"), "--set: unknown key 'network.bogus'");
     EXPECT_EQ(set_err(k.c, "no equals sign"), "--set: expected key=value, got 'no equals sign'");
     // failures leave the value alone

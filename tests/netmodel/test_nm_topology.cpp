@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <set>
 #include <string>
 
@@ -23,6 +24,23 @@ struct Topo {
     }
     ~Topo() { nm_topology_destroy(t); }
 };
+
+// The generators' own shortest routes (the default, auto, switches to up*/down* where they can
+// deadlock on a wormhole engine).
+struct Cfg {
+    nm_config *c = nm_config_create();
+    explicit Cfg(std::initializer_list<const char *> sets)
+    {
+        char e[256];
+        for (const char *s : sets) EXPECT_EQ(nm_config_set(c, s, "test", e, sizeof e), 0) << e;
+    }
+    ~Cfg() { nm_config_destroy(c); }
+};
+const nm_config *shortest()
+{
+    static Cfg cfg({"network.routing=shortest"});
+    return cfg.c;
+}
 
 // Every route starts at its source, follows connected channels through the given output
 // ports, and ends at its destination.
@@ -175,7 +193,7 @@ TEST(Topology, Generators)
         {"ring:1:8:1", 8, 1, 8, 1, 1},
     };
     for (const GenCase &c : cases) {
-        Topo T(c.spec);
+        Topo T(c.spec, shortest());
         ASSERT_NE(T.t, nullptr) << c.spec << ": " << T.err;
         EXPECT_STREQ(nm_topology_name(T.t), c.spec);
         EXPECT_EQ(nm_topology_hosts(T.t), c.hosts) << c.spec;
@@ -212,7 +230,7 @@ TEST(Topology, GeneratorHopCounts)
                 if (s != d) { EXPECT_EQ(nm_topology_route_hops(T.t, s, d), std::abs(s / 3 - d / 3) + 1); }
     }
     {   // ring: shorter way round
-        Topo T("ring:7:2:3");
+        Topo T("ring:7:2:3", shortest());
         ASSERT_NE(T.t, nullptr);
         for (int s = 0; s < 14; s++)
             for (int d = 0; d < 14; d++) {
@@ -270,6 +288,7 @@ TEST(Topology, SpreadTiesUseAllSpines)
 {
     nm_config *c = nm_config_create();
     char err[256];
+    ASSERT_EQ(nm_config_set(c, "network.route_ties=lowest", "--set", err, sizeof err), 0);
     {
         Topo T("clos64", c);
         std::set<int> first_ports;
@@ -277,6 +296,7 @@ TEST(Topology, SpreadTiesUseAllSpines)
         EXPECT_EQ(first_ports.size(), 1u);  // lowest: always spine 0
     }
     ASSERT_EQ(nm_config_set(c, "network.route_ties=spread", "--set", err, sizeof err), 0);
+    ASSERT_EQ(nm_config_set(c, "network.routing=shortest", "--set", err, sizeof err), 0);
     {
         Topo T("clos64", c);
         ASSERT_NE(T.t, nullptr);
@@ -301,7 +321,7 @@ TEST(Topology, SpreadTiesUseAllSpines)
 
 TEST(Topology, GeneratorArgumentErrors)
 {
-    for (const char *s : {"crossbar:0", "crossbar:x", "crossbar", "auto:0", "auto:97", "triangle18:19",
+    for (const char *s : {"crossbar:0", "crossbar:x", "crossbar", "auto:0", "auto:1025", "triangle18:19",
                           "system96:0", "clos64:65", "array:3", "array:3:15", "ring:3:8", "ring:3:8:5",
                           "crossbar:2:3"}) {
         Topo T(s);
@@ -311,3 +331,89 @@ TEST(Topology, GeneratorArgumentErrors)
 }
 
 }  // namespace
+
+// Issue 12: defaults that cannot hurt a user.
+TEST(Topology, DefaultsCannotDeadlockAndScale)
+{
+    nm_routing_info ri;
+    {   // auto works beyond 96 hosts: a Clos of 16-port switches, deadlock-free, ties spread
+        Topo T("auto:256");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_hosts(T.t), 256);
+        EXPECT_EQ(nm_topology_switches(T.t), 32 + 32 + 16);
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_TRUE(ri.deadlock_free);
+        EXPECT_STREQ(ri.routing, "shortest");
+        for (int s = 0; s < 256; s += 7)
+            for (int d = 0; d < 256; d += 5)
+                if (s != d) {
+                    EXPECT_EQ(nm_topology_route_hops(T.t, s, d), s / 8 == d / 8 ? 1 : s / 64 == d / 64 ? 3 : 5);
+                }
+        check_routes(T.t);
+    }
+    {   // up to 128 hosts: leaves and 8 spines (Myricom's Clos128)
+        Topo T("auto:128");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_switches(T.t), 16 + 8);
+    }
+    {   // spread ties: a leaf's eight destinations on another leaf go over different spines
+        Topo T("clos64");
+        ASSERT_NE(T.t, nullptr);
+        std::set<int> spines;
+        for (int d = 8; d < 16; d++) spines.insert(nm_route_get(T.t, 0, d)->channel[1]);
+        EXPECT_EQ(spines.size(), 8u);
+    }
+    for (const char *spec : {"ring:8:4:1", "torus2d:4:4:8"}) {   // shortest would deadlock: updown
+        Topo T(spec);
+        ASSERT_NE(T.t, nullptr) << T.err;
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_TRUE(ri.deadlock_free) << spec;
+        EXPECT_STREQ(ri.routing, "updown") << spec;
+        Topo S(spec, shortest());
+        nm_topology_routing_info(S.t, &ri);
+        EXPECT_FALSE(ri.deadlock_free) << spec;
+    }
+    {   // the packet engines cannot deadlock: auto keeps minimal routes for them
+        Cfg c({"network.engine=avici"});
+        Topo T("avici:4:4:2", c.c);
+        ASSERT_NE(T.t, nullptr) << T.err;
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_STREQ(ri.routing, "shortest");
+        EXPECT_EQ(nm_topology_hosts(T.t), 32);
+        int mx = 0;
+        for (int s = 0; s < 32; s++)
+            for (int d = 0; d < 32; d++)
+                if (s != d) mx = std::max(mx, nm_topology_route_hops(T.t, s, d));
+        EXPECT_EQ(mx, 2 + 2 + 1 + 1);   // torus distance 2 + 2 + 1 line cards apart
+    }
+}
+
+TEST(Topology, FabricGenerators)
+{
+    {   // seed 001's GigE: 4 edge switches of 64 hosts, 6 trunks each to the centre
+        Topo T("gige-tree:4:64:6");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_hosts(T.t), 256);
+        EXPECT_EQ(nm_topology_switches(T.t), 5);
+        EXPECT_EQ(nm_topology_links(T.t), 256 + 24);   // seed 001: 280 cables
+        EXPECT_EQ(nm_topology_route_hops(T.t, 0, 63), 1);
+        EXPECT_EQ(nm_topology_route_hops(T.t, 63, 64), 3);
+        std::set<int> trunks;
+        for (int d = 64; d < 128; d++) trunks.insert(nm_route_get(T.t, 0, d)->channel[1]);
+        EXPECT_EQ(trunks.size(), 6u);   // host pairs spread over the trunk
+        check_routes(T.t);
+    }
+    {   // SCI: r^f nodes, one host each; the generator records the radix for the engine
+        Topo T("sci-torus:3:3");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_hosts(T.t), 27);
+        EXPECT_EQ(nm_topology_links(T.t), 27 + 27 * 3);
+        EXPECT_EQ(T.t->gen_kind, NM_GEN_SCI);
+        EXPECT_EQ(T.t->gen_ndims, 3);
+    }
+    for (const char *bad : {"sci-torus:1:2", "sci-torus:4", "avici:0:1:1", "gige-tree:4:64", "clos:2000"}) {
+        Topo T(bad);
+        EXPECT_EQ(T.t, nullptr) << bad;
+        EXPECT_NE(T.err.find(bad), std::string::npos) << T.err;
+    }
+}

@@ -653,13 +653,20 @@ double json_num(const std::string &j, const std::string &key)
 TEST(RoutingEngines, WatchdogCatchesShortestRouteDeadlock)
 {
     int rc = 0;
-    std::string j = run_tool({"--profile", "seed002-pci", "--topology", "ring:4:2:1", "--traffic", "uniform",
-                              "--payload", "4000", "--load", "1.2Gb/s", "--measure", "2ms", "--warmup", "10us",
-                              "--interarrival", "exponential", "--json"},
-                             &rc);
+    std::vector<std::string> args{"--profile", "seed002-pci", "--topology", "ring:4:2:1", "--traffic", "uniform",
+                                  "--payload", "4000", "--load", "1.2Gb/s", "--measure", "2ms", "--warmup", "10us",
+                                  "--interarrival", "exponential", "--json"};
+    std::vector<std::string> shortest = args;
+    shortest.insert(shortest.end(), {"--routing", "shortest"});
+    std::string j = run_tool(shortest, &rc);
     EXPECT_GT(json_num(j, "deadlocks"), 0) << j.substr(0, 400);
     EXPECT_EQ(json_num(j, "deadlock_free_routes"), 0);
     EXPECT_EQ(rc, 1);
+    // the default routing (auto) falls back to up*/down* there: no deadlock
+    j = run_tool(args, &rc);
+    EXPECT_EQ(json_num(j, "deadlocks"), 0) << j.substr(0, 400);
+    EXPECT_EQ(json_num(j, "deadlock_free_routes"), 1);
+    EXPECT_EQ(rc, 0);
 }
 
 // Seed 002 sec 3 names no up*/down* root; the seed002-pci profile takes the lowest switch id (Autonet's
