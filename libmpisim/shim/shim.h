@@ -58,12 +58,15 @@ typedef struct ms_rq {
     struct ms_rq *next_free;
 } ms_rq;
 
+/* The wrappers' entry and exit read the rank's clock: hidden, so that the calls between the two
+ * readings bind directly inside the library instead of through the PLT (issue 10). */
+#define MS_HIDDEN __attribute__((visibility("hidden")))
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
-int ms_bypass(void);
+MS_HIDDEN int ms_bypass(void);
 /* a Fortran binding passes its caller's address for the C wrapper it is about to call */
 void ms_f_callsite(void *ret);
-void ms_enter(ms_fn_id fn, void *callsite);
-void ms_exit(ms_fn_id fn, int rc);
+MS_HIDDEN void ms_enter(ms_fn_id fn, void *callsite);
+MS_HIDDEN void ms_exit(ms_fn_id fn, int rc);
 /* Is a model server attached (co-simulation), or only a trace being captured? */
 int ms_has_server(void);
 void ms_trace_resolution(const ms_rq *r);

@@ -135,12 +135,35 @@ typedef struct ms_msg_clock {
     int64_t t;
 } ms_msg_clock;
 
+/* How a rank measured its computation (docs/architecture.md "Virtual time in a rank"). */
+typedef enum {
+    MS_CHARGING_NONE = 0,        /* compute mode none: nothing measured */
+    MS_CHARGING_PERF_PAGE = 1,   /* CLOCK_MONOTONIC while the thread ran unbroken, the CPU clock after */
+    MS_CHARGING_SYSCALL = 2,     /* every read a CLOCK_THREAD_CPUTIME_ID system call */
+    MS_CHARGING_WALL = 3         /* compute mode wall */
+} ms_charging_method;
+
+typedef struct ms_msg_charging {
+    int32_t method;              /* ms_charging_method */
+    int32_t pad;
+    int64_t baseline_ns;         /* subtracted from each gap: a clock read's own share, measured at start */
+    int64_t baseline_syscall_ns; /* subtracted instead from a gap that ended in a CPU-clock system call */
+    uint64_t gaps;               /* computation intervals (between MPI calls) charged */
+    uint64_t descheduled_gaps;   /* of which the thread was scheduled out at least once */
+    uint64_t syscalls;           /* CPU-clock system calls made */
+    int64_t raw_ns;              /* the gaps as measured, before the baselines */
+    int64_t compensated_ns;      /* taken off by the baselines */
+    int64_t wall_ns;             /* CLOCK_MONOTONIC time of the gaps */
+    int64_t descheduled_ns;      /* wall time in gaps during which the thread did not run */
+} ms_msg_charging;
+
 typedef struct ms_msg_finalize {
     int64_t t;               /* virtual end */
     int64_t compute_ps;      /* charged computation */
     int64_t mpi_ps;          /* virtual time inside MPI calls */
     uint64_t calls;          /* MPI calls made (wrapped) */
     uint64_t unmodelled_calls;
+    ms_msg_charging charging;
 } ms_msg_finalize;
 
 typedef struct ms_msg_result {

@@ -1025,6 +1025,20 @@ static const char *state_name(const rank_info *r)
     }
 }
 
+/* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
+static void write_charging(FILE *f, const ms_msg_charging *c)
+{
+    static const char *const methods[] = {"none", "perf-page", "syscall", "wall"};
+    const char *m = c->method >= 0 && c->method < 4 ? methods[c->method] : "?";
+    fprintf(f,
+            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"baseline_syscall_ns\": %lld, \"gaps\": %llu, "
+            "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
+            "\"wall_ns\": %lld, \"descheduled_ns\": %lld}",
+            m, (long long)c->baseline_ns, (long long)c->baseline_syscall_ns, (unsigned long long)c->gaps,
+            (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
+            (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns);
+}
+
 int ms_server_write_report(const ms_server *s, FILE *f)
 {
     ms_report_head(f, (const char *const *)s->argv, s->argc, s->nranks, s->topo ? nm_topology_name(s->topo) : "",
@@ -1050,6 +1064,7 @@ int ms_server_write_report(const ms_server *s, FILE *f)
             fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
         }
         fputs("}", f);
+        if (r->finalized) write_charging(f, &r->fin.charging);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
             ms_report_str(f, r->error);

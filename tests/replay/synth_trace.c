@@ -371,7 +371,13 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
             break;
         }
         case MS_MSG_FINALIZE: {
-            ms_msg_finalize m = {e->t_ps, e->compute_ps, e->raw_compute_ns, e->bytes, e->req};
+            ms_msg_finalize m;
+            memset(&m, 0, sizeof m);
+            m.t = e->t_ps;
+            m.compute_ps = e->compute_ps;
+            m.mpi_ps = e->raw_compute_ns;
+            m.calls = e->bytes;
+            m.unmodelled_calls = e->req;
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
