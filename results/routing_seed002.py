@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Reproduction of seed 002 (Flich, Lopez, Malumbres, Duato, "Boosting the performance of Myrinet
-networks", /work/shared/seeds/002_f6a717de313a5387.txt): up*/down* routing (UD, as GM's
+networks", seed file 002_f6a717de313a5387.txt): up*/down* routing (UD, as GM's
 simple_routes) against minimal routing with in-transit buffers (ITB), on the myrinet engine with
 the network of sec 5.3 (profile seed002-pci).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Verification of the character-level myrinet engine against the analytic model of seed 000
-(/work/shared/seeds/000_cbda115baaa6117c.txt, sec 2.2 eqs. 1-3, sec 3.1, sec 4.1, Table 2).
+(seed file 000_cbda115baaa6117c.txt, sec 2.2 eqs. 1-3, sec 3.1, sec 4.1, Table 2).
 
 2 hosts on a 2x2 crossbar and 8 hosts on an 8x8 crossbar, payloads 4 B to 8 KB by powers of two,
 uniform (fixed-rate) interarrival, uniformly distributed destinations; offered load 1.44 Gb/s
