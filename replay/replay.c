@@ -272,14 +272,19 @@ static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *re
     }
 }
 
+/* The computation before a call, as recorded or rescaled; -1 when it exceeds one gap's bound
+ * (MS_TRACE_MAX_GAP_PS: a scale or factor too large for the int64 clock). */
 static int64_t compute_of(const replay *p, const ms_trace_event *e)
 {
-    int64_t c;
+    double d;
     if (p->compute_mode == 1) return 0;
-    if (p->compute_mode == 2) c = (int64_t)((double)e->raw_compute_ns * 1000.0 * p->cpu_factor + 0.5);
-    else c = e->compute_ps;
-    if (p->cpu_scale != 1.0) c = (int64_t)((double)c * p->cpu_scale + 0.5);
-    return c < 0 ? 0 : c;
+    if (p->compute_mode == 2) d = (double)e->raw_compute_ns * 1000.0 * p->cpu_factor;
+    else if (p->cpu_scale == 1.0) return e->compute_ps < 0 ? 0 : e->compute_ps;   /* exact, validated */
+    else d = (double)e->compute_ps;
+    if (p->cpu_scale != 1.0) d *= p->cpu_scale;
+    if (!(d > 0)) return 0;
+    if (d > (double)MS_TRACE_MAX_GAP_PS) return -1;
+    return (int64_t)(d + 0.5);
 }
 
 static void model_failed(replay *p, int rank, size_t k, const char *what, const char *err)
@@ -303,6 +308,15 @@ __attribute__((noinline)) static void play(replay *p, int rank)
         switch (e->kind) {
         case MS_MSG_TR_CALL: {
             int64_t c = compute_of(p, e);
+            if (c < 0 || r->clock > MS_TRACE_MAX_CLOCK_PS - c) {
+                if (!p->stopped)
+                    snprintf(p->stop, sizeof p->stop,
+                             "rank %d event %zu (%s): the virtual clock would pass 2^62 ps (53 days) after a "
+                             "computation of %lld ps recorded (times --cpu-scale %g, or shim.cpu_factor): too large",
+                             rank, k, ms_trace_fn_name(p->t, e->fn), (long long)e->compute_ps, p->cpu_scale);
+                p->stopped = 1;
+                break;
+            }
             r->clock += c;
             r->compute += c;
             r->calls++;
@@ -527,6 +541,18 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         res->outcome = 2;
         snprintf(res->outcome_text, sizeof res->outcome_text, "%s", p.stop);
     }
+    /* a rank whose records end before MPI_Finalize (killed, or its file cut): the replay played
+     * what exists, and that is not a complete run */
+    for (int i = 0; i < p.n && res->outcome == 0; i++)
+        if (p.r[i].state == RS_DEAD) {
+            int dead = 0;
+            for (int j = 0; j < p.n; j++) dead += p.r[j].state == RS_DEAD;
+            res->outcome = 2;
+            snprintf(res->outcome_text, sizeof res->outcome_text,
+                     "partial trace: the records of %d rank(s), first rank %d, end without MPI_Finalize (killed, or "
+                     "the file was cut) at %.6f us; the others were replayed as far as they could go",
+                     dead, i, p.r[i].clock * 1e-6);
+        }
     const char *me = ms_model_last_error(p.model, &res->model_errors);
     if (me && res->outcome == 0) {
         res->outcome = 2;

@@ -177,7 +177,8 @@ static int replay_main(int argc, char **argv)
     }
     nm_config *cfg = own(ms_replay_config(t, o.profile, o.sets, o.nsets, warn, sizeof warn, err, sizeof err), free_cfg);
     if (!cfg) {
-        fprintf(stderr, "mpisim replay: %s\n", err);
+        if (!strncmp(err, "the trace's", 11)) fprintf(stderr, "mpisim replay: %s: %s\n", o.trace, err);
+        else fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
     }
     print_warnings("replay", warn);

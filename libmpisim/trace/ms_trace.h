@@ -26,6 +26,16 @@ extern "C" {
 #endif
 
 #define MS_TRACE_SCHEMA "mpisim-trace/1"
+/* Bounds on what a trace may claim (ms_trace_validate); beyond them a record is damaged, and the
+ * model would spend hours on it or overflow its int64 picosecond clock.
+ * - bytes of one message or collective block: an int count of 8-byte elements is at most 16 GiB;
+ *   64 GiB leaves room for derived types (the myrinet engine takes ~3 s per GiB);
+ * - one computation gap: 2^60 ps (13 days), a rank's clock 2^62 ps (53 days): far from INT64_MAX
+ *   so that sums of gaps and transfer times cannot overflow. */
+#define MS_TRACE_MAX_BYTES (UINT64_C(1) << 36)
+#define MS_TRACE_MAX_GAP_PS (INT64_C(1) << 60)
+#define MS_TRACE_MAX_CLOCK_PS (INT64_C(1) << 62)
+
 /* matched_source / matched_tag / complete_ps not known from the recording */
 #define MS_TRACE_UNKNOWN INT32_MIN
 #define MS_TRACE_UNKNOWN_TIME INT64_MIN
@@ -131,7 +141,13 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen);
 /* ---- HDF5 --------------------------------------------------------------------------------- */
 
 int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen);
+/* Reads in a forked child with a time limit (ms_trace_read_limit_s): HDF5 1.10 itself can
+ * overflow a buffer, loop or crash on a damaged file, so a damaged file is an error naming it,
+ * never a crash or a hang of the caller. */
 ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen);
+/* The same in this process (what the child runs; fuzzing and tests). */
+ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen);
+double ms_trace_read_limit_s(const char *path);
 
 /* raw dir -> HDF5 (what `mpisim trace`, `mpisim run --trace` and `mpisim trace-recover DIR` call).
  * Ranks killed mid-run are kept up to their last flushed record. */

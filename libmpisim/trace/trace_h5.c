@@ -329,7 +329,7 @@ static int get_str_dataset(hid_t loc, const char *name, char ***out, size_t *n)
     return rc;
 }
 
-ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
+ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
 {
     h5_quiet q;
     quiet_on(&q);
@@ -358,6 +358,8 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
     int bad = 0;
     char *schema = get_str_attr(f, "schema", &bad);
     if (!schema || strcmp(schema, MS_TRACE_SCHEMA)) {
+        for (char *c = schema; c && *c; c++)   /* the message must stay text whatever the file holds */
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
         snprintf(what, sizeof what, "not an mpisim trace (attribute schema is %.40s, expected %s)",
                  schema ? schema : "missing", MS_TRACE_SCHEMA);
         free(schema);

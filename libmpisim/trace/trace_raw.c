@@ -729,6 +729,43 @@ static int known_kind(int32_t k)
     }
 }
 
+/* Sizes and times a record claims, against what the model can take (MS_TRACE_MAX_*). */
+static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *name, int i, size_t k, char *err,
+                        size_t errlen)
+{
+    const ms_trace_rank *r = &t->ranks[i];
+    const char *fn = ms_trace_fn_name(t, e->fn);
+    int sized = e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL ||
+                e->kind == MS_MSG_RESOLVE;
+    if (sized && e->bytes > MS_TRACE_MAX_BYTES)
+        return ms_trace_fail(err, errlen,
+                             "%s: rank %d event %zu (%s): %llu bytes, more than the %llu (64 GiB) a record may claim "
+                             "(damaged record?)",
+                             name, i, k, fn, (unsigned long long)e->bytes, (unsigned long long)MS_TRACE_MAX_BYTES);
+    if (e->kind == MS_MSG_ICOLL)
+        for (int32_t c = 0; c < e->list_n; c++)
+            if (r->lists[e->list_off + c] > MS_TRACE_MAX_BYTES)
+                return ms_trace_fail(err, errlen,
+                                     "%s: rank %d event %zu (%s): block %d of %llu bytes, more than the %llu a record "
+                                     "may claim (damaged record?)",
+                                     name, i, k, fn, c, (unsigned long long)r->lists[e->list_off + c],
+                                     (unsigned long long)MS_TRACE_MAX_BYTES);
+    if ((e->kind == MS_MSG_WAIT || e->kind == MS_MSG_RESUME) && e->list_n > MS_MAX_WAIT_REQS)
+        return ms_trace_fail(err, errlen, "%s: rank %d event %zu (%s): %d requests, more than the %d one call takes",
+                             name, i, k, fn, e->list_n, MS_MAX_WAIT_REQS);
+    if (e->kind == MS_MSG_ICOLL && e->list_n > (1 << 24))
+        return ms_trace_fail(err, errlen, "%s: rank %d event %zu (%s): %d counts, more than 2^24", name, i, k, fn,
+                             e->list_n);
+    if (e->kind == MS_MSG_TR_CALL &&
+        (e->compute_ps < 0 || e->compute_ps > MS_TRACE_MAX_GAP_PS || e->raw_compute_ns < 0 ||
+         e->raw_compute_ns > MS_TRACE_MAX_GAP_PS / 1000))
+        return ms_trace_fail(err, errlen,
+                             "%s: rank %d event %zu (%s): computation of %lld ps (%lld ns measured), outside 0..2^60 ps "
+                             "(damaged record?)",
+                             name, i, k, fn, (long long)e->compute_ps, (long long)e->raw_compute_ns);
+    return 0;
+}
+
 int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen)
 {
     if (t->nranks < 1) return ms_trace_fail(err, errlen, "%s: no ranks", name);
@@ -776,6 +813,7 @@ int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t err
                 return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
             if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))
                 return ms_trace_fail(err, errlen, "%s: rank %d event %zu: bad collective kind %d", name, i, k, e->mode);
+            if (check_bounds(t, e, name, i, k, err, errlen) < 0) return -1;
         }
         if (r->ntext && r->text[r->ntext - 1] != 0)
             return ms_trace_fail(err, errlen, "%s: rank %d: text not terminated", name, i);

@@ -210,7 +210,8 @@ TEST(Replay, DeadlockAndKilledRanksAreReported)
     ms_replay_result_free(&r.res);
     ms_trace_free(t);
 
-    // rank 1's records stop after one exchange (killed): rank 0 finishes, rank 1 "died"
+    // rank 1's records stop after one exchange (killed): rank 0 finishes, rank 1 "died", and the
+    // replay of such a partial trace is not "ok"
     s = synth_new(2);
     synth_send(s, 0, 0, 1, 1, 8);
     synth_recv(s, 1, 0, 0, 1, 8);
@@ -218,7 +219,10 @@ TEST(Replay, DeadlockAndKilledRanksAreReported)
     t = synth_finish(s);
     r = replay(t, ANALYTIC);
     ASSERT_TRUE(r.ok) << r.err;
-    EXPECT_EQ(r.res.outcome, 0) << r.res.outcome_text;
+    EXPECT_EQ(r.res.outcome, 2) << r.res.outcome_text;
+    EXPECT_NE(std::string(r.res.outcome_text).find("partial trace"), std::string::npos) << r.res.outcome_text;
+    EXPECT_NE(std::string(r.res.outcome_text).find("rank 1"), std::string::npos) << r.res.outcome_text;
+    EXPECT_EQ(r.res.ranks[0].status, MS_RR_FINALIZED);
     EXPECT_EQ(r.res.ranks[1].status, MS_RR_DIED);
     EXPECT_EQ(r.res.ranks[1].virtual_end_ps, OS + lat(8) + OR);
     ms_replay_result_free(&r.res);
@@ -240,6 +244,45 @@ TEST(Replay, BadInputsAreErrorsNotCrashes)
     EXPECT_EQ(r.res.outcome, 2);
     EXPECT_NE(std::string(r.res.outcome_text).find("rank 0 event"), std::string::npos) << r.res.outcome_text;
     ms_replay_result_free(&r.res);
+    ms_trace_free(t);
+}
+
+TEST(Replay, HugeComputationIsAnErrorNotAnOverflow)
+{
+    // two gaps of 2^59.9 ps each pass validation; their sum passes the clock's bound
+    synth *s = synth_new(2);
+    const int64_t big = (int64_t)1 << 60;
+    for (int rank = 0; rank < 2; rank++) {
+        synth_call(s, rank, SY_BARRIER, big);
+        synth_exit(s, rank, SY_BARRIER);
+        synth_call(s, rank, SY_BARRIER, big);
+        synth_exit(s, rank, SY_BARRIER);
+        synth_call(s, rank, SY_BARRIER, big);
+        synth_exit(s, rank, SY_BARRIER);
+        synth_call(s, rank, SY_BARRIER, big);
+        synth_exit(s, rank, SY_BARRIER);
+        synth_call(s, rank, SY_BARRIER, big);
+        synth_exit(s, rank, SY_BARRIER);
+        synth_finalize(s, rank);
+    }
+    ms_trace *t = synth_finish(s);
+    Outcome r = replay(t, ANALYTIC);
+    ASSERT_TRUE(r.ok) << r.err;
+    EXPECT_EQ(r.res.outcome, 2);
+    EXPECT_NE(std::string(r.res.outcome_text).find("2^62 ps"), std::string::npos) << r.res.outcome_text;
+    ms_replay_result_free(&r.res);
+    // one gap scaled past the bound by --cpu-scale
+    t->ranks[0].ev[0].compute_ps = 1000;
+    r = replay(t, ANALYTIC, {1e300, MS_WILDCARDS_RECORDED, nullptr});
+    ASSERT_TRUE(r.ok) << r.err;
+    EXPECT_EQ(r.res.outcome, 2);
+    EXPECT_NE(std::string(r.res.outcome_text).find("rank 0 event 0"), std::string::npos) << r.res.outcome_text;
+    ms_replay_result_free(&r.res);
+    // a gap beyond 2^60 ps is a damaged record: the trace does not validate
+    t->ranks[1].ev[0].compute_ps = INT64_MAX;
+    r = replay(t, ANALYTIC);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.err.find("rank 1 event 0"), std::string::npos) << r.err;
     ms_trace_free(t);
 }
 

@@ -408,3 +408,33 @@ TEST(Convert, RawDirectoryWithMetaBecomesHdf5)
     EXPECT_NE(std::string(err).find("meta.json"), std::string::npos) << err;
     ms_trace_free(t);
 }
+
+TEST(Validate, SizesBeyondWhatTheModelTakesAreErrorsNamingRankAndRecord)
+{
+    char err[512];
+    auto expect_bad = [&](ms_trace *t, const char *what) {
+        EXPECT_LT(ms_trace_validate(t, "t.h5", err, sizeof err), 0) << what;
+        EXPECT_NE(std::string(err).find(what), std::string::npos) << err;
+    };
+    ms_trace *t = synth_pingpong(2, 8, 0);
+    ASSERT_EQ(ms_trace_validate(t, "t.h5", err, sizeof err), 0) << err;
+    ms_trace_event *send = nullptr;
+    size_t k = 0;
+    for (; k < t->ranks[0].nev; k++)
+        if (t->ranks[0].ev[k].kind == MS_MSG_ISEND) {
+            send = &t->ranks[0].ev[k];
+            break;
+        }
+    ASSERT_NE(send, nullptr);
+    send->bytes = (uint64_t)INT64_MAX;   // a message of 2^63-1 bytes
+    expect_bad(t, ("rank 0 event " + std::to_string(k) + " (MPI_Isend): 9223372036854775807 bytes").c_str());
+    send->bytes = MS_TRACE_MAX_BYTES;   // the bound itself is allowed
+    EXPECT_EQ(ms_trace_validate(t, "t.h5", err, sizeof err), 0) << err;
+    send->bytes = 8;
+    t->ranks[1].ev[0].compute_ps = -5;
+    expect_bad(t, "rank 1 event 0");
+    t->ranks[1].ev[0].compute_ps = 0;
+    t->ranks[1].ev[0].raw_compute_ns = INT64_MAX;
+    expect_bad(t, "rank 1 event 0");
+    ms_trace_free(t);
+}
