@@ -14,12 +14,12 @@
 static const nm_key_def host_keys[] = {
     {"host.ranks_per_node", NM_KEY_INT, "", "1", "project choice (one rank per node, seed 000's testbed)",
      "ranks placed on one node (they share its NIC, bus and memory; messages between them take the "
-     "intra-node path)", NULL, NM_KEY_POSITIVE},
+     "intra-node path)", "1..65536", 0},
     {"host.map_by", NM_KEY_STRING, "", "slot", "Open MPI's default mapping (--map-by slot)",
      "slot: ranks 0..k-1 on node 0, k..2k-1 on node 1, ...; node: rank i on node i mod nodes", "slot|node", 0},
     {"host.ports", NM_KEY_INT, "", "1", "one port per NIC (seed 000 sec 3.1, M2F-SBus32B)",
      "network ports per NIC; each is one host of the topology, packets go to the port that frees first",
-     NULL, NM_KEY_POSITIVE},
+     "1..64", 0},
     {"host.nic_send_cost", NM_KEY_INT, "ps", "0", "0: not modelled (seed 000 eq. 3 has no NIC cost)",
      "NIC processor time per packet sent (Myrinet LANai), before its DMA read", NULL, NM_KEY_NONNEG},
     {"host.nic_recv_cost", NM_KEY_INT, "ps", "0", "0: not modelled (seed 000 eq. 3 has no NIC cost)",

@@ -35,7 +35,8 @@ typedef enum { NM_KEY_INT, NM_KEY_DOUBLE, NM_KEY_STRING } nm_key_type;
  * "m/s" (velocity), "Hz". Values in files may carry a unit suffix with an SI/IEC prefix that is
  * converted to the key's unit (e.g. "1.28 Gb/s", "10 m", "6.25 ns", "16 KiB"); a bare number is
  * in the key's unit. `choices`, for string keys, is a '|'-separated list of allowed values or
- * NULL for free text. */
+ * NULL for free text; for numeric keys, "MIN..MAX" (plain numbers in the key's unit; either side may be empty)
+ * is the allowed range, checked wherever a value is set. */
 typedef struct nm_key_def {
     const char *name;
     nm_key_type type;

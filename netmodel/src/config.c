@@ -343,6 +343,18 @@ static int choice_ok(const char *choices, const char *v)
     return 0;
 }
 
+/* A numeric key's range "MIN..MAX" (its `choices`; an empty side is unbounded): 1 if it has one. */
+static int numeric_range(const nm_key_def *def, double *lo, double *hi)
+{
+    if (def->type == NM_KEY_STRING || !def->choices || !*def->choices) return 0;
+    const char *dots = strstr(def->choices, "..");
+    if (!dots) return 0;
+    char *end;
+    *lo = dots == def->choices ? -HUGE_VAL : strtod(def->choices, &end);
+    *hi = dots[2] ? strtod(dots + 2, &end) : HUGE_VAL;
+    return 1;
+}
+
 /* Parse `raw` for def into (ival, dval, text). On error writes "expected ..., got '...'". */
 static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, double *dval,
                        char **text, char *msg, size_t msglen)
@@ -399,6 +411,12 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
         nm_set_err(msg, msglen, "expected %s not below 0, got '%s'", nm_unit_noun(def->unit), v);
         return -1;
     }
+    double lo, hi;
+    if (numeric_range(def, &lo, &hi) && !(x >= lo && x <= hi)) {
+        nm_set_err(msg, msglen, "expected %s from %g to %g%s%s, got '%s'", nm_unit_noun(def->unit), lo, hi,
+                   *def->unit ? " " : "", def->unit, v);
+        return -1;
+    }
     if (def->type == NM_KEY_INT) snprintf(canon, sizeof canon, "%lld", (long long)iv);
     else snprintf(canon, sizeof canon, "%.17g", x);
     /* shortest text that reads back to the same double, for readable output */
@@ -451,6 +469,11 @@ int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, cha
         }
         if (find(cfg, d->name)) {
             nm_set_err(err, errlen, "key '%s' registered twice", d->name);
+            goto fail;
+        }
+        double lo, hi;
+        if (d->type != NM_KEY_STRING && d->choices && (!numeric_range(d, &lo, &hi) || !(lo <= hi))) {
+            nm_set_err(err, errlen, "key '%s': range '%s' is not MIN..MAX", d->name, d->choices);
             goto fail;
         }
         if (cfg->n == cfg->cap) {
@@ -1022,7 +1045,11 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         fprintf(out, "%s\n    %s\n    type %s%s%s, default %s%s%s (%s)\n", d->name, d->help && *d->help ? d->help : "",
                 types[d->type <= NM_KEY_STRING ? d->type : 2], *d->unit ? ", unit " : "", d->unit, d->default_value,
                 *d->unit ? " " : "", d->unit, d->source ? d->source : "");
-        if (d->choices && *d->choices) fprintf(out, "    choices: %s\n", d->choices);
+        if (d->type == NM_KEY_STRING && d->choices && *d->choices) fprintf(out, "    choices: %s\n", d->choices);
+        double lo, hi;
+        if (numeric_range(d, &lo, &hi)) fprintf(out, "    range: %g to %g%s%s\n", lo, hi, *d->unit ? " " : "", d->unit);
+        else if (d->flags & NM_KEY_POSITIVE) fprintf(out, "    range: above 0\n");
+        else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
         if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
             fprintf(out, "    value %s%s%s from %s\n", e->text, *d->unit ? " " : "", d->unit, e->origin);
     }

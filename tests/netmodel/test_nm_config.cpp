@@ -286,6 +286,32 @@ TEST(Config, RegisterOtherLayers)
     EXPECT_EQ(nm_config_int(k.c, "mpi.eager_limit"), 32768);
 }
 
+TEST(Config, NumericRangesAreCheckedWhereverAValueIsSet)
+{
+    static const nm_key_def keys[] = {
+        {"shim.factor", NM_KEY_DOUBLE, "", "1", "guess", "a factor", "0..10000", 0},
+        {"shim.depth", NM_KEY_INT, "", "1", "guess", "frames", "1..8", 0},
+        {"shim.wait", NM_KEY_INT, "ps", "1 s", "guess", "a time", "1e9..", 0},   // from 1 ms
+    };
+    Cfg k;
+    char err[512] = "";
+    ASSERT_EQ(nm_config_register(k.c, keys, 3, err, sizeof err), 0) << err;
+    EXPECT_EQ(set_err(k.c, "shim.factor=2.5"), "");
+    EXPECT_NE(set_err(k.c, "shim.factor=-1").find("from 0 to 10000, got '-1'"), std::string::npos);
+    EXPECT_NE(set_err(k.c, "shim.factor=1e7"), "");
+    EXPECT_EQ(set_err(k.c, "shim.depth=8"), "");
+    EXPECT_NE(set_err(k.c, "shim.depth=9"), "");
+    EXPECT_NE(set_err(k.c, "shim.depth=0"), "");
+    EXPECT_EQ(set_err(k.c, "shim.wait=2 ms"), "");
+    EXPECT_NE(set_err(k.c, "shim.wait=10 us"), "");   // below the range, in the key's unit
+    nmt::TempDir d;
+    std::string p = d.write("r.ini", "[shim]\nfactor = 3\ndepth = 12\n");
+    EXPECT_NE(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("r.ini:3"), std::string::npos) << err;
+    static const nm_key_def bad_range[] = {{"shim.bad", NM_KEY_INT, "", "1", "guess", "", "9..1", 0}};
+    EXPECT_NE(nm_config_register(k.c, bad_range, 1, err, sizeof err), 0);
+}
+
 TEST(Config, JsonIsValidAndComplete)
 {
     nmt::TempDir d;
