@@ -1,6 +1,7 @@
 /* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md). */
 #define _GNU_SOURCE
 #include "replay_cli.h"
+#include "mpisim.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -193,14 +194,19 @@ static int replay_main(int argc, char **argv)
         fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
     }
-    int rc = res.outcome ? 1 : 0;
+    /* exit codes as mpisim run's (README.md "Exit codes") */
+    int rc = ms_exit_code_of_outcome(res.outcome);
     FILE *f = !strcmp(report, "-") ? stdout : fopen(report, "w");
-    if (!f) {
+    int bad = !f;
+    if (f) {
+        bad = ms_replay_write_report(f, t, o.trace, cfg, &o.ro, &res) < 0;
+        if (f != stdout && fclose(f) != 0) bad = 1;
+        else if (f == stdout && fflush(stdout) != 0) bad = 1;
+    }
+    if (bad) {
         fprintf(stderr, "mpisim replay: cannot write the report %s: %s\n", report, strerror(errno));
-        rc = 2;
-    } else {
-        if (ms_replay_write_report(f, t, o.trace, cfg, &o.ro, &res) < 0) rc = 2;
-        if (f != stdout && fclose(f) != 0) rc = 2;
+        if (!rc) rc = MS_EXIT_OUTPUT;
+        if (f != stdout) f = NULL;
     }
     if (!quiet) {
         fprintf(stderr,

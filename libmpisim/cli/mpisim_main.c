@@ -490,36 +490,51 @@ static int launch_and_serve(const run_opts *o_)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     }
+    /* the exit code (README.md "Exit codes"): mpisim's own findings first (the launcher's code
+     * then only says that mpisim stopped the ranks), else a report or trace that could not be
+     * written, else the program's own code */
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    int output_failed = 0;
     if (s) {
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);
-        if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
+        /* ranks that never connected, while the program returned a code of its own: that code
+         * is the program's answer (a program that is no MPI program, or stops before MPI_Init) */
+        if (oc && !(oc == 3 && rc != 0)) rc = ms_exit_code_of_outcome(oc);
+        const char *written = o.report;
         if (o.report && strcmp(o.report, "-")) {
             FILE *f = fopen(o.report, "w");
-            if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
-            else {
-                ms_server_write_report(s, f);
-                fclose(f);
+            if (!f) {
+                fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
+                output_failed = 1;
+                written = NULL;
+            } else {
+                int bad = ms_server_write_report(s, f) < 0;
+                if (fclose(f) != 0 || bad) {
+                    fprintf(stderr, "mpisim: the report %s is incomplete: %s\n", o.report, strerror(errno));
+                    output_failed = 1;
+                }
             }
         }
-        ms_server_write_summary(s, stderr, o.report);
+        ms_server_write_summary(s, stderr, written);
         ms_server_destroy(s);
     }
-    if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
-    if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
+    if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
+        fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
+    if (o.trace && finish_trace(trace_dir, o.trace) < 0) output_failed = 1;
 #ifdef MPISIM_HAVE_TRACE
     if (o.timeline) {
         char terr[2048];
         if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
             fprintf(stderr, "mpisim: timeline: %s\n", terr);
-            if (rc == 0) rc = 4;
+            output_failed = 1;
         } else {
             fprintf(stderr, "mpisim: timeline %s\n", o.timeline);
         }
         if (o.trace == timeline_trace) unlink(timeline_trace);
     }
 #endif
+    if (output_failed && rc != MS_EXIT_DEADLOCK && rc != MS_EXIT_RANK_ERROR) rc = MS_EXIT_OUTPUT;
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);

@@ -40,10 +40,19 @@ const char *ms_server_secret(const ms_server *s);
  * *child_status receives the launcher's wait status. Returns 0, or negative on a server error;
  * a deadlock or an unmodelled call is not a server error: see ms_server_outcome(). */
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen);
-/* 0: clean; 1: the program deadlocked in virtual time; 2: a rank stopped on an error
- * (unmodelled call, crash, abort). One line describing it goes into buf. */
+/* 0: clean; 1: the program deadlocked in virtual time (or the network did: a stall); 2: a rank
+ * stopped on an error (unmodelled call, crash, abort) or the model did; 3: a rank never
+ * connected (it left before MPI_Init, or the program is no MPI program). One line describing it
+ * goes into buf. */
 int ms_server_outcome(const ms_server *s, char *buf, size_t len);
 int ms_server_write_report(const ms_server *s, FILE *out);
+/* Exit codes of the mpisim command (README.md "Exit codes"; the program's own code otherwise). */
+#define MS_EXIT_USAGE 2        /* usage or configuration error, unreadable input */
+#define MS_EXIT_DEADLOCK 3     /* virtual-time deadlock or stall */
+#define MS_EXIT_RANK_ERROR 4   /* a rank stopped on an error (or the model stopped the run) */
+#define MS_EXIT_OUTPUT 5       /* a report, trace or timeline could not be written */
+/* The exit code for an outcome (0: none, the program's own code stands). */
+int ms_exit_code_of_outcome(int outcome);
 /* A short human summary (for stderr). */
 int ms_server_write_summary(const ms_server *s, FILE *out, const char *report_path);
 void ms_server_destroy(ms_server *s);

@@ -145,8 +145,9 @@ void ms_fatal(const char *fmt, ...)
         (void)w1;
         (void)w2;
     }
-    PMPI_Abort(MPI_COMM_WORLD, 3);
-    _exit(3);
+    /* a rank error (mpisim's exit code 4; 3 is a deadlock) */
+    PMPI_Abort(MPI_COMM_WORLD, 4);
+    _exit(4);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -102,8 +102,9 @@ struct ms_server {
     char **argv;
     int argc;
     ms_msg_welcome welcome;
-    int deadlocked;
+    int deadlocked;              /* in virtual time, or the network's deadlock (a stall) */
     char deadlock_text[8192];
+    int child_done, child_status;   /* the launcher's wait status */
     char stop_reason[MS_TEXT_MAX];
     int stopped;
     int64_t events;
@@ -855,12 +856,13 @@ static void advance_engine(ms_server *s)
             nm_network_stats(s->net, &st);
             nm_routing_info ri;
             nm_topology_routing_info(s->topo, &ri);
-            if (st.deadlocks)
-                snprintf(s->stop_reason, sizeof s->stop_reason,
+            if (st.deadlocks) {
+                s->deadlocked = 1;
+                snprintf(s->deadlock_text, sizeof s->deadlock_text,
                          "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
                          "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6,
                          ri.routing, nm_topology_name(s->topo), ri.check_message);
-            else {
+            } else {
                 const char *why = ms_model_last_error(s->model, NULL);
                 snprintf(s->stop_reason, sizeof s->stop_reason, "the network engine '%s' failed: %s",
                          nm_network_engine_name(s->net), why ? why : "no reason given");
@@ -911,6 +913,8 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             pid_t w = waitpid(child, &st, WNOHANG);
             if (w == child) {
                 child_done = 1;
+                s->child_done = 1;
+                s->child_status = st;
                 if (child_status) *child_status = st;
             }
         }
@@ -926,8 +930,8 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
             ms_msg_text t;
             memset(&t, 0, sizeof t);
-            snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1,
-                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)" : text);
+            /* the first line (the shim prints up to the newline); the rest is in the report */
+            snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1, text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
                 flush_rank(&s->ranks[i]);
@@ -993,6 +997,24 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     return 0;
 }
 
+int ms_exit_code_of_outcome(int outcome)
+{
+    return outcome == 1 ? MS_EXIT_DEADLOCK : outcome ? MS_EXIT_RANK_ERROR : 0;
+}
+
+/* The launcher's exit code when it failed although every rank finalized (Open MPI's own
+ * shutdown: "exiting improperly" at high oversubscription); 0 otherwise. */
+static int launcher_failed_after_finalize(const ms_server *s)
+{
+    if (!s->child_done) return 0;
+    int code = WIFEXITED(s->child_status) ? WEXITSTATUS(s->child_status)
+               : WIFSIGNALED(s->child_status) ? 128 + WTERMSIG(s->child_status) : 0;
+    if (!code) return 0;
+    for (int i = 0; i < s->nranks; i++)
+        if (!s->ranks[i].finalized) return 0;
+    return code;
+}
+
 int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 {
     if (s->deadlocked) {
@@ -1006,7 +1028,7 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
     for (int i = 0; i < s->nranks; i++)
         if (s->ranks[i].state == RK_UNCONNECTED) {
             snprintf(buf, len, "rank %d never connected to the model server (did the program call MPI_Init?)", i);
-            return 2;
+            return 3;
         }
     if (len) buf[0] = 0;
     return 0;
@@ -1101,6 +1123,15 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     int oc = ms_server_outcome(s, outcome, sizeof outcome);
     ms_report_summary(f, vmax, msgs, bytes, s->wall_end - s->wall_start, (uint64_t)s->events, s->rejected_connections,
                       oc, outcome);
+    if (s->child_done) {
+        int lf = launcher_failed_after_finalize(s);
+        fprintf(f, ",\n  \"launcher\": {\"exit_code\": %d",
+                WIFEXITED(s->child_status) ? WEXITSTATUS(s->child_status) : 128 + WTERMSIG(s->child_status));
+        if (lf)
+            fputs(", \"note\": \"every rank reached MPI_Finalize before the launcher failed: the model's results "
+                  "are complete; the failure is in the MPI library's shutdown\"", f);
+        fputc('}', f);
+    }
     fprintf(f, "\n}\n");
     return ferror(f) ? -1 : 0;
 }
@@ -1128,6 +1159,11 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
     fputc('\n', f);
     char outcome[8192];
     if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    else if (launcher_failed_after_finalize(s))
+        fprintf(f, "mpisim: every rank reached MPI_Finalize and the model's results are complete (outcome ok); the "
+                   "launcher exited with %d afterwards, in the MPI library's own shutdown: believe the report's "
+                   "numbers; the exit code is the launcher's\n",
+                launcher_failed_after_finalize(s));
     return 0;
 }
 

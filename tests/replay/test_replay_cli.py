@@ -106,6 +106,15 @@ def test_cli_replay():
     p = run([MPISIM, "replay", out, "--report", rep], ok=False)
     r = json.load(open(rep))
     check(r["ranks"][1]["status"] in ("died", "finalized", "blocked"), "recovered trace replays")
+    # exit codes (README.md): a partial trace is not ok (4); an unwritable report is 5
+    if any(x["status"] == "died" for x in r["ranks"]):
+        check(p.returncode == 4 and r["summary"]["outcome"] == "error" and "partial trace" in p.stderr,
+              "a partial trace replays with exit 4: %d %s" % (p.returncode, p.stderr))
+    p = run([MPISIM, "replay", h5, "--report", os.path.join(WORK, "no", "such", "dir.json")], ok=False)
+    check(p.returncode == 5 and "cannot write the report" in p.stderr, "unwritable report: %d %s" % (p.returncode, p.stderr))
+    if os.path.exists("/dev/full"):
+        p = run([MPISIM, "replay", h5, "--report", "/dev/full"], ok=False)
+        check(p.returncode == 5, "report on a full disk: %d %s" % (p.returncode, p.stderr))
 
 
 def read_csv(path):
