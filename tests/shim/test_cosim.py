@@ -286,6 +286,13 @@ def test_exit_codes():
     code([crash], 4, "a rank error (crash)")
     unm = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
     code([unm], 4, "a rank error (unmodelled call)")
+    # the launcher fails after every rank finalized: its code, and mpisim says which to believe
+    p, rep = mpisim_run(2, [exe, "0", "kill-after-finalize"], check=False)
+    if (p.returncode == 0 or rep["summary"]["outcome"] != "ok" or "note" not in rep["launcher"]
+            or "believe the report" not in p.stderr):
+        sys.exit(f"FAILED: launcher failure after MPI_Finalize: {p.returncode} {rep['summary']} "
+                 f"{rep.get('launcher')}\n{p.stderr}")
+    print(f"launcher failed after MPI_Finalize: exit {p.returncode}, report ok with a note")
     # a report that cannot be written: the run is fine, the exit code says the output is not
     code([exe], 5, "report in a directory that does not exist", report=os.path.join(WORK, "no", "r.json"))
     if os.path.exists("/dev/full"):
