@@ -1,6 +1,8 @@
 /* mpisim: the command. Subcommands: run, net, study, config, version. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -38,7 +40,7 @@ static void usage(FILE *f)
             "                  [--routing shortest|updown|itb]\n"
             "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
-            "                  [--trace F.h5] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
+            "                  [--trace F.h5 [--replace-trace]] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
             "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
             "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
@@ -151,6 +153,7 @@ typedef struct run_opts {
     const char *timeline;   /* run --timeline: Chrome/Perfetto JSON, made from the trace */
     const char *bind;       /* --bind none|core|socket: mpirun's --bind-to */
     int capture_only;       /* `mpisim trace`: no model server */
+    int replace_trace;      /* --replace-trace: an existing F.h5.raw may be replaced */
 } run_opts;
 
 nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets, char *err, size_t errlen)
@@ -207,6 +210,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
         else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
         else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
+        else if (!strcmp(a, "--replace-trace")) o->replace_trace = 1;
         else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
         else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
         else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
@@ -255,10 +259,17 @@ static int machine_summary(char *out, size_t len);
  * before the launch (so that a crash leaves it) and again after, with the ranks' bindings. */
 static int write_trace_meta(const char *dir, const run_opts *o, const nm_config *cfg, int with_bindings)
 {
-    char path[PATH_MAX + 32];
+    /* written beside and renamed over: never through a link, never into another's file */
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
+    snprintf(tmp, sizeof tmp, "%s/meta.json.tmp", dir);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
     fprintf(f, "{\"mpisim_version\": \"%s\", \"nranks\": %d, \"capture_only\": %s, \"program\": [", MPISIM_VERSION,
             o->nranks, o->capture_only ? "true" : "false");
     for (int i = 0; i < o->nprog; i++) {
@@ -277,7 +288,9 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
         for (int r = 0; r < o->nranks; r++) {
             char bpath[PATH_MAX + 64], line[256] = "";
             snprintf(bpath, sizeof bpath, "%s/rank-%06d.binding", dir, r);
-            FILE *b = fopen(bpath, "r");
+            int bfd = open(bpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            FILE *b = bfd >= 0 ? fdopen(bfd, "r") : NULL;
+            if (bfd >= 0 && !b) close(bfd);
             if (b) {
                 if (!fgets(line, sizeof line, b)) line[0] = 0;
                 fclose(b);
@@ -289,14 +302,85 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
         fputs("]", f);
     }
     fputs("}\n", f);
-    return fclose(f);
+    if (fclose(f) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return rename(tmp, path);
 }
 
-static int make_trace_dir(const char *trace, char *dir, size_t len)
+/* The names mpisim and the shim write in a raw trace directory. */
+static int raw_trace_name(const char *n)
+{
+    size_t len = strlen(n);
+    if (!strcmp(n, "meta.json") || !strcmp(n, "meta.json.tmp")) return 1;
+    if (strncmp(n, "rank-", 5)) return 0;
+    size_t d = strspn(n + 5, "0123456789");
+    return d > 0 && (!strcmp(n + 5 + d, ".mstrace") || !strcmp(n + 5 + d, ".binding")) && 5 + d < len;
+}
+
+/* Remove a raw trace directory: only the names mpisim writes (a link is removed, never
+ * followed); anything else in it (a subdirectory, another file) is left and named. */
+static int remove_raw_dir(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", dir, strerror(errno)), -1);
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a directory (a link or a file): remove it yourself", dir);
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        struct stat es;
+        if (!raw_trace_name(e->d_name) || fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) != 0 ||
+            S_ISDIR(es.st_mode)) {
+            snprintf(err, errlen, "%s holds %s, which mpisim did not write: remove the directory yourself", dir,
+                     e->d_name);
+            rc = -1;
+        } else if (unlinkat(fd, e->d_name, 0) != 0) {
+            snprintf(err, errlen, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+            rc = -1;
+        }
+    }
+    closedir(d);
+    if (rc == 0 && rmdir(dir) != 0) {
+        snprintf(err, errlen, "cannot remove %s: %s", dir, strerror(errno));
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The ranks' raw files go to a directory this run creates (mkdir fails if the name exists), so
+ * no other user can have planted links in it and no earlier run's rank files are mixed in. An
+ * existing one (a run that did not finish) is replaced only with --replace-trace. */
+static int make_trace_dir(const char *trace, int replace, char *dir, size_t len, char *err, size_t errlen)
 {
     snprintf(dir, len, "%s.raw", trace);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) return -1;
-    return 0;
+    if (mkdir(dir, 0700) == 0) return 0;
+    if (errno != EEXIST) {
+        snprintf(err, errlen, "cannot create the trace directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!replace) {
+        snprintf(err, errlen,
+                 "%s exists (left by a run that did not finish?): convert it with mpisim trace-recover %s OUT.h5, "
+                 "remove it, or pass --replace-trace to have this run replace it",
+                 dir, dir);
+        return -1;
+    }
+    if (remove_raw_dir(dir, err, errlen) < 0) return -1;
+    if (mkdir(dir, 0700) == 0) return 0;
+    snprintf(err, errlen, "cannot create the trace directory %s: %s", dir, strerror(errno));
+    return -1;
 }
 
 static int finish_trace(const char *dir, const char *trace)
@@ -414,9 +498,13 @@ static int launch_and_serve(const run_opts *o_)
         o.trace = timeline_trace;
     }
     if (o.trace) {
-        if (make_trace_dir(o.trace, trace_dir, sizeof trace_dir) < 0 || write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
-            fprintf(stderr, "mpisim: cannot create the trace directory %s: %s\n", trace_dir, strerror(errno));
-            return 2;
+        if (make_trace_dir(o.trace, o.replace_trace, trace_dir, sizeof trace_dir, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return MS_EXIT_USAGE;
+        }
+        if (write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
+            fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
+            return MS_EXIT_OUTPUT;
         }
     }
     char shim[PATH_MAX + 64];
@@ -522,6 +610,8 @@ static int launch_and_serve(const run_opts *o_)
     if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
         fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
     if (o.trace && finish_trace(trace_dir, o.trace) < 0) output_failed = 1;
+    else if (o.trace && remove_raw_dir(trace_dir, err, sizeof err) < 0)   /* converted: not needed */
+        fprintf(stderr, "mpisim: %s\n", err);
 #ifdef MPISIM_HAVE_TRACE
     if (o.timeline) {
         char terr[2048];

@@ -210,8 +210,12 @@ static void trace_open(void)
     if (!dir || !*dir) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%06d.mstrace", dir, S.rank);
-    S.trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (S.trace_fd < 0) ms_fatal("cannot write the trace %s: %s", path, strerror(errno));
+    /* a new file in the directory mpisim created for this run: never an existing one, never
+     * through a link (another user's, or an earlier run's file) */
+    S.trace_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (S.trace_fd < 0)
+        ms_fatal("cannot create the trace %s: %s%s", path, strerror(errno),
+                 errno == EEXIST ? " (the trace directory must be new: mpisim creates one per run)" : "");
     ms_trace_file_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, MS_TRACE_MAGIC, 8);
@@ -227,7 +231,9 @@ static void trace_open(void)
     if (w != (ssize_t)sizeof h) ms_fatal("cannot write the trace header to %s", path);
     /* the rank's CPU binding, for the trace's record of the machine */
     snprintf(path, sizeof path, "%s/rank-%06d.binding", dir, S.rank);
-    FILE *b = fopen(path, "w");
+    int bfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *b = bfd >= 0 ? fdopen(bfd, "w") : NULL;
+    if (bfd >= 0 && !b) close(bfd);
     if (b) {
         char list[128];
         cpu_list(list, sizeof list);

@@ -106,8 +106,15 @@ static void send_trace(out *o, const ms_trace *t)
     }
 }
 
+/* Present only under a sanitizer: a fault in the child must end the child alone, not run the
+ * death callback a fuzzer installed in the parent (which would record the parent as crashed). */
+extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 static void child_read(int fd, const char *path)
 {
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) signal(faults[i], SIG_DFL);
     out *o = calloc(1, sizeof *o);
     if (!o) _exit(3);
     o->fd = fd;

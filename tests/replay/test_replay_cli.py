@@ -259,6 +259,61 @@ def test_corrupt_traces():
     check(outcomes.get(2, 0) > 0, "some mutations are errors")
 
 
+def test_trace_dir_symlinks():
+    """Links another user planted in a pre-existing trace directory are never written through:
+    mpisim refuses the directory (or, with --replace-trace, removes the links without following
+    them), and the shim never opens an existing rank file nor follows a link."""
+    if os.environ.get("MPISIM_SANITIZED"):
+        print("skipped: a sanitized libmpisim.so cannot be preloaded into uninstrumented MPI programs")
+        sys.exit(77)
+    prog = os.path.join(BIN, "pingpong")
+    victims = {}
+    for name in ("meta.json", "rank-000000.mstrace", "rank-000001.mstrace", "rank-000000.binding",
+                 "meta.json.tmp"):
+        v = os.path.join(WORK, "victim-" + name)
+        with open(v, "w") as f:
+            f.write("precious " + name)
+        victims[name] = v
+
+    def plant(raw):
+        os.makedirs(raw)
+        for name, v in victims.items():
+            os.symlink(v, os.path.join(raw, name))
+
+    def untouched():
+        for name, v in victims.items():
+            check(open(v).read() == "precious " + name, "%s was written through a link" % v)
+
+    h5 = os.path.join(WORK, "sym.h5")
+    plant(h5 + ".raw")
+    for cmd in (["trace", "-o", h5], ["run", "--trace", h5, "--report", os.path.join(WORK, "s.json")]):
+        p = run([MPISIM] + cmd + ["-n", "2", "--", prog, "--iters", "1", "--sizes", "8"], ok=False)
+        check(p.returncode == 2 and "sym.h5.raw exists" in p.stderr and "--replace-trace" in p.stderr,
+              "a pre-existing trace directory is refused: %d %s" % (p.returncode, p.stderr))
+        untouched()
+    # asked to: the links are removed, not followed, and the run writes a fresh trace
+    run([MPISIM, "trace", "-o", h5, "--replace-trace", "-n", "2", "--", prog, "--iters", "1", "--sizes", "8"])
+    untouched()
+    check(os.path.exists(h5) and not os.path.exists(h5 + ".raw"), "trace written, raw directory removed")
+    # something mpisim did not write stays, and is named
+    plant(h5 + ".raw")
+    os.mkdir(os.path.join(h5 + ".raw", "subdir"))
+    p = run([MPISIM, "trace", "-o", h5, "--replace-trace", "-n", "2", "--", prog], ok=False)
+    check(p.returncode == 2 and "subdir" in p.stderr, "a foreign entry is named: " + p.stderr)
+    untouched()
+    # the shim alone (as mpisim launches it, capture only) in a directory with planted links
+    shutil.rmtree(h5 + ".raw")
+    plant(h5 + ".raw")
+    env = dict(os.environ, LD_PRELOAD=os.path.join(BUILD, "lib", "libmpisim.so"), MPISIM_TRACE_DIR=h5 + ".raw",
+               MPISIM_COMPUTE="cpu")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    p = run(["mpirun", *root, "--oversubscribe", "-n", "2", "-x", "LD_PRELOAD", "-x", "MPISIM_TRACE_DIR", "-x",
+             "MPISIM_COMPUTE", prog, "--iters", "1", "--sizes", "8"], ok=False, env=env)
+    check(p.returncode != 0 and "cannot create the trace" in p.stderr, "the shim refuses: " + p.stderr[-500:])
+    untouched()
+    print("planted links in a pre-existing trace directory were never written through")
+
+
 TESTS = {k[len("test_"):]: f for k, f in globals().items() if k.startswith("test_")}
 try:
     TESTS[NAME]()
