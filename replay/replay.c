@@ -519,6 +519,11 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         for (int i = 0; i < p.n && !blocked; i++) blocked = p.r[i].state == RS_BLOCKED || p.r[i].state == RS_HELD;
         if (!blocked) break;
         if (ms_model_next_time(p.model) == NM_TIME_NEVER) {
+            /* ranks whose records ended leave the others waiting: that is the cause (as the
+             * live server says), reported below as a partial trace, not a deadlock */
+            int dead = 0;
+            for (int i = 0; i < p.n; i++) dead += p.r[i].state == RS_DEAD;
+            if (dead) break;
             size_t off = (size_t)snprintf(res->outcome_text, sizeof res->outcome_text,
                                           "deadlock in virtual time: every rank waits and nothing is in flight");
             for (int i = 0; i < p.n && off < sizeof res->outcome_text; i++) {
@@ -549,9 +554,10 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
             for (int j = 0; j < p.n; j++) dead += p.r[j].state == RS_DEAD;
             res->outcome = 2;
             snprintf(res->outcome_text, sizeof res->outcome_text,
-                     "partial trace: the records of %d rank(s), first rank %d, end without MPI_Finalize (killed, or "
-                     "the file was cut) at %.6f us; the others were replayed as far as they could go",
-                     dead, i, p.r[i].clock * 1e-6);
+                     "partial trace: the records of %d rank(s), first rank %d, end without MPI_Finalize (killed, "
+                     "or the file was cut%s) at %.6f us; the others were replayed as far as they could go (ranks "
+                     "still waiting: blocked)",
+                     dead, i, t->ranks[i].missing ? "; it left no records" : "", p.r[i].clock * 1e-6);
         }
     const char *me = ms_model_last_error(p.model, &res->model_errors);
     if (me && res->outcome == 0) {

@@ -387,11 +387,15 @@ static int finish_trace(const char *dir, const char *trace)
 {
 #ifdef MPISIM_HAVE_TRACE
     char err[1024];
-    if (ms_trace_convert(dir, trace, err, sizeof err) < 0) {
+    int rc = ms_trace_convert(dir, trace, err, sizeof err);
+    if (rc < 0) {
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
         return -1;
     }
-    fprintf(stderr, "mpisim: trace %s\n", trace);
+    if (rc > 0)
+        fprintf(stderr, "mpisim: trace %s is partial: %s; they are in it without records (a replay says 'partial "
+                        "trace')\n", trace, err);
+    else fprintf(stderr, "mpisim: trace %s\n", trace);
     return 0;
 #else
     fprintf(stderr, "mpisim: built without HDF5 trace support; raw trace in %s\n", dir);

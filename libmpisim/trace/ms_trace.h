@@ -82,6 +82,7 @@ typedef struct ms_trace_rank {
     int32_t pid;
     int32_t cosim;           /* 1: recorded during a co-simulation (resume times are the model's) */
     int32_t truncated;       /* 1: the raw file ended inside a record (killed rank); it was dropped */
+    int32_t missing;         /* 1: the rank left no records (its raw file was missing or empty) */
     int64_t start_real_ns;
     char hostname[64];
     ms_trace_event *ev;
@@ -135,8 +136,12 @@ int ms_trace_read_raw(const char *path, ms_trace_rank *r, int32_t *nranks_out, i
 int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_rank *r, int32_t *nranks_out,
                        int32_t **members, size_t *nmembers, char *err, size_t errlen);
 
-/* Read <dir>/meta.json (optional: missing fields are absent) and every <dir>/rank-<R>.mstrace. */
+/* Read <dir>/meta.json (optional: missing fields are absent) and every <dir>/rank-<R>.mstrace.
+ * A rank whose file is missing or empty (it died before writing) becomes a rank without records
+ * (missing = 1); the others are kept. */
 ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen);
+/* "1, 3" (the ranks without records) into buf; their count. */
+int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len);
 
 /* ---- HDF5 --------------------------------------------------------------------------------- */
 
@@ -150,7 +155,8 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen);
 double ms_trace_read_limit_s(const char *path);
 
 /* raw dir -> HDF5 (what `mpisim trace`, `mpisim run --trace` and `mpisim trace-recover DIR` call).
- * Ranks killed mid-run are kept up to their last flushed record. */
+ * Ranks killed mid-run are kept up to their last flushed record. 0: done; 1: done, but some ranks
+ * left no records (err then says which); -1: error. */
 int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
 
 /* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */

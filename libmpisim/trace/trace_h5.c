@@ -191,6 +191,7 @@ int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t err
             put_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid) < 0 ||
             put_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim) < 0 ||
             put_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated) < 0 ||
+            put_int_attr(gr, "missing", H5T_NATIVE_INT32, &r->missing) < 0 ||
             put_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns) < 0 ||
             put_str_attr(gr, "hostname", r->hostname) < 0)
             goto out;
@@ -411,6 +412,7 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
         get_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid);
         get_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim);
         get_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated);
+        get_int_attr(gr, "missing", H5T_NATIVE_INT32, &r->missing);   /* absent in older traces */
         get_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns);
         char *host = get_str_attr(gr, "hostname", &bad);
         if (host) {
@@ -467,6 +469,13 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
     }
 #endif
     int rc = ms_trace_write_h5(t, h5_path, err, errlen);
+    char list[1024];
+    int missing = ms_trace_missing_ranks(t, list, sizeof list);
+    if (rc == 0 && missing) {
+        ms_trace_fail(err, errlen, "%d of %d ranks left no records (raw file missing or empty): %s", missing,
+                      t->nranks, list);
+        rc = 1;
+    }
     ms_trace_free(t);
     return rc;
 }

@@ -95,7 +95,7 @@ static void send_trace(out *o, const ms_trace *t)
     put_strs(o, t->fn_names, t->nfn);
     for (int i = 0; i < t->nranks; i++) {
         const ms_trace_rank *r = &t->ranks[i];
-        int32_t head[4] = {r->rank, r->pid, r->cosim, r->truncated};
+        int32_t head[5] = {r->rank, r->pid, r->cosim, r->truncated, r->missing};
         put(o, head, sizeof head);
         put_u64(o, (uint64_t)r->start_real_ns);
         put(o, r->hostname, sizeof r->hostname);
@@ -240,12 +240,13 @@ static ms_trace *decode(in *b)
     else t->nranks = (int)nr;
     for (int i = 0; i < t->nranks && !b->bad; i++) {
         ms_trace_rank *r = &t->ranks[i];
-        int32_t head[4] = {0, 0, 0, 0};
+        int32_t head[5] = {0, 0, 0, 0, 0};
         get(b, head, sizeof head);
         r->rank = head[0];
         r->pid = head[1];
         r->cosim = head[2];
         r->truncated = head[3];
+        r->missing = head[4];
         r->start_real_ns = (int64_t)get_u64(b);
         get(b, r->hostname, sizeof r->hostname);
         r->hostname[sizeof r->hostname - 1] = 0;

@@ -3,6 +3,7 @@
 #include "ms_trace.h"
 #include "ms_trace_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -585,6 +586,41 @@ static int rank_path(const char *dir, int rank, char *path, size_t len)
     return stat(path, &st) == 0 ? 0 : -1;
 }
 
+/* The job size from the header of any rank file in dir (when meta.json is absent); 0 if none. */
+static int32_t size_from_any_rank(const char *dir, int32_t **members, size_t *nmembers, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int32_t n = 0;
+    char path[4096];
+    while (!n && (e = readdir(d))) {
+        int r;
+        char tail[16];
+        if (sscanf(e->d_name, "rank-%d.%15s", &r, tail) != 2 || strcmp(tail, "mstrace")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ms_trace_rank rr;
+        if (ms_trace_read_raw(path, &rr, &n, members, nmembers, err, errlen) == 0) ms_trace_rank_free(&rr);
+        else n = 0;
+        *nmembers = 0;
+    }
+    closedir(d);
+    return n;
+}
+
+int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len)
+{
+    int n = 0;
+    size_t off = 0;
+    if (len) buf[0] = 0;
+    for (int i = 0; i < t->nranks; i++)
+        if (t->ranks[i].missing) {
+            if (off < len) off += (size_t)snprintf(buf + off, len - off, "%s%d", n ? ", " : "", i);
+            n++;
+        }
+    return n;
+}
+
 ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
 {
     ms_trace *t = calloc(1, sizeof *t);
@@ -598,17 +634,13 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
     char path[4096];
     if (read_meta(dir, t, &nranks, err, errlen) < 0) goto fail;
     if (nranks == 0) {
-        /* no meta.json: the job size comes from rank 0's header */
-        if (rank_path(dir, 0, path, sizeof path) < 0) {
-            ms_trace_fail(err, errlen, "%s: no rank-0.mstrace and no meta.json (not a trace directory?)", dir);
+        /* no meta.json: the job size comes from a rank file's header */
+        nranks = size_from_any_rank(dir, &members, &nmembers, err, errlen);
+        if (nranks <= 0) {
+            ms_trace_fail(err, errlen, "%s: no readable rank-<R>.mstrace and no meta.json (not a trace directory?)",
+                          dir);
             goto fail;
         }
-        ms_trace_rank r0;
-        int32_t n = 0;
-        if (ms_trace_read_raw(path, &r0, &n, &members, &nmembers, err, errlen) < 0) goto fail;
-        ms_trace_rank_free(&r0);
-        nmembers = 0;
-        nranks = n;
     }
     t->nranks = nranks;
     t->ranks = calloc((size_t)nranks, sizeof *t->ranks);
@@ -616,8 +648,16 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
         ms_trace_fail(err, errlen, "out of memory");
         goto fail;
     }
+    int present = 0;
     for (int i = 0; i < nranks; i++) {
-        rank_path(dir, i, path, sizeof path);
+        struct stat st;
+        if (rank_path(dir, i, path, sizeof path) < 0 || (stat(path, &st) == 0 && st.st_size == 0)) {
+            /* the rank died before writing (or before creating its file): no records */
+            t->ranks[i].rank = i;
+            t->ranks[i].missing = 1;
+            continue;
+        }
+        present++;
         int32_t n = 0;
         if (ms_trace_read_raw(path, &t->ranks[i], &n, &members, &nmembers, err, errlen) < 0) goto fail;
         if (n != nranks || t->ranks[i].rank != i) {
@@ -625,6 +665,11 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
                           t->ranks[i].rank, n, i, nranks);
             goto fail;
         }
+    }
+    if (!present) {
+        ms_trace_fail(err, errlen, "%s: none of the %d ranks left records (every rank-<R>.mstrace missing or empty)",
+                      dir, nranks);
+        goto fail;
     }
     if (ms_trace_build_comms(t, members, nmembers, err, errlen) < 0) goto fail;
     free(members);

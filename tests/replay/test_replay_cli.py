@@ -106,6 +106,19 @@ def test_cli_replay():
     p = run([MPISIM, "replay", out, "--report", rep], ok=False)
     r = json.load(open(rep))
     check(r["ranks"][1]["status"] in ("died", "finalized", "blocked"), "recovered trace replays")
+    # one rank left no file, another an empty one: trace-recover converts the rest and names them;
+    # the replay of that partial trace plays what exists and is not ok (exit 4)
+    raw2 = os.path.join(WORK, "raw2")
+    run([SYNTH, "raw", "fan", "4", "2", "1024", "0", raw2])
+    os.unlink(os.path.join(raw2, "rank-000002.mstrace"))
+    open(os.path.join(raw2, "rank-000003.mstrace"), "w").close()
+    out2 = os.path.join(WORK, "rec2.h5")
+    p = run([MPISIM, "trace-recover", raw2, out2])
+    check("2 of 4 ranks left no records" in p.stderr and ": 2, 3" in p.stderr, "missing ranks listed: " + p.stderr)
+    p = run([MPISIM, "replay", out2, "--report", rep], ok=False)
+    r2 = json.load(open(rep))
+    check(p.returncode == 4 and "partial trace" in p.stderr and r2["ranks"][2]["status"] == "died"
+          and r2["ranks"][0]["calls"] > 0, "partial replay: %d %s" % (p.returncode, p.stderr))
     # exit codes (README.md): a partial trace is not ok (4); an unwritable report is 5
     if any(x["status"] == "died" for x in r["ranks"]):
         check(p.returncode == 4 and r["summary"]["outcome"] == "error" and "partial trace" in p.stderr,

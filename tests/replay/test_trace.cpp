@@ -396,10 +396,27 @@ TEST(Convert, RawDirectoryWithMetaBecomesHdf5)
     ASSERT_EQ(u->ncomms, 1u);
     EXPECT_GT(u->nfn, 0u);   // this build's MPI function names
     ms_trace_free(u);
-    // a missing rank file is an error naming it
+    // a rank that left no file, or an empty one (it died early): the others are converted, the
+    // result names the ranks without records, which are in the trace marked missing
     unlink((dir + "/rank-000001.mstrace").c_str());
+    ASSERT_EQ(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 1) << err;
+    EXPECT_NE(std::string(err).find("1 of 3 ranks left no records"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find(": 1"), std::string::npos) << err;
+    u = ms_trace_read_h5(out.c_str(), err, sizeof err);
+    ASSERT_NE(u, nullptr) << err;
+    EXPECT_EQ(u->ranks[1].missing, 1);
+    EXPECT_EQ(u->ranks[1].nev, 0u);
+    EXPECT_EQ(u->ranks[0].missing, 0);
+    EXPECT_EQ(u->ranks[0].nev, t->ranks[0].nev);
+    ms_trace_free(u);
+    FILE *e0 = fopen((dir + "/rank-000000.mstrace").c_str(), "w");   // rank 0: empty
+    fclose(e0);
+    ASSERT_EQ(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 1) << err;
+    EXPECT_NE(std::string(err).find("2 of 3 ranks left no records (raw file missing or empty): 0, 1"),
+              std::string::npos) << err;
+    unlink((dir + "/rank-000002.mstrace").c_str());   // none left: an error
     EXPECT_LT(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 0);
-    EXPECT_NE(std::string(err).find("rank-000001.mstrace"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find("none of the 3 ranks"), std::string::npos) << err;
     // a bad meta.json is an error naming it
     FILE *f = fopen((dir + "/meta.json").c_str(), "w");
     fputs("{\"nranks\": 3, \"program\": [", f);
