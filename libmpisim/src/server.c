@@ -32,7 +32,9 @@
 
 
 /* RK_UNTIMED: inside an untimed (passthrough) real call; it does not hold the horizon back */
-typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD, RK_UNTIMED } rank_state;
+/* RK_STOPPED: its process was ended by mpisim (the run stopped) or by the launcher after another
+ * rank died, while it was blocked or running */
+typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD, RK_UNTIMED, RK_STOPPED } rank_state;
 
 typedef struct buf {
     char *p;
@@ -206,6 +208,9 @@ static void push_resolutions(ms_server *s, int rank)
 static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *res, size_t n)
 {
     rank_info *r = &s->ranks[rank];
+    /* a rank that died while blocked stays dead: the message meant for it must not make it
+     * running again (it would hold the horizon at its clock for ever) */
+    if (r->fd < 0 || r->state == RK_DEAD || r->state == RK_STOPPED || r->state == RK_FINISHED) return;
     push_resolutions(s, rank);
     ms_msg_resume rs = {t, (int32_t)n, 0};
     send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, res, sizeof *res * n);
@@ -235,13 +240,19 @@ static void release_sync_group(ms_server *s, uint64_t comm)
         }
 }
 
+static void model_error(ms_server *s, int rank, const char *what, const char *err);
+
 static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
 {
     ms_server *s = user;
     rank_info *r = &s->ranks[rank];
+    if (r->fd < 0 || r->state == RK_DEAD || r->state == RK_STOPPED) return;   /* see resume_rank */
     ms_msg_result small[16];
     ms_msg_result *out = n <= 16 ? small : malloc(sizeof *out * n);
-    if (!out) return;
+    if (!out) {
+        model_error(s, rank, "a resume", "out of memory");
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         out[i].req = results[i].req;
         out[i].complete_time = results[i].complete_time;
@@ -432,11 +443,23 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
-    if (r->state != RK_FINISHED) {
-        if (!r->error[0])
-            rank_error(s, rank, s->stopped ? "stopped by mpisim (see the run's outcome)"
-                                           : "the rank's process ended without MPI_Finalize (crashed or killed)");
-        r->state = RK_DEAD;
+    if (r->state != RK_FINISHED && r->state != RK_DEAD && r->state != RK_STOPPED) {
+        /* the first rank to end on its own died; the launcher then ends the others (Open MPI
+         * stops the job when a rank dies), and mpisim ends them when it stops the run: those
+         * are "stopped", with the reason */
+        int dead = -1;
+        for (int i = 0; i < s->nranks && dead < 0; i++)
+            if (s->ranks[i].state == RK_DEAD) dead = i;
+        char why[256];
+        if (s->stopped) snprintf(why, sizeof why, "stopped by mpisim (see the run's outcome)");
+        else if (dead >= 0)
+            snprintf(why, sizeof why,
+                     "the rank's process ended without MPI_Finalize after rank %d died (the launcher ends the job "
+                     "when a rank dies)",
+                     dead);
+        else snprintf(why, sizeof why, "the rank's process ended without MPI_Finalize (crashed or killed)");
+        if (!r->error[0]) rank_error(s, rank, why);
+        r->state = s->stopped || dead >= 0 ? RK_STOPPED : RK_DEAD;
         r->held = 0;
         ms_model_finalize(s->model, rank, r->clock);
     }
@@ -1045,6 +1068,7 @@ static const char *state_name(const rank_info *r)
     case RK_BLOCKED: return "blocked";
     case RK_RUNNING: return "running";
     case RK_UNTIMED: return "untimed";
+    case RK_STOPPED: return "stopped";
     default: return "never_connected";
     }
 }

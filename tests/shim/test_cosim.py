@@ -299,6 +299,22 @@ def test_exit_codes():
         code([exe], 5, "report on a full disk (/dev/full)", report="/dev/full")
 
 
+def test_killed_rank():
+    """kill -9 of a rank blocked in MPI_Recv: it is "died"; a message later meant for it does not
+    make it running (holding the horizon back for ever). With Open MPI's recovery on, the others
+    go on and finalize; by default the launcher ends them: "stopped", naming the dead rank."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/kill_blocked.c"), os.path.join(WORK, "kill_blocked"))
+    for extra, others in ((["--mpirun-arg", "--enable-recovery"], "finalized"), ([], "stopped")):
+        p, rep = mpisim_run(3, [exe], extra=extra, check=False)
+        st = [r["status"] for r in rep["ranks"]]
+        if p.returncode != 4 or st != [others, others, "died"] or "rank 2" not in rep["summary"]["outcome_text"]:
+            sys.exit(f"FAILED ({' '.join(extra) or 'default'}): exit {p.returncode}, statuses {st}, "
+                     f"{rep['summary']}\n{p.stderr}")
+        if others == "stopped" and "after rank 2 died" not in rep["ranks"][0].get("error", ""):
+            sys.exit(f"FAILED: the stopped ranks name the dead one: {rep['ranks'][0]}")
+        print(f"{' '.join(extra) or 'default'}: statuses {st}, exit 4")
+
+
 def same_answers(exe, cases, args=(), ordered=True):
     """Run exe natively and under mpisim for each (ranks, compute) case; the answers (stdout,
     line order ignored unless ordered) must be the same and the run ok. Yields (ranks, native
