@@ -112,6 +112,8 @@ struct ms_server {
     int64_t events;
     double wall_start, wall_end;
     uint64_t rejected_connections;
+    double accept_resume;        /* accept failed (no file descriptors): the listen socket rests until then */
+    double accept_backoff;
     site_total *sites;
     size_t nsites, cap_sites;
     char machine[512];
@@ -718,11 +720,20 @@ static int secret_equal(const char *a, const char *b)
     return d == 0;
 }
 
+/* Connections that have not said hello yet: at most this many at once (the oldest goes first,
+ * it had the longest), each for at most MS_HELLO_DEADLINE_S. A rank says hello right after it
+ * connects, so a few seconds cover oversubscribed nodes; strangers cannot hold the server's
+ * descriptors or its poll loop for long. */
+#define MS_HELLO_DEADLINE_S 5.0
+static size_t pending_limit(const ms_server *s) { return (size_t)(s->nranks < 64 ? 64 : s->nranks); }
+
 static void drop_pending(ms_server *s, size_t i, const char *why)
 {
     if (why) {
-        s->rejected_connections++;
-        fprintf(stderr, "mpisim: refused a connection to the model server: %s\n", why);
+        /* the first few are named; all are counted in the report (rejected_connections) */
+        if (s->rejected_connections++ < 5)
+            fprintf(stderr, "mpisim: refused a connection to the model server: %s%s\n", why,
+                    s->rejected_connections == 5 ? " (further refusals are only counted in the report)" : "");
     }
     if (s->pending[i].fd >= 0 && why) close(s->pending[i].fd);
     free(s->pending[i].in.p);
@@ -781,21 +792,49 @@ static void read_pending(ms_server *s, size_t i)
     drop_pending(s, i, NULL);
 }
 
+static void drop_oldest_pending(ms_server *s, const char *why)
+{
+    size_t old = 0;
+    for (size_t i = 1; i < s->npending; i++)
+        if (s->pending[i].deadline < s->pending[old].deadline) old = i;
+    if (s->npending) drop_pending(s, old, why);
+}
+
 static void accept_all(ms_server *s)
 {
-    for (;;) {
+    for (int k = 0; k < 256; k++) {   /* a bounded batch: the ranks' traffic goes on meanwhile */
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors: the listen socket stays readable, and polling it again at
+                 * once would spin. Free one (the oldest stranger) and rest the socket a while,
+                 * longer each time it happens again */
+                drop_oldest_pending(s, "no file descriptors left for new connections");
+                s->accept_backoff = s->accept_backoff > 0 ? s->accept_backoff * 2 : 0.01;
+                if (s->accept_backoff > 1.0) s->accept_backoff = 1.0;
+                s->accept_resume = wall_now() + s->accept_backoff;
+            }
+            return;
+        }
+        s->accept_backoff = 0;
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (s->npending >= pending_limit(s)) drop_oldest_pending(s, "too many connections that have not said hello");
         if (s->npending == s->cap_pending) {
-            s->cap_pending = s->cap_pending ? s->cap_pending * 2 : 64;
-            s->pending = realloc(s->pending, sizeof *s->pending * s->cap_pending);
+            size_t nc = s->cap_pending ? s->cap_pending * 2 : 64;
+            pending_conn *q = realloc(s->pending, sizeof *q * nc);
+            if (!q) {
+                close(fd);
+                s->rejected_connections++;
+                continue;
+            }
+            s->pending = q;
+            s->cap_pending = nc;
         }
         pending_conn *c = &s->pending[s->npending++];
         memset(c, 0, sizeof *c);
         c->fd = fd;
-        c->deadline = wall_now() + 30.0;
+        c->deadline = wall_now() + MS_HELLO_DEADLINE_S;
     }
 }
 
@@ -964,11 +1003,20 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
 
         size_t nf = 0;
         if (s->npending + (size_t)s->nranks + 1 > nfds_cap) {
-            nfds_cap = s->npending + (size_t)s->nranks + 65;
-            pfds = realloc(pfds, sizeof *pfds * nfds_cap);
-            who = realloc(who, sizeof *who * nfds_cap);
+            size_t nc = s->npending + (size_t)s->nranks + 65;
+            struct pollfd *np = realloc(pfds, sizeof *pfds * nc);
+            if (np) pfds = np;
+            int *nw = np ? realloc(who, sizeof *who * nc) : NULL;
+            if (nw) who = nw;
+            if (!np || !nw) {
+                free(pfds);
+                free(who);
+                return fail(err, errlen, "out of memory for %zu connections", nc);
+            }
+            nfds_cap = nc;
         }
-        pfds[nf] = (struct pollfd){s->listen_fd, POLLIN, 0};
+        /* a resting listen socket (see accept_all) is polled for nothing */
+        pfds[nf] = (struct pollfd){s->listen_fd, (short)(wall_now() >= s->accept_resume ? POLLIN : 0), 0};
         who[nf++] = -1;
         for (int i = 0; i < s->nranks; i++)
             if (s->ranks[i].fd >= 0) {
@@ -1000,7 +1048,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         }
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
-            if (now > s->pending[i].deadline) drop_pending(s, i, "did not introduce itself within 30 s");
+            if (now > s->pending[i].deadline) drop_pending(s, i, "did not say hello within 5 s");
         if (s->debug && now > s->next_debug) {
             /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
             s->next_debug = now + 1.0;
