@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -406,6 +407,52 @@ static int finish_trace(const char *dir, const char *trace)
 
 static int cmd_trace(int argc, char **argv);
 
+/* Capture only (no model server to say who connected): each rank creates its raw file in
+ * MPI_Init. When some have not after shim.connect_timeout without a new one appearing, the ranks
+ * wait in MPI_Init for one that never comes: name the missing ranks and end the launcher. -1 then. */
+static int capture_wait(pid_t pid, int *status, const char *dir, int nranks, double timeout_s)
+{
+    struct timespec ts0;
+    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0;
+    int seen = 0, stalled = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, status, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR)) return stalled ? -1 : 0;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+        if (seen < nranks && !stalled) {
+            int n = 0;
+            char missing[256] = "";
+            size_t off = 0;
+            for (int r = 0; r < nranks; r++) {
+                char path[PATH_MAX + 64];
+                snprintf(path, sizeof path, "%s/rank-%06d.mstrace", dir, r);
+                if (access(path, F_OK) == 0) n++;
+                else if (off < sizeof missing - 16) off += (size_t)snprintf(missing + off, sizeof missing - off, "%s%d", off ? ", " : "", r);
+            }
+            if (n > seen) {
+                seen = n;
+                last = now;
+            } else if (now - last > timeout_s) {
+                fprintf(stderr,
+                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout): %s%s; "
+                        "stopping the run\n",
+                        nranks - n, nranks, timeout_s, missing, off >= sizeof missing - 16 ? ", ..." : "");
+                kill(pid, SIGTERM);
+                killed_at = now;
+                stalled = 1;
+            }
+        }
+        if (stalled && killed_at > 0 && now - killed_at > 5.0) {
+            kill(pid, SIGKILL);
+            killed_at = -1;
+        }
+        usleep(100000);
+    }
+}
+
 static int launch_and_serve(const run_opts *o);
 
 static int cmd_run(int argc, char **argv)
@@ -574,19 +621,20 @@ static int launch_and_serve(const run_opts *o_)
     }
     /* the launcher forwards Ctrl-C to the ranks; we wait for them to go */
     signal(SIGINT, SIG_IGN);
-    int status = 0;
+    int status = 0, stalled_start = 0;
     int rc;
     if (s) {
         if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
-    } else {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+    } else if (capture_wait(pid, &status, trace_dir, o.nranks,
+                            (double)nm_config_int(cfg, "shim.connect_timeout") * 1e-12) < 0) {
+        stalled_start = 1;
     }
     /* the exit code (README.md "Exit codes"): mpisim's own findings first (the launcher's code
      * then only says that mpisim stopped the ranks), else a report or trace that could not be
      * written, else the program's own code */
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     int output_failed = 0;
+    if (stalled_start) rc = MS_EXIT_RANK_ERROR;
     if (s) {
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);

@@ -9,7 +9,10 @@
 #include "mpisim.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -64,6 +67,7 @@ typedef struct rank_info {
     int finalized;
     char error[MS_TEXT_MAX];
     char callsite_text[MS_TEXT_MAX];
+    int seen, left_before_init;  /* its process was seen on this host / then gone before its hello */
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
 } rank_info;
@@ -113,6 +117,10 @@ struct ms_server {
     double wall_start, wall_end;
     uint64_t rejected_connections;
     double accept_resume;        /* accept failed (no file descriptors): the listen socket rests until then */
+    double last_connect;         /* wall time of the run's start or of the last rank's hello */
+    double connect_timeout_s;    /* shim.connect_timeout */
+    double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
+    double next_watch;           /* next look at the unconnected ranks' processes */
     double accept_backoff;
     site_total *sites;
     size_t nsites, cap_sites;
@@ -302,6 +310,11 @@ int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
          "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
          "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
          NULL, NM_KEY_NONNEG},
+        {"shim.connect_timeout", NM_KEY_INT, "ps", "60 s", "project choice (a rank that leaves before MPI_Init)",
+         "when ranks have not connected to the model server and none has connected for this long, the run "
+         "stops naming them (a rank that exits before MPI_Init leaves the others waiting in it for ever); "
+         "1 s to 1 h",
+         "1e12..3.6e15", 0},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
          "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
@@ -786,6 +799,7 @@ static void read_pending(ms_server *s, size_t i)
     r->binding[sizeof r->binding - 1] = 0;
     r->state = RK_RUNNING;
     r->clock = 0;
+    s->last_connect = wall_now();
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
     flush_rank(r);
     c->fd = -1;
@@ -951,6 +965,94 @@ static void advance_engine(ms_server *s)
 
 static const char *state_name(const rank_info *r);
 
+static int connected_all(const ms_server *s)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_UNCONNECTED) return 0;
+    return 1;
+}
+
+/* While ranks have not connected: which of their processes exist, by a look at this host's
+ * /proc once a second (children of the launcher whose environment says
+ * OMPI_COMM_WORLD_RANK=R; Open MPI). A rank seen and then gone before its hello left before
+ * MPI_Init: the run names it. Ranks on other hosts are not seen, and nothing is said of them. */
+static void watch_unconnected(ms_server *s, pid_t launcher)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    char *alive = calloc((size_t)s->nranks, 1);
+    if (!alive) {
+        closedir(d);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[300], stat[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        const char *rp = strrchr(stat, ')');   /* "pid (comm) state ppid ..." */
+        int ppid = -1;
+        char st = 0;
+        if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2 || ppid != (int)launcher || st == 'Z') continue;
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        f = fopen(path, "r");
+        if (!f) continue;
+        static char env[65536];
+        n = fread(env, 1, sizeof env - 1, f);
+        fclose(f);
+        env[n] = 0;
+        for (size_t i = 0; i < n; i += strlen(env + i) + 1) {
+            int r;
+            if (sscanf(env + i, "OMPI_COMM_WORLD_RANK=%d", &r) == 1 && r >= 0 && r < s->nranks) alive[r] = 1;
+        }
+    }
+    closedir(d);
+    for (int r = 0; r < s->nranks; r++) {
+        rank_info *ri = &s->ranks[r];
+        if (ri->state != RK_UNCONNECTED) continue;
+        if (alive[r]) ri->seen = 1;
+        else if (ri->seen) ri->left_before_init = 1;
+    }
+    free(alive);
+}
+
+/* No rank has connected for shim.connect_timeout while some never did: say which (and whose
+ * process is gone, when this host can tell) and end the launcher, whose ranks would otherwise
+ * wait in MPI_Init for ever. */
+static void connect_timed_out(ms_server *s, pid_t launcher)
+{
+    size_t off = 0;
+    int missing = 0, gone = 0;
+    char list[512] = "", gone_list[512] = "";
+    size_t lo = 0, go = 0;
+    if (launcher > 0) watch_unconnected(s, launcher);
+    for (int i = 0; i < s->nranks; i++) {
+        if (s->ranks[i].state != RK_UNCONNECTED) continue;
+        if (missing++ < 16 && lo < sizeof list) lo += (size_t)snprintf(list + lo, sizeof list - lo, "%s%d", lo ? ", " : "", i);
+        if (s->ranks[i].left_before_init && gone++ < 16 && go < sizeof gone_list)
+            go += (size_t)snprintf(gone_list + go, sizeof gone_list - go, "%s%d", go ? ", " : "", i);
+    }
+    if (!missing) return;
+    if (gone)
+        off += (size_t)snprintf(s->stop_reason + off, sizeof s->stop_reason - off,
+                                "rank%s %s%s exited before MPI_Init (its process is gone); ", gone > 1 ? "s" : "",
+                                gone_list, gone > 16 ? ", ..." : "");
+    snprintf(s->stop_reason + off, sizeof s->stop_reason - off,
+             "%d rank%s never connected to the model server within %.0f s (shim.connect_timeout): %s%s; the run "
+             "was stopped",
+             missing, missing > 1 ? "s" : "", s->connect_timeout_s, list, missing > 16 ? ", ..." : "");
+    s->stopped = 1;
+    if (launcher > 0) {
+        kill(launcher, SIGTERM);
+        s->kill_launcher_at = wall_now();
+    }
+}
+
 static int any_blocked(const ms_server *s)
 {
     for (int i = 0; i < s->nranks; i++)
@@ -961,6 +1063,9 @@ static int any_blocked(const ms_server *s)
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
 {
     s->wall_start = wall_now();
+    s->last_connect = s->wall_start;
+    s->connect_timeout_s = s->cfg ? (double)nm_config_int(s->cfg, "shim.connect_timeout") * 1e-12 : 60.0;
+    if (!(s->connect_timeout_s > 0)) s->connect_timeout_s = 60.0;
     s->debug = getenv("MPISIM_DEBUG") != NULL;
     int child_done = child < 0;
     size_t nfds_cap = (size_t)s->nranks + 1 + 64;
@@ -1049,6 +1154,15 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
             if (now > s->pending[i].deadline) drop_pending(s, i, "did not say hello within 5 s");
+        if (!s->stopped && now - s->last_connect > s->connect_timeout_s && !child_done) connect_timed_out(s, child);
+        if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
+            s->next_watch = now + 1.0;
+            watch_unconnected(s, child);
+        }
+        if (s->kill_launcher_at > 0 && !child_done && now > s->kill_launcher_at + 5.0) {
+            kill(child, SIGKILL);   /* it did not end on SIGTERM */
+            s->kill_launcher_at = -1;
+        }
         if (s->debug && now > s->next_debug) {
             /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
             s->next_debug = now + 1.0;
@@ -1097,10 +1211,23 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
         return 2;
     }
     for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_UNCONNECTED) {
-            snprintf(buf, len, "rank %d never connected to the model server (did the program call MPI_Init?)", i);
-            return 3;
+        if (s->ranks[i].left_before_init) {
+            snprintf(buf, len,
+                     "rank %d exited before MPI_Init (its process was gone before it connected to the model server); "
+                     "the others could not start",
+                     i);
+            return 2;
         }
+    int never = 0, first = -1;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].state == RK_UNCONNECTED && never++ == 0) first = i;
+    if (never) {
+        snprintf(buf, len,
+                 "%d of %d ranks never connected to the model server, the first rank %d (did the program call "
+                 "MPI_Init? the launcher's messages may name a rank that left before it)",
+                 never, s->nranks, first);
+        return 3;
+    }
     if (len) buf[0] = 0;
     return 0;
 }

@@ -315,6 +315,32 @@ def test_killed_rank():
         print(f"{' '.join(extra) or 'default'}: statuses {st}, exit 4")
 
 
+def test_connect_timeout():
+    """A rank that leaves before MPI_Init ends the run promptly, named; one that never reaches it
+    (the others wait in MPI_Init for ever) is stopped after shim.connect_timeout, in a
+    co-simulation and in a capture-only trace."""
+    import time
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/exit_before_init.c"), os.path.join(WORK, "exit_before_init"))
+    t0 = time.time()
+    p, rep = mpisim_run(3, [exe, "exit"], check=False)   # the default shim.connect_timeout
+    took = time.time() - t0
+    if p.returncode != 4 or took > 90 or "rank 1 exited before MPI_Init" not in p.stderr:
+        sys.exit(f"FAILED: leaving before MPI_Init: exit {p.returncode} after {took:.0f} s\n{p.stderr}")
+    print(f"rank 1 left before MPI_Init: exit 4 after {took:.1f} s, named")
+    for cmd in ("run", "trace"):
+        t0 = time.time()
+        args = [MPISIM, cmd, "--set", "shim.connect_timeout=10 s", "-n", "3", "--", exe, "hang"]
+        args[2:2] = ["--report", os.path.join(WORK, "ct.json")] if cmd == "run" else \
+            ["-o", os.path.join(WORK, "ct.h5"), "--replace-trace"]
+        p = run(args, check=False, timeout=120)
+        took = time.time() - t0
+        want = "never connected to the model server within 10 s" if cmd == "run" else "did not reach MPI_Init within 10 s"
+        if p.returncode != 4 or took > 40 or want not in p.stderr:
+            sys.exit(f"FAILED: mpisim {cmd} with a rank that never reaches MPI_Init: exit {p.returncode} after "
+                     f"{took:.0f} s\n{p.stderr}")
+        print(f"mpisim {cmd}: a rank that never reaches MPI_Init stops the run after {took:.1f} s (exit 4)")
+
+
 def test_idle_connections():
     """400 idle connections to the model server (a local stranger's, reopened whenever the server
     drops them) do not slow a co-simulation by more than 2x, also when they exhaust the server's
