@@ -52,6 +52,7 @@ typedef struct ms_replay_result {
     char first_difference[512];
     char topology[128], engine[32];
     uint64_t model_errors;
+    char warning[512];             /* said before the replay (a routing that may deadlock), or "" */
 } ms_replay_result;
 
 /* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the

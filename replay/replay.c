@@ -485,6 +485,14 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     }
     p.net = nm_network_create(cfg, p.topo, err, errlen);
     if (!p.net) goto out;
+    if (nm_network_may_deadlock(p.net)) {   /* said before the replay, as mpisim run and net say it */
+        nm_routing_info ri;
+        nm_topology_routing_info(p.topo, &ri);
+        snprintf(res->warning, sizeof res->warning,
+                 "routing '%s' on '%s' is not deadlock-free on engine '%s' (%s); the replay may stop in a network "
+                 "deadlock (network.routing=auto or updown avoid it)",
+                 ri.routing, nm_topology_name(p.topo), nm_network_engine_name(p.net), ri.check_message);
+    }
     p.model = ms_model_create(cfg, p.net, p.n, NULL, err, errlen);
     if (!p.model) goto out;
     ms_model_set_resume(p.model, on_resume, &p);
@@ -538,8 +546,23 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
             break;
         }
         if (ms_model_run_until(p.model, NM_TIME_NEVER) < 0) {
+            /* name the cause, as the live server does */
+            nm_stats st;
+            nm_network_stats(p.net, &st);
+            nm_routing_info ri;
+            nm_topology_routing_info(p.topo, &ri);
+            const char *why = ms_model_last_error(p.model, NULL);
             p.stopped = 1;
-            snprintf(p.stop, sizeof p.stop, "the engine failed");
+            if (st.deadlocks) {
+                res->outcome = 1;
+                snprintf(res->outcome_text, sizeof res->outcome_text,
+                         "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
+                         "(%s); replay with network.routing=auto or updown",
+                         (double)st.deadlock_time * 1e-6, ri.routing, nm_topology_name(p.topo), ri.check_message);
+            } else {
+                snprintf(p.stop, sizeof p.stop, "the network engine '%s' failed: %s", nm_network_engine_name(p.net),
+                         why ? why : "no reason given");
+            }
         }
     }
     if (p.stopped && res->outcome == 0) {

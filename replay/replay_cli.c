@@ -189,6 +189,7 @@ static int replay_main(int argc, char **argv)
         return 2;
     }
     int run_rc = ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err);
+    if (run_rc == 0 && res.warning[0]) fprintf(stderr, "mpisim replay: WARNING: %s\n", res.warning);
     if (o.ro.timeline) fclose(o.ro.timeline);
     if (run_rc < 0) {
         fprintf(stderr, "mpisim replay: %s\n", err);

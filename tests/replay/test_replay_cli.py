@@ -94,6 +94,11 @@ def test_cli_replay():
         f.write(data[: len(data) // 2])
     p = run([MPISIM, "replay", bad], ok=False)
     check(p.returncode == 2 and "bad.h5" in p.stderr, "corrupt trace: " + p.stderr)
+    # a routing that may deadlock is said before the replay (as mpisim run and net say it)
+    st = synth("stencil", 16, 1, 1024, 0, os.path.join(WORK, "st16.h5"))
+    p = run([MPISIM, "replay", st, "--report", rep, "--set", "network.topology=torus2d:4:4:1",
+             "--set", "network.routing=shortest"])
+    check("WARNING: routing 'shortest' on 'torus2d:4:4:1' is not deadlock-free" in p.stderr, "warning: " + p.stderr)
     p = run([MPISIM, "replay", h5, "--set", "network.nope=1"], ok=False)
     check(p.returncode == 2 and "nope" in p.stderr, "bad key: " + p.stderr)
     # trace-recover from raw files (synthetic, one rank truncated)
