@@ -152,6 +152,8 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
 int nm_topo_is_001(const char *text);
 int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_config *cfg, char *err, size_t errlen);
 /* Allocate the nhosts*nhosts route table (all nhops = -1). */
+/* 0 if the all-pairs route table fits (half the machine's memory); else -1 and why. */
+int nm_topo_routes_fit(const nm_topology *t, char *err, size_t errlen);
 int nm_topo_alloc_routes(nm_topology *t);
 
 /* Route storage. nm_route_set copies the arrays; nm_route_clear frees them (nhops = -1). */

@@ -236,6 +236,7 @@ int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_con
                              errlen) < 0)
             goto fail_keep;
     }
+    if (nm_topo_routes_fit(t, err, errlen) != 0) goto fail_keep;
     if (nm_topo_alloc_routes(t) != 0) PERR(1, "out of memory");
     for (int i = 0; i < nr; i++) {
         rline *r = &routes[i];

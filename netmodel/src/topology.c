@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NM_MAX_PORTS 256
 #define NM_MAX_NODES 65536
@@ -142,6 +143,24 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
     *sa = i;
     *sb = i;
     return i;
+}
+
+/* Every host pair gets a source route, computed before the run: its table grows with hosts^2
+ * (a route is ~160 bytes with its port and channel arrays). Refuse early, with the numbers,
+ * what would not fit in half of this machine's memory (a 10^4-host file took 4.9 GB and more
+ * than 120 s before it was stopped). */
+#define NM_ROUTE_BYTES 160.0
+int nm_topo_routes_fit(const nm_topology *t, char *err, size_t errlen)
+{
+    double pairs = (double)t->nhosts * (double)t->nhosts, need = pairs * NM_ROUTE_BYTES;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    double budget = pages > 0 && psize > 0 ? 0.5 * (double)pages * (double)psize : 8e9;
+    if (need <= budget) return 0;
+    nm_set_err(err, errlen,
+               "%d hosts: the routes of all %.3g host pairs would need about %.1f GB, more than half of this "
+               "machine's %.1f GB of memory; at most about %d hosts fit here",
+               t->nhosts, pairs, need * 1e-9, budget * 2e-9, (int)sqrt(budget / NM_ROUTE_BYTES));
+    return -1;
 }
 
 int nm_topo_alloc_routes(nm_topology *t)
@@ -520,6 +539,13 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
             ok = 0;
         }
     }
+    if (ok && !fmt001) {
+        char m[400];
+        if (nm_topo_routes_fit(ctx.t, m, sizeof m) != 0) {
+            nm_set_err(err, errlen, "%s: %s", path, m);
+            ok = 0;
+        }
+    }
     if (ok && !fmt001 && nm_topo_alloc_routes(ctx.t) != 0) { nm_set_err(err, errlen, "out of memory"); ok = 0; }
     for (int i = 0; ok && i < ctx.nroutes; i++)
         if (apply_route(c, &ctx.routes[i]) != 0) ok = 0;
@@ -570,7 +596,9 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
         t = parse_file(spec, cfg, err, errlen);
     } else if (g == 0) {
         char m[400];
-        if (nm_topo_alloc_routes(t) != 0) {
+        if (nm_topo_routes_fit(t, err, errlen) != 0) {
+            g = -1;
+        } else if (nm_topo_alloc_routes(t) != 0) {
             nm_set_err(err, errlen, "out of memory");
             g = -1;
         } else if (nm_routes_compute(t, cfg, m, sizeof m) != 0) {
