@@ -301,8 +301,14 @@ static nm_config *point_config(const sweep *s, long p, ms_replay_opts *ro, char 
     point_values(s->v, s->nv, p, idx);
     const char **sets = calloc((size_t)(s->o.nsets + s->nv + 1), sizeof *sets);
     char **owned = calloc((size_t)s->nv + 1, sizeof *owned);
+    if (!sets || !owned) {
+        free(sets);
+        free(owned);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     *ro = s->o.ro;
-    int n = 0;
+    int n = 0, oom = 0;
     for (int i = 0; i < s->o.nsets; i++) sets[n++] = s->o.sets[i];
     for (int k = 0; k < s->nv; k++) {
         const char *val = s->v[k].values[idx[k]];
@@ -312,10 +318,15 @@ static nm_config *point_config(const sweep *s, long p, ms_replay_opts *ro, char 
         }
         size_t len = strlen(s->v[k].key) + strlen(val) + 2;
         owned[k] = malloc(len);
+        if (!owned[k]) {
+            oom = 1;
+            continue;
+        }
         snprintf(owned[k], len, "%s=%s", s->v[k].key, val);
         sets[n++] = owned[k];
     }
-    nm_config *cfg = ms_replay_config(s->t, s->o.profile, sets, n, NULL, 0, err, errlen);
+    nm_config *cfg = oom ? NULL : ms_replay_config(s->t, s->o.profile, sets, n, NULL, 0, err, errlen);
+    if (oom) snprintf(err, errlen, "out of memory");
     for (int k = 0; k < s->nv; k++) free(owned[k]);
     free(owned);
     free(sets);
@@ -440,6 +451,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
     }
     progress(tty, 0, nmine, t0);
     struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+    if (!pf) return -1;
     while (done < nmine) {
         int np = 0;
         for (int j = 0; j < jobs; j++) {
@@ -460,6 +472,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
                 if (w[j].busy >= 0) {
                     long i = w[j].busy;
                     rows[i] = malloc(ROW_MAX);
+                    if (!rows[i]) return -1;
                     int idx[64];
                     point_values(s->v, s->nv, mine[i], idx);
                     size_t o = (size_t)snprintf(rows[i], ROW_MAX, "%ld", mine[i]);
@@ -482,6 +495,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
                 if (tab && i >= 0 && i < nmine && !rows[i]) {
                     size_t rl = linelen - (size_t)(tab + 1 - w[j].buf);
                     rows[i] = malloc(rl + 1);
+                    if (!rows[i]) return -1;
                     memcpy(rows[i], tab + 1, rl);
                     rows[i][rl] = 0;
                     done++;
@@ -506,6 +520,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
         for (int j = 0; j < jobs; j++) alive += w[j].res >= 0;
         while (!alive && next < nmine) {
             rows[next] = malloc(ROW_MAX);
+            if (!rows[next]) return -1;
             run_point(s, mine[next], rows[next], ROW_MAX);
             next++;
             done++;

@@ -182,6 +182,10 @@ static int parse_run(int argc, char **argv, run_opts *o)
     memset(o, 0, sizeof *o);
     o->sets = calloc((size_t)argc + 2, sizeof *o->sets);
     o->mpirun_args = calloc((size_t)argc + 1, sizeof *o->mpirun_args);
+    if (!o->sets || !o->mpirun_args) {
+        fprintf(stderr, "mpisim run: out of memory\n");
+        return -1;
+    }
     o->report = "mpisim-report.json";
     o->listen = "127.0.0.1";
     o->advertise = NULL;
@@ -569,6 +573,10 @@ static int launch_and_serve(const run_opts *o_)
     char nbuf[32];
     snprintf(nbuf, sizeof nbuf, "%d", o.nranks);
     const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 40), sizeof *av);
+    if (!av) {
+        fprintf(stderr, "mpisim: out of memory\n");
+        return MS_EXIT_USAGE;
+    }
     int k = 0;
     av[k++] = o.mpirun ? o.mpirun : "mpirun";
     if (geteuid() == 0) av[k++] = "--allow-run-as-root";
@@ -688,6 +696,10 @@ static int cmd_config(int argc, char **argv)
 {
     const char *profile = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    if (!sets) {
+        fprintf(stderr, "mpisim config: out of memory\n");
+        return MS_EXIT_USAGE;
+    }
     int nsets = 0, json = 0, describe = 0;
     const char *describe_key = NULL;
     for (int i = 0; i < argc; i++) {

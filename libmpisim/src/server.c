@@ -377,7 +377,9 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     for (int i = 0; i < nranks; i++) s->ranks[i].fd = -1;
     s->argc = argc;
     s->argv = calloc((size_t)argc + 1, sizeof *s->argv);
-    for (int i = 0; i < argc; i++) s->argv[i] = strdup(argv[i]);
+    if (!s->argv) return fail(err, errlen, "out of memory");
+    for (int i = 0; i < argc; i++)
+        if (!(s->argv[i] = strdup(argv[i]))) return fail(err, errlen, "out of memory");
     if (make_secret(s->secret) < 0) return fail(err, errlen, "cannot read /dev/urandom for the run's secret");
 
     ms_msg_welcome *w = &s->welcome;
@@ -420,10 +422,12 @@ int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise,
     freeaddrinfo(res);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+        close(fd);
+        return fail(err, errlen, "cannot set up the listening socket on %s: %s", bind_addr, strerror(errno));
+    }
     int port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
                                        : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    fcntl(fd, F_SETFL, O_NONBLOCK);
     s->listen_fd = fd;
     snprintf(endpoint, len, "%s:%d", advertise, port);
     return 0;
@@ -536,7 +540,11 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         uint64_t *counts = NULL;
         if (m.ncounts > 0) {
             counts = malloc(sizeof *counts * (size_t)m.ncounts);
-            if (counts) memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
+            if (!counts) {
+                model_error(s, rank, "a collective", "out of memory");
+                break;
+            }
+            memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
         }
         ms_coll_args a = {(ms_coll_kind)m.kind, m.root, m.bytes, counts, counts ? (size_t)m.ncounts : 0};
         if (ms_model_icoll(s->model, rank, m.t, m.req, m.comm, &a, err, sizeof err) < 0)
@@ -550,7 +558,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         memcpy(&m, p, sizeof m);
         if (m.size <= 0 || len < sizeof m + sizeof(int32_t) * (size_t)m.size) break;
         int *w = malloc(sizeof(int) * (size_t)m.size);
-        if (!w) break;
+        if (!w) {
+            model_error(s, rank, "a communicator", "out of memory");
+            break;
+        }
         for (int i = 0; i < m.size; i++) {
             int32_t v;
             memcpy(&v, p + sizeof m + sizeof v * (size_t)i, sizeof v);
@@ -560,8 +571,14 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         free(w);
         if (comm_members(s, m.comm) < 0) {
             if (s->ncomms == s->cap_comms) {
-                s->cap_comms = s->cap_comms ? s->cap_comms * 2 : 16;
-                s->comms = realloc(s->comms, sizeof *s->comms * s->cap_comms);
+                size_t nc = s->cap_comms ? s->cap_comms * 2 : 16;
+                comm_size *q = realloc(s->comms, sizeof *q * nc);
+                if (!q) {
+                    model_error(s, rank, "a communicator", "out of memory");
+                    break;
+                }
+                s->comms = q;
+                s->cap_comms = nc;
             }
             s->comms[s->ncomms].id = m.comm;
             s->comms[s->ncomms].size = m.size;
@@ -575,7 +592,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         memcpy(&m, p, sizeof m);
         if (m.n < 0 || len < sizeof m + sizeof(uint64_t) * (size_t)m.n) break;
         uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
-        if (!ids) break;
+        if (!ids) {
+            model_error(s, rank, "a wait", "out of memory");
+            break;
+        }
         memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
         if (m.flags & MS_WAIT_FLAG_UNTIMED) {
             /* back from an untimed call: the model may have moved on meanwhile */
