@@ -3,11 +3,14 @@
 #include "ms_trace.h"
 #include "ms_trace_internal.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef MS_TRACE_HAVE_FN_NAMES
 #include "fn_names_gen.h"
@@ -297,34 +300,125 @@ static int get_dataset(hid_t loc, const char *name, hid_t type, void **out, size
     return rc;
 }
 
-static int get_str_dataset(hid_t loc, const char *name, char ***out, size_t *n)
+/* ---- variable-length string datasets, read without HDF5's conversion ----------------------- */
+
+/* HDF5 1.10 reads a variable-length string by copying its global heap object, of the size the
+ * heap says, into a buffer of the size the string's descriptor says (H5HG_read ignores the
+ * latter): a damaged heap or descriptor overflows that buffer. The string datasets (/program,
+ * /fn_names) are therefore read here from the file itself: the descriptors from the dataset's
+ * contiguous storage, each string from its heap collection, every length checked against the
+ * collection and the descriptor. (String attributes have no such access; the guarded reader's
+ * child process contains what HDF5 does with them.) Layout: HDF5 file format spec, "Global Heap"
+ * and "Variable-length data" (descriptor: length u32, collection address, object index u32). */
+
+static uint64_t le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+typedef struct heap_cache {
+    uint64_t addr;
+    unsigned char *data;
+    uint64_t size;
+} heap_cache;
+
+static int load_collection(int fd, uint64_t file_size, uint64_t at, heap_cache *hc)
+{
+    if (hc->data && hc->addr == at) return 0;
+    free(hc->data);
+    hc->data = NULL;
+    unsigned char h[16];
+    if (at > file_size || file_size - at < 16 || pread(fd, h, 16, (off_t)at) != 16) return -1;
+    uint64_t size = le(h + 8, 8);
+    if (memcmp(h, "GCOL", 4) || h[4] != 1 || size < 32 || size > file_size - at || size > (1u << 30)) return -1;
+    hc->data = malloc(size);
+    if (!hc->data || pread(fd, hc->data, size, (off_t)at) != (ssize_t)size) return -1;
+    hc->addr = at;
+    hc->size = size;
+    return 0;
+}
+
+/* The string of object `idx`, which must be `len` bytes long; NULL if the collection says other. */
+static char *heap_string(const heap_cache *hc, uint32_t idx, uint32_t len)
+{
+    uint64_t p = 16;
+    while (hc->size - p >= 16) {
+        const unsigned char *o = hc->data + p;
+        uint64_t oidx = le(o, 2), size = le(o + 8, 8);
+        if (oidx == 0 || size > hc->size - p - 16) return NULL;   /* free space, or damaged */
+        if (oidx == idx) {
+            if (size != len) return NULL;
+            char *s = malloc((size_t)len + 1);
+            if (!s) return NULL;
+            memcpy(s, o + 16, len);
+            s[len] = 0;
+            return s;
+        }
+        uint64_t step = 16 + ((size + 7) & ~(uint64_t)7);
+        if (step > hc->size - p) return NULL;
+        p += step;
+    }
+    return NULL;
+}
+
+static int get_str_dataset(const char *path, hid_t f, const char *name, char ***out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return 0;
-    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 0;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) return -1;
-    hid_t sp = H5Dget_space(d);
-    hid_t st = str_type();
+    hid_t sp = H5Dget_space(d), ft = H5Dget_type(d), fcpl = H5Fget_create_plist(f);
     hsize_t dims[1];
-    int rc = -1;
-    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1 &&
-        dims[0] < (1u << 24)) {
-        char **v = calloc((size_t)dims[0] + 1, sizeof *v);
-        if (v && (dims[0] == 0 || H5Dread(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0)) {
-            char **copy = calloc((size_t)dims[0] + 1, sizeof *copy);
-            rc = copy ? 0 : -1;
-            for (size_t i = 0; copy && i < (size_t)dims[0]; i++) {
-                copy[i] = strdup(v[i] ? v[i] : "");
-                if (!copy[i]) rc = -1;
-            }
-            if (dims[0]) H5Dvlen_reclaim(st, sp, H5P_DEFAULT, v);
-            *out = copy;
-            *n = (size_t)dims[0];
-        }
+    hsize_t ub = 0;
+    size_t sa = 0, ss = 0;
+    haddr_t at = H5Dget_offset(d);
+    int rc = -1, fd = -1;
+    heap_cache hc = {0, NULL, 0};
+    char **v = NULL;
+    unsigned char *desc = NULL;
+    if (sp < 0 || ft < 0 || fcpl < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
+        H5Sget_simple_extent_dims(sp, dims, NULL) != 1 || dims[0] >= (1u << 24) ||
+        H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) <= 0 || H5Pget_userblock(fcpl, &ub) < 0 ||
+        H5Pget_sizes(fcpl, &sa, &ss) < 0 || sa != 8 || ss != 8)
+        goto out;
+    v = calloc((size_t)dims[0] + 1, sizeof *v);
+    if (!v) goto out;
+    if (dims[0] == 0) {
+        rc = 0;
+        goto out;
+    }
+    struct stat st;
+    if (at == HADDR_UNDEF || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) goto out;
+    uint64_t fsize = (uint64_t)st.st_size, nbytes = (uint64_t)dims[0] * 16;
+    if (ub + at > fsize || fsize - ub - at < nbytes || H5Dget_storage_size(d) < nbytes) goto out;
+    desc = malloc((size_t)nbytes);
+    if (!desc || pread(fd, desc, (size_t)nbytes, (off_t)(ub + at)) != (ssize_t)nbytes) goto out;
+    for (size_t i = 0; i < (size_t)dims[0]; i++) {
+        const unsigned char *e = desc + 16 * i;
+        uint32_t len = (uint32_t)le(e, 4), idx = (uint32_t)le(e + 12, 4);
+        uint64_t haddr = le(e + 4, 8);
+        if (len == 0) v[i] = strdup("");
+        else if (haddr > UINT64_MAX - ub || load_collection(fd, fsize, ub + haddr, &hc) < 0) goto out;
+        else v[i] = heap_string(&hc, idx, len);
+        if (!v[i]) goto out;
+    }
+    rc = 0;
+out:
+    if (rc == 0) {
+        *out = v;
+        *n = (size_t)dims[0];
+    } else if (v) {
+        for (size_t i = 0; i < (size_t)dims[0]; i++) free(v[i]);
         free(v);
     }
-    H5Tclose(st);
+    free(desc);
+    free(hc.data);
+    if (fd >= 0) close(fd);
+    if (fcpl >= 0) H5Pclose(fcpl);
+    if (ft >= 0) H5Tclose(ft);
     if (sp >= 0) H5Sclose(sp);
     H5Dclose(d);
     return rc;
@@ -377,8 +471,8 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
     t->machine = get_str_attr(f, "machine", &bad);
     t->bindings_json = get_str_attr(f, "bindings", &bad);
     size_t np = 0;
-    if (bad || get_str_dataset(f, "program", &t->program, &np) < 0 ||
-        get_str_dataset(f, "fn_names", &t->fn_names, &t->nfn) < 0) {
+    if (bad || get_str_dataset(path, f, "program", &t->program, &np) < 0 ||
+        get_str_dataset(path, f, "fn_names", &t->fn_names, &t->nfn) < 0) {
         snprintf(what, sizeof what, "unreadable metadata (program, fn_names or attributes)");
         goto fail;
     }
