@@ -67,7 +67,8 @@ typedef struct rank_info {
     int finalized;
     char error[MS_TEXT_MAX];
     char callsite_text[MS_TEXT_MAX];
-    int seen, left_before_init;  /* its process was seen on this host / then gone before its hello */
+    int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
+                                 /* the number of the look that found it gone (1, 2, ...) */
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
 } rank_info;
@@ -121,6 +122,7 @@ struct ms_server {
     double connect_timeout_s;    /* shim.connect_timeout */
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
     double next_watch;           /* next look at the unconnected ranks' processes */
+    int watches;
     double accept_backoff;
     site_total *sites;
     size_t nsites, cap_sites;
@@ -1032,11 +1034,12 @@ static void watch_unconnected(ms_server *s, pid_t launcher)
         }
     }
     closedir(d);
+    s->watches++;
     for (int r = 0; r < s->nranks; r++) {
         rank_info *ri = &s->ranks[r];
         if (ri->state != RK_UNCONNECTED) continue;
         if (alive[r]) ri->seen = 1;
-        else if (ri->seen) ri->left_before_init = 1;
+        else if (ri->seen && !ri->left_before_init) ri->left_before_init = s->watches;
     }
     free(alive);
 }
@@ -1230,17 +1233,24 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
         snprintf(buf, len, "%s", s->stop_reason);
         return 2;
     }
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].left_before_init) {
-            snprintf(buf, len,
-                     "rank %d exited before MPI_Init (its process was gone before it connected to the model server); "
-                     "the others could not start",
-                     i);
-            return 2;
-        }
-    int never = 0, first = -1;
-    for (int i = 0; i < s->nranks; i++)
+    /* the ranks that left first (the launcher may end the others after them) */
+    int first_look = 0, nfirst = 0, first_rank = -1, never = 0, first = -1;
+    for (int i = 0; i < s->nranks; i++) {
+        int l = s->ranks[i].left_before_init;
+        if (l && (!first_look || l < first_look)) first_look = l;
         if (s->ranks[i].state == RK_UNCONNECTED && never++ == 0) first = i;
+    }
+    for (int i = 0; i < s->nranks && first_look; i++)
+        if (s->ranks[i].left_before_init == first_look && nfirst++ == 0) first_rank = i;
+    /* all ranks leaving together without connecting is a program that does not use MPI (or
+     * stops before it): its own exit code is the answer, below */
+    if (first_look && !(never == s->nranks && nfirst == s->nranks)) {
+        snprintf(buf, len,
+                 "rank %d%s exited before MPI_Init (its process was gone before it connected to the model server); "
+                 "the others could not start",
+                 first_rank, nfirst > 1 ? " (and others with it)" : "");
+        return 2;
+    }
     if (never) {
         snprintf(buf, len,
                  "%d of %d ranks never connected to the model server, the first rank %d (did the program call "
