@@ -313,6 +313,8 @@ static int parse_line(parse_ctx *c, int line, char **tok, int ntok)
         if (ntok > 2) PERR(line, "expected end of line, got '%s'", tok[2]);
         if (find_node(t, tok[1], &k, &id) == 0) PERR(line, "expected a new name, got '%s' (already declared)", tok[1]);
         if (nm_topo_add_host(t, tok[1], line) < 0) PERR(line, "too many hosts or out of memory");
+        char m[400];   /* refused at the host that makes the route table too large, not after */
+        if (nm_topo_routes_fit(t, m, sizeof m) != 0) PERR(line, "%s", m);
         return 0;
     }
     if (!strcmp(kw, "switch")) {

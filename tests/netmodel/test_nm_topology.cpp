@@ -441,7 +441,8 @@ TEST(Topology, TooManyHostsForTheRouteTableIsRefusedEarly)
         nm_topology_destroy(t);
         GTEST_SKIP() << "this machine holds 10^4 hosts' routes";
     }
-    EXPECT_NE(std::string(err).find("big.topo: 10000 hosts: the routes of all 1e+08 host pairs"), std::string::npos)
-        << err;
+    // at the host line that makes the table too large
+    EXPECT_NE(std::string(err).find("big.topo:"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find("hosts: the routes of all"), std::string::npos) << err;
     EXPECT_LT(s, 30.0);
 }
