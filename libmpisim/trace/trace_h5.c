@@ -471,12 +471,12 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
     t->machine = get_str_attr(f, "machine", &bad);
     t->bindings_json = get_str_attr(f, "bindings", &bad);
     size_t np = 0;
-    if (bad || get_str_dataset(path, f, "program", &t->program, &np) < 0 ||
-        get_str_dataset(path, f, "fn_names", &t->fn_names, &t->nfn) < 0) {
+    int prc = bad ? -1 : get_str_dataset(path, f, "program", &t->program, &np);
+    t->nprogram = (int)np;   /* set before anything else can fail: ms_trace_free frees them */
+    if (prc < 0 || get_str_dataset(path, f, "fn_names", &t->fn_names, &t->nfn) < 0) {
         snprintf(what, sizeof what, "unreadable metadata (program, fn_names or attributes)");
         goto fail;
     }
-    t->nprogram = (int)np;
     if (get_dataset(f, "comms/index", ct, (void **)&t->comms, &t->ncomms, 1u << 26) < 0 ||
         get_dataset(f, "comms/members", H5T_NATIVE_INT32, (void **)&t->members, &t->nmembers, 1u << 30) < 0) {
         snprintf(what, sizeof what, "cannot read /comms");
