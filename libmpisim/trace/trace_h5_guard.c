@@ -5,8 +5,9 @@
  * says), loop without end inside H5Dread, or crash when the library shuts down. None of that can
  * be checked from outside through its API. So the reader runs in a forked child with a time limit;
  * the child sends the trace back through a pipe in a small format of its own, which the parent
- * decodes with every length checked and then validates as any trace. A child that crashes or
- * does not finish in time is a clear error naming the file, never a crash of the tool. */
+ * decodes with every length checked and then validates as any trace. A child that crashes, does
+ * not finish in time or grows past its memory bound is a clear error naming the file, never a
+ * crash, a hang or an exhausted machine. */
 #define _GNU_SOURCE
 #include "ms_trace.h"
 #include "ms_trace_internal.h"
@@ -269,6 +270,28 @@ static double mono_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Memory the child may use: a damaged file can also make HDF5 allocate without end (350 MB/s
+ * seen). A sound trace's deflated data grows some ten times in memory: 64 times the file and
+ * 1 GB at least leave room for that. */
+static double read_limit_bytes(const char *path)
+{
+    struct stat st;
+    double size = stat(path, &st) == 0 ? (double)st.st_size : 0;
+    return 1e9 + 64.0 * size;
+}
+
+static double rss_bytes(pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/statm", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    unsigned long long vm = 0, rss = 0;
+    int n = fscanf(f, "%llu %llu", &vm, &rss);
+    fclose(f);
+    return n == 2 ? (double)rss * (double)sysconf(_SC_PAGESIZE) : 0;
+}
+
 double ms_trace_read_limit_s(const char *path)
 {
     /* a damaged file can make HDF5 loop: give it what a sound file of this size needs (deflated
@@ -297,18 +320,22 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
         child_read(fds[1], path);
     }
     close(fds[1]);
-    double limit = ms_trace_read_limit_s(path), deadline = mono_s() + limit;
+    double limit = ms_trace_read_limit_s(path), deadline = mono_s() + limit, mem_limit = read_limit_bytes(path);
     unsigned char *data = NULL;
     size_t len = 0, cap = 0;
-    int timed_out = 0, oom = 0;
+    int timed_out = 0, oom = 0, too_big = 0;
     for (;;) {
         double left = deadline - mono_s();
         if (left <= 0) {
             timed_out = 1;
             break;
         }
+        if (rss_bytes(pid) > mem_limit) {
+            too_big = 1;
+            break;
+        }
         struct pollfd pf = {fds[0], POLLIN, 0};
-        int n = poll(&pf, 1, (int)(left * 1000) + 1);
+        int n = poll(&pf, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) continue;
         if (len == cap) {
@@ -327,7 +354,7 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
         len += (size_t)k;
     }
     close(fds[0]);
-    if (timed_out || oom) kill(pid, SIGKILL);
+    if (timed_out || oom || too_big) kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -335,6 +362,10 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
     if (timed_out)
         ms_trace_fail(err, errlen, "%s: HDF5 did not finish reading it within %.0f s (a damaged file can make it loop)",
                       path, limit);
+    else if (too_big)
+        ms_trace_fail(err, errlen,
+                      "%s: HDF5 used more than %.1f GB reading it (a damaged file can make it allocate without end)",
+                      path, mem_limit * 1e-9);
     else if (oom)
         ms_trace_fail(err, errlen, "%s: out of memory", path);
     else if (WIFSIGNALED(status))

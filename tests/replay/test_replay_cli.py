@@ -275,6 +275,12 @@ def test_corrupt_traces():
         check(time.time() - t0 < 20, "mutation %d took %.1f s" % (i, time.time() - t0))
     print("exit codes of 60 mutations:", outcomes)
     check(outcomes.get(2, 0) > 0, "some mutations are errors")
+    # a file on which HDF5 itself loops (found by fuzz_trace_h5): stopped by the reader's limit
+    t0 = time.time()
+    p = subprocess.run([MPISIM, "replay", os.path.join(SRC, "tests/replay/data/hdf5_loops.h5"), "--report",
+                        os.path.join(WORK, "m.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+    check(p.returncode == 2 and b"did not finish reading it within" in p.stderr and time.time() - t0 < 20,
+          "HDF5's loop is stopped: %d %s" % (p.returncode, p.stderr))
 
 
 def test_trace_dir_symlinks():
