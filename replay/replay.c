@@ -8,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "mpisim.h"
+#include "ms_server.h"
 #include "ms_json.h"
 #include "ms_model.h"
 #include "ms_host.h"
 #include "ms_util.h"
 #include "protocol.h"
-#include "report.h"
+#include "ms_report.h"
 
 #ifndef MPISIM_VERSION
 #define MPISIM_VERSION "unknown"

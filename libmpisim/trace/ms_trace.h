@@ -2,7 +2,7 @@
  *
  * Two forms of a trace:
  *  - raw: what a rank's shim appends while it runs, <dir>/rank-<R>.mstrace (layout in
- *    libmpisim/src/trace_raw.h: a header, then protocol messages as records), plus <dir>/meta.json
+ *    libmpisim/trace/trace_raw.h: a header, then protocol messages as records), plus <dir>/meta.json
  *    written by `mpisim run --trace` / `mpisim trace`;
  *  - HDF5: one file for the whole job (schema in replay/README.md), what replay and sweeps read
  *    and what h5py / h5dump users look at.

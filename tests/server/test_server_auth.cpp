@@ -13,7 +13,7 @@
 #include <string>
 
 extern "C" {
-#include "mpisim.h"
+#include "ms_server.h"
 #include "protocol.h"
 }
 

@@ -13,23 +13,16 @@
 
 #include <hwloc.h>
 
-#include "mpisim.h"
+#include "ms_server.h"
 #include "netmodel.h"
 #include "study.h"
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
 #endif
-#ifdef MPISIM_HAVE_TRACE
-/* libmpisim/trace: merge the ranks' raw files and meta.json into one HDF5 trace */
-int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
-#endif
-#ifdef MPISIM_HAVE_REPLAY
+#include "ms_trace.h"
 #include "replay_cli.h"
-#endif
-#ifdef MPISIM_HAVE_TRACE
 #include "report_text.h"
 #include "timeline.h"
-#endif
 
 static void usage(FILE *f)
 {
@@ -301,7 +294,6 @@ static int make_trace_dir(const char *trace, char *dir, size_t len)
 
 static int finish_trace(const char *dir, const char *trace)
 {
-#ifdef MPISIM_HAVE_TRACE
     char err[1024];
     if (ms_trace_convert(dir, trace, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
@@ -309,11 +301,6 @@ static int finish_trace(const char *dir, const char *trace)
     }
     fprintf(stderr, "mpisim: trace %s\n", trace);
     return 0;
-#else
-    fprintf(stderr, "mpisim: built without HDF5 trace support; raw trace in %s\n", dir);
-    (void)trace;
-    return 0;
-#endif
 }
 
 static int cmd_trace(int argc, char **argv);
@@ -508,7 +495,6 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
     if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
-#ifdef MPISIM_HAVE_TRACE
     if (o.timeline) {
         char terr[2048];
         if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
@@ -519,7 +505,6 @@ static int launch_and_serve(const run_opts *o_)
         }
         if (o.trace == timeline_trace) unlink(timeline_trace);
     }
-#endif
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);
@@ -582,7 +567,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "config")) return cmd_config(argc - 2, argv + 2);
     if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
-#ifdef MPISIM_HAVE_TRACE
     if (!strcmp(cmd, "trace-recover")) {
         if (argc != 4) {
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
@@ -590,16 +574,11 @@ int main(int argc, char **argv)
         }
         return finish_trace(argv[2], argv[3]) < 0 ? 1 : 0;
     }
-#endif
-#ifdef MPISIM_HAVE_REPLAY
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
-#endif
     if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
-#ifdef MPISIM_HAVE_TRACE
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
-#endif
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
 #endif

@@ -6,7 +6,7 @@
  * count). When no rank runs and the engine has nothing left, the job is deadlocked in virtual
  * time and the server says where each rank waits. */
 #define _GNU_SOURCE
-#include "mpisim.h"
+#include "ms_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,7 +27,7 @@
 #include "ms_model.h"
 #include "ms_host.h"
 #include "protocol.h"
-#include "report.h"
+#include "ms_report.h"
 #include "fn_names_gen.h"
 
 

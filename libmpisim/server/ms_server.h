@@ -5,8 +5,8 @@
  * shim (libmpisim.so) carrying the run's secret, and answers the ranks' blocking calls under
  * conservative synchronization (see docs/architecture.md). Nothing here prints to stdout or
  * exits; errors come back as text in the caller's buffer. */
-#ifndef MPISIM_H
-#define MPISIM_H
+#ifndef MS_SERVER_H
+#define MS_SERVER_H
 
 #include <stdio.h>
 #include <sys/types.h>
