@@ -490,17 +490,12 @@ nm_config *nm_config_create(void)
         nm_config_destroy(cfg);
         return NULL;
     }
-    if (nm_packet_register_keys(cfg, err, sizeof err) != 0) {
+    /* engine keys belong in every configuration, so that profiles and --set can name them; each
+     * engine declares its own (network.c knows which engines are built in) */
+    if (nm_engine_register_keys(cfg, err, sizeof err) != 0) {
         nm_config_destroy(cfg);
         return NULL;
     }
-#ifdef NM_HAVE_MYRINET
-    /* engine keys belong in every configuration, so that profiles and --set can name them */
-    if (nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
-        nm_config_destroy(cfg);
-        return NULL;
-    }
-#endif
     return cfg;
 }
 
