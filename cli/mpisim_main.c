@@ -13,6 +13,7 @@
 
 #include <hwloc.h>
 
+#include "ms_driver.h"
 #include "ms_server.h"
 #include "netmodel.h"
 #include "study.h"
@@ -153,7 +154,7 @@ nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets,
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (ms_register_all_keys(cfg, err, errlen) < 0 ||
+    if (ms_driver_register_keys(cfg, err, errlen) < 0 ||
         nm_config_load_profile(cfg, profile ? profile : "default", mpisim_profile_path(), err, errlen) < 0) {
         nm_config_destroy(cfg);
         return NULL;

@@ -108,7 +108,7 @@ nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *
         fail(err, errlen, "out of memory");
         return NULL;
     }
-    if (ms_register_all_keys(cfg, err, errlen) < 0) goto fail;
+    if (ms_driver_register_keys(cfg, err, errlen) < 0) goto fail;
     if (profile || !t || !t->config_json) {
         if (nm_config_load_profile(cfg, profile ? profile : "default", ms_replay_profile_path(), err, errlen) < 0)
             goto fail;
