@@ -1,5 +1,5 @@
-/* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, the
- * same engine the live model server drives (issue 5). No MPI, no printing, no exit().
+/* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, with the
+ * driver the live model server uses (libmpisim/driver, issue 5). No MPI, no printing, no exit().
  *
  * Each rank's clock starts at 0. At TR_CALL the recorded computation (x cpu_scale) is added;
  * ISEND/IRECV/ICOLL/COMM_ADD are posted at the current clock (ISEND then adds
@@ -25,6 +25,9 @@ typedef struct ms_replay_opts {
     double cpu_scale;              /* multiplies every computation interval (1.0: as recorded) */
     ms_wildcard_policy wildcards;  /* recorded: a wildcard receive/probe takes the recorded sender */
     FILE *timeline;                /* if set: CSV "rank,call,fn,entry_ps,exit_ps" of every MPI call */
+    /* if set: every model call and answer, one line each (ms_driver_set_call_log) */
+    void (*call_log)(void *user, int rank, const char *line);
+    void *call_log_user;
 } ms_replay_opts;
 
 typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING } ms_replay_rank_status;

@@ -31,6 +31,9 @@ struct ms_driver {
     ms_model *model;
     int n;
     drank *r;
+    int count[MS_RANK_DEAD + 1];  /* ranks in each state: the horizon and stall tests at no cost per rank */
+    int64_t hmin;                /* least clock of the running ranks, valid unless hstale */
+    int hstale;
     comm_size *comms;
     size_t ncomms, cap_comms;
     ms_driver_ops ops;
@@ -130,12 +133,36 @@ static void take_resolutions(ms_driver *d, int rank)
         }
 }
 
+/* Every change of a state or a clock goes through these two, which keep the horizon's minimum
+ * (replay resumes one rank at a time among hundreds: no scan of all ranks per resume). */
+static void set_state(ms_driver *d, drank *r, ms_rank_state s)
+{
+    if (r->state == MS_RANK_RUNNING && s != MS_RANK_RUNNING && r->clock == d->hmin) d->hstale = 1;
+    if (s == MS_RANK_RUNNING && r->state != MS_RANK_RUNNING && r->clock < d->hmin) d->hmin = r->clock;
+    d->count[r->state]--;
+    d->count[s]++;
+    r->state = s;
+    if (!d->count[MS_RANK_RUNNING]) {
+        d->hmin = NM_TIME_NEVER;
+        d->hstale = 0;
+    }
+}
+
+static void set_clock(ms_driver *d, drank *r, int64_t t)
+{
+    if (r->state == MS_RANK_RUNNING) {
+        if (t < d->hmin) d->hmin = t;
+        else if (r->clock == d->hmin && t != r->clock) d->hstale = 1;
+    }
+    r->clock = t;
+}
+
 static void resume(ms_driver *d, int rank, int64_t t, const ms_req_result *res, size_t n)
 {
     drank *r = &d->r[rank];
     take_resolutions(d, rank);
-    r->state = MS_RANK_RUNNING;
-    r->clock = t;   /* the model never resumes a rank before the time it blocked */
+    set_clock(d, r, t);   /* the model never resumes a rank before the time it blocked */
+    set_state(d, r, MS_RANK_RUNNING);
     if (d->log) log_results(d, rank, t, res, n);
     if (d->ops.resume) d->ops.resume(d->user, rank, t, res, n);
 }
@@ -172,11 +199,11 @@ static void on_model_resume(void *user, int rank, ms_time_t t, const ms_req_resu
                 ms_hmap_put(&d->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
                 d->out_of_memory = 1;
     if (r->wait_flags & MS_EV_FLAG_SYNC) {
-        r->state = MS_RANK_HELD;
+        set_state(d, r, MS_RANK_HELD);
         r->held_t = t;
         memset(&r->held_result, 0, sizeof r->held_result);
         if (n) r->held_result = results[0];
-        r->clock = t;
+        set_clock(d, r, t);
         release_sync_group(d, r->last_coll_comm);
     } else {
         resume(d, rank, t, results, n);
@@ -221,6 +248,8 @@ ms_driver *ms_driver_create(const nm_config *cfg, int nranks, char *err, size_t 
         goto fail;
     }
     for (int i = 0; i < nranks; i++) d->r[i].wait_fn = -1;
+    d->count[MS_RANK_UNCONNECTED] = nranks;
+    d->hmin = NM_TIME_NEVER;
     return d;
 fail:
     ms_driver_destroy(d);
@@ -263,15 +292,15 @@ void ms_driver_set_call_log(ms_driver *d, ms_driver_log_fn fn, void *user)
 
 void ms_driver_connect(ms_driver *d, int rank)
 {
-    d->r[rank].state = MS_RANK_RUNNING;
-    d->r[rank].clock = 0;
+    set_clock(d, &d->r[rank], 0);
+    set_state(d, &d->r[rank], MS_RANK_RUNNING);
 }
 
 void ms_driver_rank_gone(ms_driver *d, int rank)
 {
     drank *r = &d->r[rank];
     if (r->state == MS_RANK_FINISHED || r->state == MS_RANK_DEAD) return;
-    r->state = MS_RANK_DEAD;
+    set_state(d, r, MS_RANK_DEAD);
     if (d->log) logline(d, rank, "finalize t=%" PRId64 " (gone)", r->clock);
     ms_model_finalize(d->model, rank, r->clock);
 }
@@ -304,10 +333,11 @@ static const uint64_t *wait_ids(ms_driver *d, int rank, const ms_driver_event *e
 int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err, size_t errlen)
 {
     drank *r = &d->r[rank];
-    char merr[512] = "", l[512];
+    char merr[512], l[512];   /* not cleared: this is the path of every event */
+    merr[0] = 0;
     switch (e->kind) {
     case MS_EV_ISEND:
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         if (d->log)
             logline(d, rank, "isend t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " dst=%d tag=%d bytes=%" PRIu64 " mode=%d",
                     e->t, e->req, e->comm, e->peer, e->tag, e->bytes, e->mode);
@@ -316,7 +346,7 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a send", merr);
         return 0;
     case MS_EV_IRECV:
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         if (d->log)
             logline(d, rank, "irecv t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " src=%d tag=%d bytes=%" PRIu64, e->t,
                     e->req, e->comm, e->peer, e->tag, e->bytes);
@@ -324,19 +354,19 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a receive", merr);
         return 0;
     case MS_EV_CANCEL:
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         if (d->log) logline(d, rank, "cancel t=%" PRId64 " req=%" PRIu64, e->t, e->req);
         if (ms_model_cancel(d->model, rank, e->t, e->req, merr, sizeof merr) < 0)
             return refused(err, errlen, "a cancel", merr);
         return 0;
     case MS_EV_FREE:
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         if (d->log) logline(d, rank, "forget req=%" PRIu64, e->req);
         if (ms_model_forget(d->model, rank, e->req, merr, sizeof merr) < 0)
             return refused(err, errlen, "a request free", merr);
         return 0;
     case MS_EV_ICOLL: {
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         r->last_coll_comm = e->comm;
         ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->nlist ? e->list : NULL, e->nlist ? e->nlist : 0};
         if (d->log)
@@ -383,8 +413,8 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             resume(d, rank, e->t > now ? e->t : now, NULL, 0);
             return 0;
         }
-        r->clock = e->t;
-        r->state = MS_RANK_BLOCKED;
+        set_clock(d, r, e->t);
+        set_state(d, r, MS_RANK_BLOCKED);
         r->wait_fn = e->fn;
         r->wait_flags = e->flags;
         r->wait_mode = e->mode;
@@ -399,8 +429,8 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
         return 0;
     }
     case MS_EV_PROBE:
-        r->clock = e->t;
-        r->state = MS_RANK_BLOCKED;
+        set_clock(d, r, e->t);
+        set_state(d, r, MS_RANK_BLOCKED);
         r->wait_fn = e->fn;
         r->wait_flags = 0;
         r->wait_mode = -1;
@@ -411,14 +441,14 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a probe", merr);
         return 0;
     case MS_EV_CLOCK:
-        r->clock = e->t;
+        set_clock(d, r, e->t);
         return 0;
     case MS_EV_UNTIMED:
-        r->state = MS_RANK_UNTIMED;
+        set_state(d, r, MS_RANK_UNTIMED);
         return 0;
     case MS_EV_FINALIZE:
-        r->clock = e->t;
-        r->state = MS_RANK_FINISHED;
+        set_clock(d, r, e->t);
+        set_state(d, r, MS_RANK_FINISHED);
         if (d->log) logline(d, rank, "finalize t=%" PRId64, e->t);
         ms_model_finalize(d->model, rank, e->t);
         return 0;
@@ -429,15 +459,27 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
 
 /* ---- driving ----------------------------------------------------------------------------------- */
 
-int64_t ms_driver_horizon(const ms_driver *d)
+static int64_t least_running_clock(const ms_driver *d)
 {
     int64_t h = NM_TIME_NEVER;
-    for (int i = 0; i < d->n; i++) {
-        const drank *r = &d->r[i];
-        if (r->state == MS_RANK_UNCONNECTED) return 0;
-        if (r->state == MS_RANK_RUNNING && r->clock < h) h = r->clock;
-    }
+    for (int i = 0; d->count[MS_RANK_RUNNING] && i < d->n; i++)
+        if (d->r[i].state == MS_RANK_RUNNING && d->r[i].clock < h) h = d->r[i].clock;
     return h;
+}
+
+static int64_t horizon(ms_driver *d)
+{
+    if (d->count[MS_RANK_UNCONNECTED]) return 0;
+    if (d->hstale) {
+        d->hmin = least_running_clock(d);
+        d->hstale = 0;
+    }
+    return d->hmin;
+}
+
+int64_t ms_driver_horizon(const ms_driver *d)
+{
+    return d->count[MS_RANK_UNCONNECTED] ? 0 : least_running_clock(d);
 }
 
 static int engine_failed(ms_driver *d, char *err, size_t errlen)
@@ -461,24 +503,21 @@ int ms_driver_advance(ms_driver *d, char *err, size_t errlen)
     /* the model stops early after resuming a rank (that rank may post from its resume time
      * on); go again with the new horizon while it has work below it */
     for (int guard = 0; guard < 1000000; guard++) {
-        int64_t h = ms_driver_horizon(d);
+        int64_t h = horizon(d);
         int64_t next = ms_model_next_time(d->model);
         if (d->log && next < h) logline(d, -1, "run_until %" PRId64, h);
         if (ms_model_run_until(d->model, h) < 0) return engine_failed(d, err, errlen);
         if (d->out_of_memory) return fail(err, errlen, "out of memory (recording completed requests)");
-        for (int i = 0; i < d->n; i++) take_resolutions(d, i);
-        int64_t h2 = ms_driver_horizon(d), next2 = ms_model_next_time(d->model);
+        /* decided senders go out at once when someone waits for them (the server); else they
+         * are taken before the rank's resume */
+        for (int i = 0; d->ops.resolve && i < d->n; i++) take_resolutions(d, i);
+        int64_t h2 = horizon(d), next2 = ms_model_next_time(d->model);
         if (next2 >= h2) break;
         if (h2 == h && next2 == next) break; /* no progress possible now */
     }
-    int running = 0, waiting = 0;
-    for (int i = 0; i < d->n; i++) {
-        ms_rank_state st = d->r[i].state;
-        if (st == MS_RANK_UNCONNECTED) return 0;
-        if (st == MS_RANK_RUNNING || st == MS_RANK_UNTIMED) running++;
-        if (st == MS_RANK_BLOCKED || st == MS_RANK_HELD) waiting++;
-    }
-    return !running && waiting && ms_model_next_time(d->model) == NM_TIME_NEVER;
+    if (d->count[MS_RANK_UNCONNECTED]) return 0;
+    int running = d->count[MS_RANK_RUNNING] + d->count[MS_RANK_UNTIMED];
+    return !running && ms_driver_any_waiting(d) && ms_model_next_time(d->model) == NM_TIME_NEVER;
 }
 
 static const char *fn_name(const ms_driver *d, int fn)
@@ -530,12 +569,7 @@ int ms_driver_waiting(const ms_driver *d, int rank)
     return d->r[rank].state == MS_RANK_BLOCKED || d->r[rank].state == MS_RANK_HELD;
 }
 
-int ms_driver_any_waiting(const ms_driver *d)
-{
-    for (int i = 0; i < d->n; i++)
-        if (ms_driver_waiting(d, i)) return 1;
-    return 0;
-}
+int ms_driver_any_waiting(const ms_driver *d) { return d->count[MS_RANK_BLOCKED] + d->count[MS_RANK_HELD] > 0; }
 
 const char *ms_driver_state_name(ms_rank_state s)
 {

@@ -46,7 +46,7 @@ static void bench(const char *shape, ms_trace *t, const char *engine)
         fprintf(stderr, "bench_replay: %s\n", err);
         exit(1);
     }
-    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL};
     ms_replay_result r;
     if (ms_replay_run(t, cfg, &o, &r, err, sizeof err) < 0 || r.outcome) {
         fprintf(stderr, "bench_replay: %s %s\n", err, r.outcome_text);
