@@ -6,16 +6,16 @@
 int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
 {
     static const nm_key_def shim_keys[] = {
-        {"shim.compute", NM_KEY_STRING, "", "cpu", "DESIGN.md (virtual time)",
+        {"shim.compute", NM_KEY_STRING, "", "cpu", "docs/architecture.md (Virtual time in a rank)",
          "what a rank's computation between MPI calls costs: its thread CPU time (cpu), wall time (wall) or "
          "nothing (none)",
          "cpu|wall|none", 0},
-        {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "DESIGN.md (virtual time)",
+        {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "docs/architecture.md (Virtual time in a rank)",
          "virtual compute time = measured time x this factor (projects a slower or faster processor)", NULL, 0},
         {"shim.callsite_depth", NM_KEY_INT, "", "1", "mpiP (call sites as program frames)",
          "frames of the program's stack that identify a call site in the report (1: the caller; more: "
          "libunwind walks the stack at every call)", NULL, 0},
-        {"shim.unmodelled", NM_KEY_STRING, "", "error", "issue 2",
+        {"shim.unmodelled", NM_KEY_STRING, "", "error", "project choice (a run is never timed wrongly without saying so)",
          "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
          "(passthrough)",
          "error|passthrough", 0},
