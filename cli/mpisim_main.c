@@ -111,21 +111,6 @@ const char *mpisim_profile_path(void)
     return buf;
 }
 
-/* --set accepts the documented short names of the shim's keys too. */
-static int apply_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
-{
-    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
-    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
-        size_t n = strlen(shorts[i]);
-        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
-            char full[512];
-            snprintf(full, sizeof full, "shim.%s", assign);
-            return nm_config_set(cfg, full, "--set", err, errlen);
-        }
-    }
-    return nm_config_set(cfg, assign, "--set", err, errlen);
-}
-
 typedef struct run_opts {
     const char *profile;
     const char **sets;
@@ -160,7 +145,7 @@ nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets,
         return NULL;
     }
     for (int i = 0; i < nsets; i++)
-        if (apply_set(cfg, sets[i], err, errlen) < 0) {
+        if (ms_driver_config_set(cfg, sets[i], err, errlen) < 0) {
             nm_config_destroy(cfg);
             return NULL;
         }

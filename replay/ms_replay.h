@@ -58,13 +58,11 @@ typedef struct ms_replay_result {
 } ms_replay_result;
 
 /* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the
- * trace's recorded configuration, or "default" if it has none); then the --set assignments
- * (short names unmodelled/compute/cpu_factor accepted). Recorded keys this build does not know
+ * trace's recorded configuration, or "default" if it has none: profiles are looked up in
+ * nm_config_search_path's path); then the --set assignments (ms_driver_config_set). Recorded keys this build does not know
  * are skipped and named in `warnings` (may be NULL). */
 nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
                             char *warnings, size_t wlen, char *err, size_t errlen);
-/* The profile search path: $MPISIM_PROFILE_PATH then the source tree's configs/. */
-const char *ms_replay_profile_path(void);
 
 int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
                   char *err, size_t errlen);

@@ -37,27 +37,6 @@ static double wall_now(void)
 
 /* ---- configuration -------------------------------------------------------------------------- */
 
-const char *ms_replay_profile_path(void)
-{
-    static char buf[8192];
-    if (nm_config_search_path(buf, sizeof buf) != 0) return NULL;
-    return buf;
-}
-
-static int apply_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
-{
-    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
-    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
-        size_t n = strlen(shorts[i]);
-        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
-            char full[1024];
-            snprintf(full, sizeof full, "shim.%s", assign);
-            return nm_config_set(cfg, full, "--set", err, errlen);
-        }
-    }
-    return nm_config_set(cfg, assign, "--set", err, errlen);
-}
-
 /* Apply the recorded configuration {"key": {"value": v, ...}, ...} (or {"key": v}). */
 static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size_t wlen, char *err, size_t errlen)
 {
@@ -108,13 +87,13 @@ nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *
     }
     if (ms_driver_register_keys(cfg, err, errlen) < 0) goto fail;
     if (profile || !t || !t->config_json) {
-        if (nm_config_load_profile(cfg, profile ? profile : "default", ms_replay_profile_path(), err, errlen) < 0)
+        if (nm_config_load_profile(cfg, profile ? profile : "default", NULL, err, errlen) < 0)
             goto fail;
     } else if (apply_recorded(cfg, t->config_json, warnings, wlen, err, errlen) < 0) {
         goto fail;
     }
     for (int i = 0; i < nsets; i++)
-        if (apply_set(cfg, sets[i], err, errlen) < 0) goto fail;
+        if (ms_driver_config_set(cfg, sets[i], err, errlen) < 0) goto fail;
     return cfg;
 fail:
     nm_config_destroy(cfg);

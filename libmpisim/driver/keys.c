@@ -3,6 +3,9 @@
  * model's ([mpi], [host]). */
 #include "ms_driver.h"
 
+#include <stdio.h>
+#include <string.h>
+
 int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
 {
     static const nm_key_def shim_keys[] = {
@@ -31,4 +34,18 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
     };
     if (nm_config_register(cfg, shim_keys, sizeof shim_keys / sizeof shim_keys[0], err, errlen) < 0) return -1;
     return ms_model_register_keys(cfg, err, errlen);
+}
+
+int ms_driver_config_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
+{
+    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
+        size_t n = strlen(shorts[i]);
+        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
+            char full[1024];
+            snprintf(full, sizeof full, "shim.%s", assign);
+            return nm_config_set(cfg, full, "--set", err, errlen);
+        }
+    }
+    return nm_config_set(cfg, assign, "--set", err, errlen);
 }

@@ -83,6 +83,9 @@ typedef struct ms_driver_ops {
 /* Register the keys of the MPI model ([mpi], [host]) and of the shim ([shim]) in a netmodel
  * configuration, before profiles are loaded: the keys every front end's configuration has. */
 int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen);
+/* One --set assignment "key=value" (origin "--set"); the shim's keys may also be named without
+ * their section: unmodelled=, compute=, cpu_factor=. */
+int ms_driver_config_set(nm_config *cfg, const char *assign, char *err, size_t errlen);
 
 /* The topology (network.topology, or "auto" sized for nranks and the host model), the network and
  * the model. cfg is read, not owned, and must outlive the driver. Every rank starts UNCONNECTED. */
