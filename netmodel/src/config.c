@@ -491,7 +491,7 @@ nm_config *nm_config_create(void)
         return NULL;
     }
     /* engine keys belong in every configuration, so that profiles and --set can name them; each
-     * engine declares its own (network.c knows which engines are built in) */
+     * engine registers its own (network.c knows which engines are built in) */
     if (nm_engine_register_keys(cfg, err, sizeof err) != 0) {
         nm_config_destroy(cfg);
         return NULL;

@@ -1390,7 +1390,12 @@ static size_t eng_link_busy(const void *p, nm_time_t *busy, size_t max)
     return (size_t)e->nch;
 }
 
-/* Keys only this engine reads (nm_engine_ops.keys). */
+const nm_engine_ops nm_engine_myrinet = {
+    "myrinet", eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
+    eng_link_busy,
+};
+
+/* Keys only this engine reads, registered when the configuration lacks them. */
 static const nm_key_def myrinet_keys[] = {
     {.name = "network.nic_recv_queue", .type = NM_KEY_INT, .unit = "", .default_value = "0",
      .source = "mpisim design (seed 000 sec 2.1: the host approves each received packet)",
@@ -1403,7 +1408,11 @@ static const nm_key_def myrinet_keys[] = {
      .flags = NM_KEY_NONNEG},
 };
 
-const nm_engine_ops nm_engine_myrinet = {
-    "myrinet", eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
-    eng_link_busy, myrinet_keys, sizeof myrinet_keys / sizeof myrinet_keys[0],
-};
+int nm_myrinet_register_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof myrinet_keys / sizeof myrinet_keys[0]; i++)
+        if (!nm_config_has(cfg, myrinet_keys[i].name) &&
+            nm_config_register(cfg, &myrinet_keys[i], 1, err, errlen) != 0)
+            return -1;
+    return 0;
+}

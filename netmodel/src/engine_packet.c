@@ -160,6 +160,14 @@ static const nm_key_def packet_keys[] = {
      "extra head latency through a node's bypass", NULL, NM_KEY_NONNEG},
 };
 
+int nm_packet_register_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof packet_keys / sizeof packet_keys[0]; i++)
+        if (!nm_config_has(cfg, packet_keys[i].name) && nm_config_register(cfg, &packet_keys[i], 1, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
 /* ---- heap --------------------------------------------------------------------------------- */
 
 static inline int pev_less(const pev *a, const pev *b)
@@ -746,13 +754,10 @@ static size_t pe_link_busy(const void *e, nm_time_t *busy, size_t max)
 
 const nm_engine_ops nm_engine_ethernet = {
     "ethernet", eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    packet_keys, sizeof packet_keys / sizeof packet_keys[0],
 };
 const nm_engine_ops nm_engine_avici = {
     "avici", avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    packet_keys, sizeof packet_keys / sizeof packet_keys[0],
 };
 const nm_engine_ops nm_engine_sci = {
     "sci", sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    packet_keys, sizeof packet_keys / sizeof packet_keys[0],
 };

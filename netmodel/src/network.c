@@ -15,24 +15,30 @@ struct nm_network {
     void *user;
 };
 
-/* The engines built in; their keys are registered in this order (nm_engine_register_keys). */
 static const nm_engine_ops *const engines[] = {
     &nm_engine_analytic,
+#ifdef NM_HAVE_MYRINET
+    &nm_engine_myrinet,
+#endif
     &nm_engine_ethernet,
     &nm_engine_avici,
     &nm_engine_sci,
+};
+
+/* Each engine registers the keys only it reads, in every configuration, so that profiles and
+ * --set can name them whatever the engine chosen (engines of one family share a function;
+ * analytic has none). */
+static int (*const engine_keys[])(nm_config *cfg, char *err, size_t errlen) = {
+    nm_packet_register_keys,
 #ifdef NM_HAVE_MYRINET
-    &nm_engine_myrinet,
+    nm_myrinet_register_keys,
 #endif
 };
 
 int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
-        for (size_t k = 0; k < engines[i]->nkeys; k++)
-            if (!nm_config_has(cfg, engines[i]->keys[k].name) &&
-                nm_config_register(cfg, &engines[i]->keys[k], 1, err, errlen) != 0)
-                return -1;
+    for (size_t i = 0; i < sizeof engine_keys / sizeof engine_keys[0]; i++)
+        if (engine_keys[i](cfg, err, errlen) != 0) return -1;
     return 0;
 }
 

@@ -97,10 +97,6 @@ typedef struct nm_engine_ops {
     nm_time_t (*now)(const void *eng);
     void (*stats)(const void *eng, nm_stats *out);
     size_t (*link_busy)(const void *eng, nm_time_t *busy_ps, size_t max);
-    /* keys only this engine reads (registered in every configuration, so that profiles and
-     * --set can name them whatever the engine chosen; engines of one family may share a table) */
-    const nm_key_def *keys;
-    size_t nkeys;
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */
@@ -188,14 +184,19 @@ extern const nm_engine_ops nm_engine_analytic;
 extern const nm_engine_ops nm_engine_ethernet;
 extern const nm_engine_ops nm_engine_avici;
 extern const nm_engine_ops nm_engine_sci;
+/* Their keys (sections [ethernet], [avici], [sci]); 0 or -1 with a message. */
+int nm_packet_register_keys(nm_config *cfg, char *err, size_t errlen);
 /* 1 if the named engine holds channels while a packet is blocked (wormhole: myrinet, analytic),
  * so that routes with a channel-dependency cycle can deadlock; 0 for the packet engines. */
 int nm_engine_blocks(const char *engine);
 /* Routes by an explicit routing name (nm_routes_compute reads network.routing). */
 int nm_routes_compute_as(nm_topology *topo, const nm_config *cfg, const char *routing, char *err, size_t errlen);
 extern const nm_engine_ops nm_engine_myrinet;
-/* network.c: register the keys of every engine built in (nm_engine_ops.keys) that the
- * configuration lacks. 0 or -1 with a message. */
+/* The myrinet engine's own keys (network.nic_recv_queue, network.myrinet_stepping), registered
+ * only if the configuration does not already have them. 0 or -1 with a message. */
+int nm_myrinet_register_keys(nm_config *cfg, char *err, size_t errlen);
+/* network.c: every engine built in registers the keys only it reads (the functions above). 0 or
+ * -1 with a message. */
 int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen);
 
 

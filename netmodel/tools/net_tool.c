@@ -206,7 +206,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     if (measure <= 0) { fprintf(errout, "%s: --measure must be positive\n", prog); rc = 2; goto done; }
 
     cfg = nm_config_create();
-    if (!cfg) {
+    if (!cfg || nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
         fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
         goto done;
     }

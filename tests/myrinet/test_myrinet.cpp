@@ -33,6 +33,7 @@ struct Net {
         char err[512] = "";
         cfg = nm_config_create();
         EXPECT_NE(cfg, nullptr);
+        EXPECT_EQ(nm_myrinet_register_keys(cfg, err, sizeof err), 0) << err;
         EXPECT_EQ(nm_config_set(cfg, "network.engine=myrinet", "test", err, sizeof err), 0) << err;
         for (auto &s : sets) EXPECT_EQ(nm_config_set(cfg, s.c_str(), "test", err, sizeof err), 0) << err;
         topo = nm_topology_load(topology.c_str(), cfg, err, sizeof err);

@@ -33,6 +33,7 @@ struct Topo {
     {
         char e[512] = "";
         cfg = nm_config_create();
+        nm_myrinet_register_keys(cfg, e, sizeof e);
         for (auto &s : sets) EXPECT_EQ(nm_config_set(cfg, s.c_str(), "test", e, sizeof e), 0) << e;
         t = nm_topology_load(spec.c_str(), cfg, e, sizeof e);
         err = e;
