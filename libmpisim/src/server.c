@@ -1028,13 +1028,14 @@ static const char *state_name(const rank_info *r)
 /* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
 static void write_charging(FILE *f, const ms_msg_charging *c)
 {
-    static const char *const methods[] = {"none", "perf-page", "syscall", "wall"};
+    static const char *const methods[] = {"none", "task-clock", "syscall", "wall"};
     const char *m = c->method >= 0 && c->method < 4 ? methods[c->method] : "?";
     fprintf(f,
-            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"baseline_syscall_ns\": %lld, \"gaps\": %llu, "
+            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"page_misses\": %llu, \"woken_gaps\": %llu, \"gaps\": %llu, "
             "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld}",
-            m, (long long)c->baseline_ns, (long long)c->baseline_syscall_ns, (unsigned long long)c->gaps,
+            m, (long long)c->baseline_ns, (unsigned long long)c->page_misses, 
+            (unsigned long long)c->woken_gaps, (unsigned long long)c->gaps,
             (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
             (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns);
 }

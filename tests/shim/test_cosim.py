@@ -159,29 +159,39 @@ def test_charged_overhead():
     """A program with nothing between its MPI calls is charged (almost) no computation, at factor 1
     in the default compute mode, alone and with a CPU-bound job beside it (issue 10)."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/empty_pingpong.c"), os.path.join(WORK, "empty_pingpong"))
+    # the bounds hold for this program alone and beside ONE CPU-bound job; a machine already
+    # running more than its cores can take evicts every cache between two MPI calls
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    if load > 1.0:
+        print(f"SKIPPED: load average {load:.1f} per core before the test (the bounds assume a machine "
+              "that runs this test and one CPU-bound job)")
+        return
 
     def per_call(tag, trips):
         _, r = mpisim_run(2, [exe, str(trips)], compute="cpu", sets=["shim.cpu_factor=1"],
                           report=os.path.join(WORK, f"o{tag}.json"))
         for x in r["ranks"]:
             c = x["charging"]
-            if c["method"] not in ("perf-page", "syscall") or c["gaps"] < 2 * trips:
+            if c["method"] not in ("task-clock", "syscall") or c["gaps"] < 2 * trips:
                 sys.exit(f"FAILED: rank {x['rank']} charging block {c}")
         return sum(x["compute_ps"] for x in r["ranks"]) / sum(x["calls"] for x in r["ranks"]) / 1e3, c
 
     alone, c = per_call("alone", 2000)
     burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
     try:
-        beside, _ = per_call("beside", 500)
+        beside, cb = per_call("beside", 200)
     finally:
         burner.kill()
         burner.wait()
     print(f"charged per empty MPI call: {alone:.0f} ns alone, {beside:.0f} ns beside a CPU-bound job "
-          f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap)")
-    # the CPU-clock system calls alone charged 1500-1700 ns per call before (issue 10); what is
-    # left is the wrapper's path between the readings, slower on caches another job has cooled
-    if alone > 250 or beside > 1000:
-        sys.exit("FAILED: bounds 250 ns alone, 1000 ns beside a CPU-bound job")
+          f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap; beside: "
+          f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out)")
+    # issue 10: <= 50 ns per call. Alone it holds; beside a CPU-bound job the way back from a
+    # call that was switched out runs on cold caches (docs/architecture.md, "What is charged"),
+    # which is not compensated yet: the second bound only catches a clock that charges its own
+    # system calls again (1500-1700 ns per call before issue 10)
+    if alone > 50 or beside > 1000:
+        sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
 
 
 def test_unlinked_program():
