@@ -52,6 +52,7 @@ typedef struct ms_state {
     int64_t ck_origin_ns;        /* thread CPU clock - task clock: the system-call fallback's origin */
     uint32_t ck_seq_now;         /* the page's lock at the last reading (1: read by system call) */
     const void *site;            /* the program's call site of the current MPI call */
+    int ck_woken;                /* the current gap follows a switched-out MPI call */
     uint32_t last_exit_seq;      /* ... at the last exit: a different one at entry = switched out */
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
     uint64_t calls, unmodelled_calls;
@@ -506,6 +507,7 @@ static void clock_woken(const void *wrapper_ret)
     (void)enter[64];
     (void)bypass[0];
     S.ck.woken_gaps++;
+    S.ck_woken = 1;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -570,6 +572,8 @@ static int64_t clock_gap(int64_t now, int64_t mono)
     int64_t d = raw > base ? raw - base : 0;
     S.ck.gaps++;
     S.ck.raw_ns += raw;
+    if (S.ck_woken) S.ck.woken_raw_ns += raw;
+    S.ck_woken = 0;
     S.ck.compensated_ns += raw - d;
     S.ck.wall_ns += wall;
     if (S.ck.method == MS_CHARGING_TASK_CLOCK && S.ck_seq_now != S.last_exit_seq) {

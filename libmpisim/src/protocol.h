@@ -149,6 +149,7 @@ typedef struct ms_msg_charging {
     int64_t baseline_ns;         /* subtracted from each gap: an empty gap's charge, measured at start */
     uint64_t page_misses;        /* task-clock readings that fell back to the system call */
     uint64_t woken_gaps;         /* gaps after an MPI call during which the thread was switched out */
+    int64_t woken_raw_ns;        /* their raw_ns */
     uint64_t gaps;               /* computation intervals (between MPI calls) charged */
     uint64_t descheduled_gaps;   /* of which the thread was scheduled out at least once */
     uint64_t syscalls;           /* CPU-clock system calls made */
