@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RATES = ["640Mb/s", "1.28Gb/s", "2.56Gb/s", "5.12Gb/s"]
 RATE_GBPS = [0.64, 1.28, 2.56, 5.12]
 MARKS = [(20, 28), (40, 56), (80, 112), (160, 224)]
+FAILED = []   # replay points that did not finish
 REPEAT = 10   # repetitions of the multiply in the captured run; the fastest counts
 
 
@@ -94,7 +95,12 @@ def computing(mpisim, matmul, trace, scale, jobs):
         p = run(cmd)
         for r, rate, g in zip(csv.DictReader(io.StringIO(p.stdout)), RATES, RATE_GBPS):
             if r["outcome"] != "ok":
-                sys.exit("casestudy: replay failed: %s" % r)
+                # kept in the table as failed, said in casestudy.md: a replay error is a finding
+                FAILED.append("%s, water marks %d/%d B: %s" % (rate, low, high, r.get("error") or r["outcome"]))
+                rows.append({"link_rate_gbps": g, "low_water": low, "high_water": high, "slack_buffer": high + 40,
+                             "exec_time_ms": float("nan"), "program_time_ms": float("nan"),
+                             "max_compute_ms": float("nan"), "max_mpi_ms": float("nan"), "msgs": 0})
+                continue
             rows.append({"link_rate_gbps": g, "low_water": low, "high_water": high, "slack_buffer": high + 40,
                          "exec_time_ms": timed_interval(mpisim, trace, scale, rate, low, high) * 1e-9,
                          "program_time_ms": int(r["virtual_time_ps"]) * 1e-9,
@@ -229,6 +235,8 @@ def main():
                 % (comp[0]["exec_time_ms"], comp[-1]["exec_time_ms"]))
         f.write("| (b) largest drop 640 Mb/s -> 1.28 Gb/s, then it levels off (compute dominates) | 40/56 B: "
                 "drops of %.1f %%, %.1f %%, %.1f %% per doubling |\n\n" % tuple(drops))
+        if FAILED:
+            f.write("Replays that failed (left out of the tables as nan): %s.\n\n" % "; ".join(FAILED))
         f.write("![case study](casestudy.png)\n")
     print(open(os.path.join(a.out, "casestudy.md")).read())
 

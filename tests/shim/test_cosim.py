@@ -150,9 +150,14 @@ def test_cpu_charged():
         b.append(median_compute(16, f"b{k}"))
     med2, med16 = min(a), min(b)
     ratio = med16 / med2
-    print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f}")
-    if not 0.9 <= ratio <= 1.1:
-        sys.exit("FAILED: per-rank compute differs by more than 10% (wall time charged?)")
+    print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f} "
+          f"(runs: {[round(x / 1e9, 3) for x in a]} / {[round(x / 1e9, 3) for x in b]})")
+    # Charging wall time would give ~8 (16 ranks on 2 cores). CPU time itself moves with what
+    # shares the core: under `ctest -j2` another test's processes run beside one size and not
+    # the other (a busy sibling hyperthread, caches refilled after every switch, the hypervisor's
+    # share), which took the ratio past 1.1 once; 15 % still tells CPU time from wall time.
+    if not 0.85 <= ratio <= 1.15:
+        sys.exit("FAILED: per-rank compute differs by more than 15% (wall time charged?)")
 
 
 def test_charged_overhead():
