@@ -30,7 +30,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
             "                  [--routing shortest|updown|itb]\n"
-            "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
+            "                  [--cpu-factor X [--cpu-factor-source TEXT]] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
             "                  [--trace F.h5] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "       mpisim sweep TRACE --vary key=v1,v2,... [--jobs J] [--out F.csv]\n"
             "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
             "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
-            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
+            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile]\n"
             "                  [--out DIR]\n"
             "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
             "       mpisim timeline TRACE.h5 -o FILE.json           (Chrome/Perfetto trace-event timeline)\n"
@@ -117,6 +117,7 @@ typedef struct run_opts {
     int nsets;
     const char *compute;
     const char *cpu_factor;
+    const char *cpu_factor_source;   /* where --cpu-factor came from, recorded as its origin */
     const char *report;
     const char *mpirun;
     const char **mpirun_args;
@@ -183,6 +184,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         }
         else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
+        else if (!strcmp(a, "--cpu-factor-source")) { NEXT(); o->cpu_factor_source = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
         else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
         else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
@@ -353,6 +355,11 @@ static int launch_and_serve(const run_opts *o_)
     }
     nm_config *cfg = mpisim_load_config(o.profile, o.sets, nsets, err, sizeof err);
     if (!cfg) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    /* a calibrated factor keeps its provenance in the resolved configuration of every report */
+    if (o.cpu_factor && o.cpu_factor_source && nm_config_set(cfg, cfs, o.cpu_factor_source, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }

@@ -11,49 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "study.h"
 
-/* The testbed of seed 000 (170 MHz UltraSPARC) is far slower than this machine; compute
- * measured here must be projected onto it, or communication swamps everything. Seed 000
- * section 4.2 gives the 2-node testbed mean as 0.87 ms = 0.90% away from the simulation, i.e.
- * about 97 ms over N = 32..144 (mean N^3 = 1.04e6 multiply-adds split over 2 nodes): about
- * 180 ns per integer multiply-add on the 170 MHz UltraSPARC, communication included, so an
- * upper bound on its compute cost. */
-#define SEED000_NS_PER_MAC 180.0
+/* Seed 000's testbed (170 MHz UltraSPARC, MPI on the BullDog MCP) per int32 multiply-add of
+ * matmul, communication excluded, fitted on the 2-node curve alone: the testbed's 2-node mean
+ * over N = 32..144 is 95.80 ms (sec 4.2: 0.87 ms = 0.90 % below the simulation's), the model's
+ * 2-node communication alone averages 0.459 ms on seed000-sbus (--compute none), and a rank of
+ * two computes N^3/2 multiply-adds, 518,144 on average: (95.80 - 0.459) ms / 518,144 = 184.0 ns.
+ * results/seed000_validation.py repeats the fit with measured computation. */
+#define SEED000_NS_PER_MAC 184.0
 
-static volatile int32_t calib_sink;
-
-/* This machine's thread CPU time per int32 multiply-add in matmul's dot-product loop. */
-static double measure_ns_per_mac(void)
-{
-    enum { N = 128 };
-    static int32_t a[N][N], bt[N][N];
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++) {
-            a[i][j] = (i + 2 * j) % 7 - 3;
-            bt[i][j] = (3 * i + j) % 5 - 2;
-        }
-    double best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-        int32_t acc = 0;
-        for (int i = 0; i < N; i++)
-            for (int j = 0; j < N; j++) {
-                int32_t sdot = 0;
-                for (int k = 0; k < N; k++) sdot += a[i][k] * bt[j][k];
-                acc += sdot;
-            }
-        calib_sink = acc;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-        double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
-        if (ns < best) best = ns;
-    }
-    return best / ((double)N * N * N);
-}
+/* The matrix size and repetitions of the calibration run: matmul itself at P = 1 (its loop,
+ * types and access pattern, nothing else), the fastest repetition of several runs counting. */
+enum { CAL_N = 144, CAL_REPEAT = 15, CAL_RUNS = 3 };
 
 static int parse_list(const char *s, int *out, int max)
 {
@@ -81,72 +55,220 @@ static int parse_range(const char *s, int *out, int max)
     return parse_list(s, out, max);
 }
 
-/* Run one point; returns the time matmul printed (virtual seconds) or a negative value. */
-static double run_point(const char *dir, const char *profile, const char **sets, int nsets, const char *compute,
-                        double cpu_factor, int p, int n, const char *report)
+/* Run `argv` (no shell: values go to the program as they are), its stdout and stderr read
+ * line by line into `out` (the last `outlen` bytes kept); its exit status, or -1. */
+static int run_captured(char *const argv[], char *out, size_t outlen)
 {
-    char cmd[8192];
-    size_t off = 0;
-    off += (size_t)snprintf(cmd + off, sizeof cmd - off, "'%s/mpisim' run --report '%s' --compute %s", dir, report,
-                            compute);
-    if (cpu_factor > 0) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --cpu-factor %.6g", cpu_factor);
-    if (profile) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --profile '%s'", profile);
-    for (int i = 0; i < nsets; i++) off += (size_t)snprintf(cmd + off, sizeof cmd - off, " --set '%s'", sets[i]);
-    /* repetitions, the fastest counts: the first pays for first-touch page faults, which the CPU
-     * factor would blow up as if they were the testbed's arithmetic; small matrices compute for
-     * microseconds here, where a stray cache miss or interrupt is a large share, so they repeat
-     * more: 5 (144/N)^3 times, 5 to 50 */
-    double reps = ceil(5.0 * pow(144.0 / n, 3.0));
-    int repeat = reps < 5 ? 5 : reps > 50 ? 50 : (int)reps;
-    snprintf(cmd + off, sizeof cmd - off, " -n %d -- '%s/matmul' %d --repeat %d 2>&1", p, dir, n, repeat);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    char line[4096];
-    double t = -1;
-    int ok = 0;
-    char last[4096] = "";
-    while (fgets(line, sizeof line, f)) {
-        char *q = strstr(line, "time_min_s=");
-        if (q) t = strtod(q + 11, NULL);
-        if (strstr(line, "check=ok")) ok = 1;
-        if (strstr(line, "mpisim:")) snprintf(last, sizeof last, "%s", line);
+    int fds[2];
+    if (pipe(fds) < 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
     }
-    int st = pclose(f);
-    if (st != 0 || !ok || t < 0) {
-        fprintf(stderr, "mpisim study: P=%d N=%d failed%s%s", p, n, last[0] ? ": " : "\n", last);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], argv);
+        fprintf(stderr, "mpisim study: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    size_t used = 0;
+    if (outlen) out[0] = '\0';
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (used + n + 1 > outlen) {   /* keep the end: the result line and the last errors */
+            size_t drop = used + n + 1 - outlen;
+            if (drop > used) drop = used;
+            memmove(out, out + drop, used - drop);
+            used -= drop;
+        }
+        if (n + 1 <= outlen) {
+            memcpy(out + used, line, n + 1);
+            used += n;
+        }
+    }
+    if (f) fclose(f);
+    else close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+typedef struct study_opts {
+    const char *dir;             /* where mpisim and matmul are */
+    const char *profile;
+    const char **sets;
+    int nsets;
+    const char *compute;
+    double cpu_factor;           /* <= 0: the profile's */
+    const char *cpu_factor_source;
+} study_opts;
+
+/* Run matmul once under `mpisim run`; the fastest repetition's time (virtual seconds) or < 0. */
+static double run_point(const study_opts *o, int p, int n, int repeat, const char *report)
+{
+    char mpisim[PATH_MAX], matmul[PATH_MAX], np[16], ns[16], reps[16], factor[64];
+    snprintf(mpisim, sizeof mpisim, "%s/mpisim", o->dir);
+    snprintf(matmul, sizeof matmul, "%s/matmul", o->dir);
+    snprintf(np, sizeof np, "%d", p);
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(reps, sizeof reps, "%d", repeat);
+    const char **argv = calloc((size_t)(2 * o->nsets + 24), sizeof *argv);
+    if (!argv) return -1;
+    int k = 0;
+    argv[k++] = mpisim;
+    argv[k++] = "run";
+    argv[k++] = "--report";
+    argv[k++] = report;
+    argv[k++] = "--compute";
+    argv[k++] = o->compute;
+    if (o->cpu_factor > 0) {
+        snprintf(factor, sizeof factor, "%.9g", o->cpu_factor);
+        argv[k++] = "--cpu-factor";
+        argv[k++] = factor;
+        if (o->cpu_factor_source) {
+            argv[k++] = "--cpu-factor-source";
+            argv[k++] = o->cpu_factor_source;
+        }
+    }
+    if (o->profile) {
+        argv[k++] = "--profile";
+        argv[k++] = o->profile;
+    }
+    for (int i = 0; i < o->nsets; i++) {
+        argv[k++] = "--set";
+        argv[k++] = o->sets[i];
+    }
+    argv[k++] = "-n";
+    argv[k++] = np;
+    argv[k++] = "--";
+    argv[k++] = matmul;
+    argv[k++] = ns;
+    argv[k++] = "--repeat";
+    argv[k++] = reps;
+    argv[k] = NULL;
+    static char out[16384];
+    int st = run_captured((char *const *)argv, out, sizeof out);
+    free(argv);
+    const char *q = strstr(out, "time_min_s=");
+    double t = q ? strtod(q + 11, NULL) : -1;
+    if (st != 0 || !strstr(out, "check=ok") || t < 0) {
+        const char *last = strstr(out, "mpisim:");
+        fprintf(stderr, "mpisim study: P=%d N=%d failed (exit %d)%s%s", p, n, st, last ? ": " : "\n", last ? last : "");
         return -1;
     }
     return t;
 }
 
+/* Repetitions of one point, the fastest counting: the first pays for first-touch page faults,
+ * which the CPU factor would blow up as if they were the testbed's arithmetic; small matrices
+ * compute for microseconds here, where a stray cache miss or interrupt is a large share, so they
+ * repeat more: 5 (144/N)^3 times, 5 to 50. */
+static int repetitions(int n)
+{
+    double reps = ceil(5.0 * pow(144.0 / n, 3.0));
+    return reps < 5 ? 5 : reps > 50 ? 50 : (int)reps;
+}
+
+/* This machine's CPU time per multiply-add of matmul: its own P = 1 run at factor 1, the
+ * fastest of CAL_RUNS x CAL_REPEAT repetitions of N = CAL_N (a loaded machine only slows a
+ * repetition down). */
+static double calibrate_ns_per_mac(const study_opts *o, const char *out)
+{
+    study_opts c = *o;
+    c.compute = "cpu";
+    c.cpu_factor = 1.0;
+    c.cpu_factor_source = "study calibration run";
+    char report[PATH_MAX + 64];
+    snprintf(report, sizeof report, "%s/report-calibration.json", out);
+    double best = -1;
+    for (int r = 0; r < CAL_RUNS; r++) {
+        double t = run_point(&c, 1, CAL_N, CAL_REPEAT, report);
+        if (t > 0 && (best < 0 || t < best)) best = t;
+    }
+    return best > 0 ? best * 1e9 / ((double)CAL_N * CAL_N * CAL_N) : -1;
+}
+
+/* A factor file: the factor on its first line, its source on the second (written by a study in
+ * its output folder as cpu_factor.txt, to be reused with --cpu-factor FILE). */
+static int read_factor_file(const char *path, double *factor, char *source, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[1024];
+    int ok = fgets(line, sizeof line, f) != NULL;
+    char *end;
+    *factor = ok ? strtod(line, &end) : 0;
+    if (!ok || end == line || *factor <= 0) {
+        fclose(f);
+        return -2;
+    }
+    source[0] = '\0';
+    if (fgets(source, (int)len, f)) source[strcspn(source, "\n")] = '\0';
+    fclose(f);
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16] [--sizes 32:144:16]\n"
+                    "                            [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile] [--runs K] [--out DIR]\n"
+                    "  --cpu-factor calibrate (default): seed 000's testbed time per multiply-add (%.0f ns) over this\n"
+                    "      machine's, measured with matmul's own P = 1 run; written to DIR/cpu_factor.txt\n"
+                    "  --cpu-factor FILE: reuse such a file (the same factor, the same table); X: a number;\n"
+                    "      profile: the profile's shim.cpu_factor\n"
+                    "  --runs K: run the grid K times in a row, each point's fastest counting (default 1)\n",
+            SEED000_NS_PER_MAC);
+}
+
 int mpisim_study_main(int argc, char **argv)
 {
     if (argc < 1 || strcmp(argv[0], "speedup")) {
-        fprintf(stderr, "usage: mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16] "
-                        "[--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X] [--out DIR]\n");
+        usage();
         return 2;
     }
-    const char *profile = NULL, *compute = "cpu", *outdir = NULL, *cpu_factor_arg = "testbed";
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    int nsets = 0;
+    study_opts o = {0};
+    o.compute = "cpu";
+    const char *outdir = NULL, *cpu_factor_arg = "calibrate";
+    int runs = 1;
+    o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
     int procs[64], sizes[256];
     int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "mpisim study: %s needs a value\n", a);
             return 2;
         }
-        if (!strcmp(a, "--profile")) profile = argv[++i];
-        else if (!strcmp(a, "--set")) sets[nsets++] = argv[++i];
+        if (!strcmp(a, "--profile")) o.profile = argv[++i];
+        else if (!strcmp(a, "--set")) o.sets[o.nsets++] = argv[++i];
         else if (!strcmp(a, "--routing")) {
             static char set[64];
             snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
-            sets[nsets++] = set;
+            o.sets[o.nsets++] = set;
         }
-        else if (!strcmp(a, "--compute")) compute = argv[++i];
+        else if (!strcmp(a, "--compute")) o.compute = argv[++i];
         else if (!strcmp(a, "--out")) outdir = argv[++i];
         else if (!strcmp(a, "--cpu-factor")) cpu_factor_arg = argv[++i];
+        else if (!strcmp(a, "--runs")) {
+            runs = atoi(argv[++i]);
+            if (runs < 1 || runs > 20) {
+                fprintf(stderr, "mpisim study: --runs wants 1 to 20\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--procs")) {
             if ((np = parse_list(argv[++i], procs, 64)) <= 0) {
                 fprintf(stderr, "mpisim study: --procs wants a list like 1,2,4\n");
@@ -164,18 +286,72 @@ int mpisim_study_main(int argc, char **argv)
     }
     /* validate the configuration once, before 40 runs */
     char err[1024];
-    nm_config *cfg = mpisim_load_config(profile, sets, nsets, err, sizeof err);
+    nm_config *cfg = mpisim_load_config(o.profile, o.sets, o.nsets, err, sizeof err);
     if (!cfg) {
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
     char dir[PATH_MAX];
     if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
+    o.dir = dir;
     char out[PATH_MAX];
     if (outdir) snprintf(out, sizeof out, "%s", outdir);
     else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */
-    mkdir(out, 0755);
-    char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64];
+    if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "mpisim study: cannot create %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    /* the CPU factor and where it came from, recorded in every report's configuration */
+    static char source[1200];
+    double cpu_factor = -1;
+    if (!strcmp(cpu_factor_arg, "calibrate")) {
+        double here = calibrate_ns_per_mac(&o, out);
+        if (here <= 0) {
+            fprintf(stderr, "mpisim study: the calibration run (matmul, P = 1, N = %d) failed\n", CAL_N);
+            return 1;
+        }
+        cpu_factor = SEED000_NS_PER_MAC / here;
+        snprintf(source, sizeof source,
+                 "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
+                 "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of %d)",
+                 SEED000_NS_PER_MAC, here, CAL_N, CAL_RUNS * CAL_REPEAT);
+        fprintf(stderr, "mpisim study: this machine %.4f ns per multiply-add, testbed %.1f ns: cpu factor %.2f\n",
+                here, SEED000_NS_PER_MAC, cpu_factor);
+    } else if (!strcmp(cpu_factor_arg, "profile")) {
+        cpu_factor = -1;
+    } else {
+        char *end;
+        cpu_factor = strtod(cpu_factor_arg, &end);
+        if (end != cpu_factor_arg && *end == '\0' && cpu_factor > 0) {
+            snprintf(source, sizeof source, "--cpu-factor");
+        } else {
+            int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
+            if (rc < 0) {
+                fprintf(stderr, "mpisim study: --cpu-factor wants calibrate, profile, a positive number or a file "
+                                "written by a study (cpu_factor.txt): '%s' %s\n",
+                        cpu_factor_arg, rc == -1 ? "cannot be read" : "has no factor on its first line");
+                return 2;
+            }
+            fprintf(stderr, "mpisim study: cpu factor %.9g from %s\n", cpu_factor, cpu_factor_arg);
+        }
+    }
+    o.cpu_factor = cpu_factor;
+    o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
+    char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64], fac_path[PATH_MAX + 64];
+    if (cpu_factor > 0) {
+        snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
+        FILE *ff = fopen(fac_path, "w");
+        if (ff) {
+            fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
+            fclose(ff);
+        }
+        char set[128];
+        snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
+        if (nm_config_set(cfg, set, source, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
+    }
     snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
     FILE *cf = fopen(cfg_path, "w");
@@ -184,35 +360,20 @@ int mpisim_study_main(int argc, char **argv)
         fclose(cf);
     }
     nm_config_destroy(cfg);
-    /* --cpu-factor testbed (default): project onto seed 000's processor; a number: use it;
-     * profile: leave shim.cpu_factor of the profile alone */
-    double cpu_factor = -1;
-    if (!strcmp(cpu_factor_arg, "testbed")) {
-        double here = measure_ns_per_mac();
-        cpu_factor = SEED000_NS_PER_MAC / here;
-        fprintf(stderr, "mpisim study: this machine %.3f ns per multiply-add, testbed %.0f ns (seed 000 sec 4.2): "
-                        "cpu factor %.1f\n", here, SEED000_NS_PER_MAC, cpu_factor);
-    } else if (strcmp(cpu_factor_arg, "profile")) {
-        cpu_factor = strtod(cpu_factor_arg, NULL);
-        if (cpu_factor <= 0) {
-            fprintf(stderr, "mpisim study: --cpu-factor wants testbed, profile or a positive number\n");
-            return 2;
-        }
-    }
     double *t = calloc((size_t)(np * ns), sizeof *t);
-    fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, compute);
-    /* Two passes over the grid, the faster of the two counting for each point: a slow spell of
-     * this shared machine (tens of milliseconds) can spoil every repetition of one run, the
-     * 1-process run included, and with it a whole row of efficiencies; a spell seldom strikes the
-     * same point twice, 20 s apart. */
-    for (int pass = 0; pass < 2; pass++)
+    fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
+    /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
+     * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
+     * run, so repetitions within one run do not escape it) */
+    for (int run = 0; run < runs; run++)
         for (int j = 0; j < ns; j++)
             for (int i = 0; i < np; i++) {
-                snprintf(report, sizeof report, "%s/report-P%d-N%d.json", out, procs[i], sizes[j]);
-                double v = run_point(dir, profile, sets, nsets, compute, cpu_factor, procs[i], sizes[j], report);
+                snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
+                         runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
+                double v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report);
                 double *best = &t[i * ns + j];
-                if (pass == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
-                fprintf(stderr, "  pass %d P=%-3d N=%-4d time %.6f ms\n", pass + 1, procs[i], sizes[j], v * 1e3);
+                if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
+                fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], v * 1e3);
             }
     FILE *csv = fopen(csv_path, "w");
     if (!csv) {
@@ -220,9 +381,9 @@ int mpisim_study_main(int argc, char **argv)
         return 2;
     }
     fprintf(csv, "P,N,time_s,speedup,efficiency\n");
-    printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s", profile ? profile : "default",
-           compute);
-    if (cpu_factor > 0) printf(" x %.1f", cpu_factor);
+    printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
+           o.profile ? o.profile : "default", o.compute);
+    if (cpu_factor > 0) printf(" x %.2f (%s)", cpu_factor, source);
     printf("\n");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
     int failures = 0;
@@ -245,11 +406,12 @@ int mpisim_study_main(int argc, char **argv)
     fclose(csv);
     printf("CSV: %s\n", csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
-    char plot[PATH_MAX * 4], script[PATH_MAX];
-    snprintf(plot, sizeof plot, "/usr/bin/python3 '%s/plot_speedup.py' '%s' '%s/speedup.png' >/dev/null 2>&1",
-             mpisim_find_data("results", script, sizeof script) == 0 ? script : ".", csv_path, out);
-    if (access("/usr/bin/python3", X_OK) == 0 && system(plot) == 0) printf("Plot: %s/speedup.png\n", out);
+    char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];
+    snprintf(plot_py, sizeof plot_py, "%s/plot_speedup.py", mpisim_find_data("results", script, sizeof script) == 0 ? script : ".");
+    snprintf(png, sizeof png, "%s/speedup.png", out);
+    char *const plot[] = {"/usr/bin/python3", plot_py, csv_path, png, NULL};
+    if (access("/usr/bin/python3", X_OK) == 0 && run_captured(plot, msg, sizeof msg) == 0) printf("Plot: %s\n", png);
     free(t);
-    free(sets);
+    free(o.sets);
     return failures ? 1 : 0;
 }

@@ -44,6 +44,10 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
  * (unmodelled call, crash, abort). One line describing it goes into buf. */
 int ms_server_outcome(const ms_server *s, char *buf, size_t len);
 int ms_server_write_report(const ms_server *s, FILE *out);
+/* Why the run's charged computation may mislead (many ranks switched out, cold caches after
+ * switched-out calls, a costly clock): lines separated by '\n' into buf; how many. Also in the
+ * report ("measurement_warnings") and printed by ms_server_write_summary. */
+int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len);
 /* A short human summary (for stderr). */
 int ms_server_write_summary(const ms_server *s, FILE *out, const char *report_path);
 void ms_server_destroy(ms_server *s);

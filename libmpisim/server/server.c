@@ -805,15 +805,71 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 /* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
 static void write_charging(FILE *f, const ms_msg_charging *c)
 {
-    static const char *const methods[] = {"none", "perf-page", "syscall", "wall"};
+    static const char *const methods[] = {"none", "task-clock", "syscall", "wall"};
     const char *m = c->method >= 0 && c->method < 4 ? methods[c->method] : "?";
     fprintf(f,
-            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"baseline_syscall_ns\": %lld, \"gaps\": %llu, "
+            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"page_misses\": %llu, \"woken_gaps\": %llu, \"woken_raw_ns\": %lld, \"gaps\": %llu, "
             "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld}",
-            m, (long long)c->baseline_ns, (long long)c->baseline_syscall_ns, (unsigned long long)c->gaps,
+            m, (long long)c->baseline_ns, (unsigned long long)c->page_misses, 
+            (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
             (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
             (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns);
+}
+
+/* Why this run's charged computation may mislead (docs/architecture.md "Warnings"), from the
+ * ranks' charging blocks: one line each into buf, separated by '\n'; the number of lines. */
+int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
+{
+    double gaps = 0, woken = 0, raw = 0, woken_raw = 0, wall = 0, desched = 0, misses = 0, base = 0;
+    int n = 0, syscall_ranks = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        const ms_msg_charging *c = &s->ranks[i].fin.charging;
+        if (!s->ranks[i].finalized || c->method == MS_CHARGING_NONE) continue;
+        n++;
+        gaps += (double)c->gaps;
+        woken += (double)c->woken_gaps;
+        raw += (double)c->raw_ns;
+        woken_raw += (double)c->woken_raw_ns;
+        wall += (double)c->wall_ns;
+        desched += (double)c->descheduled_ns;
+        misses += (double)c->page_misses;
+        if (c->baseline_ns > base) base = (double)c->baseline_ns;
+        if (c->method == MS_CHARGING_SYSCALL) syscall_ranks++;
+    }
+    int k = 0;
+    size_t off = 0;
+    if (len) buf[0] = '\0';
+#define WARN(...)                                                                                                  \
+    do {                                                                                                           \
+        if (off < len) off += (size_t)snprintf(buf + off, len - off, __VA_ARGS__);                                \
+        if (off < len) off += (size_t)snprintf(buf + off, len - off, "\n");                                        \
+        k++;                                                                                                       \
+    } while (0)
+    if (!n) return 0;
+    if (wall > 0 && desched / wall > 0.25)
+        WARN("the ranks were switched out during %.0f %% of the wall time of their computation: more runnable "
+             "threads than cores (ranks, the model server, other jobs); CPU time is charged, but a shared core's "
+             "caches and the hypervisor's share make it less reliable",
+             100 * desched / wall);
+    /* gaps after a switched-out MPI call start on cold caches: compare their mean with the others' */
+    if (gaps - woken >= 10 && woken >= 10 && raw > 0) {
+        double excess = woken_raw / woken - (raw - woken_raw) / (gaps - woken);
+        if (excess > 0 && excess * woken / raw > 0.05)
+            WARN("%.0f of %.0f computation intervals followed an MPI call during which the rank was switched out; "
+                 "they took %.0f ns more on average than the others (cold caches), %.0f %% of all computation charged",
+                 woken, gaps, excess, 100 * excess * woken / raw);
+    }
+    if (base > 100)
+        WARN("a clock reading costs up to %.0f ns (charging baseline): every interval's share of it is estimated, "
+             "not measured", base);
+    if (syscall_ranks)
+        WARN("%d rank(s) read their CPU time by a system call (no perf events: perf_event_paranoid, a container's "
+             "seccomp?): short intervals are charged imprecisely", syscall_ranks);
+    if (gaps > 0 && misses / gaps > 0.01)
+        WARN("%.0f %% of the CPU-time readings fell back to a system call", 100 * misses / gaps);
+#undef WARN
+    return k;
 }
 
 int ms_server_write_report(const ms_server *s, FILE *f)
@@ -850,7 +906,15 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         }
         ms_report_rank_close(f, i + 1 == s->nranks);
     }
-    fprintf(f, "  ],\n  \"callsites\": [");
+    fprintf(f, "  ],\n  \"measurement_warnings\": [");
+    char warn[4096];
+    int nw = ms_server_measurement_warnings(s, warn, sizeof warn);
+    for (char *line = warn, *nl; nw > 0 && (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        fputs(line == warn ? "\n    " : ",\n    ", f);
+        ms_report_str(f, line);
+    }
+    fprintf(f, "%s],\n  \"callsites\": [", nw > 0 ? "\n  " : "");
     /* most virtual time first, as mpiP sorts */
     size_t *order = malloc(sizeof *order * (s->nsites ? s->nsites : 1));
     for (size_t i = 0; order && i < s->nsites; i++) order[i] = i;
@@ -906,6 +970,10 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
     fputc('\n', f);
     char outcome[8192];
     if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    char warn[4096];
+    if (ms_server_measurement_warnings(s, warn, sizeof warn) > 0)
+        for (char *line = warn, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+            fprintf(f, "mpisim: warning: %.*s\n", (int)(nl - line), line);
     return 0;
 }
 
