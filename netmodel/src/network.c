@@ -33,7 +33,7 @@ int nm_engine_blocks(const char *engine)
 
 nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
 {
-    if (!cfg || !topo || !topo->routes) {
+    if (!cfg || !topo || !topo->rt) {
         nm_set_err(err, errlen, "nm_network_create: a configuration and a loaded topology are needed");
         return NULL;
     }
