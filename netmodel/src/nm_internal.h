@@ -102,6 +102,9 @@ typedef struct nm_engine_ops {
     nm_time_t (*now)(const void *eng);
     void (*stats)(const void *eng, nm_stats *out);
     size_t (*link_busy)(const void *eng, nm_time_t *busy_ps, size_t max);
+    /* nm_network_run_instants; *stop may be lowered by callbacks while it runs. NULL: the
+     * network steps the engine one instant at a time with run_until. */
+    int (*run_instants)(void *eng, nm_time_t limit, const nm_time_t *stop);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */
