@@ -1361,6 +1361,7 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
     /* NIC queue, kept in injection-time order; each packet costs nic_send_cost in turn */
     mhost *ho = &e->host[src];
     int prev = -1, cur = ho->qhead;
+    if (ho->qtail >= 0 && e->w[ho->qtail].inject <= t) { prev = ho->qtail; cur = -1; }   /* the usual case */
     while (cur >= 0 && e->w[cur].inject <= t) { prev = cur; cur = e->w[cur].qnext; }
     w->qnext = cur;
     if (prev < 0) ho->qhead = wi; else e->w[prev].qnext = wi;
