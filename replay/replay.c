@@ -175,8 +175,10 @@ typedef struct replay {
     int stopped;
     char stop[1024];
     ms_resolution rv[64];
-    /* requests the model has reported complete, by (rank, id): a capture-only trace may test a
-     * request again that completed earlier in the replay's timing than in the real run */
+    /* requests the model has reported complete while the recorded run had not completed them yet,
+     * by (rank, id): the trace may test such a request again (the replay's timing differs from the
+     * recording's: capture-only traces, other parameters). Kept only until the call in which the
+     * recording completed it, after which the trace never names it again. */
     ms_hmap done;
     uint64_t *ids;
     size_t ids_cap;
@@ -252,16 +254,52 @@ static void release_sync_group(replay *p, uint64_t comm)
 
 static void model_failed(replay *p, int rank, size_t k, const char *what, const char *err);
 
+/* The recorded answer to the WAIT at event k: its RESUME's results (one per request of the wait,
+ * in order), or NULL when the trace has none (synthetic traces). */
+static const ms_trace_result *recorded_results(const ms_trace_rank *tr, size_t k, int32_t *n)
+{
+    for (size_t j = k + 1; j < tr->nev; j++) {
+        const ms_trace_event *e = &tr->ev[j];
+        if (e->kind == MS_MSG_RESUME) {
+            *n = e->list_n;
+            return tr->results + e->list_off;
+        }
+        if (e->kind != MS_MSG_RESOLVE && e->kind != MS_MSG_CLOCK && e->kind != MS_MSG_CALLSITE) break;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* Whether the recorded run completed request `id` in the WAIT event `we`: a blocking Wait or
+ * Waitall completes every request it names; otherwise the recorded results say (request ids
+ * come in the wait's order, so *cursor walks them once per call). Unknown counts as not. */
+static int recorded_done(const ms_trace_event *we, const ms_trace_result *rec, int32_t nrec, uint64_t id,
+                         int32_t *cursor)
+{
+    if (we->mode == MS_WAIT_ALL) return 1;
+    for (int32_t j = *cursor; j < nrec; j++)
+        if (rec[j].req == id) {
+            *cursor = j + 1;
+            return rec[j].completed != 0;
+        }
+    return 0;
+}
+
 static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
 {
     replay *p = user;
     rrank *r = &p->r[rank];
     if (r->state != RS_BLOCKED) return;
-    if (r->wait_mode != MS_TEST_PEEK)
+    if (r->wait_mode != MS_TEST_PEEK && r->tr->ev[r->wait_ev].kind == MS_MSG_WAIT) {
+        const ms_trace_event *we = &r->tr->ev[r->wait_ev];
+        int32_t nrec, cur = 0;
+        const ms_trace_result *rec = recorded_results(r->tr, r->wait_ev, &nrec);
         for (size_t i = 0; i < n; i++)
-            if (results[i].completed && results[i].req &&
+            if (results[i].completed && results[i].req && !recorded_done(we, rec, nrec, results[i].req, &cur) &&
                 ms_hmap_put(&p->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
                 model_failed(p, rank, r->wait_ev, "a wait", "out of memory");
+        if (p->done.n > p->res->early_done_peak) p->res->early_done_peak = p->done.n;
+    }
     if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
         r->state = RS_HELD;
         r->held_t = t;
@@ -369,20 +407,28 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             r->wait_mode = e->mode;
             r->wait_ev = k;
             /* leave out what the model has already reported complete (see replay.done) */
-            const uint64_t *ids = tr->lists + e->list_off;
-            size_t n = 0;
-            if ((size_t)e->list_n > p->ids_cap) {
-                uint64_t *q = realloc(p->ids, sizeof *q * (size_t)e->list_n);
-                if (!q) {
-                    model_failed(p, rank, k, "a wait", "out of memory");
-                    return;
+            const uint64_t *ids = tr->lists + e->list_off, *pass = ids;
+            size_t n = (size_t)e->list_n;
+            if (p->done.n > 0) {
+                if ((size_t)e->list_n > p->ids_cap) {
+                    uint64_t *q = realloc(p->ids, sizeof *q * (size_t)e->list_n);
+                    if (!q) {
+                        model_failed(p, rank, k, "a wait", "out of memory");
+                        return;
+                    }
+                    p->ids = q;
+                    p->ids_cap = (size_t)e->list_n;
                 }
-                p->ids = q;
-                p->ids_cap = (size_t)e->list_n;
+                int32_t nrec, cur = 0;
+                const ms_trace_result *rec = recorded_results(tr, k, &nrec);
+                n = 0;
+                for (int32_t i = 0; i < e->list_n; i++) {
+                    if (!ms_hmap_get(&p->done, (uint64_t)rank, ids[i])) p->ids[n++] = ids[i];
+                    else if (recorded_done(e, rec, nrec, ids[i], &cur)) ms_hmap_del(&p->done, (uint64_t)rank, ids[i]);
+                }
+                pass = p->ids;
             }
-            for (int32_t i = 0; i < e->list_n; i++)
-                if (!ms_hmap_get(&p->done, (uint64_t)rank, ids[i])) p->ids[n++] = ids[i];
-            if (ms_model_wait(p->model, rank, r->clock, (ms_wait_mode)e->mode, n, p->ids, err, sizeof err) < 0)
+            if (ms_model_wait(p->model, rank, r->clock, (ms_wait_mode)e->mode, n, pass, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a wait", err);
             if (r->state == RS_BLOCKED || r->state == RS_HELD) return;
             break;
@@ -566,6 +612,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         res->collectives += st.coll_calls;
     }
     res->mean_end_ps = (int64_t)llround(sum / p.n);
+    res->early_done_end = p.done.n;
     rc = 0;
 out:
     res->wall_s = wall_now() - w0;
