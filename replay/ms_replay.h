@@ -55,6 +55,9 @@ typedef struct ms_replay_result {
     char first_difference[512];
     char topology[128], engine[32];
     uint64_t model_errors;
+    /* requests the model completed before the recording did, kept until the recording's
+     * completion (most at once, and left at the end) */
+    uint64_t early_done_peak, early_done_end;
 } ms_replay_result;
 
 /* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the

@@ -128,6 +128,8 @@ typedef struct rrank {
     int64_t call_entry;
     int finalized;
     int64_t fin_t;
+    uint64_t *rec_done;          /* the blocking wait's recorded completions (ms_driver_event) */
+    size_t rec_done_cap;
 } rrank;
 
 typedef struct replay {
@@ -226,6 +228,41 @@ static inline ms_driver_event event_of(const ms_trace_event *e, int kind, int64_
                              .peer = e->peer, .tag = e->tag, .mode = e->mode};
 }
 
+/* The request ids the recorded run completed in the WAIT at event k, in the wait's order, for
+ * the driver's lenient waits: all of a blocking Wait/Waitall, else those its RESUME's results say
+ * (none when the trace has no results: synthetic traces). -1 when out of memory. */
+static int recorded_done(rrank *r, size_t k, const uint64_t **ids, size_t *n)
+{
+    const ms_trace_rank *tr = r->tr;
+    const ms_trace_event *we = &tr->ev[k];
+    *ids = NULL;
+    *n = 0;
+    if (we->mode == MS_WAIT_ALL) {
+        *ids = tr->lists + we->list_off;
+        *n = we->list_n > 0 ? (size_t)we->list_n : 0;
+        return 0;
+    }
+    for (size_t j = k + 1; j < tr->nev; j++) {
+        const ms_trace_event *e = &tr->ev[j];
+        if (e->kind == MS_TRACE_RESUME) {
+            const ms_trace_result *res = tr->results + e->list_off;
+            size_t m = e->list_n > 0 ? (size_t)e->list_n : 0;
+            if (m > r->rec_done_cap) {
+                uint64_t *q = realloc(r->rec_done, sizeof *q * m);
+                if (!q) return -1;
+                r->rec_done = q;
+                r->rec_done_cap = m;
+            }
+            for (size_t i = 0; i < m; i++)
+                if (res[i].completed) r->rec_done[(*n)++] = res[i].req;
+            *ids = r->rec_done;
+            return 0;
+        }
+        if (e->kind != MS_TRACE_RESOLVE && e->kind != MS_TRACE_CLOCK && e->kind != MS_TRACE_CALLSITE) break;
+    }
+    return 0;
+}
+
 /* Play one rank until it blocks, finishes or its records end: each record becomes the event the
  * rank reported when it ran, at the clock the records rebuild. */
 __attribute__((noinline)) static void play(replay *p, int rank)
@@ -299,6 +336,10 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             }
             ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
                        ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
+            if (recorded_done(r, k, &ev.recorded_done, &ev.nrecorded_done) < 0) {
+                stop_at(p, rank, k, "a wait: out of memory");
+                return;
+            }
             feed(p, rank, k, &ev);
             if (!playing(p, rank)) return;   /* blocked until the driver resumes it */
             break;
@@ -468,9 +509,12 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         res->collectives += st.coll_calls;
     }
     res->mean_end_ps = (int64_t)llround(sum / p.n);
+    ms_driver_early_done(p.drv, &res->early_done_end, &res->early_done_peak);
     rc = 0;
 out:
     res->wall_s = wall_now() - w0;
+    if (p.r)
+        for (int i = 0; i < p.n; i++) free(p.r[i].rec_done);
     free(p.r);
     free(p.queue);
     ms_driver_destroy(p.drv);

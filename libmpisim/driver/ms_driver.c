@@ -13,7 +13,9 @@
 typedef struct drank {
     ms_rank_state state;
     int64_t clock;
-    int wait_fn, wait_flags, wait_mode;
+    int wait_fn, wait_flags, wait_mode;   /* wait_mode -1: a probe */
+    const uint64_t *rec_done;    /* the waiting call's recorded completions (lenient waits) */
+    size_t nrec_done;
     uint64_t last_coll_comm;     /* the group a synchronising wait belongs to */
     int64_t held_t;
     ms_req_result held_result;
@@ -42,7 +44,11 @@ struct ms_driver {
     size_t nfn;
     int lenient;
     int out_of_memory;           /* a lenient wait's record failed: reported by the next advance */
-    ms_hmap done;                /* lenient: requests the model reported complete, by (rank, id) */
+    /* lenient: requests the model reported complete while the recorded run had not completed them
+     * yet, by (rank, id); kept until the call in which the recording completed them, after which
+     * the trace never names them again */
+    ms_hmap done;
+    uint64_t done_peak;
     uint64_t *ids;
     size_t ids_cap;
     ms_driver_log_fn log;
@@ -188,16 +194,32 @@ static void release_sync_group(ms_driver *d, uint64_t comm)
         }
 }
 
+/* Whether id is among the recorded run's completions of a wait (ids in the wait's order, so
+ * *cursor walks them once per call). */
+static int recorded_done(const uint64_t *ids, size_t n, uint64_t id, size_t *cursor)
+{
+    for (size_t j = *cursor; j < n; j++)
+        if (ids[j] == id) {
+            *cursor = j + 1;
+            return 1;
+        }
+    return 0;
+}
+
 static void on_model_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
 {
     ms_driver *d = user;
     drank *r = &d->r[rank];
     if (r->state != MS_RANK_BLOCKED) return;
-    if (d->lenient && r->wait_mode != MS_TEST_PEEK)
+    if (d->lenient && r->wait_mode >= 0 && r->wait_mode != MS_TEST_PEEK) {
+        size_t cur = 0;
         for (size_t i = 0; i < n; i++)
             if (results[i].completed && results[i].req &&
+                !recorded_done(r->rec_done, r->nrec_done, results[i].req, &cur) &&
                 ms_hmap_put(&d->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
                 d->out_of_memory = 1;
+        if (d->done.n > d->done_peak) d->done_peak = d->done.n;
+    }
     if (r->wait_flags & MS_EV_FLAG_SYNC) {
         set_state(d, r, MS_RANK_HELD);
         r->held_t = t;
@@ -284,6 +306,12 @@ void ms_driver_set_fn_names(ms_driver *d, const char *const *names, size_t n)
 
 void ms_driver_set_lenient_waits(ms_driver *d, int on) { d->lenient = on != 0; }
 
+void ms_driver_early_done(const ms_driver *d, uint64_t *now, uint64_t *peak)
+{
+    *now = d->done.n;
+    *peak = d->done_peak;
+}
+
 void ms_driver_set_call_log(ms_driver *d, ms_driver_log_fn fn, void *user)
 {
     d->log = fn;
@@ -323,9 +351,12 @@ static const uint64_t *wait_ids(ms_driver *d, int rank, const ms_driver_event *e
         d->ids = q;
         d->ids_cap = e->nlist;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < e->nlist; i++)
+    size_t k = 0, cur = 0;
+    for (size_t i = 0; i < e->nlist; i++) {
         if (!ms_hmap_get(&d->done, (uint64_t)rank, e->list[i])) d->ids[k++] = e->list[i];
+        else if (recorded_done(e->recorded_done, e->nrecorded_done, e->list[i], &cur))
+            ms_hmap_del(&d->done, (uint64_t)rank, e->list[i]);
+    }
     *n = k;
     return d->ids;
 }
@@ -418,6 +449,8 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
         r->wait_fn = e->fn;
         r->wait_flags = e->flags;
         r->wait_mode = e->mode;
+        r->rec_done = e->recorded_done;
+        r->nrec_done = e->recorded_done ? e->nrecorded_done : 0;
         size_t n;
         const uint64_t *ids = wait_ids(d, rank, e, &n);
         if (!ids && n) return refused(err, errlen, "a wait", "out of memory");

@@ -67,6 +67,12 @@ typedef struct ms_driver_event {
     size_t nlist;
     const int32_t *members;   /* COMM_ADD */
     int32_t nmembers;
+    /* WAIT under lenient waits (replay): the request ids the recorded run completed in this call,
+     * in the wait's order (NULL: unknown, counted as none). Lets the driver forget a request the
+     * model completed early once the recording has completed it too; must stay valid until the
+     * rank is resumed. */
+    const uint64_t *recorded_done;
+    size_t nrecorded_done;
 } ms_driver_event;
 
 /* Where the driver's answers go. */
@@ -97,6 +103,8 @@ void ms_driver_set_fn_names(ms_driver *d, const char *const *names, size_t n);
 /* Waits may name requests the model has already reported complete (capture-only traces: the
  * real run finished them later than the model): leave those out instead of refusing the wait. */
 void ms_driver_set_lenient_waits(ms_driver *d, int on);
+/* Requests a lenient driver holds as completed early: now, and the most at any time. */
+void ms_driver_early_done(const ms_driver *d, uint64_t *now, uint64_t *peak);
 /* Every ms_model call the driver makes and every answer it passes on, one line each, to fn:
  * rank -1 for calls that belong to no rank (running the model). For tests and diagnosis: two
  * front ends fed the same events give the same lines per rank. NULL: off (the default). */

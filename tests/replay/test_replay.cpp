@@ -132,6 +132,42 @@ TEST(Replay, FanInAndOutFinish)
     ms_trace_free(t);
 }
 
+// A polling receiver whose recording saw the message late: the replay's model completes the
+// receive at the first MPI_Test, the trace tests it eight times more (recorded: not complete)
+// and completes it at the tenth. The replay leaves it out of those tests and forgets it once the
+// recording has completed it; the Waitall-only sender leaves nothing behind.
+TEST(Replay, EarlyCompletionsAreForgotten)
+{
+    synth *s = synth_new(2);
+    synth_send(s, 0, 0, 1, 9, 1024);
+    synth_call(s, 1, SY_IRECV, 0);
+    uint64_t q = synth_irecv(s, 1, 0, 9, 1024, MS_COMM_WORLD);
+    synth_exit(s, 1, SY_IRECV);
+    for (int i = 0; i < 10; i++) {
+        synth_call(s, 1, SY_WAIT, 1000000);
+        synth_wait(s, 1, MS_TEST_ALL, 1, &q, 0);
+        ms_trace_result res{};
+        res.req = q;
+        res.completed = i == 9;
+        res.complete_time = MS_TRACE_UNKNOWN_TIME;
+        res.source = res.completed ? 0 : -1;
+        res.tag = res.completed ? 9 : -1;
+        res.bytes = res.completed ? 1024 : 0;
+        synth_resume(s, 1, 0, 1, &res);
+        synth_exit(s, 1, SY_WAIT);
+    }
+    for (int r = 0; r < 2; r++) synth_finalize(s, r);
+    ms_trace *t = synth_finish(s);
+    Outcome r = replay(t, {});
+    ASSERT_TRUE(r.ok) << r.err;
+    EXPECT_EQ(r.res.outcome, 0) << r.res.outcome_text;
+    EXPECT_EQ(r.res.ranks[1].msgs_recv, 1u);
+    EXPECT_EQ(r.res.early_done_peak, 1u);
+    EXPECT_EQ(r.res.early_done_end, 0u);
+    ms_replay_result_free(&r.res);
+    ms_trace_free(t);
+}
+
 TEST(Replay, SyncGroupLeavesTogether)
 {
     // 3 ranks enter a communicator creation at different times: all leave at the latest exit
