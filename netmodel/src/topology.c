@@ -7,7 +7,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define NM_MAX_PORTS 256
 #define NM_MAX_NODES 65536
@@ -145,34 +144,6 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
     return i;
 }
 
-/* Every host pair gets a source route, computed before the run: its table grows with hosts^2
- * (a route is ~160 bytes with its port and channel arrays). Refuse early, with the numbers,
- * what would not fit in half of this machine's memory (a 10^4-host file took 4.9 GB and more
- * than 120 s before it was stopped). */
-#define NM_ROUTE_BYTES 160.0
-int nm_topo_routes_fit(const nm_topology *t, char *err, size_t errlen)
-{
-    double pairs = (double)t->nhosts * (double)t->nhosts, need = pairs * NM_ROUTE_BYTES;
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    double budget = pages > 0 && psize > 0 ? 0.5 * (double)pages * (double)psize : 8e9;
-    if (need <= budget) return 0;
-    nm_set_err(err, errlen,
-               "%d hosts: the routes of all %.3g host pairs would need about %.1f GB, more than half of this "
-               "machine's %.1f GB of memory; at most about %d hosts fit here",
-               t->nhosts, pairs, need * 1e-9, budget * 2e-9, (int)sqrt(budget / NM_ROUTE_BYTES));
-    return -1;
-}
-
-int nm_topo_alloc_routes(nm_topology *t)
-{
-    if (t->nhosts <= 0) return -1;
-    size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-    t->routes = calloc(n, sizeof *t->routes);
-    if (!t->routes) return -1;
-    for (size_t i = 0; i < n; i++) t->routes[i].nhops = -1;
-    return 0;
-}
-
 int nm_route_set(nm_route *r, int nhops, const int *out_port, const int *channel)
 {
     int *op = malloc((size_t)(nhops > 0 ? nhops : 1) * sizeof *op);
@@ -202,11 +173,7 @@ void nm_route_clear(nm_route *r)
 void nm_topology_destroy(nm_topology *t)
 {
     if (!t) return;
-    if (t->routes) {
-        size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-        for (size_t i = 0; i < n; i++) nm_route_clear(&t->routes[i]);
-        free(t->routes);
-    }
+    nm_routes_free(t);
     for (int i = 0; i < t->nswitches; i++) {
         free(t->switches[i].port_link);
         if (t->switch_names) free(t->switch_names[i]);
@@ -239,15 +206,62 @@ typedef struct parse_ctx {
     size_t errlen;
     pending_route *routes;
     int nroutes;
+    /* the declared names, hashed (a scan per endpoint made a 10^4-host file quadratic to read):
+     * open addressing, 0 empty, host id + 1, or -(switch id + 1) */
+    int *names;
+    size_t names_cap, names_n;
 } parse_ctx;
 
-static int find_node(const nm_topology *t, const char *name, int *kind, int *id)
+static size_t name_hash(const char *s)
 {
-    for (int i = 0; i < t->nhosts; i++)
-        if (!strcmp(t->host_names[i], name)) { *kind = NM_NODE_HOST; *id = i; return 0; }
-    for (int i = 0; i < t->nswitches; i++)
-        if (!strcmp(t->switch_names[i], name)) { *kind = NM_NODE_SWITCH; *id = i; return 0; }
-    return -1;
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static const char *slot_name(const nm_topology *t, int v)
+{
+    return v > 0 ? t->host_names[v - 1] : t->switch_names[-v - 1];
+}
+
+static int find_node(const parse_ctx *c, const char *name, int *kind, int *id)
+{
+    if (!c->names_cap) return -1;
+    for (size_t i = name_hash(name) & (c->names_cap - 1);; i = (i + 1) & (c->names_cap - 1)) {
+        int v = c->names[i];
+        if (!v) return -1;
+        if (!strcmp(slot_name(c->t, v), name)) {
+            *kind = v > 0 ? NM_NODE_HOST : NM_NODE_SWITCH;
+            *id = v > 0 ? v - 1 : -v - 1;
+            return 0;
+        }
+    }
+}
+
+/* Index a node just declared (its name is new). 0, or -1 out of memory. */
+static int index_node(parse_ctx *c, int kind, int id)
+{
+    if (2 * (c->names_n + 1) > c->names_cap) {
+        size_t cap = c->names_cap ? 2 * c->names_cap : 1024;
+        int *q = calloc(cap, sizeof *q);
+        if (!q) return -1;
+        for (size_t i = 0; i < c->names_cap; i++) {
+            int v = c->names[i];
+            if (!v) continue;
+            size_t j = name_hash(slot_name(c->t, v)) & (cap - 1);
+            while (q[j]) j = (j + 1) & (cap - 1);
+            q[j] = v;
+        }
+        free(c->names);
+        c->names = q;
+        c->names_cap = cap;
+    }
+    int v = kind == NM_NODE_HOST ? id + 1 : -id - 1;
+    size_t j = name_hash(slot_name(c->t, v)) & (c->names_cap - 1);
+    while (c->names[j]) j = (j + 1) & (c->names_cap - 1);
+    c->names[j] = v;
+    c->names_n++;
+    return 0;
 }
 
 static int valid_name(const char *s)
@@ -292,7 +306,7 @@ static int parse_endpoint(parse_ctx *c, int line, const char *tok, int *kind, in
     if ((size_t)(colon - tok) >= sizeof name) PERR(line, "expected NODE:PORT, got '%s'", tok);
     memcpy(name, tok, (size_t)(colon - tok));
     name[colon - tok] = '\0';
-    if (find_node(c->t, name, kind, id) != 0)
+    if (find_node(c, name, kind, id) != 0)
         PERR(line, "expected a declared host or switch, got '%s'", name);
     long p;
     long hi = *kind == NM_NODE_HOST ? 0 : c->t->switches[*id].nports - 1;
@@ -311,16 +325,15 @@ static int parse_line(parse_ctx *c, int line, char **tok, int ntok)
         if (ntok < 2) PERR(line, "expected a host name, got end of line");
         if (!valid_name(tok[1])) PERR(line, "expected a name of letters, digits, '_', '-', '.', got '%s'", tok[1]);
         if (ntok > 2) PERR(line, "expected end of line, got '%s'", tok[2]);
-        if (find_node(t, tok[1], &k, &id) == 0) PERR(line, "expected a new name, got '%s' (already declared)", tok[1]);
-        if (nm_topo_add_host(t, tok[1], line) < 0) PERR(line, "too many hosts or out of memory");
-        char m[400];   /* refused at the host that makes the route table too large, not after */
-        if (nm_topo_routes_fit(t, m, sizeof m) != 0) PERR(line, "%s", m);
+        if (find_node(c, tok[1], &k, &id) == 0) PERR(line, "expected a new name, got '%s' (already declared)", tok[1]);
+        int h = nm_topo_add_host(t, tok[1], line);
+        if (h < 0 || index_node(c, NM_NODE_HOST, h) != 0) PERR(line, "too many hosts or out of memory");
         return 0;
     }
     if (!strcmp(kw, "switch")) {
         if (ntok < 2) PERR(line, "expected a switch name, got end of line");
         if (!valid_name(tok[1])) PERR(line, "expected a name of letters, digits, '_', '-', '.', got '%s'", tok[1]);
-        if (find_node(t, tok[1], &k, &id) == 0) PERR(line, "expected a new name, got '%s' (already declared)", tok[1]);
+        if (find_node(c, tok[1], &k, &id) == 0) PERR(line, "expected a new name, got '%s' (already declared)", tok[1]);
         long ports = c->cfg ? (long)nm_config_int(c->cfg, "network.switch_ports") : 8;
         if (ntok >= 3) {
             if (strcmp(tok[2], "ports") != 0) PERR(line, "expected 'ports', got '%s'", tok[2]);
@@ -330,7 +343,8 @@ static int parse_line(parse_ctx *c, int line, char **tok, int ntok)
             if (ntok > 4) PERR(line, "expected end of line, got '%s'", tok[4]);
         }
         if (ports < 1 || ports > NM_MAX_PORTS) PERR(line, "expected network.switch_ports 1..%d", NM_MAX_PORTS);
-        if (nm_topo_add_switch(t, tok[1], (int)ports) < 0) PERR(line, "too many switches or out of memory");
+        int sw = nm_topo_add_switch(t, tok[1], (int)ports);
+        if (sw < 0 || index_node(c, NM_NODE_SWITCH, sw) != 0) PERR(line, "too many switches or out of memory");
         return 0;
     }
     if (!strcmp(kw, "link")) {
@@ -360,9 +374,9 @@ static int parse_line(parse_ctx *c, int line, char **tok, int ntok)
     if (!strcmp(kw, "route")) {
         if (ntok < 3) PERR(line, "expected 'route SRC DST PORT...', got end of line");
         int sk, si, dk, di;
-        if (find_node(t, tok[1], &sk, &si) != 0 || sk != NM_NODE_HOST)
+        if (find_node(c, tok[1], &sk, &si) != 0 || sk != NM_NODE_HOST)
             PERR(line, "expected a declared host, got '%s'", tok[1]);
-        if (find_node(t, tok[2], &dk, &di) != 0 || dk != NM_NODE_HOST)
+        if (find_node(c, tok[2], &dk, &di) != 0 || dk != NM_NODE_HOST)
             PERR(line, "expected a declared host, got '%s'", tok[2]);
         if (si == di) PERR(line, "expected two different hosts, got '%s' twice", tok[1]);
         if (ntok - 3 > NM_MAX_ROUTE_HOPS) PERR(line, "expected at most %d route ports", NM_MAX_ROUTE_HOPS);
@@ -414,7 +428,8 @@ static int apply_route(parse_ctx *c, const pending_route *r)
             PERR(line, "expected a connected port of switch '%s', got %d", t->switch_names[id], p);
         link = t->switches[id].port_link[p];
     }
-    nm_route *rt = &t->routes[(size_t)r->src * (size_t)t->nhosts + (size_t)r->dst];
+    nm_route *rt = nm_route_given(t, r->src, r->dst);
+    if (!rt) PERR(line, "out of memory");
     if (rt->nhops >= 0) PERR(line, "expected one route per host pair, '%s' to '%s' is given twice",
                              t->host_names[r->src], t->host_names[r->dst]);
     if (nm_route_set(rt, r->nports, r->ports, ch) != 0) PERR(line, "out of memory");
@@ -424,19 +439,18 @@ static int apply_route(parse_ctx *c, const pending_route *r)
 
 static int check_routes(nm_topology *t, const char *path, char *err, size_t errlen)
 {
-    for (int s = 0; s < t->nhosts; s++) {
-        for (int d = 0; d < t->nhosts; d++) {
-            if (s == d || nm_route_get(t, s, d)->nhops >= 0) continue;
-            if (t->host_line && t->host_line[s] > 0)
-                nm_set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s],
-                        t->host_names[s], t->host_names[d]);
-            else
-                nm_set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s],
-                        t->host_names[d]);
-            return -1;
-        }
+    int s, d, r = nm_routes_first_unreachable(t, &s, &d);
+    if (r < 0) {
+        nm_set_err(err, errlen, "%s: out of memory", path);
+        return -1;
     }
-    return 0;
+    if (r == 0) return 0;
+    if (t->host_line && t->host_line[s] > 0)
+        nm_set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s], t->host_names[s],
+                   t->host_names[d]);
+    else
+        nm_set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s], t->host_names[d]);
+    return -1;
 }
 
 /* The deadlock checker on every routing built (routes.c, nm_routes_check). For updown and itb a
@@ -459,8 +473,6 @@ static int auto_routing(nm_topology *t, const nm_config *cfg, const char *what, 
     if (!cfg || strcmp(nm_config_string(cfg, "network.routing"), "auto") != 0) return 0;
     if (t->route_check_ok != 0 || t->route_given_count > 0) return 0;
     if (!nm_engine_blocks(nm_config_string(cfg, "network.engine"))) return 0;
-    size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-    for (size_t i = 0; i < n; i++) nm_route_clear(&t->routes[i]);
     char m[400];
     if (nm_routes_compute_as(t, cfg, "updown", m, sizeof m) != 0) {
         nm_set_err(err, errlen, "%s: %s", what, m);
@@ -488,7 +500,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         return NULL;
     }
     buf[len] = '\0';
-    parse_ctx ctx = {path, nm_topo_new(path), cfg, err, errlen, NULL, 0};
+    parse_ctx ctx = {path, nm_topo_new(path), cfg, err, errlen, NULL, 0, NULL, 0, 0};
     parse_ctx *c = &ctx;
     int ok = ctx.t != NULL;
     if (!ok) nm_set_err(err, errlen, "out of memory");
@@ -541,13 +553,6 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
             ok = 0;
         }
     }
-    if (ok && !fmt001) {
-        char m[400];
-        if (nm_topo_routes_fit(ctx.t, m, sizeof m) != 0) {
-            nm_set_err(err, errlen, "%s: %s", path, m);
-            ok = 0;
-        }
-    }
     if (ok && !fmt001 && nm_topo_alloc_routes(ctx.t) != 0) { nm_set_err(err, errlen, "out of memory"); ok = 0; }
     for (int i = 0; ok && i < ctx.nroutes; i++)
         if (apply_route(c, &ctx.routes[i]) != 0) ok = 0;
@@ -563,6 +568,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
     if (ok && auto_routing(ctx.t, cfg, path, err, errlen) != 0) ok = 0;
     for (int i = 0; i < ctx.nroutes; i++) free(ctx.routes[i].ports);
     free(ctx.routes);
+    free(ctx.names);
     free(buf);
     if (!ok) {
         nm_topology_destroy(ctx.t);
@@ -598,9 +604,7 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
         t = parse_file(spec, cfg, err, errlen);
     } else if (g == 0) {
         char m[400];
-        if (nm_topo_routes_fit(t, err, errlen) != 0) {
-            g = -1;
-        } else if (nm_topo_alloc_routes(t) != 0) {
+        if (nm_topo_alloc_routes(t) != 0) {
             nm_set_err(err, errlen, "out of memory");
             g = -1;
         } else if (nm_routes_compute(t, cfg, m, sizeof m) != 0) {
@@ -632,6 +636,6 @@ const char *nm_topology_name(const nm_topology *t) { return t ? t->name : ""; }
 
 int nm_topology_route_hops(const nm_topology *t, int src, int dst)
 {
-    if (!t || !t->routes || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts) return -1;
+    if (!t || !t->rt || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts) return -1;
     return nm_route_get(t, src, dst)->nhops;
 }

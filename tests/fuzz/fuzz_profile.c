@@ -1,7 +1,7 @@
 /* libFuzzer harness: a profile (INI) with every key of mpisim registered, as `mpisim run
  * --profile FILE` loads it; a loaded one must be writable as the reports write it. */
 #include "fuzz_util.h"
-#include "mpisim.h"
+#include "ms_driver.h"
 #include "netmodel.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     nm_config *cfg = nm_config_create();
     if (!cfg) return 0;
     char err[1024] = "";
-    if (ms_register_all_keys(cfg, err, sizeof err) != 0) abort();
+    if (ms_driver_register_keys(cfg, err, sizeof err) != 0) abort();
     if (nm_config_load_profile(cfg, path, "", err, sizeof err) == 0) {
         FILE *devnull = fopen("/dev/null", "w");
         if (devnull) {

@@ -1,9 +1,12 @@
 /* Rank 2 blocks in MPI_Recv from rank 0; rank 0 kills it (SIGKILL, by pid: same host), then sends
  * to it anyway and ping-pongs with rank 1 before both finalize. The dead rank must not be resumed
- * by the message meant for it nor hold the others back. */
+ * by the message meant for it nor hold the others back. With the argument "linger" rank 0 waits
+ * 60 s (real time) after the kill, so that a launcher that ends the job when a rank dies surely
+ * does so before the others could finalize (1 s was a race on a loaded machine). */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -16,7 +19,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         sleep(1);   /* real time (not charged under --compute none): rank 2 is blocked by now */
         kill(pids[2], SIGKILL);
-        sleep(1);
+        sleep(argc > 1 && !strcmp(argv[1], "linger") ? 60 : 1);
         MPI_Send(&v, 1, MPI_INT, 2, 5, MPI_COMM_WORLD);   /* eager: the model completes it */
     }
     for (int i = 0; i < 20 && rank < 2; i++) {

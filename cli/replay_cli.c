@@ -1,7 +1,7 @@
-/* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md). */
+/* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md); the replay itself is ms_replay (replay/). */
 #define _GNU_SOURCE
 #include "replay_cli.h"
-#include "mpisim.h"
+#include "exit_codes.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -224,7 +224,7 @@ static int replay_main(int argc, char **argv)
                     res.first_difference);
     }
     int died = 0;
-    for (int i = 0; i < res.nranks; i++) died += res.ranks[i].status == MS_RR_DIED;
+    for (int i = 0; i < res.nranks; i++) died += res.ranks[i].status == MS_RR_DIED || res.ranks[i].status == MS_RR_STOPPED;
     if (died && !quiet)
         fprintf(stderr, "mpisim replay: %d rank(s) stop without MPI_Finalize in the trace (killed, or records lost "
                         "after the last flush)\n", died);
