@@ -83,6 +83,7 @@ typedef struct pengine {
     nm_time_t hop_latency, lc_latency;
     int gige;                   /* avici: hosts on GigE (1) or on the fabric (0) */
     int ingress_delay;          /* avici gige: the host's GigE send is a delay, not a queue */
+    double gige_bps;            /* avici gige: the hosts' GigE links */
     double blink_bps;
     int64_t sci_payload, sci_overhead, sci_echo, sci_header;
     nm_time_t sci_node_latency;
@@ -141,6 +142,9 @@ static const nm_key_def packet_keys[] = {
     {"avici.hosts", NM_KEY_STRING, "", "fabric", "seed 001 (Avici fabric vs Avici GigE)",
      "how hosts attach: fabric (directly, at the fabric rate) or gige (Gigabit Ethernet frames on the "
      "host links; line cards store and forward them)", "fabric|gige", 0},
+    {"avici.gige_rate", NM_KEY_DOUBLE, "b/s", "1e9", "seed 001 (Avici GigE: hosts on Gigabit Ethernet line-card ports)",
+     "rate of the hosts' links when avici.hosts = gige (network.link_rate is then the rate at which a "
+     "host's NIC hands frames to its line card)", NULL, NM_KEY_POSITIVE},
     {"avici.gige_ingress", NM_KEY_STRING, "", "link", "IEEE 802.3 (a host's link sends one frame at a time)",
      "gige hosts: link (the host's frames queue on its GigE link) or delay (each frame reaches the "
      "line card one frame time after it is sent, no queueing: seed 001's interface layer, whose "
@@ -294,7 +298,7 @@ static int64_t flit_bytes(const pengine *E, int64_t bytes)
 }
 
 static nm_time_t chan_prop(const pengine *E, int c) { return E->topo->links[c / 2].prop_ps; }
-static double chan_bps(const pengine *E, int c) { return E->topo->links[c / 2].rate_bps; }
+static double chan_bps(const pengine *E, int c) { return E->sv[c].bps; }
 
 /* ---- the core ----------------------------------------------------------------------------- */
 
@@ -557,8 +561,43 @@ static void pe_destroy(void *e)
     free(E);
 }
 
+/* Ethernet forwards on a loop-free spanning tree (802.1D; seed 001 "Spanning tree => no mesh"):
+ * the switch graph, with parallel links between two switches counted once (a trunk, 802.3ad),
+ * must be a forest. 0, or -1 with the first link that closes a loop. */
+static int ethernet_tree_check(const nm_topology *t, char *err, size_t errlen)
+{
+    int ns = t->nswitches, rc = 0;
+    int *up = malloc((size_t)(ns > 0 ? ns : 1) * sizeof *up);
+    if (!up) return -1;
+    for (int i = 0; i < ns; i++) up[i] = i;
+    for (int l = 0; l < t->nlinks && rc == 0; l++) {
+        const nm_link *L = &t->links[l];
+        if (L->a_kind != NM_NODE_SWITCH || L->b_kind != NM_NODE_SWITCH) continue;
+        int a = L->a_id, b = L->b_id, trunk = 0;
+        for (int k = 0; k < l && !trunk; k++) {   /* an earlier link between the same two switches */
+            const nm_link *K = &t->links[k];
+            trunk = K->a_kind == NM_NODE_SWITCH && K->b_kind == NM_NODE_SWITCH &&
+                    ((K->a_id == a && K->b_id == b) || (K->a_id == b && K->b_id == a));
+        }
+        if (trunk) continue;
+        int ra = a, rb = b;
+        while (up[ra] != ra) ra = up[ra];
+        while (up[rb] != rb) rb = up[rb];
+        if (ra == rb) {
+            nm_set_err(err, errlen, "network.engine 'ethernet' forwards on a loop-free spanning tree, but topology '%s' "
+                       "has a loop of switches closed by the link %s - %s (parallel links between two switches are a "
+                       "trunk and allowed)", t->name, t->switch_names[a], t->switch_names[b]);
+            rc = -1;
+        }
+        up[ra] = rb;
+    }
+    free(up);
+    return rc;
+}
+
 static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err, size_t errlen)
 {
+    if (kind == KIND_ETHERNET && ethernet_tree_check(topo, err, errlen) != 0) return NULL;
     if (kind == KIND_SCI && topo->gen_kind != NM_GEN_SCI) {
         nm_set_err(err, errlen, "network.engine 'sci' needs a topology from the sci-torus:R:F generator (got '%s')",
                    topo->name);
@@ -591,6 +630,7 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
     E->lc_latency = KI("avici.linecard_latency");
     E->gige = !strcmp(nm_config_string(cfg, "avici.hosts"), "gige");
     E->ingress_delay = !strcmp(nm_config_string(cfg, "avici.gige_ingress"), "delay");
+    E->gige_bps = nm_config_double(cfg, "avici.gige_rate");
     E->blink_bps = nm_config_double(cfg, "sci.blink_rate");
     E->sci_payload = KI("sci.payload_bytes");
     E->sci_overhead = KI("sci.request_overhead");
@@ -622,10 +662,13 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
         else S->bps = kind == KIND_AVICI ? E->fabric_bps : E->blink_bps;
         S->fabric = s >= nch;
     }
-    if (kind == KIND_AVICI && E->gige && E->ingress_delay)
-        for (int h = 0; h < topo->nhosts; h++)
-            if (topo->hosts[h].link >= 0)
-                E->sv[nm_channel_leaving(topo, topo->hosts[h].link, NM_NODE_HOST, h)].infinite = 1;
+    if (kind == KIND_AVICI && E->gige)   /* GigE host ports, both ways */
+        for (int h = 0; h < topo->nhosts; h++) {
+            int l = topo->hosts[h].link;
+            if (l < 0) continue;
+            E->sv[2 * l].bps = E->sv[2 * l + 1].bps = E->gige_bps;
+            if (E->ingress_delay) E->sv[nm_channel_leaving(topo, l, NM_NODE_HOST, h)].infinite = 1;
+        }
     /* longest path: every channel of the longest route, or the SCI ring walk */
     int longest = 4;
     if (kind == KIND_ETHERNET)
