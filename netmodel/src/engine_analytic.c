@@ -335,5 +335,5 @@ static size_t an_link_busy(const void *e, nm_time_t *busy, size_t max)
 }
 
 const nm_engine_ops nm_engine_analytic = {
-    "analytic", an_create, an_destroy, an_inject, an_next_time, an_run_until, an_now, an_stats, an_link_busy,
+    "analytic", an_create, an_destroy, an_inject, an_next_time, an_run_until, an_now, an_stats, an_link_busy, NULL, NULL,
 };

@@ -97,6 +97,10 @@ typedef struct nm_engine_ops {
     nm_time_t (*now)(const void *eng);
     void (*stats)(const void *eng, nm_stats *out);
     size_t (*link_busy)(const void *eng, nm_time_t *busy_ps, size_t max);
+    /* Optional (NULL: none): switch multicast, see nm_network_inject_multicast. */
+    int (*has_multicast)(const void *eng);
+    int (*inject_multicast)(void *eng, int src, int n, const int *dst, const uint64_t *cookies, uint64_t payload,
+                            nm_time_t t);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */

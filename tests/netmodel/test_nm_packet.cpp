@@ -129,6 +129,48 @@ TEST(PacketEthernet, RefusesSwitchLoops)
     EXPECT_TRUE(T.net) << T.err;
 }
 
+TEST(PacketEthernet, SwitchMulticast)
+{
+    // seed 001's conventional GigE fan-out: one 2048-byte multicast from host 0 to the other 255
+    for (int mc : {0, 1}) {
+        std::string ms = "ethernet.multicast=" + std::to_string(mc);
+        Net N("gige-tree:4:64:6", {"network.engine=ethernet", "network.link_rate=1Gb/s", "network.link_length=0.8m",
+                                   "network.propagation_velocity=2e8m/s", "ethernet.switch_latency=404ns",
+                                   "ethernet.queue_bytes=1MiB", ms.c_str()});
+        ASSERT_TRUE(N.net) << N.err;
+        EXPECT_EQ(nm_network_has_multicast(N.net), mc);
+        std::vector<int> dst;
+        std::vector<uint64_t> ck;
+        for (int d = 1; d < 256; d++) {
+            dst.push_back(d);
+            ck.push_back(1000 + (uint64_t)d);
+        }
+        ASSERT_EQ(nm_network_inject_multicast(N.net, 0, 255, dst.data(), ck.data(), 2048, 0), 0);
+        ASSERT_EQ(nm_network_run(N.net), 0);
+        ASSERT_EQ(N.got.size(), 255u);
+        std::vector<int> seen(256, 0);
+        nm_time_t last = 0;
+        for (const nm_delivery &d : N.got) {
+            EXPECT_EQ(d.cookie, 1000 + (uint64_t)d.dst_host);
+            seen[d.dst_host]++;
+            last = std::max(last, d.deliver_time);
+        }
+        for (int d = 1; d < 256; d++) EXPECT_EQ(seen[d], 1) << d;
+        if (mc) {
+            // two frames (1500 + 548 B) through edge, centre and edge switch, the second behind the
+            // first on every link: 3 (F1 + prop + s) + F1 + IFG + F2 + prop = 54.748 us
+            nm_time_t f1 = eth_frame_ps(1500), f2 = eth_frame_ps(548), p = 4 * NS, sl = 404 * NS;
+            EXPECT_EQ(last, 3 * (f1 + p + sl) + f1 + 12 * 8 * NS + f2 + p);
+            nm_stats st;
+            nm_network_stats(N.net, &st);
+            // a frame crosses a link at most once (the tree: 256 host links, some trunk links)
+            EXPECT_LE(st.char_hops, (uint64_t)(256 + 24) * (1538 + 586));
+        } else {
+            EXPECT_GE(last, 255 * (nm_time_t)(1538 + 586) * 8 * NS);   // the root's link, once per destination
+        }
+    }
+}
+
 // ---- avici --------------------------------------------------------------------------------
 
 TEST(PacketAvici, FabricLatencyAndOutputPortRate)
