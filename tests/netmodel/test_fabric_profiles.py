@@ -8,7 +8,10 @@
        profile): fan-in within 3 % of seed 001 "Fan results", fan-out (one MPI_Bcast, the
        profiles' bcast algorithm 'multicast': a switch multicast on conventional GigE) within 10 %.
 
-usage: test_fabric_profiles.py BUILD_DIR sci|fan
+  defaults  a routing that is not deadlock-free is announced before the run (net tool and
+       `mpisim run`), the default (auto) takes up*/down* there and says nothing.
+
+usage: test_fabric_profiles.py BUILD_DIR sci|fan|defaults
 """
 import csv
 import json
@@ -91,5 +94,27 @@ def test_fan():
             check(abs(ph[0] / fo - 1) < 0.10, "%s fan-out (bcast) %.4f ms, seed 001 %.3f" % (prof, ph[0], fo))
 
 
-{"sci": test_sci, "fan": test_fan}[NAME]()
+def test_defaults():
+    net = [MPISIM, "net", "--profile", "seed002-pci", "--topology", "ring:4:2:1", "--traffic", "uniform",
+           "--load", "10Mb/s", "--measure", "20us", "--json"]
+    p = subprocess.run(net + ["--routing", "shortest"], capture_output=True, text=True, timeout=60)
+    check("WARNING: routing 'shortest' on 'ring:4:2:1' is not deadlock-free" in p.stderr,
+          "net tool warns about shortest routes on a ring: " + p.stderr.strip()[:200])
+    p = subprocess.run(net, capture_output=True, text=True, timeout=60)
+    j = json.loads(p.stdout)
+    check("WARNING" not in p.stderr and j["routing"] == "updown" and j["deadlock_free_routes"] == 1,
+          "default routing on a ring is up*/down*, deadlock-free, no warning (%s)" % j["routing"])
+    pingpong = os.path.join(BUILD, "bin", "pingpong")
+    run_cmd = [MPISIM, "run", "-n", "2", "--compute", "none", "--report", os.devnull, "--profile", "seed002-pci",
+               "--set", "network.topology=ring:4:2:1"]
+    p = subprocess.run(run_cmd + ["--routing", "shortest", "--", pingpong, "--only", "0", "--iters", "1"],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and "WARNING: routing 'shortest' on 'ring:4:2:1' is not deadlock-free" in p.stderr,
+          "mpisim run warns before it starts: " + p.stderr.strip()[:300])
+    p = subprocess.run(run_cmd + ["--", pingpong, "--only", "0", "--iters", "1"], capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 0 and "WARNING: routing" not in p.stderr, "mpisim run with the default routing: no warning")
+
+
+{"sci": test_sci, "fan": test_fan, "defaults": test_defaults}[NAME]()
 sys.exit(1 if failed else 0)
