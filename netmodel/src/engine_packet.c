@@ -442,8 +442,9 @@ static int server_start(pengine *E, int s, nm_time_t t)
     return serve(E, s, u, t);
 }
 
-/* Queue unit u, whose step is st (ingress: the server it came from, or -1), at st's server. */
-static int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t);
+/* Queue unit u, whose step is st (ingress: the server it came from, or -1), at st's server. Inlined
+ * into the hot unicast path (a call there cost 5 % of the sci engine's instructions). */
+static inline __attribute__((always_inline)) int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t);
 
 /* A multicast frame reaches tree node stepi: a destination, or a server to queue at. */
 static int mcast_arrive(pengine *E, int u, nm_time_t t)
@@ -489,7 +490,7 @@ static int unit_arrive(pengine *E, int u, nm_time_t t)
     return enqueue(E, u, st, ingress, t);
 }
 
-static int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t)
+static inline __attribute__((always_inline)) int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t)
 {
     unit *U = &E->un[u];
     int s = st->server;
