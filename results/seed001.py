@@ -66,9 +66,15 @@ def trace(name, prog_args):
         cmd = [mpisim, "trace", "--output", path, "--compute", "none", "-n", str(N), "--",
                os.path.join(build, "bin", prog_args[0])] + prog_args[1:]
         print("capturing", name, "...", flush=True)
-        # 256 Open MPI processes on a small machine now and then fail to start: try twice
-        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        # a 256-rank capture of the stencil sometimes ends with a rank "exiting improperly" (Open
+        # MPI's words; not understood yet, see results/seed001.md): try three times
+        for attempt in range(3):
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                break
+            if os.path.exists(path):   # what a failed run left is not a trace of the program
+                os.unlink(path)
+        else:
+            sys.exit("seed001.py: capturing %s failed three times: %s" % (name, " ".join(cmd)))
     return path
 
 
