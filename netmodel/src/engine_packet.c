@@ -347,6 +347,21 @@ static int launch(pengine *E, int p, int kind, int64_t bytes, int64_t fbytes, in
 
 static inline int64_t unit_size(const server *S, const unit *U) { return S->fabric ? U->fbytes : U->bytes; }
 
+/* Server s carries `size` bytes of a unit that came in through `ingress` (or -1) until `end`: a
+ * delay server only gives back the bytes' count in the switch, a queueing one is busy until then. */
+static inline int occupy(pengine *E, int s, int64_t size, int ingress, nm_time_t end)
+{
+    server *S = &E->sv[s];
+    if (S->infinite) {
+        if (ingress >= 0) E->ing_bytes[ingress] -= size;
+        return 0;
+    }
+    S->busy = 1;
+    S->cur_ingress = ingress;
+    S->cur_bytes = size;
+    return push(E, end, EV_DONE, s, 0);
+}
+
 /* A multicast frame on server s from t: store-and-forward (the ethernet engine), then one copy
  * per branch of the tree below its node. */
 static int serve_mcast(pengine *E, int s, int u, nm_time_t t)
@@ -375,14 +390,7 @@ static int serve_mcast(pengine *E, int s, int u, nm_time_t t)
     E->un[u].stepi = first;
     E->un[u].tail = arrive;
     if (push(E, arrive, EV_ARRIVE, u, 0) != 0) return -1;
-    if (S->infinite) {
-        if (ingress >= 0) E->ing_bytes[ingress] -= size;
-        return 0;
-    }
-    S->busy = 1;
-    S->cur_ingress = ingress;
-    S->cur_bytes = size;
-    return push(E, end, EV_DONE, s, 0);
+    return occupy(E, s, size, ingress, end);
 }
 
 static void mcast_done(pengine *E, int p, int node, nm_time_t t, int dropped);
@@ -418,14 +426,7 @@ static int serve(pengine *E, int s, int u, nm_time_t t)
     U->tail = tail_next;
     U->stepi++;
     if (push(E, arrive, EV_ARRIVE, u, 0) != 0) return -1;
-    if (S->infinite) {
-        if (ingress >= 0) E->ing_bytes[ingress] -= size;
-        return 0;
-    }
-    S->busy = 1;
-    S->cur_ingress = ingress;
-    S->cur_bytes = size;
-    return push(E, end, EV_DONE, s, 0);
+    return occupy(E, s, size, ingress, end);
 }
 
 /* Serve the first waiting unit of server s at t. */

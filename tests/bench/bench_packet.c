@@ -14,16 +14,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 typedef struct { int *out; } state;
 
 static void on_deliver(void *u, const nm_delivery *d) { ((state *)u)->out[d->src_host]--; }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 static long rss_kb(void)
 {
     struct rusage ru;
@@ -51,7 +47,7 @@ static int bench(const char *engine, const char *topo_spec, const char *const *s
     nm_network_set_callbacks(net, on_deliver, NULL, &st);
     uint64_t rng = 88172645463325252ULL;
     nm_time_t end = (nm_time_t)(sim_ms * 1e9), step = 1000000, t = 0;   /* refill every 1 us */
-    double w0 = now_s();
+    double w0 = now_us() * 1e-6;
     while (t < end) {
         for (int s = 0; s < n; s++)
             while (st.out[s] < 4) {
@@ -64,7 +60,7 @@ static int bench(const char *engine, const char *topo_spec, const char *const *s
         t += step;
         if (nm_network_run_until(net, t) < 0) { fprintf(stderr, "engine error\n"); return 1; }
     }
-    double wall = now_s() - w0;
+    double wall = now_us() * 1e-6 - w0;
     nm_stats s;
     nm_network_stats(net, &s);
     printf("%-8s %-18s payload %5d B: %7.2f ms simulated in %6.3f s: %6.2f M events/s, %6.3f M packets/s, "
