@@ -520,7 +520,11 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         }
         if (ms_model_run_until(p.model, NM_TIME_NEVER) < 0) {
             p.stopped = 1;
-            snprintf(p.stop, sizeof p.stop, "the engine failed");
+            if (!nm_network_deadlock_reason(p.net, p.stop, sizeof p.stop)) {
+                const char *why = ms_model_last_error(p.model, NULL);
+                snprintf(p.stop, sizeof p.stop, "the network engine '%s' failed: %s", nm_network_engine_name(p.net),
+                         why ? why : "no reason given");
+            }
         }
     }
     if (p.stopped && res->outcome == 0) {

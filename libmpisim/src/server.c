@@ -849,16 +849,7 @@ static void advance_engine(ms_server *s)
         int64_t h = horizon(s);
         int64_t next = ms_model_next_time(s->model);
         if (ms_model_run_until(s->model, h) < 0) {
-            nm_stats st;
-            nm_network_stats(s->net, &st);
-            nm_routing_info ri;
-            nm_topology_routing_info(s->topo, &ri);
-            if (st.deadlocks)
-                snprintf(s->stop_reason, sizeof s->stop_reason,
-                         "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
-                         "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6,
-                         ri.routing, nm_topology_name(s->topo), ri.check_message);
-            else {
+            if (!nm_network_deadlock_reason(s->net, s->stop_reason, sizeof s->stop_reason)) {
                 const char *why = ms_model_last_error(s->model, NULL);
                 snprintf(s->stop_reason, sizeof s->stop_reason, "the network engine '%s' failed: %s",
                          nm_network_engine_name(s->net), why ? why : "no reason given");

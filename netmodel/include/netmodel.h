@@ -181,6 +181,10 @@ const char *nm_network_engine_name(const nm_network *net);
  * channels (myrinet, analytic) and routes that failed the deadlock checker; 0 otherwise (the
  * packet engines ethernet, avici and sci queue whole packets and cannot). Say so before a run. */
 int nm_network_may_deadlock(const nm_network *net);
+/* Why a run stopped on this network: after a network deadlock, "the network deadlocked at virtual
+ * time X us: routing R on T is not deadlock-free (cycle); run with network.routing=auto or
+ * updown" (returns 1); else nothing is written (returns 0). */
+int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len);
 
 typedef struct nm_stats {
     uint64_t packets_injected, packets_delivered, packets_dropped;

@@ -129,6 +129,20 @@ nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net
 
 const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->name : ""; }
 
+int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len)
+{
+    nm_stats st;
+    nm_network_stats(net, &st);
+    if (!net || !st.deadlocks) return 0;
+    nm_routing_info ri;
+    nm_topology_routing_info(net->topo, &ri);
+    snprintf(buf, len,
+             "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free (%s); run with "
+             "network.routing=auto or updown",
+             (double)st.deadlock_time * 1e-6, ri.routing, nm_topology_name(net->topo), ri.check_message);
+    return 1;
+}
+
 int nm_network_may_deadlock(const nm_network *net)
 {
     return net && net->topo->route_check_ok == 0 && nm_engine_blocks(net->ops->name);
