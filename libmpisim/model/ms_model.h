@@ -1,7 +1,8 @@
 /* The MPI layer model: MPI semantics in virtual time on top of a netmodel network.
  *
  * One engine for both front ends: the model server feeds it the events live ranks report,
- * replay feeds it recorded events. It knows nothing about sockets, files or the real MPI.
+ * replay feeds it recorded events, both through the driver (libmpisim/driver/ms_driver.h), the
+ * one caller of the posts and waits below. It knows nothing about sockets, files or the real MPI.
  *
  * Ranks are world ranks 0..nranks-1. Requests are identified per rank by a 64-bit id the caller
  * chooses (the shim uses a per-rank counter). Times are int64 picoseconds. Every post carries the
@@ -156,7 +157,7 @@ size_t ms_model_active_requests(const ms_model *m);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 
-/* ---- Additions (model engineer) ---------------------------------------------------------- */
+/* ---- Parameters, errors and diagnostics ------------------------------------------------- */
 
 /* The [mpi] parameters in force (for the shim's WELCOME, reports and run records). */
 typedef struct ms_model_params {

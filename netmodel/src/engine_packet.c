@@ -285,6 +285,24 @@ static void pkt_free(pengine *E, int i)
     E->free_pk = i;
 }
 
+/* Make room for paths of len steps: every packet slot's path moves to the longer stride (a
+ * callback's injection may call this, like pkt_alloc's realloc: steps are re-read by index). */
+static int paths_fit(pengine *E, int len)
+{
+    if (len <= E->maxpath) return 0;
+    size_t slots = 2 * (size_t)E->cappk;
+    if (slots) {
+        step *ns = malloc(slots * (size_t)len * sizeof *ns);
+        if (!ns) return -1;
+        for (size_t i = 0; i < slots; i++)
+            memcpy(ns + i * (size_t)len, E->paths + i * (size_t)E->maxpath, (size_t)E->maxpath * sizeof *ns);
+        free(E->paths);
+        E->paths = ns;
+    }
+    E->maxpath = len;
+    return 0;
+}
+
 static step *path_of(pengine *E, int p, int echo)
 {
     return &E->paths[((size_t)p * 2 + (size_t)echo) * (size_t)E->maxpath];
@@ -319,8 +337,6 @@ static inline nm_time_t bytes_time(double bps, int64_t bytes)
 {
     return (nm_time_t)llround((double)bytes * 8e12 / bps);
 }
-
-static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
 
 static int64_t frame_wire(const pengine *E, int64_t payload)
 {
@@ -824,14 +840,10 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
             E->sv[2 * l].bps = E->sv[2 * l + 1].bps = E->gige_bps;
             if (E->ingress_delay) E->sv[nm_channel_leaving(topo, l, NM_NODE_HOST, h)].infinite = 1;
         }
-    /* longest path: every channel of the longest route, or the SCI ring walk */
-    int longest = 4;
-    if (kind == KIND_ETHERNET)
-        for (int a = 0; a < topo->nhosts; a++)
-            for (int b = 0; b < topo->nhosts; b++)
-                if (a != b && nm_route_get(topo, a, b)->nchannels > longest) longest = nm_route_get(topo, a, b)->nchannels;
-    if (kind == KIND_SCI) longest = topo->gen_ndims * (topo->gen_dims[0] + 1) + 2;
-    E->maxpath = longest;
+    /* steps per path: avici's are at most 4, SCI's the ring walk; ethernet's grow to the longest
+     * route injected so far (paths_fit), so that creating a 4096-host network does not compute
+     * every pair's route */
+    E->maxpath = kind == KIND_SCI ? topo->gen_ndims * (topo->gen_dims[0] + 1) + 2 : 4;
     return E;
 }
 
@@ -860,6 +872,7 @@ static int launch(pengine *E, int p, int kind, int64_t bytes, int64_t fbytes, in
 static int pe_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, uint64_t cookie)
 {
     pengine *E = e;
+    if (E->kind == KIND_ETHERNET && paths_fit(E, nm_route_get(E->topo, src, dst)->nchannels) != 0) return -5;
     int p = pkt_alloc(E);
     if (p < 0) return -5;
     packet *P = &E->pk[p];
@@ -1031,15 +1044,16 @@ static size_t pe_link_busy(const void *e, nm_time_t *busy, size_t max)
     return n;
 }
 
+/* run_instants NULL: nm_network_run_instants steps these engines one instant at a time */
 const nm_engine_ops nm_engine_ethernet = {
     "ethernet", eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    pe_has_multicast, pe_inject_multicast,
+    .run_instants = NULL, .has_multicast = pe_has_multicast, .inject_multicast = pe_inject_multicast,
 };
 const nm_engine_ops nm_engine_avici = {
     "avici", avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    NULL, NULL,
+    .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };
 const nm_engine_ops nm_engine_sci = {
     "sci", sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    NULL, NULL,
+    .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };

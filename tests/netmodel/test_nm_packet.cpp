@@ -120,6 +120,34 @@ TEST(PacketEthernet, PauseAvoidsLossThatTailDropSuffers)
     }
 }
 
+// Routes are taken on first use: a route longer than any before (7 links across a line of 6
+// switches) grows every packet's path storage while another packet is in flight; both arrive as
+// each would alone.
+TEST(PacketEthernet, LongerRouteWhileInFlight)
+{
+    std::initializer_list<const char *> sets = {"network.engine=ethernet", "network.link_rate=1Gb/s",
+                                                "network.link_length=2m", "network.propagation_velocity=2e8m/s",
+                                                "ethernet.switch_latency=404ns"};
+    const nm_time_t t1 = 50000 * NS, prop = 10 * NS, s = 404 * NS;
+    Net A("array:6:2", sets);   // hosts 2i, 2i+1 on switch i
+    ASSERT_TRUE(A.net) << A.err;
+    ASSERT_EQ(nm_network_inject(A.net, 2, 3, 30000, 0, 1), 0);   // 20 frames on switch 1
+    ASSERT_EQ(nm_network_run_until(A.net, t1), 0);
+    ASSERT_TRUE(A.got.empty());
+    ASSERT_EQ(nm_network_inject(A.net, 0, 11, 1000, t1, 2), 0);   // switch 0 to switch 5
+    ASSERT_EQ(nm_network_run(A.net), 0);
+    ASSERT_EQ(A.got.size(), 2u);
+    Net B("array:6:2", sets);
+    ASSERT_TRUE(B.net) << B.err;
+    for (const nm_delivery &d : A.got) {
+        if (d.cookie == 2) {
+            EXPECT_EQ(d.deliver_time - t1, 7 * (eth_frame_ps(1000) + prop) + 6 * s);
+        } else {
+            EXPECT_EQ(d.deliver_time, B.latency(2, 3, 30000));
+        }
+    }
+}
+
 TEST(PacketEthernet, RefusesSwitchLoops)
 {
     Net N("ring:4:2:1", {"network.engine=ethernet"});
