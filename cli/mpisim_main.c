@@ -573,7 +573,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
 #ifdef MPISIM_HAVE_NET_TOOL
-    if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
+    /* the [shim]/[mpi] keys too, so that the profiles of whole runs load (they do nothing here) */
+    if (!strcmp(cmd, "net")) return nm_net_main_keys(argc - 1, argv + 1, stdout, stderr, ms_driver_register_keys);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mpisim %s\n", MPISIM_VERSION);

@@ -85,7 +85,16 @@ def myri_eq(kind, n, link):
 
 # ---- simulations ------------------------------------------------------------------------------
 def have_profile(name):
-    return subprocess.run([mpisim, "config", "--profile", name], capture_output=True).returncode == 0
+    """True when mpisim finds and loads profile `name`; False when it has no such profile; a profile
+    that exists but does not load stops the script (never a silent fall-back to another profile)."""
+    p = subprocess.run([mpisim, "config", "--profile", name], capture_output=True, text=True)
+    if p.returncode == 0:
+        return True
+    dirs = [d for d in os.environ.get("MPISIM_PROFILE_PATH", "").split(":") if d]
+    dirs.append(os.path.join(build, "share", "mpisim", "configs"))
+    if any(os.path.exists(os.path.join(d, name + ".ini")) for d in dirs):
+        sys.exit("seed004.py: profile %s does not load:\n%s" % (name, p.stderr))
+    return False
 
 
 MYRI_PROFILE = "seed004-myrinet" if have_profile("seed004-myrinet") else "default"

@@ -105,6 +105,10 @@ def test_defaults():
     j = json.loads(p.stdout)
     check("WARNING" not in p.stderr and j["routing"] == "updown" and j["deadlock_free_routes"] == 1,
           "default routing on a ring is up*/down*, deadlock-free, no warning (%s)" % j["routing"])
+    # a whole run's profile ([mpi] section) loads in the net tool, which ignores those keys
+    j = json.loads(run([MPISIM, "net", "--profile", "seed001-gige", "--topology", "gige-tree:2:4:1", "--load",
+                        "10Mb/s", "--measure", "20us", "--json"]))
+    check(j["throughput_bps_per_host"] > 0, "mpisim net --profile seed001-gige (with [mpi] keys) runs")
     pingpong = os.path.join(BUILD, "bin", "pingpong")
     run_cmd = [MPISIM, "run", "-n", "2", "--compute", "none", "--report", os.devnull, "--profile", "seed002-pci",
                "--set", "network.topology=ring:4:2:1"]
