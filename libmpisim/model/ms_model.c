@@ -97,6 +97,7 @@ typedef struct ms_req {
     uint8_t kind, internal, in_wait, mode;
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
+    uint8_t notify;           /* push a resolution when matched, even with source and tag named */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -573,7 +574,7 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
     r->m_src = g->src_c;
     r->m_tag = g->tag;
     r->m_bytes = g->bytes;
-    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG))
+    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG || r->notify))
         push_resolution(m, r->rank, r->id, g->src_c, g->tag, g->bytes);
     rank_state *rd = &m->ranks[g->dst];
     rd->st.msgs_recv++;
@@ -1464,6 +1465,15 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     r->m_src = -1;
     r->m_tag = -1;
     push_post(m, rank, t, EV_RECV_POST, r);
+    return 0;
+}
+
+int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || r->kind != REQ_RECV) return -1;
+    r->notify = 1;
     return 0;
 }
 

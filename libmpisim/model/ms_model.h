@@ -139,6 +139,11 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
 /* Addition: the `req` of a resolution made by a wildcard MPI_Probe/MPI_Iprobe (which has no
  * request); source/tag/bytes are those of the probe's result. */
 #define MS_RESOLUTION_PROBE UINT64_MAX
+/* Addition (host engineer): the receive `req` of `rank` (just posted with ms_model_irecv) also
+ * gets a resolution when it is matched, although it names its source and tag: the shim holds it
+ * back from the real MPI behind an undecided wildcard and posts it once the model has matched
+ * it. Returns 0, or -1 if no such receive is active. */
+int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req);
 
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */

@@ -64,6 +64,11 @@ typedef struct rank_info {
     char callsite_text[MS_TEXT_MAX];
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
+    int stalled;                 /* waits in the real MPI and nothing completed for shim.stall_timeout */
+    char stall_text[MS_TEXT_MAX];
+    double untimed_since;        /* wall time it entered its untimed call */
+    char untimed_call[64];
+    char untimed_site[MS_SITE_TEXT];
 } rank_info;
 
 typedef struct pending_conn {
@@ -103,6 +108,8 @@ struct ms_server {
     int argc;
     ms_msg_welcome welcome;
     int deadlocked;
+    int stalled;                 /* the stall watchdog stopped the run (deadlock_text says where) */
+    double stall_timeout_s;
     char deadlock_text[8192];
     char stop_reason[MS_TEXT_MAX];
     int stopped;
@@ -113,6 +120,7 @@ struct ms_server {
     size_t nsites, cap_sites;
     char machine[512];
     int describing;              /* a deadlock was found; waiting for the ranks to say where */
+    int stalling;                /* what was found is a stall (check_stall), not a deadlock */
     int debug;
     double next_debug;
     double describe_deadline;
@@ -285,6 +293,13 @@ int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
          "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
          "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
          NULL, NM_KEY_NONNEG},
+        {"shim.stall_timeout", NM_KEY_INT, "ps", "60 s",
+         "project choice (issue 11: a hang must end in a report; far above any real transfer)",
+         "real time after which a rank waiting inside the real MPI (for a transfer the model has already "
+         "completed, an untimed call, a request mpisim does not time) with nothing completing counts as "
+         "stalled; when every rank is stalled or waits in the model and virtual time cannot move, the run "
+         "stops (exit 3) with each rank's call, peer, tag and call site; 0 turns the watchdog off",
+         NULL, NM_KEY_NONNEG},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
          "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
@@ -364,6 +379,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
+    w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
+    s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     if (w->spin_polls < 0) return fail(err, errlen, "shim.spin_polls must be >= 0 (got %d)", w->spin_polls);
     return 0;
 }
@@ -471,6 +488,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         r->clock = m.t;
         if (ms_model_irecv(s->model, rank, m.t, m.req, m.comm, m.src, m.tag, m.bytes, err, sizeof err) < 0)
             model_error(s, rank, "a receive", err);
+        else if (m.flags & MS_IRECV_NOTIFY)
+            ms_model_irecv_notify(s->model, rank, m.req);
         break;
     }
     case MS_MSG_CANCEL:
@@ -599,6 +618,11 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             count_unmodelled(r, text);
             /* an untimed call: the rank does not hold the model back while it runs it */
             r->state = RK_UNTIMED;
+            r->untimed_since = wall_now();
+            /* the call's name, then (after its NUL) where the program called it from */
+            size_t name_len = strlen(text);
+            snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
+            snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
         }
         break;
     }
@@ -628,6 +652,13 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
         if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
         s->sites[i].ranks++;
+        break;
+    }
+    case MS_MSG_STALL: {
+        size_t n = len < sizeof r->stall_text - 1 ? len : sizeof r->stall_text - 1;
+        memcpy(r->stall_text, p, n);
+        r->stall_text[n] = 0;
+        r->stalled = r->stall_text[0] != 0;
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -803,9 +834,52 @@ static int described_all(const ms_server *s)
     return 1;
 }
 
+/* The ranks the stall watchdog counts as stuck: waiting in the real MPI with nothing completing
+ * for shim.stall_timeout (they said so), or inside an untimed call for that long. -1 when some
+ * rank may still move things (it computes, or is not connected yet). */
+static int stuck_ranks(const ms_server *s, double now)
+{
+    int stuck = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        const rank_info *r = &s->ranks[i];
+        switch (r->state) {
+        case RK_UNCONNECTED: return -1;
+        case RK_RUNNING:
+            if (!r->stalled) return -1;
+            stuck++;
+            break;
+        case RK_UNTIMED:
+            if (now - r->untimed_since < s->stall_timeout_s) return -1;
+            stuck++;
+            break;
+        case RK_FINISHED:   /* in MPI_Finalize, its detached sends not taken */
+            if (r->stalled) stuck++;
+            break;
+        default: break;     /* blocked in the model, or dead */
+        }
+    }
+    return stuck;
+}
+
+/* The stall watchdog (shim.stall_timeout): some ranks wait inside the real MPI and nothing
+ * completes there, every other rank waits in the model (or has finished), and virtual time
+ * cannot move: nothing ever will. The blocked ranks say where they are, then the run stops as on
+ * a deadlock. */
+static void check_stall(ms_server *s)
+{
+    if (s->stall_timeout_s <= 0 || s->stopped || s->describing) return;
+    if (stuck_ranks(s, wall_now()) <= 0 || ms_model_next_time(s->model) < horizon(s)) return;
+    s->stalling = 1;
+    start_describe(s);
+}
+
 static void report_deadlock(ms_server *s)
 {
     size_t off = 0;
+    if (s->stalling && stuck_ranks(s, wall_now()) <= 0) {   /* it moved again while the ranks answered */
+        s->stalling = s->describing = 0;
+        return;
+    }
     /* ranks that died leave the others waiting for them: that is the cause, not a deadlock */
     int dead = -1;
     for (int i = 0; i < s->nranks; i++)
@@ -818,11 +892,30 @@ static void report_deadlock(ms_server *s)
                                 "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
                                 "wait for it",
                                 dead, s->ranks[dead].clock * 1e-6);
+    else if (s->stalling)
+        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                "stall: ranks wait inside the real MPI and nothing has completed there for %g s "
+                                "(shim.stall_timeout), while the others wait in the model and virtual time "
+                                "cannot move",
+                                s->stall_timeout_s);
     else
         off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
                                 "deadlock in virtual time: every rank waits and nothing is in flight");
+    double now = wall_now();
     for (int i = 0; i < s->nranks && off < sizeof s->deadlock_text; i++) {
         rank_info *r = &s->ranks[i];
+        if (s->stalling && r->stalled && (r->state == RK_RUNNING || r->state == RK_FINISHED)) {
+            off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                    "\n  rank %d at %.6f us: %s", i, r->clock * 1e-6, r->stall_text);
+            continue;
+        }
+        if (s->stalling && r->state == RK_UNTIMED) {
+            off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
+                                    "\n  rank %d at %.6f us: inside the untimed call %s for %.0f s; %s called from %s", i,
+                                    r->clock * 1e-6, r->untimed_call, now - r->untimed_since, r->untimed_call,
+                                    r->untimed_site[0] ? r->untimed_site : "an unknown site");
+            continue;
+        }
         if (r->state != RK_BLOCKED) continue;
         char what[512] = "";
         ms_model_describe_wait(s->model, i, what, sizeof what);
@@ -837,7 +930,8 @@ static void report_deadlock(ms_server *s)
         s->stopped = 1;
         return;
     }
-    s->deadlocked = 1;
+    s->deadlocked = !s->stalling;
+    s->stalled = s->stalling;
     s->stopped = 1;
 }
 
@@ -920,12 +1014,14 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
 
         if (s->stopped && !aborted_sent) {
             char text[MS_TEXT_MAX];
-            if (s->deadlocked) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
+            if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
             ms_msg_text t;
             memset(&t, 0, sizeof t);
             snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1,
-                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)" : text);
+                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)"
+                     : s->stalled  ? "stalled in the real MPI (see the mpisim report)"
+                                   : text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
                 flush_rank(&s->ranks[i]);
@@ -983,6 +1079,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
         if (!s->stopped && !s->describing) advance_engine(s);
+        check_stall(s);
         for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
     }
     s->wall_end = wall_now();
@@ -996,6 +1093,10 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
     if (s->deadlocked) {
         snprintf(buf, len, "%s", s->deadlock_text);
         return 1;
+    }
+    if (s->stalled) {
+        snprintf(buf, len, "%s", s->deadlock_text);
+        return 3;
     }
     if (s->stop_reason[0]) {
         snprintf(buf, len, "%s", s->stop_reason);

@@ -45,6 +45,7 @@ struct Op {
     ms_coll_args cargs{};
     std::vector<uint64_t> counts;
     int blocking = 1;
+    int notify = 0;      // IRECV: ms_model_irecv_notify (the shim held it back)
     int64_t ps = 0;
 };
 
@@ -176,6 +177,7 @@ struct Sim {
             break;
         case Op::IRECV:
             rc = ms_model_irecv(m, r, clock[r], o.req, o.comm, o.peer, o.tag, o.bytes, err, sizeof err);
+            if (rc == 0 && o.notify) rc = ms_model_irecv_notify(m, r, o.req);
             clock[r] += ms_model_irecv_cost(m, o.bytes);
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;
