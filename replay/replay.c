@@ -318,6 +318,8 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             if (ms_model_isend(p->model, rank, r->clock, e->req, e->comm, e->peer, e->tag, e->bytes,
                                (ms_send_mode)e->mode, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a send", err);
+            else if (e->callsite)
+                ms_model_buffer(p->model, rank, e->req, e->callsite);
             r->clock += ms_model_isend_cost(p->model, e->bytes);
             break;
         case MS_MSG_IRECV: {
@@ -328,6 +330,8 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             }
             if (ms_model_irecv(p->model, rank, r->clock, e->req, e->comm, src, tag, e->bytes, err, sizeof err) < 0)
                 model_failed(p, rank, k, "a receive", err);
+            else if (e->callsite)
+                ms_model_buffer(p->model, rank, e->req, e->callsite);
             r->clock += ms_model_irecv_cost(p->model, e->bytes);
             break;
         }

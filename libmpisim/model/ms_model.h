@@ -144,6 +144,10 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
  * back from the real MPI behind an undecided wildcard and posts it once the model has matched
  * it. Returns 0, or -1 if no such receive is active. */
 int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req);
+/* Addition (host engineer): the user buffer of a send or receive `req` of `rank` just posted, for
+ * the host model's memory registration cache (host.reg_cache). Requests without one count as an
+ * unknown buffer. Returns 0, or -1 if no such send or receive is active. */
+int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr);
 
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */

@@ -135,6 +135,7 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
     r->comm_id = ms_comm_id(comm);
     r->src = dest;
     r->tag = tag;
+    r->buf = (void *)buf;   /* its address only (the model's registration cache) */
     uint64_t bytes = type_bytes(dt, count);
     /* to MPI_PROC_NULL: nothing real to do; the model completes it at once */
     *rc = dest == MPI_PROC_NULL ? MPI_SUCCESS : post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode);

@@ -1039,6 +1039,7 @@ void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode,
     m.tag = tag;
     m.mode = mode;
     m.fn = (int32_t)fn;
+    m.buf = (uint64_t)(uintptr_t)r->buf;
     S.call_bytes += bytes;
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
@@ -1054,6 +1055,7 @@ void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id 
     m.tag = tag;
     m.fn = (int32_t)fn;
     m.flags = r->notify ? MS_IRECV_NOTIFY : 0;
+    m.buf = (uint64_t)(uintptr_t)r->buf;
     S.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }

@@ -95,6 +95,7 @@ typedef struct ms_msg_isend {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t dst, tag, mode, fn;
+    uint64_t buf;            /* the user's buffer address (host model: registration cache), 0 unknown */
 } ms_msg_isend;
 
 /* ms_msg_irecv.flags */
@@ -103,7 +104,8 @@ typedef struct ms_msg_isend {
 typedef struct ms_msg_irecv {
     int64_t t;
     uint64_t req, comm, bytes;
-    int32_t src, tag, fn, flags;   /* MS_IRECV_* (0 in traces written before the flag) */
+    int32_t src, tag, fn, flags;   /* MS_IRECV_* */
+    uint64_t buf;            /* the user's buffer address, 0 unknown */
 } ms_msg_irecv;
 
 typedef struct ms_msg_cancel {

@@ -479,6 +479,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (ms_model_isend(s->model, rank, m.t, m.req, m.comm, m.dst, m.tag, m.bytes, (ms_send_mode)m.mode, err,
                            sizeof err) < 0)
             model_error(s, rank, "a send", err);
+        else if (m.buf)
+            ms_model_buffer(s->model, rank, m.req, m.buf);
         break;
     }
     case MS_MSG_IRECV: {
@@ -488,8 +490,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         r->clock = m.t;
         if (ms_model_irecv(s->model, rank, m.t, m.req, m.comm, m.src, m.tag, m.bytes, err, sizeof err) < 0)
             model_error(s, rank, "a receive", err);
-        else if (m.flags & MS_IRECV_NOTIFY)
-            ms_model_irecv_notify(s->model, rank, m.req);
+        else {
+            if (m.flags & MS_IRECV_NOTIFY) ms_model_irecv_notify(s->model, rank, m.req);
+            if (m.buf) ms_model_buffer(s->model, rank, m.req, m.buf);
+        }
         break;
     }
     case MS_MSG_CANCEL:

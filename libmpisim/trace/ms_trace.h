@@ -46,7 +46,8 @@ typedef struct ms_trace_event {
     uint64_t comm;           /* communicator id (0 world, 1 self) */
     uint64_t bytes;          /* message/collective bytes; RESOLVE: bytes; FINALIZE: calls */
     uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
-    uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program */
+    uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program; ISEND, IRECV: the
+                              * user's buffer address (0 unknown), for the host model's registration cache */
     int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
     int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: list_off = index in /comms */
     int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */

@@ -285,6 +285,7 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
             e->peer = m.dst; e->tag = m.tag; e->mode = m.mode; e->fn = m.fn;
+            e->callsite = m.buf;   /* the user's buffer (host model's registration cache) */
             break;
         }
         case MS_MSG_IRECV: {
@@ -292,6 +293,7 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
             e->peer = m.src; e->tag = m.tag; e->fn = m.fn;
+            e->callsite = m.buf;
             break;
         }
         case MS_MSG_CANCEL:

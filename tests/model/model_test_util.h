@@ -117,7 +117,21 @@ struct Sim {
         cfg = nm_config_create();
         EXPECT_NE(cfg, nullptr);
         EXPECT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0) << err;
-        for (auto &s : sets) EXPECT_EQ(nm_config_set(cfg, s.c_str(), "--set", err, sizeof err), 0) << err;
+        // "@name" loads the profile configs/name.ini (first); the others are --set assignments
+        bool profile = false;
+        for (auto &s : sets) {
+            if (s[0] != '@') continue;
+            EXPECT_EQ(nm_config_load_profile(cfg, s.c_str() + 1, MPISIM_SOURCE_PROFILE_DIR, err, sizeof err), 0) << err;
+            profile = true;
+        }
+        for (auto &s : sets) {
+            if (s[0] == '@') continue;
+            EXPECT_EQ(nm_config_set(cfg, s.c_str(), "--set", err, sizeof err), 0) << err;
+        }
+        if (topo_spec.empty() && profile) {   // the profile's topology, "auto" sized for the nodes' ports
+            std::string t = nm_config_string(cfg, "network.topology");
+            topo_spec = t == "auto" ? "auto:" + std::to_string(ms_host_topology_hosts(cfg, nranks)) : t;
+        }
         if (topo_spec.empty()) topo_spec = "crossbar:" + std::to_string(nranks < 2 ? 2 : nranks);
         topo = nm_topology_load(topo_spec.c_str(), cfg, err, sizeof err);
         EXPECT_NE(topo, nullptr) << err;

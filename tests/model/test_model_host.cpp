@@ -143,3 +143,86 @@ TEST(ModelHost, SendModeCosts)
     int64_t sync_rndv = pingpong_half(MS_SEND_SYNC, {"host.sync_protocol=rendezvous"});
     EXPECT_GT(sync_rndv, sync_eager + 2 * lat(0));
 }
+
+// Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
+// default profile (seed 000's character-level Myrinet), model only; and on seed 003's cluster
+// (two ports, a shared PCI-X bus) both-way is the bus's 690 MB/s (seed 003 sec 5.2), one way 440.
+TEST(ModelHost, BothWayOnTheProfiles)
+{
+    const uint64_t B = 1 << 20;
+    const int K = 4;
+    int64_t one = stream(false, K, B, 0, {"@default"}), two = stream(true, K, B, 0, {"@default"});
+    double ratio = 2.0 * (double)one / (double)two;
+    EXPECT_GE(ratio, 1.9) << "default profile: one-way " << one << " ps, both-way " << two << " ps";
+    std::vector<std::string> e3 = {"@seed003-ecard"};
+    one = stream(false, K, B, 0, e3);
+    two = stream(true, K, B, 0, e3);
+    double uni_mbs = (double)K * B / (double)one * 1e6, both_mbs = 2.0 * K * B / (double)two * 1e6;
+    std::printf("default profile: both-way %.2fx one-way; seed003-ecard: %.1f MB/s one way, %.1f both ways\n", ratio,
+                uni_mbs, both_mbs);
+    EXPECT_NEAR(uni_mbs, 440, 44) << "seed 003 sec 5.2: 440 MB/s one way";
+    EXPECT_NEAR(both_mbs, 690, 69) << "seed 003 sec 5.2: 690 MB/s both ways";
+}
+
+// PingPing (both ranks send at once, then receive) at the rendezvous threshold takes about as
+// long as one PingPong half round trip on full-duplex links (it used to take 2x: a CTS waited
+// behind the message going the other way), on the default profile.
+TEST(ModelHost, PingPingIsNotSerialised)
+{
+    const uint64_t B = 16384;
+    Sim pp(2, {"@default"});
+    pp.prog[0] = {isend(1, 1, 0, B), wait({1}), irecv(2, 1, 0, B), wait({2})};
+    pp.prog[1] = {irecv(1, 0, 0, B), wait({1}), isend(2, 0, 0, B), wait({2})};
+    pp.run();
+    int64_t half = pp.clock[0] / 2;
+    Sim ping(2, {"@default"});
+    for (int r = 0; r < 2; r++) ping.prog[r] = {irecv(1, 1 - r, 0, B), isend(2, 1 - r, 0, B), wait({1, 2})};
+    ping.run();
+    int64_t both = std::max(ping.clock[0], ping.clock[1]);
+    std::printf("16 KiB: PingPing %.2f us, PingPong half round trip %.2f us\n", both * 1e-6, half * 1e-6);
+    EXPECT_LT((double)both / (double)half, 1.15) << "PingPing " << both << " ps, PingPong half " << half << " ps";
+}
+
+// MPICH's reduce for long vectors (reduce-scatter then gather, Rabenseifner) is faster than the
+// binomial tree at 1 MiB (it was 13.1 ms vs 9.9 ms when the rendezvous serialised both ways).
+TEST(ModelHost, ReduceScatterGatherBeatsBinomialAt1MiB)
+{
+    auto reduce = [](const char *alg) {
+        std::vector<std::string> sets = {"@default", std::string("mpi.coll.reduce.algorithm=") + alg};
+        Sim s(8, sets);
+        for (int r = 0; r < 8; r++) s.prog[r] = {coll(1, MS_COLL_REDUCE, 1 << 20, 0), wait({1})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        return *std::max_element(s.clock.begin(), s.clock.end());
+    };
+    int64_t binomial = reduce("binomial"), rsg = reduce("reduce_scatter_gather");
+    std::printf("reduce 1 MiB, 8 ranks: reduce_scatter_gather %.2f ms, binomial %.2f ms\n", rsg * 1e-9, binomial * 1e-9);
+    EXPECT_LT(rsg, binomial) << "reduce_scatter_gather " << rsg << " ps, binomial " << binomial << " ps";
+}
+
+// Seed 004 Fig. 11-12 (sec 4.2): four senders on one switch stream to four receivers on another
+// through the single link between the switches (array:2:4); the link carries 144 MB/s, 90 % of
+// its 160 (the NICs stream at that rate: network.host_link_rate), +-5 %.
+TEST(ModelHost, Seed004FourSendersSaturateOneLink)
+{
+    const uint64_t B = 65536;
+    const int K = 4;
+    Sim s(8, {"@seed004-myrinet", "network.topology=array:2:4"});
+    for (int i = 0; i < 4; i++) {
+        std::vector<uint64_t> rr;
+        for (int k = 0; k < K; k++) {
+            s.prog[i].push_back(isend(1 + k, i + 4, 0, B));
+            s.prog[i].push_back(wait({(uint64_t)(1 + k)}));
+            s.prog[i + 4].push_back(irecv(1 + k, i, 0, B));
+            rr.push_back(1 + k);
+        }
+        s.prog[i + 4].push_back(wait(rr));
+    }
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    int64_t end = *std::max_element(s.clock.begin(), s.clock.end());
+    double mbs = 4.0 * K * B / (double)end * 1e6;
+    std::printf("seed004-myrinet, array:2:4, 4 senders x %d x %llu B: %.1f MB/s through the inter-switch link\n", K,
+                (unsigned long long)B, mbs);
+    EXPECT_NEAR(mbs, 144.0, 0.05 * 144.0) << "seed 004 sec 4.2: 144 MB/s";
+}

@@ -340,12 +340,12 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
         const ms_trace_event *e = &r->ev[k];
         switch (e->kind) {
         case MS_MSG_ISEND: {
-            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn};
+            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
         case MS_MSG_IRECV: {
-            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0};
+            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
