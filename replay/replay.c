@@ -553,6 +553,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         o->msgs_recv = st.msgs_recv;
         o->bytes_recv = st.bytes_recv;
         o->collectives = st.coll_calls;
+        o->node = ms_model_rank_node(p.model, i);
         o->unmodelled = r->unmodelled;
         o->status = r->state == RS_DONE ? MS_RR_FINALIZED
                     : r->state == RS_DEAD ? MS_RR_DIED
@@ -617,6 +618,7 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
         ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);
+        fprintf(f, ", \"node\": %d", o->node);
         if (o->recorded_end_known) fprintf(f, ", \"recorded_virtual_end_ps\": %lld", (long long)o->recorded_end_ps);
         ms_report_rank_close(f, i + 1 == res->nranks);
     }

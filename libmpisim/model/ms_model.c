@@ -1746,6 +1746,11 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
     return k;
 }
 
+int ms_model_rank_node(const ms_model *m, int rank)
+{
+    return m && rank >= 0 && rank < m->nranks ? m->ranks[rank].host : -1;
+}
+
 void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)
 {
     if (!out) return;

@@ -162,6 +162,8 @@ void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
 int ms_model_rank_blocked(const ms_model *m, int rank);
 /* Requests the model holds (posted and not yet reported complete or freed): leak checks. */
 size_t ms_model_active_requests(const ms_model *m);
+/* The node of the host model a rank sits on (host.ranks_per_node, host.map_by); -1: no such rank. */
+int ms_model_rank_node(const ms_model *m, int rank);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 

@@ -1169,6 +1169,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
             fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
         }
         fputs("}", f);
+        /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
+        if (s->model) fprintf(f, ", \"node\": %d", ms_model_rank_node(s->model, i));
         if (r->finalized) write_charging(f, &r->fin.charging);
         if (r->error[0]) {
             fputs(", \"error\": ", f);

@@ -46,6 +46,7 @@ struct Op {
     std::vector<uint64_t> counts;
     int blocking = 1;
     int notify = 0;      // IRECV: ms_model_irecv_notify (the shim held it back)
+    uint64_t buf = 0;    // ISEND/IRECV: the user buffer's address (ms_model_buffer), 0 none
     int64_t ps = 0;
 };
 
@@ -187,11 +188,13 @@ struct Sim {
         switch (o.kind) {
         case Op::ISEND:
             rc = ms_model_isend(m, r, clock[r], o.req, o.comm, o.peer, o.tag, o.bytes, o.mode, err, sizeof err);
+            if (rc == 0 && o.buf) rc = ms_model_buffer(m, r, o.req, o.buf);
             clock[r] += ms_model_isend_cost(m, o.bytes);
             break;
         case Op::IRECV:
             rc = ms_model_irecv(m, r, clock[r], o.req, o.comm, o.peer, o.tag, o.bytes, err, sizeof err);
             if (rc == 0 && o.notify) rc = ms_model_irecv_notify(m, r, o.req);
+            if (rc == 0 && o.buf) rc = ms_model_buffer(m, r, o.req, o.buf);
             clock[r] += ms_model_irecv_cost(m, o.bytes);
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;

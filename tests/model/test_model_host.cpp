@@ -226,3 +226,72 @@ TEST(ModelHost, Seed004FourSendersSaturateOneLink)
                 (unsigned long long)B, mbs);
     EXPECT_NEAR(mbs, 144.0, 0.05 * 144.0) << "seed 004 sec 4.2: 144 MB/s";
 }
+
+// Memory registration (seed 003 sec 5.4): a rendezvous registers the sender's and the receiver's
+// buffers; with a registration cache a buffer used again costs nothing, a new one costs
+// reg_cost + pages x reg_cost_per_page; the least recently used go when the cache is full.
+TEST(ModelHost, RegistrationCache)
+{
+    const uint64_t B = 65536;   // 16 pages
+    const int64_t REG = 5000000 + 16 * 1000000;
+    // rank 0 sends messages from the buffers `bufs` to rank 1, which receives them into the same
+    // addresses (its own memory); returns the time of each message, one after the other
+    auto times = [&](std::vector<uint64_t> bufs, uint64_t cache) {
+        Sim s(2, {"host.reg_cost=5us", "host.reg_cost_per_page=1000000", "host.reg_cache=" + std::to_string(cache)});
+        for (size_t k = 0; k < bufs.size(); k++) {
+            Op snd = isend(1 + k, 1, 0, B), rcv = irecv(1 + k, 0, 0, B);
+            snd.buf = rcv.buf = bufs[k];
+            s.prog[0].push_back(snd);
+            s.prog[0].push_back(wait({1 + k}));
+            s.prog[1].push_back(rcv);
+            s.prog[1].push_back(wait({1 + k}));
+        }
+        s.run();
+        std::vector<int64_t> t;
+        int64_t prev = 0;
+        for (auto &r : s.log[1]) {
+            t.push_back(r.t - prev);
+            prev = r.t;
+        }
+        return t;
+    };
+    const uint64_t A = 0x100000, C = 0x200000, D = 0x300000;
+    auto nocache = times({A, A, A}, 0);
+    auto cached = times({A, A, C, A}, 1 << 20);
+    ASSERT_EQ(nocache.size(), 3u);
+    ASSERT_EQ(cached.size(), 4u);
+    EXPECT_EQ(nocache[1], nocache[2]);                 // no cache: every message registers
+    EXPECT_GT(nocache[1] - cached[1], REG - 2000000);  // the cache saves about one registration ...
+    EXPECT_EQ(cached[0], nocache[0]);                  // ... not for the first use,
+    EXPECT_EQ(cached[2], nocache[1]);                  // nor for a new buffer,
+    EXPECT_EQ(cached[3], cached[1]);                   // and A is still there
+    // a cache of two 16-page buffers: A, C, D evicts A (least recently used)
+    auto small = times({A, C, D, A, D}, 2 * B);
+    EXPECT_EQ(small[3], nocache[1]);                   // A registered again
+    EXPECT_EQ(small[4], cached[1]);                    // D still cached
+    // eager messages are not registered
+    Sim s(2, {"host.reg_cost=5us", "host.reg_cache=0"});
+    s.prog[0] = {isend(1, 1, 0, 1000), wait({1})};
+    s.prog[1] = {irecv(1, 0, 0, 1000), wait({1})};
+    s.run();
+    EXPECT_EQ(s.log[1].back().t, 400000 + lat(1000) + 400000);
+}
+
+// The host model says where every rank is (the report's "node"): slot and node mapping.
+TEST(ModelHost, RankNodes)
+{
+    Sim slot(6, {"host.ranks_per_node=2", "host.nodes=4"});
+    Sim node(6, {"host.ranks_per_node=2", "host.nodes=4", "host.map_by=node"});
+    for (int r = 0; r < 6; r++) {
+        EXPECT_EQ(ms_model_rank_node(slot.m, r), r / 2);
+        EXPECT_EQ(ms_model_rank_node(node.m, r), r % 4);
+    }
+    EXPECT_EQ(ms_model_rank_node(slot.m, 6), -1);
+    nm_config *cfg = nm_config_create();
+    char err[256];
+    ASSERT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0);
+    ASSERT_EQ(nm_config_set(cfg, "host.nodes=2", "t", err, sizeof err), 0);
+    EXPECT_EQ(ms_host_create(cfg, 3, nullptr, err, sizeof err), nullptr);   // 3 ranks on 2 one-slot nodes
+    EXPECT_NE(std::string(err).find("do not fit"), std::string::npos) << err;
+    nm_config_destroy(cfg);
+}
