@@ -310,7 +310,7 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
     return bus_transfer(h, n, h->write_ps_pb, payload, s);
 }
 
-int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
+int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
     int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
@@ -320,7 +320,12 @@ int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
         n->mem_free = s + mem;
         copy_end = i64max(copy_end, s + mem);
     }
-    return copy_end + h->shm_lat;
+    return copy_end;
+}
+
+int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
+{
+    return ms_host_shm_copy(h, node, bytes, t) + h->shm_lat;
 }
 
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)

@@ -51,6 +51,8 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
  * returns when it is in the receiver's memory (one CPU's copy rate; all copies of the node share
  * its memory rate; then the latency). */
 int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t);
+/* The copy alone (a sender copying an eager message into shared memory in its call): its end. */
+int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t);
 /* Extra host CPU time of a send mode (0 standard, MS_SEND_* of ms_model.h) for `bytes`, on top
  * of mpi.send_overhead; intra: both ranks on one node. */
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);

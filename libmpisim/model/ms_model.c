@@ -126,6 +126,7 @@ typedef struct ms_msg {
     int64_t tag;
     uint64_t bytes;
     uint8_t mode, rndv;
+    uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -592,7 +593,13 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
         /* the receiver registers its buffer (host model) before it says "send" */
         int big = (int64_t)g->bytes >= m->eager_thr;
         ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
-        schedule_inject(m, g, PK_CTS, mt + or_cost(m, 0) + ms_host_rndv_handling(m->host) + reg);
+        ms_time_t cts = mt + or_cost(m, 0) + ms_host_rndv_handling(m->host);
+        if (reg) {   /* the receiver's CPU registers its buffers one after the other */
+            rank_state *rr = &m->ranks[r->rank];
+            cts = tmax(cts, rr->cpu_free) + reg;
+            rr->cpu_free = cts;
+        }
+        schedule_inject(m, g, PK_CTS, cts);
     }
     msg_unref(m, g);   /* the "awaiting match" reference */
 }
@@ -815,7 +822,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         /* same node (or a message to self): the intra-node path, no network */
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
-        uint64_t b = k == PK_DATA ? g->bytes : 0;
+        uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
         packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
@@ -865,6 +872,9 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
      * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
     int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
     if (!intra && !big) ldone += ms_host_send_copy(m->host, r->bytes);
+    /* on one node the sender copies an eager message into shared memory itself, in its call */
+    int copy_in = intra && eager && r->peer_world_cache != r->rank;
+    if (copy_in) ldone = ms_host_shm_copy(m->host, rs->host, r->bytes, ldone);
     ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
     rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
@@ -888,6 +898,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->bytes = r->bytes;
     g->mode = r->mode;
     g->local_done = ldone;
+    g->copied = (uint8_t)copy_in;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */
