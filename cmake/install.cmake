@@ -21,8 +21,8 @@ endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/configs/ DESTINATION ${MPISIM_DATADIR}/configs
         FILES_MATCHING PATTERN "*.ini")
 install(FILES ${CMAKE_SOURCE_DIR}/results/plot_speedup.py DESTINATION ${MPISIM_DATADIR}/results)
-install(FILES ${CMAKE_SOURCE_DIR}/libmpisim/cli/mpisim.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${CMAKE_SOURCE_DIR}/libmpisim/cli/mpisim.bash-completion
+install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.bash-completion
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME mpisim)
 
 # pkg-config: the network library (static; inih and libm are its dependencies)

@@ -1,5 +1,5 @@
-/* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, the
- * same engine the live model server drives (issue 5). No MPI, no printing, no exit().
+/* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, with the
+ * driver the live model server uses (libmpisim/driver, issue 5). No MPI, no printing, no exit().
  *
  * Each rank's clock starts at 0. At TR_CALL the recorded computation (x cpu_scale) is added;
  * ISEND/IRECV/ICOLL/COMM_ADD are posted at the current clock (ISEND then adds
@@ -25,6 +25,9 @@ typedef struct ms_replay_opts {
     double cpu_scale;              /* multiplies every computation interval (1.0: as recorded) */
     ms_wildcard_policy wildcards;  /* recorded: a wildcard receive/probe takes the recorded sender */
     FILE *timeline;                /* if set: CSV "rank,call,fn,entry_ps,exit_ps" of every MPI call */
+    /* if set: every model call and answer, one line each (ms_driver_set_call_log) */
+    void (*call_log)(void *user, int rank, const char *line);
+    void *call_log_user;
 } ms_replay_opts;
 
 typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING } ms_replay_rank_status;
@@ -53,16 +56,17 @@ typedef struct ms_replay_result {
     char first_difference[512];
     char topology[128], engine[32];
     uint64_t model_errors;
+    /* requests the model completed before the recording did, kept until the recording's
+     * completion (most at once, and left at the end) */
+    uint64_t early_done_peak, early_done_end;
 } ms_replay_result;
 
 /* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the
- * trace's recorded configuration, or "default" if it has none); then the --set assignments
- * (short names unmodelled/compute/cpu_factor accepted). Recorded keys this build does not know
+ * trace's recorded configuration, or "default" if it has none: profiles are looked up in
+ * nm_config_search_path's path); then the --set assignments (ms_driver_config_set). Recorded keys this build does not know
  * are skipped and named in `warnings` (may be NULL). */
 nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
                             char *warnings, size_t wlen, char *err, size_t errlen);
-/* The profile search path: $MPISIM_PROFILE_PATH then the source tree's configs/. */
-const char *ms_replay_profile_path(void);
 
 int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
                   char *err, size_t errlen);

@@ -1,4 +1,5 @@
-/* Offline replay of an mpisim trace through the MPI layer model (see ms_replay.h). */
+/* Offline replay of an mpisim trace (see ms_replay.h): reads the trace and feeds its events to the
+ * driver the co-simulation server uses (libmpisim/driver). */
 #define _GNU_SOURCE
 #include "ms_replay.h"
 
@@ -8,13 +9,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "mpisim.h"
+#include "ms_driver.h"
 #include "ms_json.h"
 #include "ms_model.h"
-#include "ms_host.h"
-#include "ms_util.h"
-#include "protocol.h"
-#include "report.h"
+#include "ms_report.h"
 
 #ifndef MPISIM_VERSION
 #define MPISIM_VERSION "unknown"
@@ -38,27 +36,6 @@ static double wall_now(void)
 }
 
 /* ---- configuration -------------------------------------------------------------------------- */
-
-const char *ms_replay_profile_path(void)
-{
-    static char buf[8192];
-    if (nm_config_search_path(buf, sizeof buf) != 0) return NULL;
-    return buf;
-}
-
-static int apply_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
-{
-    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
-    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
-        size_t n = strlen(shorts[i]);
-        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
-            char full[1024];
-            snprintf(full, sizeof full, "shim.%s", assign);
-            return nm_config_set(cfg, full, "--set", err, errlen);
-        }
-    }
-    return nm_config_set(cfg, assign, "--set", err, errlen);
-}
 
 /* Apply the recorded configuration {"key": {"value": v, ...}, ...} (or {"key": v}). */
 static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size_t wlen, char *err, size_t errlen)
@@ -108,15 +85,15 @@ nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *
         fail(err, errlen, "out of memory");
         return NULL;
     }
-    if (ms_register_all_keys(cfg, err, errlen) < 0) goto fail;
+    if (ms_driver_register_keys(cfg, err, errlen) < 0) goto fail;
     if (profile || !t || !t->config_json) {
-        if (nm_config_load_profile(cfg, profile ? profile : "default", ms_replay_profile_path(), err, errlen) < 0)
+        if (nm_config_load_profile(cfg, profile ? profile : "default", NULL, err, errlen) < 0)
             goto fail;
     } else if (apply_recorded(cfg, t->config_json, warnings, wlen, err, errlen) < 0) {
         goto fail;
     }
     for (int i = 0; i < nsets; i++)
-        if (apply_set(cfg, sets[i], err, errlen) < 0) goto fail;
+        if (ms_driver_config_set(cfg, sets[i], err, errlen) < 0) goto fail;
     return cfg;
 fail:
     nm_config_destroy(cfg);
@@ -138,33 +115,27 @@ static void recorded_value(const ms_trace *t, const char *key, char *out, size_t
 
 /* ---- the replay engine ---------------------------------------------------------------------- */
 
-enum { RS_RUNNABLE = 0, RS_BLOCKED, RS_HELD, RS_DONE, RS_DEAD };
-
+/* A rank of the trace: where it is in its records and its clock as the records rebuild it.
+ * States, synchronising groups, the horizon and the model calls are the driver's, as online. */
 typedef struct rrank {
     const ms_trace_rank *tr;
     size_t pc;
-    int64_t clock;
-    int state;
+    int64_t clock;               /* the time of its next event: recorded computation, the model's costs */
     int queued;
-    int wait_flags;
-    int wait_fn;
-    int wait_mode;
     size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
-    uint64_t last_coll_comm;
-    int64_t held_t;
     int64_t compute;
     uint64_t calls, unmodelled;
     int64_t call_entry;
     int finalized;
     int64_t fin_t;
+    uint64_t *rec_done;          /* the blocking wait's recorded completions (ms_driver_event) */
+    size_t rec_done_cap;
 } rrank;
 
 typedef struct replay {
     const ms_trace *t;
     const ms_replay_opts *o;
-    ms_model *model;
-    nm_network *net;
-    nm_topology *topo;
+    ms_driver *drv;
     int n;
     rrank *r;
     int *queue;                  /* runnable ranks (FIFO ring of n) */
@@ -174,12 +145,6 @@ typedef struct replay {
     ms_replay_result *res;
     int stopped;
     char stop[1024];
-    ms_resolution rv[64];
-    /* requests the model has reported complete, by (rank, id): a capture-only trace may test a
-     * request again that completed earlier in the replay's timing than in the real run */
-    ms_hmap done;
-    uint64_t *ids;
-    size_t ids_cap;
 } replay;
 
 static void enqueue(replay *p, int rank)
@@ -191,15 +156,6 @@ static void enqueue(replay *p, int rank)
     p->qlen++;
 }
 
-static int comm_size(const replay *p, uint64_t id)
-{
-    if (id == MS_COMM_WORLD_ID) return p->n;
-    if (id == MS_COMM_SELF_ID) return 1;
-    for (size_t i = 0; i < p->t->ncomms; i++)
-        if (p->t->comms[i].id == id) return p->t->comms[i].size;
-    return -1;
-}
-
 /* Compare a resume with the recorded one (co-simulation traces). */
 static void check_resume(replay *p, int rank, int64_t t)
 {
@@ -208,7 +164,7 @@ static void check_resume(replay *p, int rank, int64_t t)
     if (!tr->cosim) return;
     for (size_t k = r->wait_ev + 1; k < tr->nev; k++) {
         const ms_trace_event *e = &tr->ev[k];
-        if (e->kind == MS_MSG_RESUME) {
+        if (e->kind == MS_TRACE_RESUME) {
             p->res->resumes_checked++;
             if (e->t_ps != t) {
                 if (!p->res->resumes_differ)
@@ -219,57 +175,21 @@ static void check_resume(replay *p, int rank, int64_t t)
             }
             return;
         }
-        if (e->kind != MS_MSG_RESOLVE && e->kind != MS_MSG_CLOCK && e->kind != MS_MSG_CALLSITE) return;
+        if (e->kind != MS_TRACE_RESOLVE && e->kind != MS_TRACE_CLOCK && e->kind != MS_TRACE_CALLSITE) return;
     }
 }
 
-static void resume_rank(replay *p, int rank, int64_t t)
-{
-    rrank *r = &p->r[rank];
-    check_resume(p, rank, t);
-    size_t k;
-    while ((k = ms_model_take_resolutions(p->model, rank, p->rv, 64)) > 0) (void)k;
-    if (t > r->clock) r->clock = t;
-    r->state = RS_RUNNABLE;
-    p->res->resumes++;
-    enqueue(p, rank);
-}
-
-static void release_sync_group(replay *p, uint64_t comm)
-{
-    int members = comm_size(p, comm);
-    int held = 0;
-    int64_t tmax = 0;
-    for (int i = 0; i < p->n; i++)
-        if (p->r[i].state == RS_HELD && p->r[i].last_coll_comm == comm) {
-            held++;
-            if (p->r[i].held_t > tmax) tmax = p->r[i].held_t;
-        }
-    if (held < members) return;
-    for (int i = 0; i < p->n; i++)
-        if (p->r[i].state == RS_HELD && p->r[i].last_coll_comm == comm) resume_rank(p, i, tmax);
-}
-
-static void model_failed(replay *p, int rank, size_t k, const char *what, const char *err);
-
-static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
+/* The driver lets a rank go on: it plays again from its resume time. */
+static void on_resume(void *user, int rank, int64_t t, const ms_req_result *results, size_t n)
 {
     replay *p = user;
     rrank *r = &p->r[rank];
-    if (r->state != RS_BLOCKED) return;
-    if (r->wait_mode != MS_TEST_PEEK)
-        for (size_t i = 0; i < n; i++)
-            if (results[i].completed && results[i].req &&
-                ms_hmap_put(&p->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
-                model_failed(p, rank, r->wait_ev, "a wait", "out of memory");
-    if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
-        r->state = RS_HELD;
-        r->held_t = t;
-        r->clock = t > r->clock ? t : r->clock;
-        release_sync_group(p, r->last_coll_comm);
-    } else {
-        resume_rank(p, rank, t);
-    }
+    (void)results;
+    (void)n;
+    check_resume(p, rank, t);
+    if (t > r->clock) r->clock = t;
+    p->res->resumes++;
+    enqueue(p, rank);
 }
 
 static int64_t compute_of(const replay *p, const ms_trace_event *e)
@@ -282,26 +202,83 @@ static int64_t compute_of(const replay *p, const ms_trace_event *e)
     return c < 0 ? 0 : c;
 }
 
-static void model_failed(replay *p, int rank, size_t k, const char *what, const char *err)
+static void stop_at(replay *p, int rank, size_t k, const char *err)
 {
     if (p->stopped) return;
     p->stopped = 1;
-    snprintf(p->stop, sizeof p->stop, "rank %d event %zu: the model refused %s: %.900s", rank, k, what, err);
+    snprintf(p->stop, sizeof p->stop, "rank %d event %zu: %.900s", rank, k, err);
 }
 
-/* Play one rank until it blocks, finishes or its records end. */
+static void feed(replay *p, int rank, size_t k, const ms_driver_event *ev)
+{
+    char err[1024];
+    if (ms_driver_apply(p->drv, rank, ev, err, sizeof err) < 0) stop_at(p, rank, k, err);
+}
+
+static int playing(const replay *p, int rank)
+{
+    ms_rank_state st = ms_driver_state(p->drv, rank);
+    return st == MS_RANK_RUNNING || st == MS_RANK_UNTIMED;
+}
+
+/* The event a record stands for, at the rank's clock (fields as the driver names them). */
+static inline ms_driver_event event_of(const ms_trace_event *e, int kind, int64_t t)
+{
+    return (ms_driver_event){.kind = kind, .fn = e->fn, .t = t, .req = e->req, .comm = e->comm, .bytes = e->bytes,
+                             .peer = e->peer, .tag = e->tag, .mode = e->mode};
+}
+
+/* The request ids the recorded run completed in the WAIT at event k, in the wait's order, for
+ * the driver's lenient waits: all of a blocking Wait/Waitall, else those its RESUME's results say
+ * (none when the trace has no results: synthetic traces). -1 when out of memory. */
+static int recorded_done(rrank *r, size_t k, const uint64_t **ids, size_t *n)
+{
+    const ms_trace_rank *tr = r->tr;
+    const ms_trace_event *we = &tr->ev[k];
+    *ids = NULL;
+    *n = 0;
+    if (we->mode == MS_WAIT_ALL) {
+        *ids = tr->lists + we->list_off;
+        *n = we->list_n > 0 ? (size_t)we->list_n : 0;
+        return 0;
+    }
+    for (size_t j = k + 1; j < tr->nev; j++) {
+        const ms_trace_event *e = &tr->ev[j];
+        if (e->kind == MS_TRACE_RESUME) {
+            const ms_trace_result *res = tr->results + e->list_off;
+            size_t m = e->list_n > 0 ? (size_t)e->list_n : 0;
+            if (m > r->rec_done_cap) {
+                uint64_t *q = realloc(r->rec_done, sizeof *q * m);
+                if (!q) return -1;
+                r->rec_done = q;
+                r->rec_done_cap = m;
+            }
+            for (size_t i = 0; i < m; i++)
+                if (res[i].completed) r->rec_done[(*n)++] = res[i].req;
+            *ids = r->rec_done;
+            return 0;
+        }
+        if (e->kind != MS_TRACE_RESOLVE && e->kind != MS_TRACE_CLOCK && e->kind != MS_TRACE_CALLSITE) break;
+    }
+    return 0;
+}
+
+/* Play one rank until it blocks, finishes or its records end: each record becomes the event the
+ * rank reported when it ran, at the clock the records rebuild. */
 __attribute__((noinline)) static void play(replay *p, int rank)
 {
     rrank *r = &p->r[rank];
     const ms_trace_rank *tr = r->tr;
+    const ms_model *model = ms_driver_model(p->drv);
     const int recorded = p->o->wildcards == MS_WILDCARDS_RECORDED;
-    char err[512];
+    if (!playing(p, rank)) return;   /* queued again while it played (a rejoin resumes at once) */
     while (r->pc < tr->nev && !p->stopped) {
         size_t k = r->pc++;
         const ms_trace_event *e = &tr->ev[k];
+        ms_driver_event ev;
         p->res->events++;
         switch (e->kind) {
-        case MS_MSG_TR_CALL: {
+        case MS_TRACE_CALL: {
             int64_t c = compute_of(p, e);
             r->clock += c;
             r->compute += c;
@@ -309,110 +286,83 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             r->call_entry = r->clock;
             break;
         }
-        case MS_MSG_TR_EXIT:
+        case MS_TRACE_EXIT:
             if (p->o->timeline)
                 fprintf(p->o->timeline, "%d,%llu,%s,%lld,%lld\n", rank, (unsigned long long)r->calls,
                         ms_trace_fn_name(p->t, e->fn), (long long)r->call_entry, (long long)r->clock);
             break;
-        case MS_MSG_ISEND:
-            if (ms_model_isend(p->model, rank, r->clock, e->req, e->comm, e->peer, e->tag, e->bytes,
-                               (ms_send_mode)e->mode, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a send", err);
-            else if (e->callsite)
-                ms_model_buffer(p->model, rank, e->req, e->callsite);
-            r->clock += ms_model_isend_cost(p->model, e->bytes);
+        case MS_TRACE_ISEND:
+            ev = event_of(e, MS_EV_ISEND, r->clock);
+            ev.buf = e->callsite;   /* the user's buffer (ms_trace_event) */
+            feed(p, rank, k, &ev);
+            r->clock += ms_model_isend_cost(model, e->bytes);
             break;
-        case MS_MSG_IRECV: {
-            int src = e->peer, tag = e->tag;
-            if (recorded && (src == MS_ANY_SOURCE || tag == MS_ANY_TAG) && e->matched_source >= 0) {
-                src = e->matched_source;
-                tag = e->matched_tag;
+        case MS_TRACE_IRECV:
+            ev = event_of(e, MS_EV_IRECV, r->clock);
+            ev.buf = e->callsite;
+            ev.flags = (e->flags & MS_TRACE_FLAG_NOTIFY) ? MS_EV_FLAG_NOTIFY : 0;
+            if (recorded && (ev.peer == MS_ANY_SOURCE || ev.tag == MS_ANY_TAG) && e->matched_source >= 0) {
+                ev.peer = e->matched_source;
+                ev.tag = e->matched_tag;
             }
-            if (ms_model_irecv(p->model, rank, r->clock, e->req, e->comm, src, tag, e->bytes, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a receive", err);
-            else if (e->callsite)
-                ms_model_buffer(p->model, rank, e->req, e->callsite);
-            r->clock += ms_model_irecv_cost(p->model, e->bytes);
+            feed(p, rank, k, &ev);
+            r->clock += ms_model_irecv_cost(model, e->bytes);
             break;
-        }
-        case MS_MSG_CANCEL:
-            if (ms_model_cancel(p->model, rank, r->clock, e->req, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a cancel", err);
+        case MS_TRACE_CANCEL:
+        case MS_TRACE_FREE:
+            ev = event_of(e, e->kind == MS_TRACE_CANCEL ? MS_EV_CANCEL : MS_EV_FREE, r->clock);
+            feed(p, rank, k, &ev);
             break;
-        case MS_MSG_FREE:
-            if (ms_model_forget(p->model, rank, e->req, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a request free", err);
+        case MS_TRACE_ICOLL:
+            ev = event_of(e, MS_EV_ICOLL, r->clock);
+            if (e->list_n > 0) {
+                ev.list = tr->lists + e->list_off;
+                ev.nlist = (size_t)e->list_n;
+            }
+            feed(p, rank, k, &ev);
             break;
-        case MS_MSG_ICOLL: {
-            ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->list_n > 0 ? tr->lists + e->list_off : NULL,
-                              e->list_n > 0 ? (size_t)e->list_n : 0};
-            r->last_coll_comm = e->comm;
-            if (ms_model_icoll(p->model, rank, r->clock, e->req, e->comm, &a, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a collective", err);
-            break;
-        }
-        case MS_MSG_COMM_ADD: {
+        case MS_TRACE_COMM_ADD: {
             const ms_trace_comm *c = &p->t->comms[e->list_off];
-            const int32_t *m32 = p->t->members + c->offset;
-            int small[64];
-            int *w = c->size <= 64 ? small : malloc(sizeof(int) * (size_t)c->size);
-            if (!w) {
-                model_failed(p, rank, k, "a communicator", "out of memory");
-                break;
-            }
-            for (int32_t i = 0; i < c->size; i++) w[i] = m32[i];
-            if (ms_model_comm_add(p->model, c->id, c->size, w, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a communicator", err);
-            if (w != small) free(w);
+            ev = event_of(e, MS_EV_COMM_ADD, r->clock);
+            ev.comm = c->id;
+            ev.members = p->t->members + c->offset;
+            ev.nmembers = c->size;
+            feed(p, rank, k, &ev);
             break;
         }
-        case MS_MSG_WAIT: {
-            r->state = RS_BLOCKED;
-            r->wait_flags = e->flags;
-            r->wait_fn = e->fn;
-            r->wait_mode = e->mode;
+        case MS_TRACE_WAIT:
             r->wait_ev = k;
-            /* leave out what the model has already reported complete (see replay.done) */
-            const uint64_t *ids = tr->lists + e->list_off;
-            size_t n = 0;
-            if ((size_t)e->list_n > p->ids_cap) {
-                uint64_t *q = realloc(p->ids, sizeof *q * (size_t)e->list_n);
-                if (!q) {
-                    model_failed(p, rank, k, "a wait", "out of memory");
-                    return;
-                }
-                p->ids = q;
-                p->ids_cap = (size_t)e->list_n;
+            ev = event_of(e, MS_EV_WAIT, r->clock);
+            if (e->list_n > 0) {
+                ev.list = tr->lists + e->list_off;
+                ev.nlist = (size_t)e->list_n;
             }
-            for (int32_t i = 0; i < e->list_n; i++)
-                if (!ms_hmap_get(&p->done, (uint64_t)rank, ids[i])) p->ids[n++] = ids[i];
-            if (ms_model_wait(p->model, rank, r->clock, (ms_wait_mode)e->mode, n, p->ids, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a wait", err);
-            if (r->state == RS_BLOCKED || r->state == RS_HELD) return;
+            ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
+                       ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
+            if (recorded_done(r, k, &ev.recorded_done, &ev.nrecorded_done) < 0) {
+                stop_at(p, rank, k, "a wait: out of memory");
+                return;
+            }
+            feed(p, rank, k, &ev);
+            if (!playing(p, rank)) return;   /* blocked until the driver resumes it */
             break;
-        }
-        case MS_MSG_PROBE: {
-            int src = e->peer, tag = e->tag;
-            if (recorded && (src == MS_ANY_SOURCE || tag == MS_ANY_TAG) && e->matched_source >= 0) {
-                src = e->matched_source;
-                tag = e->matched_tag;
+        case MS_TRACE_PROBE:
+            ev = event_of(e, MS_EV_PROBE, r->clock);
+            if (recorded && (ev.peer == MS_ANY_SOURCE || ev.tag == MS_ANY_TAG) && e->matched_source >= 0) {
+                ev.peer = e->matched_source;
+                ev.tag = e->matched_tag;
             }
-            r->state = RS_BLOCKED;
-            r->wait_flags = 0;
-            r->wait_fn = e->fn;
             r->wait_ev = k;
-            if (ms_model_probe(p->model, rank, r->clock, e->comm, src, tag, e->mode, err, sizeof err) < 0)
-                model_failed(p, rank, k, "a probe", err);
-            if (r->state == RS_BLOCKED) return;
+            feed(p, rank, k, &ev);
+            if (!playing(p, rank)) return;
             break;
-        }
-        case MS_MSG_FINALIZE:
+        case MS_TRACE_FINALIZE:
             r->finalized = 1;
             r->fin_t = r->clock;
-            r->state = RS_DONE;
-            ms_model_finalize(p->model, rank, r->clock);
+            ev = event_of(e, MS_EV_FINALIZE, r->clock);
+            feed(p, rank, k, &ev);
             return;
-        case MS_MSG_UNMODELLED: {
+        case MS_TRACE_UNMODELLED: {
             const char *text = tr->text + e->list_off;
             if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
                 if (!p->stopped) {
@@ -421,17 +371,20 @@ __attribute__((noinline)) static void play(replay *p, int rank)
                 }
             } else {
                 r->unmodelled++;
+                ev = event_of(e, MS_EV_UNTIMED, r->clock);
+                feed(p, rank, k, &ev);
             }
             break;
         }
-        default: /* TR_EXIT, CLOCK, RESUME, RESOLVE, CALLSITE: the recording's, not inputs */
+        default: /* CLOCK, RESUME, RESOLVE, CALLSITE, SITE, PCONTROL: the recording's, not inputs */
             break;
         }
     }
-    if (r->pc >= tr->nev && r->state == RS_RUNNABLE) {
+    if (r->pc >= tr->nev && playing(p, rank)) {
         /* the records end without MPI_Finalize: the rank was killed (or its file truncated) */
-        r->state = RS_DEAD;
-        ms_model_finalize(p->model, rank, r->clock);
+        ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
+        feed(p, rank, r->pc, &ev);
+        ms_driver_rank_gone(p->drv, rank);
     }
 }
 
@@ -439,7 +392,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
                   char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL};
+    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL};
     if (!opts) opts = &defaults;
     replay p;
     memset(&p, 0, sizeof p);
@@ -461,26 +414,18 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     p.cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
     if (p.compute_mode == 0 && rec[0] && strtod(rec, NULL) != p.cpu_factor) p.compute_mode = 2;
 
-    const char *topo = nm_config_string(cfg, "network.topology");
-    char spec[1024];
-    int need_hosts = ms_host_topology_hosts(cfg, p.n);   /* nodes x NIC ports */
-    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", need_hosts);
-    else snprintf(spec, sizeof spec, "%s", topo);
-    p.topo = nm_topology_load(spec, cfg, err, errlen);
-    if (!p.topo) goto out;
-    if (nm_topology_hosts(p.topo) < need_hosts) {
-        fail(err, errlen, "topology %s has %d hosts, the trace's %d ranks need %d (host.ranks_per_node, host.ports)",
-             nm_topology_name(p.topo), nm_topology_hosts(p.topo), p.n, need_hosts);
-        goto out;
-    }
-    p.net = nm_network_create(cfg, p.topo, err, errlen);
-    if (!p.net) goto out;
-    p.model = ms_model_create(cfg, p.net, p.n, NULL, err, errlen);
-    if (!p.model) goto out;
-    ms_model_set_resume(p.model, on_resume, &p);
+    p.drv = ms_driver_create(cfg, p.n, err, errlen);
+    if (!p.drv) goto out;
+    static const ms_driver_ops ops = {on_resume, NULL};
+    ms_driver_set_ops(p.drv, &ops, &p);
+    ms_driver_set_fn_names(p.drv, (const char *const *)t->fn_names, t->nfn);
+    /* a capture-only trace may test a request again after the replay's model reported it
+     * complete (the real run finished it later) */
+    ms_driver_set_lenient_waits(p.drv, 1);
+    if (opts->call_log) ms_driver_set_call_log(p.drv, opts->call_log, opts->call_log_user);
     if (opts->timeline) fprintf(opts->timeline, "rank,call,fn,entry_ps,exit_ps\n");
-    snprintf(res->topology, sizeof res->topology, "%s", nm_topology_name(p.topo));
-    snprintf(res->engine, sizeof res->engine, "%s", nm_network_engine_name(p.net));
+    snprintf(res->topology, sizeof res->topology, "%s", nm_topology_name(ms_driver_topology(p.drv)));
+    snprintf(res->engine, sizeof res->engine, "%s", nm_network_engine_name(ms_driver_network(p.drv)));
     p.r = calloc((size_t)p.n, sizeof *p.r);
     p.queue = calloc((size_t)p.n, sizeof *p.queue);
     res->ranks = calloc((size_t)p.n, sizeof *res->ranks);
@@ -491,10 +436,13 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     res->nranks = p.n;
     for (int i = 0; i < p.n; i++) {
         p.r[i].tr = &t->ranks[i];
+        ms_driver_connect(p.drv, i);
         enqueue(&p, i);
     }
     res->setup_s = wall_now() - w0;
 
+    /* Every recorded rank plays until it blocks; then the driver runs the model (no rank runs, so
+     * the horizon is unbounded) until it resumes one. */
     for (;;) {
         while (p.qlen && !p.stopped) {
             int i = p.queue[p.qhead];
@@ -503,35 +451,28 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
             p.r[i].queued = 0;
             play(&p, i);
         }
-        if (p.stopped) break;
-        /* every rank is blocked, held or finished: H = min clock of running ranks = never */
-        int blocked = 0;
-        for (int i = 0; i < p.n && !blocked; i++) blocked = p.r[i].state == RS_BLOCKED || p.r[i].state == RS_HELD;
-        if (!blocked) break;
-        if (ms_model_next_time(p.model) == NM_TIME_NEVER) {
-            size_t off = (size_t)snprintf(res->outcome_text, sizeof res->outcome_text,
-                                          "deadlock in virtual time: every rank waits and nothing is in flight");
-            for (int i = 0; i < p.n && off < sizeof res->outcome_text; i++) {
-                if (p.r[i].state != RS_BLOCKED && p.r[i].state != RS_HELD) continue;
-                char what[256] = "";
-                ms_model_describe_wait(p.model, i, what, sizeof what);
-                off += (size_t)snprintf(res->outcome_text + off, sizeof res->outcome_text - off,
-                                        "\n  rank %d at %.6f us in %s%s%s", i, p.r[i].clock * 1e-6,
-                                        ms_trace_fn_name(t, p.r[i].wait_fn), what[0] ? ": " : "", what);
-            }
-            res->outcome = 1;
-            break;
-        }
-        if (ms_model_run_until(p.model, NM_TIME_NEVER) < 0) {
+        if (p.stopped || !ms_driver_any_waiting(p.drv)) break;
+        char aerr[1024];
+        int a = ms_driver_advance(p.drv, aerr, sizeof aerr);
+        if (a < 0) {
             p.stopped = 1;
-            snprintf(p.stop, sizeof p.stop, "the engine failed");
+            snprintf(p.stop, sizeof p.stop, "%s", aerr);
+        } else if (a == 1) {
+            res->outcome = ms_driver_describe_stall(p.drv, res->outcome_text, sizeof res->outcome_text, NULL, NULL);
+            break;
+        } else if (!p.qlen && ms_model_next_time(ms_driver_model(p.drv)) == NM_TIME_NEVER) {
+            /* cannot happen: with nothing pending and no rank resumed the driver reports a stall */
+            p.stopped = 1;
+            snprintf(p.stop, sizeof p.stop, "the model resumed no rank and has nothing pending");
         }
+        /* else: the model stopped at a resume it holds (a synchronising group): run it again */
     }
     if (p.stopped && res->outcome == 0) {
         res->outcome = 2;
         snprintf(res->outcome_text, sizeof res->outcome_text, "%s", p.stop);
     }
-    const char *me = ms_model_last_error(p.model, &res->model_errors);
+    const ms_model *model = ms_driver_model(p.drv);
+    const char *me = ms_model_last_error(model, &res->model_errors);
     if (me && res->outcome == 0) {
         res->outcome = 2;
         snprintf(res->outcome_text, sizeof res->outcome_text, "the model reported %llu errors, the last: %s",
@@ -543,7 +484,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         ms_replay_rank_result *o = &res->ranks[i];
         ms_rank_stats st;
         memset(&st, 0, sizeof st);
-        ms_model_rank_stats(p.model, i, &st);
+        ms_model_rank_stats(model, i, &st);
         o->virtual_end_ps = r->finalized ? r->fin_t : r->clock;
         o->compute_ps = r->compute;
         o->mpi_ps = o->virtual_end_ps - r->compute;
@@ -553,13 +494,14 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         o->msgs_recv = st.msgs_recv;
         o->bytes_recv = st.bytes_recv;
         o->collectives = st.coll_calls;
-        o->node = ms_model_rank_node(p.model, i);
+        o->node = ms_model_rank_node(model, i);
         o->unmodelled = r->unmodelled;
-        o->status = r->state == RS_DONE ? MS_RR_FINALIZED
-                    : r->state == RS_DEAD ? MS_RR_DIED
-                    : (r->state == RS_BLOCKED || r->state == RS_HELD) ? MS_RR_BLOCKED : MS_RR_RUNNING;
+        ms_rank_state s = ms_driver_state(p.drv, i);
+        o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
+                    : s == MS_RANK_DEAD ? MS_RR_DIED
+                    : ms_driver_waiting(p.drv, i) ? MS_RR_BLOCKED : MS_RR_RUNNING;
         for (size_t k = r->tr->nev; k-- > 0;)
-            if (r->tr->ev[k].kind == MS_MSG_FINALIZE) {
+            if (r->tr->ev[k].kind == MS_TRACE_FINALIZE) {
                 o->recorded_end_known = r->tr->cosim;
                 o->recorded_end_ps = r->tr->ev[k].t_ps;
                 break;
@@ -571,16 +513,15 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         res->collectives += st.coll_calls;
     }
     res->mean_end_ps = (int64_t)llround(sum / p.n);
+    ms_driver_early_done(p.drv, &res->early_done_end, &res->early_done_peak);
     rc = 0;
 out:
     res->wall_s = wall_now() - w0;
+    if (p.r)
+        for (int i = 0; i < p.n; i++) free(p.r[i].rec_done);
     free(p.r);
     free(p.queue);
-    free(p.ids);
-    ms_hmap_free(&p.done);
-    ms_model_destroy(p.model);
-    nm_network_destroy(p.net);
-    nm_topology_destroy(p.topo);
+    ms_driver_destroy(p.drv);
     if (rc < 0) ms_replay_result_free(res);
     return rc;
 }

@@ -335,7 +335,7 @@ def main():
              "`seed002-pci` (sec 5.3: 160 MB/s, 10 m at 4.92 ns/m, 150 ns switches, 80/56/40 B slack, ITB "
              "275 + 200 ns, 512 KiB pool), myrinet engine. Throughput in accepted payload flits/ns/switch; "
              "saturation = highest accepted traffic among the unsaturated points of a load sweep (accepted >= 90 %% of offered). Paper values from "
-             "seeds/002_f6a717de313a5387.txt." % ((" --quick" if a.quick else "") + (" --itb-path " + a.itb_path if a.itb_path else ""),
+             "seed 002 (002_f6a717de313a5387.txt)." % ((" --quick" if a.quick else "") + (" --itb-path " + a.itb_path if a.itb_path else ""),
                                                wall, len(all_sweeps), a.j, a.itb_path or "random",
                                                ", ".join(sorted(set("S%s" % x["root"] for x in sweeps)))), ""]
     # Table 1

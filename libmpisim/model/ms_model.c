@@ -1195,6 +1195,9 @@ static void on_deliver(void *user, const nm_delivery *d)
         ms_heap_pop(&m->heap, &ev);
         process(m, &ev);
     }
+    /* the network runs ahead only to the model's next event (see ms_model_run_until) */
+    const ms_event *e = ms_heap_top(&m->heap);
+    if (e) nm_network_stop_before(m->net, ORDER_CLASS(e->order) == CLS_RESUME ? e->t + 1 : e->t);
     m->in_cb = was;
 }
 
@@ -1237,10 +1240,21 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
             continue;
         }
         if (tn != NEVER && tn < m->stop) {
-            if (tn > m->now) m->now = tn;
+            /* The network's instants before the model's next event, in one call: the model would
+             * take none of them in between. A network event at the time of a model event comes
+             * after it, except after a resume (a resumed rank acts after what happened at its
+             * resume time). Deliveries that add model events lower the bound (on_deliver). */
+            ms_time_t bound = m->stop;
+            if (e) {
+                ms_time_t b = ORDER_CLASS(e->order) == CLS_RESUME ? tm + 1 : tm;
+                if (b < bound) bound = b;
+            }
             m->tn_valid = 0;
-            if (nm_network_run_until(m->net, tn + 1) < 0) {
-                model_error(m, "nm_network_run_until failed at t=%" PRId64, tn);
+            int nrc = nm_network_run_instants(m->net, bound);
+            ms_time_t last = nm_network_now(m->net) - 1;   /* the last instant processed */
+            if (last > m->now) m->now = last;
+            if (nrc < 0) {
+                model_error(m, "nm_network_run_until failed at t=%" PRId64, last);
                 rc = -1;
                 break;
             }

@@ -1,7 +1,8 @@
 /* The MPI layer model: MPI semantics in virtual time on top of a netmodel network.
  *
  * One engine for both front ends: the model server feeds it the events live ranks report,
- * replay feeds it recorded events. It knows nothing about sockets, files or the real MPI.
+ * replay feeds it recorded events, both through the driver (libmpisim/driver/ms_driver.h), the
+ * one caller of the posts and waits below. It knows nothing about sockets, files or the real MPI.
  *
  * Ranks are world ranks 0..nranks-1. Requests are identified per rank by a 64-bit id the caller
  * chooses (the shim uses a per-rank counter). Times are int64 picoseconds. Every post carries the
@@ -139,14 +140,14 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
 /* Addition: the `req` of a resolution made by a wildcard MPI_Probe/MPI_Iprobe (which has no
  * request); source/tag/bytes are those of the probe's result. */
 #define MS_RESOLUTION_PROBE UINT64_MAX
-/* Addition (host engineer): the receive `req` of `rank` (just posted with ms_model_irecv) also
- * gets a resolution when it is matched, although it names its source and tag: the shim holds it
- * back from the real MPI behind an undecided wildcard and posts it once the model has matched
- * it. Returns 0, or -1 if no such receive is active. */
+/* The receive `req` of `rank` (just posted with ms_model_irecv) also gets a resolution when it is
+ * matched, although it names its source and tag: the shim holds it back from the real MPI behind
+ * an undecided wildcard and posts it once the model has matched it (the driver's
+ * MS_EV_FLAG_NOTIFY). Returns 0, or -1 if no such receive is active. */
 int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req);
-/* Addition (host engineer): the user buffer of a send or receive `req` of `rank` just posted, for
- * the host model's memory registration cache (host.reg_cache). Requests without one count as an
- * unknown buffer. Returns 0, or -1 if no such send or receive is active. */
+/* The user buffer of a send or receive `req` of `rank` just posted, for the host model's memory
+ * registration cache (host.reg_cache; the driver's event field `buf`). Requests without one count
+ * as an unknown buffer, taken as reused. Returns 0, or -1 if no such send or receive is active. */
 int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr);
 
 /* Conservative driving. */
@@ -167,7 +168,7 @@ int ms_model_rank_node(const ms_model *m, int rank);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 
-/* ---- Additions (model engineer) ---------------------------------------------------------- */
+/* ---- Parameters, errors and diagnostics ------------------------------------------------- */
 
 /* The [mpi] parameters in force (for the shim's WELCOME, reports and run records). */
 typedef struct ms_model_params {

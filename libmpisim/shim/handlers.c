@@ -1,6 +1,6 @@
 /* Handlers of the modelled MPI calls (named in mpi_calls.spec; the wrappers call them).
  *
- * Pattern of every handler (DESIGN.md, "Keeping the real MPI moving"): post the real operation
+ * Pattern of every handler (docs/architecture.md, "Keeping the real MPI moving"): post the real operation
  * in its nonblocking form as soon as its arguments are known, report the event to the model,
  * wait for the model's virtual completion while driving the real MPI, then complete the real
  * operation. */

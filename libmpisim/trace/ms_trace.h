@@ -2,7 +2,7 @@
  *
  * Two forms of a trace:
  *  - raw: what a rank's shim appends while it runs, <dir>/rank-<R>.mstrace (layout in
- *    libmpisim/src/trace_raw.h: a header, then protocol messages as records), plus <dir>/meta.json
+ *    libmpisim/trace/trace_raw.h: a header, then protocol messages as records), plus <dir>/meta.json
  *    written by `mpisim run --trace` / `mpisim trace`;
  *  - HDF5: one file for the whole job (schema in replay/README.md), what replay and sweeps read
  *    and what h5py / h5dump users look at.
@@ -30,9 +30,23 @@ extern "C" {
 #define MS_TRACE_UNKNOWN INT32_MIN
 #define MS_TRACE_UNKNOWN_TIME INT64_MIN
 
-/* One record of a rank. `kind` is the record's ms_msg_type (protocol.h): ISEND=2, IRECV=3,
- * ICOLL=4, COMM_ADD=5, WAIT=6, PROBE=7, FINALIZE=8, UNMODELLED=9, CALLSITE=10, CLOCK=11,
- * TR_CALL=32, TR_EXIT=33, RESUME=65, RESOLVE=66. Fields a kind does not use are 0 (the
+/* Record kinds. A raw record is a protocol message (trace_raw.h) and keeps its message type's
+ * value, which the HDF5 trace stores too; trace_raw.c checks that they agree. */
+typedef enum {
+    MS_TRACE_ISEND = 2, MS_TRACE_IRECV = 3, MS_TRACE_ICOLL = 4, MS_TRACE_COMM_ADD = 5, MS_TRACE_WAIT = 6,
+    MS_TRACE_PROBE = 7, MS_TRACE_FINALIZE = 8, MS_TRACE_UNMODELLED = 9, MS_TRACE_CALLSITE = 10,
+    MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14,
+    MS_TRACE_CALL = 32, MS_TRACE_EXIT = 33, MS_TRACE_PCONTROL = 34,  /* an MPI call begins, returns; MPI_Pcontrol */
+    MS_TRACE_RESUME = 65, MS_TRACE_RESOLVE = 66                       /* the model's (or the real MPI's) answers */
+} ms_trace_kind;
+/* WAIT flags */
+#define MS_TRACE_FLAG_SYNC 1      /* the members of the collective left together (communicator creation) */
+#define MS_TRACE_FLAG_UNTIMED 2   /* back from an untimed call */
+/* IRECV flags */
+#define MS_TRACE_FLAG_NOTIFY 1    /* held back from the real MPI behind an undecided wildcard: the model
+                                   * resolved it when it matched it (replay asks the same) */
+
+/* One record of a rank; `kind` is an ms_trace_kind. Fields a kind does not use are 0 (the
  * matched_* and complete_ps "unknown" markers excepted). Meaning per kind: replay/README.md. */
 typedef struct ms_trace_event {
     int32_t kind;
@@ -53,7 +67,7 @@ typedef struct ms_trace_event {
     int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
     int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
-    int32_t flags;           /* WAIT flags (MS_WAIT_FLAG_SYNC) */
+    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED); IRECV: MS_TRACE_FLAG_NOTIFY */
     int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
     int32_t matched_tag;     /* same, its tag */
     int32_t pad;

@@ -14,6 +14,30 @@
 #include "protocol.h"
 #include "trace_raw.h"
 
+/* A record's kind is its message type (ms_trace.h): the two lists must agree. */
+#define SAME_KIND(k) _Static_assert((int)MS_TRACE_##k == (int)MS_MSG_##k, "trace kind " #k)
+SAME_KIND(ISEND);
+SAME_KIND(IRECV);
+SAME_KIND(ICOLL);
+SAME_KIND(COMM_ADD);
+SAME_KIND(WAIT);
+SAME_KIND(PROBE);
+SAME_KIND(FINALIZE);
+SAME_KIND(UNMODELLED);
+SAME_KIND(CALLSITE);
+SAME_KIND(CLOCK);
+SAME_KIND(SITE);
+SAME_KIND(CANCEL);
+SAME_KIND(FREE);
+SAME_KIND(RESUME);
+SAME_KIND(RESOLVE);
+_Static_assert((int)MS_TRACE_CALL == (int)MS_MSG_TR_CALL && (int)MS_TRACE_EXIT == (int)MS_MSG_TR_EXIT &&
+                   (int)MS_TRACE_PCONTROL == (int)MS_MSG_TR_PCONTROL, "trace-only record kinds");
+_Static_assert(MS_TRACE_FLAG_SYNC == MS_WAIT_FLAG_SYNC && MS_TRACE_FLAG_UNTIMED == MS_WAIT_FLAG_UNTIMED,
+               "wait flags");
+_Static_assert(MS_TRACE_FLAG_NOTIFY == MS_IRECV_NOTIFY, "receive flags");
+_Static_assert(sizeof(ms_trace_result) == sizeof(ms_msg_result), "a recorded result is a wire result");
+
 int ms_trace_fail(char *err, size_t len, const char *fmt, ...)
 {
     va_list ap;
@@ -292,8 +316,8 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             ms_msg_irecv m;
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
-            e->peer = m.src; e->tag = m.tag; e->fn = m.fn;
-            e->callsite = m.buf;
+            e->peer = m.src; e->tag = m.tag; e->fn = m.fn; e->flags = m.flags & MS_IRECV_NOTIFY;
+            e->callsite = m.buf;   /* as for ISEND */
             break;
         }
         case MS_MSG_CANCEL:

@@ -171,6 +171,15 @@ nm_time_t nm_network_next_time(const nm_network *net);
 int nm_network_run_until(nm_network *net, nm_time_t limit);
 /* Run until no event is pending. */
 int nm_network_run(nm_network *net);
+/* For a driver that interleaves events of its own with the network's (the MPI model): process
+ * the network's instants in time order while they are earlier than `limit`, exactly as calling
+ * nm_network_run_until(net, t + 1) for each next instant t would (so now ends one past the last
+ * instant processed, not at limit). A delivery or drop callback may lower the bound for the rest
+ * of the call with nm_network_stop_before(net, t): no instant at or after t is processed. Only
+ * the BEAT clock left counts as idle. Returns as nm_network_run_until (after the instant that
+ * failed). */
+int nm_network_run_instants(nm_network *net, nm_time_t limit);
+void nm_network_stop_before(nm_network *net, nm_time_t t);
 nm_time_t nm_network_now(const nm_network *net);
 const char *nm_network_engine_name(const nm_network *net);
 /* 1 when packets can deadlock on this network: an engine whose blocked packets hold their

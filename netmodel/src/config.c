@@ -502,17 +502,12 @@ nm_config *nm_config_create(void)
         nm_config_destroy(cfg);
         return NULL;
     }
-    if (nm_packet_register_keys(cfg, err, sizeof err) != 0) {
+    /* engine keys belong in every configuration, so that profiles and --set can name them; each
+     * engine registers its own (network.c knows which engines are built in) */
+    if (nm_engine_register_keys(cfg, err, sizeof err) != 0) {
         nm_config_destroy(cfg);
         return NULL;
     }
-#ifdef NM_HAVE_MYRINET
-    /* engine keys belong in every configuration, so that profiles and --set can name them */
-    if (nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
-        nm_config_destroy(cfg);
-        return NULL;
-    }
-#endif
     return cfg;
 }
 
@@ -599,9 +594,34 @@ static char *reader_fn(char *str, int num, void *stream)
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
 
+/* How a profile file is named in the origins of its values, which go into every result: a file
+ * found in a directory of the search path that is called "configs" (the shipped profiles, in a
+ * checkout or an installation) is "configs/NAME.ini", the same on every machine; any other file
+ * keeps the name it was given. */
+static void origin_name(const char *path, const char *search_path, char *out, size_t len)
+{
+    snprintf(out, len, "%s", path);
+    const char *slash = strrchr(path, '/');
+    if (!slash || !search_path) return;
+    size_t dlen = (size_t)(slash - path);
+    for (const char *p = search_path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n > 1 && p[n - 1] == '/') n--;
+        if (n == dlen && !strncmp(p, path, n) && n >= 7 && !strncmp(p + n - 7, "configs", 7) &&
+            (n == 7 || p[n - 8] == '/')) {
+            snprintf(out, len, "configs%s", slash);
+            return;
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+}
+
 typedef struct nm_load {
     nm_config *cfg;
     const char *path;           /* as named in messages */
+    char origin[512];           /* as named in values' origins: machine-independent where it can be */
     const char *search_path;
     char **stack;               /* canonical paths of the files being loaded (cycle check) */
     int depth;
@@ -662,7 +682,7 @@ static int handler(void *user, const char *section, const char *name, const char
         return 0;
     }
     char origin[512 + 16], m[420];
-    snprintf(origin, sizeof origin, "%s:%d", L->path, line);
+    snprintf(origin, sizeof origin, "%s:%d", L->origin, line);
     if (entry_assign(e, value, origin, m, sizeof m) != 0) {
         L->err_line = line;
         snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
@@ -805,6 +825,7 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     memset(&L, 0, sizeof L);
     L.cfg = cfg;
     L.path = path;
+    origin_name(path, search_path, L.origin, sizeof L.origin);
     L.search_path = search_path;
     L.stack = stack;
     L.depth = depth;

@@ -122,6 +122,7 @@ typedef struct {
 } mhost;
 
 typedef struct { int w; uint32_t gen; nm_time_t dl; } mtout;
+typedef struct { nm_time_t t; uint64_t k; int ent; } hslot;
 
 typedef struct {
     const nm_topology *topo;
@@ -138,9 +139,8 @@ typedef struct {
     int nw, capw, freew;
     /* indexed binary heap of entities */
     int nent, hn;
-    nm_time_t *et;
-    uint64_t *ek;
-    int *pos, *heap;
+    hslot *heap;
+    int *pos;
     uint64_t seq;
     mtout *to;
     size_t toh, ton, tocap;
@@ -162,51 +162,54 @@ typedef struct {
 static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
 static inline nm_time_t tmin(nm_time_t a, nm_time_t b) { return a < b ? a : b; }
 
+
 /* ---------------------------------------------------------------- event heap */
 
-static inline int hless(const meng *e, int a, int b)
+/* Indexed binary heap of entities, keyed (time, class << 56 | sequence): keys are unique, so the
+ * order of events does not depend on the heap's shape. A slot carries its key, so comparisons
+ * read the heap array only. */
+static inline int hs_less(const hslot *a, const hslot *b)
 {
-    if (e->et[a] != e->et[b]) return e->et[a] < e->et[b];
-    return e->ek[a] < e->ek[b];
+    return a->t < b->t || (a->t == b->t && a->k < b->k);
 }
-static void hswap(meng *e, int i, int j)
+static void hsift_up(meng *e, int i, hslot x)
 {
-    int a = e->heap[i], b = e->heap[j];
-    e->heap[i] = b; e->heap[j] = a;
-    e->pos[b] = i; e->pos[a] = j;
-}
-static void hup(meng *e, int i)
-{
+    hslot *H = e->heap;
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (!hless(e, e->heap[i], e->heap[p])) break;
-        hswap(e, i, p);
+        if (!hs_less(&x, &H[p])) break;
+        H[i] = H[p];
+        e->pos[H[i].ent] = i;
         i = p;
     }
+    H[i] = x;
+    e->pos[x.ent] = i;
 }
-static void hdown(meng *e, int i)
+static void hsift_down(meng *e, int i, hslot x)
 {
+    hslot *H = e->heap;
+    int n = e->hn;
     for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < e->hn && hless(e, e->heap[l], e->heap[m])) m = l;
-        if (r < e->hn && hless(e, e->heap[r], e->heap[m])) m = r;
-        if (m == i) break;
-        hswap(e, i, m);
-        i = m;
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && hs_less(&H[c + 1], &H[c])) c++;
+        if (!hs_less(&H[c], &x)) break;
+        H[i] = H[c];
+        e->pos[H[i].ent] = i;
+        i = c;
     }
+    H[i] = x;
+    e->pos[x.ent] = i;
 }
 static void hremove(meng *e, int ent)
 {
     int i = e->pos[ent];
     if (i < 0) return;
-    int last = --e->hn;
     e->pos[ent] = -1;
-    if (i != last) {
-        e->heap[i] = e->heap[last];
-        e->pos[e->heap[i]] = i;
-        hdown(e, i);
-        hup(e, i);
-    }
+    hslot last = e->heap[--e->hn];
+    if (i == e->hn) return;
+    if (i > 0 && hs_less(&last, &e->heap[(i - 1) / 2])) hsift_up(e, i, last);
+    else hsift_down(e, i, last);
 }
 /* (Re)schedule entity `ent` at t in class cl; NM_TIME_NEVER unschedules. An unchanged
  * (time, class) keeps its sequence number, so re-evaluating a state does not reorder ties. */
@@ -214,18 +217,11 @@ static void sched(meng *e, int ent, nm_time_t t, int cl)
 {
     if (t == NM_TIME_NEVER) { hremove(e, ent); return; }
     int i = e->pos[ent];
-    if (i >= 0 && e->et[ent] == t && (int)(e->ek[ent] >> 56) == cl) return;
-    e->et[ent] = t;
-    e->ek[ent] = ((uint64_t)cl << 56) | (e->seq++ & 0x00ffffffffffffffULL);
-    if (i < 0) {
-        i = e->hn++;
-        e->heap[i] = ent;
-        e->pos[ent] = i;
-        hup(e, i);
-    } else {
-        hup(e, i);
-        hdown(e, e->pos[ent]);
-    }
+    if (i >= 0 && e->heap[i].t == t && (int)(e->heap[i].k >> 56) == cl) return;
+    hslot x = {t, ((uint64_t)cl << 56) | (e->seq++ & 0x00ffffffffffffffULL), ent};
+    if (i < 0) hsift_up(e, e->hn++, x);
+    else if (hs_less(&x, &e->heap[i])) hsift_up(e, i, x);
+    else hsift_down(e, i, x);
 }
 
 static inline int ent_ch(int c, int k) { return c * EK_PER_CH + k; }
@@ -251,9 +247,9 @@ static int32_t cnt_upto(mhop *hp, nm_time_t tau, nm_time_t t, int *lo, int32_t *
     for (int i = *lo; i < hp->nseg; i++) {
         const mseg *s = &hp->seg[i];
         if (t < s->t0) break;
-        nm_time_t m = (t - s->t0) / tau + 1;
-        if (m >= s->n) c += s->n;
-        else { c += (int32_t)m; break; }
+        nm_time_t d = t - s->t0;
+        if (d >= (nm_time_t)(s->n - 1) * tau) c += s->n;   /* the whole segment: no division */
+        else { c += (int32_t)(d / tau) + 1; break; }
     }
     return c;
 }
@@ -350,19 +346,19 @@ static int fifo_push(meng *e, int c, int w, int h)
         int nc = x->fcap ? 2 * x->fcap : 8;
         whref *nf = malloc((size_t)nc * sizeof *nf);
         if (!nf) { e->oom++; return -1; }
-        for (int i = 0; i < x->fn; i++) nf[i] = x->fifo[(x->fh + i) % x->fcap];
+        for (int i = 0; i < x->fn; i++) nf[i] = x->fifo[(x->fh + i) & (x->fcap - 1)];
         free(x->fifo);
         x->fifo = nf;
         x->fh = 0;
         x->fcap = nc;
     }
-    x->fifo[(x->fh + x->fn) % x->fcap] = (whref){w, h};
+    x->fifo[(x->fh + x->fn) & (x->fcap - 1)] = (whref){w, h};
     x->fn++;
     e->w[w].hop[h].in_fifo = 1;
     x->nitb += e->w[w].hop[h].itb;
     return 0;
 }
-static inline whref *fifo_at(mchan *x, int i) { return &x->fifo[(x->fh + i) % x->fcap]; }
+static inline whref *fifo_at(mchan *x, int i) { return &x->fifo[(x->fh + i) & (x->fcap - 1)]; }
 static void fifo_remove(meng *e, int c, int w, int h)
 {
     mchan *x = &e->ch[c];
@@ -370,7 +366,7 @@ static void fifo_remove(meng *e, int c, int w, int h)
         whref *r = fifo_at(x, i);
         if (r->w == w && r->h == h) {
             for (int j = i; j > 0; j--) *fifo_at(x, j) = *fifo_at(x, j - 1);
-            x->fh = (x->fh + 1) % x->fcap;
+            x->fh = (x->fh + 1) & (x->fcap - 1);
             x->fn--;
             e->w[w].hop[h].in_fifo = 0;
             x->nitb -= e->w[w].hop[h].itb;
@@ -476,7 +472,7 @@ static void send_ctrl(meng *e, int c, int type)
     if (type != CT_BEAT) {
         if (x->cqn == CQ_CAP) e->overflow++;   /* cannot happen with sane water marks */
         else {
-            x->cq[(x->cqh + x->cqn) % CQ_CAP] = (mctrl){b + x->tau + x->prop, type};
+            x->cq[(x->cqh + x->cqn) & (CQ_CAP - 1)] = (mctrl){b + x->tau + x->prop, type};
             if (x->cqn++ == 0) sched(e, ent_ch(c, EK_CQ), b + x->tau + x->prop, CL_CTRL);
         }
     }
@@ -557,16 +553,69 @@ static nm_time_t nth_departure(meng *e, int c, nm_time_t t, int32_t need)
     return NM_TIME_NEVER;
 }
 
+/* A stretch after t over which a switch buffer's occupancy cannot rise at an arrival instant: the
+ * next arrivals are one run (a segment, every tau_a) and the departures one run at least as fast
+ * (tau_d <= tau_a) whose first departure after t comes no later than the first arrival, so every
+ * arrival in the stretch is preceded by a departure since the one before. Returns the last such
+ * arrival instant (occupancy there <= occupancy at t), or NM_TIME_NEVER if there is no stretch.
+ * A packet streaming through a switch is such a stretch over its whole length. */
+static nm_time_t rise_window_end(meng *e, int c, nm_time_t t)
+{
+    mchan *x = &e->ch[c];
+    if (x->to_host >= 0) return NM_TIME_NEVER;
+    const mhop *ah = NULL;
+    int32_t ak = 0;
+    for (int i = 0; i < x->fn && !ah; i++) {   /* the next arrival: entry, character */
+        whref r = *fifo_at(x, i);
+        mhop *hp = &e->w[r.w].hop[r.h];
+        int32_t a = arrived_by(e, hp, t);
+        if (a < hp->nplan) { ah = hp; ak = a; }
+        else if (hp->nplan < hp->len) return NM_TIME_NEVER;
+    }
+    if (!ah) return NM_TIME_NEVER;
+    const mhop *dn = NULL;
+    int32_t dq = 0;
+    for (int i = 0; i < x->fn && !dn; i++) {   /* the next departure: a character on a next hop */
+        whref r = *fifo_at(x, i);
+        mworm *w = &e->w[r.w];
+        mhop *hp = &w->hop[r.h];
+        if (hp->rb_dep > t) return NM_TIME_NEVER;   /* a single route byte first */
+        mhop *nx = &w->hop[r.h + 1];
+        if (!nx->active) return NM_TIME_NEVER;
+        int32_t d = hop_dep(e, w, r.h, t);
+        if (d >= hp->len) continue;                 /* gone, waiting for its removal */
+        if (d - 1 >= nx->nplan) return NM_TIME_NEVER;
+        dn = nx;
+        dq = d - 1;
+    }
+    if (!dn) return NM_TIME_NEVER;
+    const mchan *dx = &e->ch[dn->ch];
+    nm_time_t tau_a = x->tau, tau_d = dx->tau;
+    if (tau_d > tau_a) return NM_TIME_NEVER;
+    const mseg *sa = &ah->seg[seg_index(ah, ak)], *sd = &dn->seg[seg_index(dn, dq)];
+    nm_time_t a0 = sa->t0 + (nm_time_t)(ak - sa->k0) * tau_a + tau_a + x->prop;
+    nm_time_t d0 = sd->t0 + (nm_time_t)(dq - sd->k0) * tau_d;
+    nm_time_t dlast = sd->t0 + (nm_time_t)(sd->n - 1) * tau_d;
+    if (d0 > a0 || dlast < a0) return NM_TIME_NEVER;
+    int64_t k = (dlast - a0) / tau_a, left = sa->k0 + sa->n - 1 - ak;
+    if (k > left) k = left;
+    return a0 + k * tau_a;
+}
+
 /* First instant >= now at whose end occupancy > lim. Occupancy rises only at arrivals, by one
- * each, so from occupancy o the earliest possible crossing is lim+1-o arrivals later. */
+ * each, so from occupancy o the earliest possible crossing is lim+1-o arrivals later; stretches
+ * where departures keep pace (rise_window_end) are passed in one step. */
 static nm_time_t find_rise(meng *e, int c, int32_t lim)
 {
     nm_time_t t = e->now;
-    for (;;) {
+    for (int it = 0;; it++) {
         int32_t o = occ(e, c, t);
         if (o > lim) return t;
-        t = nth_arrival(e, c, t, lim + 1 - o);
-        if (t == NM_TIME_NEVER) return t;
+        nm_time_t t2 = nth_arrival(e, c, t, lim + 1 - o);
+        if (t2 == NM_TIME_NEVER) return t2;
+        /* a second step means a long packet: look for a stretch to pass at once */
+        nm_time_t w = it > 0 ? rise_window_end(e, c, t) : NM_TIME_NEVER;
+        t = w != NM_TIME_NEVER && w > t2 ? w : t2;
     }
 }
 static nm_time_t find_fall(meng *e, int c, int32_t lim)
@@ -681,7 +730,7 @@ static void timeout_trim(meng *e)
         mtout *f = &e->to[e->toh];
         mworm *w = &e->w[f->w];
         if (w->gen == f->gen && w->live && !w->completed) break;
-        e->toh = (e->toh + 1) % e->tocap;
+        e->toh = (e->toh + 1) & (e->tocap - 1);
         e->ton--;
     }
     sched(e, ent_timeout(e), e->ton ? e->to[e->toh].dl : NM_TIME_NEVER, CL_NORM);
@@ -752,13 +801,13 @@ static void host_try_start(meng *e, int hid)
             size_t nc = e->tocap ? 2 * e->tocap : 64;
             mtout *nt = malloc(nc * sizeof *nt);
             if (!nt) { e->oom++; return; }
-            for (size_t i = 0; i < e->ton; i++) nt[i] = e->to[(e->toh + i) % e->tocap];
+            for (size_t i = 0; i < e->ton; i++) nt[i] = e->to[(e->toh + i) & (e->tocap - 1)];
             free(e->to);
             e->to = nt;
             e->toh = 0;
             e->tocap = nc;
         }
-        e->to[(e->toh + e->ton) % e->tocap] = (mtout){wi, w->gen, e->now + e->timeout};
+        e->to[(e->toh + e->ton) & (e->tocap - 1)] = (mtout){wi, w->gen, e->now + e->timeout};
         if (e->ton++ == 0) sched(e, ent_timeout(e), e->now + e->timeout, CL_NORM);
     }
     plan(e, ho->ch_out);
@@ -772,7 +821,7 @@ static void itb_start(meng *e, int hid)
 {
     mhost *ho = &e->host[hid];
     struct mtq q = ho->tq[ho->tqh];
-    ho->tqh = (ho->tqh + 1) % ho->tqcap;
+    ho->tqh = (ho->tqh + 1) & (ho->tqcap - 1);
     ho->tqn--;
     sched(e, ent_nictx(e, hid), NM_TIME_NEVER, CL_NORM);
     mchan *x = &e->ch[ho->ch_out];
@@ -821,13 +870,13 @@ static int itb_detect(meng *e, int c)
                 int nc = ho->tqcap ? 2 * ho->tqcap : 8;
                 struct mtq *nq = malloc((size_t)nc * sizeof *nq);
                 if (!nq) { e->oom++; return -1; }
-                for (int j = 0; j < ho->tqn; j++) nq[j] = ho->tq[(ho->tqh + j) % ho->tqcap];
+                for (int j = 0; j < ho->tqn; j++) nq[j] = ho->tq[(ho->tqh + j) & (ho->tqcap - 1)];
                 free(ho->tq);
                 ho->tq = nq;
                 ho->tqh = 0;
                 ho->tqcap = nc;
             }
-            ho->tq[(ho->tqh + ho->tqn++) % ho->tqcap] = (struct mtq){r.w, r.h + 1, ready};
+            ho->tq[(ho->tqh + ho->tqn++) & (ho->tqcap - 1)] = (struct mtq){r.w, r.h + 1, ready};
             any = 1;
         }
     }
@@ -930,13 +979,13 @@ static void head_event(meng *e, int c)
                     int nc = ho->rxcap ? 2 * ho->rxcap : 8;
                     int *nq = malloc((size_t)nc * sizeof *nq);
                     if (!nq) { e->oom++; break; }
-                    for (int j = 0; j < ho->rxn; j++) nq[j] = ho->rxq[(ho->rxh + j) % ho->rxcap];
+                    for (int j = 0; j < ho->rxn; j++) nq[j] = ho->rxq[(ho->rxh + j) & (ho->rxcap - 1)];
                     free(ho->rxq);
                     ho->rxq = nq;
                     ho->rxh = 0;
                     ho->rxcap = nc;
                 }
-                ho->rxq[(ho->rxh + ho->rxn++) % ho->rxcap] = r.w;
+                ho->rxq[(ho->rxh + ho->rxn++) & (ho->rxcap - 1)] = r.w;
                 if (ho->rxn == 1) sched(e, ent_nicrx(e, hid), w->rxdone, CL_NORM);
             }
         }
@@ -972,7 +1021,7 @@ static void nicrx_event(meng *e, int hid)
     while (ho->rxn > 0) {
         int wi = ho->rxq[ho->rxh];
         if (e->w[wi].rxdone > e->now) break;
-        ho->rxh = (ho->rxh + 1) % ho->rxcap;
+        ho->rxh = (ho->rxh + 1) & (ho->rxcap - 1);
         ho->rxn--;
         if (e->rxcap > 0) ho->slots--;
         deliver(e, wi, e->now);
@@ -1009,10 +1058,10 @@ static void drop_worm(meng *e, int wi)
         if (hp->itb && hp->rb_dep != NM_TIME_NEVER && !w->hop[h + 1].active) {
             mhost *ho = &e->host[x->to_host];
             for (int i = 0; i < ho->tqn; i++) {
-                struct mtq *q = &ho->tq[(ho->tqh + i) % ho->tqcap];
+                struct mtq *q = &ho->tq[(ho->tqh + i) & (ho->tqcap - 1)];
                 if (q->w != wi) continue;
-                for (int j = i; j > 0; j--) ho->tq[(ho->tqh + j) % ho->tqcap] = ho->tq[(ho->tqh + j - 1) % ho->tqcap];
-                ho->tqh = (ho->tqh + 1) % ho->tqcap;
+                for (int j = i; j > 0; j--) ho->tq[(ho->tqh + j) & (ho->tqcap - 1)] = ho->tq[(ho->tqh + j - 1) & (ho->tqcap - 1)];
+                ho->tqh = (ho->tqh + 1) & (ho->tqcap - 1);
                 ho->tqn--;
                 break;
             }
@@ -1040,7 +1089,7 @@ static void timeout_event(meng *e)
             if (f.dl > e->now) break;
             drop_worm(e, f.w);
         }
-        e->toh = (e->toh + 1) % e->tocap;
+        e->toh = (e->toh + 1) & (e->tocap - 1);
         e->ton--;
     }
     timeout_trim(e);
@@ -1051,7 +1100,7 @@ static void cq_event(meng *e, int c)
     mchan *x = &e->ch[c];
     while (x->cqn > 0 && x->cq[x->cqh].t <= e->now) {
         mctrl q = x->cq[x->cqh];
-        x->cqh = (x->cqh + 1) % CQ_CAP;
+        x->cqh = (x->cqh + 1) & (CQ_CAP - 1);
         x->cqn--;
         int tc = x->rev;             /* the transmitter this flow control is for */
         mchan *tx = &e->ch[tc];
@@ -1175,11 +1224,9 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
     e->host = calloc((size_t)e->nhost + 1, sizeof *e->host);
     e->dirty = calloc((size_t)e->nch + 1, sizeof *e->dirty);
     e->nent = e->nch * EK_PER_CH + 2 * e->nhost + 2;
-    e->et = calloc((size_t)e->nent, sizeof *e->et);
-    e->ek = calloc((size_t)e->nent, sizeof *e->ek);
     e->pos = malloc((size_t)e->nent * sizeof *e->pos);
     e->heap = malloc((size_t)e->nent * sizeof *e->heap);
-    if (!e->ch || !e->host || !e->dirty || !e->et || !e->ek || !e->pos || !e->heap) {
+    if (!e->ch || !e->host || !e->dirty || !e->pos || !e->heap) {
         snprintf(err, errlen, "out of memory");
         eng_destroy(e);
         return NULL;
@@ -1241,8 +1288,6 @@ static void eng_destroy(void *p)
     free(e->ch);
     free(e->host);
     free(e->dirty);
-    free(e->et);
-    free(e->ek);
     free(e->pos);
     free(e->heap);
     free(e->to);
@@ -1316,6 +1361,7 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
     /* NIC queue, kept in injection-time order; each packet costs nic_send_cost in turn */
     mhost *ho = &e->host[src];
     int prev = -1, cur = ho->qhead;
+    if (ho->qtail >= 0 && e->w[ho->qtail].inject <= t) { prev = ho->qtail; cur = -1; }   /* the usual case */
     while (cur >= 0 && e->w[cur].inject <= t) { prev = cur; cur = e->w[cur].qnext; }
     w->qnext = cur;
     if (prev < 0) ho->qhead = wi; else e->w[prev].qnext = wi;
@@ -1336,8 +1382,8 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
 static nm_time_t eng_next_time(const void *p)
 {
     const meng *e = p;
-    if (e->hn == 0 || (e->hn == 1 && e->heap[0] == ent_beat(e))) return NM_TIME_NEVER;   /* idle */
-    return e->et[e->heap[0]];
+    if (e->hn == 0 || (e->hn == 1 && e->heap[0].ent == ent_beat(e))) return NM_TIME_NEVER;   /* idle */
+    return e->heap[0].t;
 }
 
 static int eng_run_until(void *p, nm_time_t limit)
@@ -1345,8 +1391,8 @@ static int eng_run_until(void *p, nm_time_t limit)
     meng *e = p;
     uint64_t over0 = e->overflow, oom0 = e->oom, dl0 = e->st.deadlocks;
     while (e->hn > 0) {
-        int ent = e->heap[0];
-        nm_time_t t = e->et[ent];
+        int ent = e->heap[0].ent;
+        nm_time_t t = e->heap[0].t;
         if (t >= limit) break;
         /* only the BEAT clock left: the network is idle */
         if (limit == NM_TIME_NEVER && e->hn == 1 && ent == ent_beat(e)) break;
@@ -1359,6 +1405,36 @@ static int eng_run_until(void *p, nm_time_t limit)
     }
     if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
     if (limit != NM_TIME_NEVER && limit > e->now) e->now = limit;
+    if (e->oom != oom0) return -2;
+    if (e->overflow != over0) return -1;
+    return e->st.deadlocks != dl0 ? -3 : 0;
+}
+
+/* nm_network_run_instants: the same events in the same order as eng_run_until(t + 1) for each
+ * instant t, stopping after an instant whose events failed (as that call would return). */
+static int eng_run_instants(void *p, nm_time_t limit, const nm_time_t *stop)
+{
+    meng *e = p;
+    uint64_t over0 = e->overflow, oom0 = e->oom, dl0 = e->st.deadlocks;
+    int any = 0;
+    nm_time_t last = 0;
+    while (e->hn > 0) {
+        int ent = e->heap[0].ent;
+        nm_time_t t = e->heap[0].t;
+        if (any && t > last && (e->oom != oom0 || e->overflow != over0 || e->st.deadlocks != dl0)) break;
+        if (t >= limit || t >= *stop) break;
+        if (e->hn == 1 && ent == ent_beat(e)) break;   /* only the BEAT clock: idle */
+        hremove(e, ent);
+        e->now = t;
+        last = t;
+        any = 1;
+        dispatch(e, ent);
+        flush_dirty(e);
+        e->st.events++;
+        if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+    }
+    if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+    if (any && last + 1 > e->now) e->now = last + 1;
     if (e->oom != oom0) return -2;
     if (e->overflow != over0) return -1;
     return e->st.deadlocks != dl0 ? -3 : 0;
@@ -1392,7 +1468,7 @@ static size_t eng_link_busy(const void *p, nm_time_t *busy, size_t max)
 
 const nm_engine_ops nm_engine_myrinet = {
     "myrinet", eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
-    eng_link_busy,
+    eng_link_busy, .run_instants = eng_run_instants,
 };
 
 /* Keys only this engine reads, registered when the configuration lacks them. */

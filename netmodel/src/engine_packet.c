@@ -754,10 +754,13 @@ static size_t pe_link_busy(const void *e, nm_time_t *busy, size_t max)
 
 const nm_engine_ops nm_engine_ethernet = {
     "ethernet", eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
 };
 const nm_engine_ops nm_engine_avici = {
     "avici", avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
 };
 const nm_engine_ops nm_engine_sci = {
     "sci", sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
 };

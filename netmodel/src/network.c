@@ -13,6 +13,7 @@ struct nm_network {
     nm_deliver_fn deliver;
     nm_drop_fn drop;
     void *user;
+    nm_time_t stop;     /* nm_network_run_instants: lowered by callbacks (nm_network_stop_before) */
 };
 
 static const nm_engine_ops *const engines[] = {
@@ -25,6 +26,23 @@ static const nm_engine_ops *const engines[] = {
     &nm_engine_sci,
 };
 
+/* Each engine registers the keys only it reads, in every configuration, so that profiles and
+ * --set can name them whatever the engine chosen (engines of one family share a function;
+ * analytic has none). */
+static int (*const engine_keys[])(nm_config *cfg, char *err, size_t errlen) = {
+    nm_packet_register_keys,
+#ifdef NM_HAVE_MYRINET
+    nm_myrinet_register_keys,
+#endif
+};
+
+int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof engine_keys / sizeof engine_keys[0]; i++)
+        if (engine_keys[i](cfg, err, errlen) != 0) return -1;
+    return 0;
+}
+
 int nm_engine_blocks(const char *engine)
 {
     /* the packet engines queue whole units at servers and never hold a channel waiting */
@@ -33,7 +51,7 @@ int nm_engine_blocks(const char *engine)
 
 nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
 {
-    if (!cfg || !topo || !topo->routes) {
+    if (!cfg || !topo || !topo->rt) {
         nm_set_err(err, errlen, "nm_network_create: a configuration and a loaded topology are needed");
         return NULL;
     }
@@ -101,6 +119,24 @@ int nm_network_run_until(nm_network *net, nm_time_t limit)
 }
 
 int nm_network_run(nm_network *net) { return nm_network_run_until(net, NM_TIME_NEVER); }
+
+int nm_network_run_instants(nm_network *net, nm_time_t limit)
+{
+    if (!net) return -1;
+    net->stop = NM_TIME_NEVER;
+    if (net->ops->run_instants) return net->ops->run_instants(net->eng, limit, &net->stop);
+    for (;;) {
+        nm_time_t tn = net->ops->next_time(net->eng), b = limit < net->stop ? limit : net->stop;
+        if (tn == NM_TIME_NEVER || tn >= b) return 0;
+        int rc = net->ops->run_until(net->eng, tn + 1);
+        if (rc < 0) return rc;
+    }
+}
+
+void nm_network_stop_before(nm_network *net, nm_time_t t)
+{
+    if (net && t < net->stop) net->stop = t;
+}
 
 nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net->eng) : 0; }
 

@@ -5,6 +5,10 @@
 
 #include "netmodel.h"
 
+#ifdef __cplusplus
+extern "C" {   /* the C++ unit tests include this too */
+#endif
+
 /* A node is a host or a switch. Hosts are numbered 0..nhosts-1 within hosts; switches
  * 0..nswitches-1 within switches. Every node has ports; a port is attached to at most one
  * full-duplex link. A link has two directed channels. */
@@ -56,7 +60,7 @@ struct nm_topology {
     nm_host *hosts;
     nm_switch *switches;
     nm_link *links;
-    nm_route *routes;              /* nhosts*nhosts, index src*nhosts+dst; src==dst: nhops=-1 */
+    struct nm_routing *rt;         /* the routes (routes.c): given ones, and what computes the others */
     /* Added by topology.c (may be NULL/0 in hand-built topologies): */
     char **host_names;             /* nhosts names ("H0"... for generated topologies) */
     char **switch_names;           /* nswitches names */
@@ -81,10 +85,11 @@ enum { NM_GEN_OTHER = 0, NM_GEN_AVICI = 1, NM_GEN_SCI = 2 };
 
 enum { NM_ROUTING_SHORTEST = 0, NM_ROUTING_UPDOWN = 1, NM_ROUTING_ITB = 2 };
 
-static inline const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
-{
-    return &t->routes[(size_t)src * (size_t)t->nhosts + (size_t)dst];
-}
+typedef struct nm_routing nm_routing;
+/* The route src -> dst: given, or computed on its first use and kept (routes.c). Never NULL: an
+ * unroutable pair (or src == dst, or a host out of range) has nhops = -1. The route stays valid
+ * and unchanged until the topology is destroyed or its routes are computed again. */
+const nm_route *nm_route_get(const nm_topology *t, int src, int dst);
 
 /* Engines implement this table; nm_network dispatches on network.engine. */
 typedef struct nm_engine_ops {
@@ -97,6 +102,9 @@ typedef struct nm_engine_ops {
     nm_time_t (*now)(const void *eng);
     void (*stats)(const void *eng, nm_stats *out);
     size_t (*link_busy)(const void *eng, nm_time_t *busy_ps, size_t max);
+    /* nm_network_run_instants; *stop may be lowered by callbacks while it runs. NULL: the
+     * network steps the engine one instant at a time with run_until. */
+    int (*run_instants)(void *eng, nm_time_t limit, const nm_time_t *stop);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */
@@ -151,15 +159,22 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
  * route table and applies the file's routes. 0, or -1 with "FILE:LINE: ..." in err. */
 int nm_topo_is_001(const char *text);
 int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_config *cfg, char *err, size_t errlen);
-/* Allocate the nhosts*nhosts route table (all nhops = -1). */
+/* Create the route store (no route yet). 0 or -1 (memory). */
 int nm_topo_alloc_routes(nm_topology *t);
+/* The slot of an explicitly given route src -> dst (topology files, tests): nhops = -1 when new,
+ * >= 0 when one was given before. It replaces the computed route of the pair. NULL: memory or
+ * bad hosts. Fill it with nm_route_set / nm_route_set_itb. */
+nm_route *nm_route_given(nm_topology *t, int src, int dst);
+void nm_routes_free(nm_topology *t);
+/* The first host pair (in src, dst order) without a route: 1 and the pair, 0 if none, -1 (memory). */
+int nm_routes_first_unreachable(const nm_topology *t, int *src, int *dst);
 
 /* Route storage. nm_route_set copies the arrays; nm_route_clear frees them (nhops = -1). */
 int nm_route_set(nm_route *r, int nhops, const int *out_port, const int *channel);
 void nm_route_clear(nm_route *r);
-/* Fill every route src != dst not already set (nhops == -1), by network.routing (and
- * network.route_ties). Unreachable pairs keep nhops = -1; the caller decides if that is an
- * error. 0, or -1 with a message. */
+/* Set up the routing by network.routing (and network.route_ties, network.seed, ...): routes of
+ * pairs not given are computed from it when first asked for. Unreachable pairs have nhops = -1;
+ * the caller decides if that is an error (nm_routes_first_unreachable). 0, or -1 with a message. */
 int nm_routes_compute(nm_topology *topo, const nm_config *cfg, char *err, size_t errlen);
 /* Route with in-transit hosts (nchannels = nhops + 1 + nitb); copies the arrays. */
 int nm_route_set_itb(nm_route *r, int nhops, const int *out_port, int nchannels, const int *channel, int nitb,
@@ -170,11 +185,14 @@ int nm_updown_orient(nm_topology *t, int root, char *err, size_t errlen);
 /* Directed channel c between two switches goes "up" (toward the root: to a lower level, or to the
  * lower switch id on the same level): 1; down: 0; not switch-to-switch or no orientation: -1. */
 int nm_channel_is_up(const nm_topology *t, int c);
-/* The deadlock checker: every route is followed (connected, ends where it should, in-transit
- * hosts where it says; with an orientation, every segment between hosts is a legal up/down
- * path) and the channel dependency graph of all routes (no dependency across an in-transit host)
- * must be acyclic. Sets t->route_check_ok / route_check_msg; 0 when it passes, -1 otherwise
- * (msg names the first illegal route or a dependency cycle). */
+/* The deadlock checker, for every route a run may use (computed or not yet): every given route
+ * is followed (connected, ends where it should, in-transit hosts where it says; with an
+ * orientation, every segment between hosts is a legal up/down path); shortest and updown: so is
+ * every computed route, and the channel dependency graph of all routes (no dependency across an
+ * in-transit host) must be acyclic; itb: the graph of every turn the orientation allows must be
+ * acyclic (each itb route is followed when it is computed). Sets t->route_check_ok /
+ * route_check_msg; 0 when it passes, -1 otherwise (msg names the first illegal route or a
+ * dependency cycle). */
 int nm_routes_check(nm_topology *t, char *msg, size_t msglen);
 /* The switch a host's link goes to, or -1 (host-to-host cable / unlinked). */
 int nm_topology_switch_of_host(const nm_topology *t, int host);
@@ -195,6 +213,9 @@ extern const nm_engine_ops nm_engine_myrinet;
 /* The myrinet engine's own keys (network.nic_recv_queue, network.myrinet_stepping), registered
  * only if the configuration does not already have them. 0 or -1 with a message. */
 int nm_myrinet_register_keys(nm_config *cfg, char *err, size_t errlen);
+/* network.c: every engine built in registers the keys only it reads (the functions above). 0 or
+ * -1 with a message. */
+int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen);
 
 
 /* nm_util.c */
@@ -202,4 +223,7 @@ void nm_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 char *nm_strdup(const char *s);
 char *nm_read_all(FILE *f, size_t max, size_t *len);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

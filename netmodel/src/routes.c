@@ -15,8 +15,22 @@
  *   (fewest_itb) with a generator seeded by (network.seed, src, dst); where it turns from a down
  *   link to an up link it is split at that switch: the packet is addressed to a host on that
  *   switch (drawn the same way), which ejects it into its in-transit buffer and reinjects it.
- * The checker (nm_routes_check) follows every route and proves the channel dependency graph
- * acyclic. Everything here is deterministic. */
+ *
+ * Storage at scale: no table over host pairs. A route is a function of its pair that is computed
+ * when the pair is first asked for (nm_route_get) and kept in a cache, so a run stores the routes
+ * it uses. What the functions need is kept per switch: BFS distances per destination switch
+ * (shortest), the balanced up*-down* paths per (source host, destination switch) unit (computed
+ * at load, because each unit's choice depends on the load of every unit routed before it: 4096
+ * hosts on 256 switches are 1 M units, not 16 M pairs), the ITB path counts per destination
+ * switch (itb, computed on first use). Routes given explicitly (topology files) are kept as given.
+ *
+ * The checker (nm_routes_check) must prove deadlock freedom before the run, for routes that are
+ * not computed yet. shortest and updown: every route is a function of a few per-switch tables, so
+ * the channel dependencies of every host pair are enumerated from them (each switch path once per
+ * unit, the host ends per pair) into a bitmap over (channel, output port), then Kahn's algorithm.
+ * itb: every route is split into legal up*-down* segments, and the graph of every legal turn of
+ * the orientation is acyclic, so any such routes are deadlock-free; each route's segments are
+ * checked when the route is computed. Everything here is deterministic. */
 #include "nm_internal.h"
 
 #include <stdarg.h>
@@ -91,91 +105,352 @@ int nm_route_set_itb(nm_route *r, int nhops, const int *out_port, int nchannels,
     return 0;
 }
 
+/* ---- switch graph helpers ------------------------------------------------------------------ */
+
+typedef struct sgraph {
+    int ns;
+    int *off;      /* ns+1 offsets into ch/nb */
+    int *ch;       /* directed switch->switch channels leaving each switch, in port order */
+    int *nb;       /* the neighbour each leads to */
+    int *dist;     /* dist[target*ns + s] */
+    int *hosts_off, *hosts;   /* hosts per switch, in host order */
+} sgraph;
+
+static void sgraph_free(sgraph *g)
+{
+    free(g->off); free(g->ch); free(g->nb); free(g->dist); free(g->hosts_off); free(g->hosts);
+    memset(g, 0, sizeof *g);
+}
+
+static int sgraph_build(const nm_topology *t, sgraph *g)
+{
+    int ns = t->nswitches, nh = t->nhosts;
+    memset(g, 0, sizeof *g);
+    g->ns = ns;
+    int total = 0;
+    for (int s = 0; s < ns; s++)
+        for (int p = 0; p < t->switches[s].nports; p++)
+            if (neighbour_switch(t, s, p) >= 0) total++;
+    g->off = malloc(((size_t)ns + 1) * sizeof *g->off);
+    g->ch = malloc((size_t)(total ? total : 1) * sizeof *g->ch);
+    g->nb = malloc((size_t)(total ? total : 1) * sizeof *g->nb);
+    g->dist = malloc((size_t)(ns ? ns : 1) * (size_t)(ns ? ns : 1) * sizeof *g->dist);
+    g->hosts_off = calloc((size_t)ns + 1, sizeof *g->hosts_off);
+    g->hosts = malloc((size_t)(nh ? nh : 1) * sizeof *g->hosts);
+    int *q = malloc((size_t)(ns ? ns : 1) * sizeof *q);
+    if (!g->off || !g->ch || !g->nb || !g->dist || !g->hosts_off || !g->hosts || !q) {
+        free(q);
+        sgraph_free(g);
+        return -1;
+    }
+    int k = 0;
+    for (int s = 0; s < ns; s++) {
+        g->off[s] = k;
+        for (int p = 0; p < t->switches[s].nports; p++) {
+            int n = neighbour_switch(t, s, p);
+            if (n < 0) continue;
+            g->ch[k] = nm_channel_leaving(t, t->switches[s].port_link[p], NM_NODE_SWITCH, s);
+            g->nb[k] = n;
+            k++;
+        }
+    }
+    g->off[ns] = k;
+    for (int s = 0; s < ns; s++) bfs(t, s, &g->dist[(size_t)s * (size_t)ns], q);
+    free(q);
+    for (int h = 0; h < nh; h++) {
+        int s = nm_topology_switch_of_host(t, h);
+        if (s >= 0) g->hosts_off[s + 1]++;
+    }
+    for (int s = 0; s < ns; s++) g->hosts_off[s + 1] += g->hosts_off[s];
+    int *fill = calloc((size_t)ns + 1, sizeof *fill);
+    if (!fill) { sgraph_free(g); return -1; }
+    for (int h = 0; h < nh; h++) {
+        int s = nm_topology_switch_of_host(t, h);
+        if (s >= 0) g->hosts[g->hosts_off[s] + fill[s]++] = h;
+    }
+    free(fill);
+    return 0;
+}
+
+/* ---- the route store ------------------------------------------------------------------------ */
+
+/* A stored route: computed ones live in blocks (their arrays right behind them), given ones are
+ * allocated one by one (nm_route_set may replace their arrays). */
+typedef struct croute {
+    nm_route r;
+    int given;
+    int src, dst;
+} croute;
+
+typedef struct itb_dest {        /* itb: path counts toward one destination switch (routes_itb) */
+    double *P, *C;
+    int *F;
+} itb_dest;
+
+struct nm_routing {
+    int kind;                    /* NM_ROUTING_*, -1 until nm_routes_compute */
+    int spread, fewest;          /* network.route_ties, network.itb_path */
+    uint64_t seed;               /* network.seed */
+    int have_g;
+    sgraph g;                    /* updown, itb */
+    int **dist_row;              /* shortest without t->sw_dist: BFS rows per target, on demand */
+    /* updown: per (source host, destination switch) unit, its switch-to-switch channels as
+     * [count, channels...] at ud_off[s * ns + b] in ud_path; -1: no unit */
+    int ud_state;                /* 0 not computed, 1 computed, -1 out of memory */
+    int64_t *ud_off;
+    int *ud_path;
+    size_t ud_n, ud_cap;
+    itb_dest *itb;               /* per destination switch, on demand */
+    /* the cache: pair (src * nhosts + dst + 1) -> route */
+    uint64_t *key;
+    croute **val;
+    size_t cap, n;
+    char **blocks;
+    size_t nblocks, bcap, bleft;
+    char *bp;
+    croute **given;
+    size_t ngiven, gcap;
+    uint64_t bad;                /* computed routes that failed their check (never expected) */
+    int *chans, *itb_hosts;      /* scratch for one route */
+    int scap;
+};
+
+static const nm_route no_route = {-1, NULL, 0, NULL, NULL, 0};
+
+static int ensure_scratch(nm_routing *R, int n)
+{
+    if (n <= R->scap) return 0;
+    int *c = realloc(R->chans, (size_t)n * sizeof *c), *h = c ? realloc(R->itb_hosts, (size_t)n * sizeof *h) : NULL;
+    if (c) R->chans = c;
+    if (h) R->itb_hosts = h;
+    if (!c || !h) return -1;
+    R->scap = n;
+    return 0;
+}
+
+int nm_topo_alloc_routes(nm_topology *t)
+{
+    if (t->nhosts <= 0) return -1;
+    if (t->rt) return 0;
+    t->rt = calloc(1, sizeof *t->rt);
+    if (!t->rt) return -1;
+    t->rt->kind = -1;
+    /* a route has at most 2 * (switches + hosts) + 2 channels (itb: each switch crossed at most
+     * twice, once more per in-transit host) */
+    return ensure_scratch(t->rt, 2 * (t->nswitches + t->nhosts) + 4);
+}
+
+static size_t hslot(const nm_routing *R, uint64_t k)
+{
+    uint64_t h = k * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h >> 17) & (R->cap - 1);
+}
+
+static croute *cache_find(const nm_routing *R, uint64_t k)
+{
+    if (!R->cap) return NULL;
+    for (size_t i = hslot(R, k);; i = (i + 1) & (R->cap - 1)) {
+        if (R->key[i] == k) return R->val[i];
+        if (R->key[i] == 0) return NULL;
+    }
+}
+
+static int cache_put(nm_routing *R, uint64_t k, croute *v)
+{
+    if (2 * (R->n + 1) > R->cap) {
+        size_t nc = R->cap ? 2 * R->cap : 1024;
+        uint64_t *nk = calloc(nc, sizeof *nk);
+        croute **nv = malloc(nc * sizeof *nv);
+        if (!nk || !nv) { free(nk); free(nv); return -1; }
+        uint64_t *ok = R->key;
+        croute **ov = R->val;
+        size_t oc = R->cap;
+        R->key = nk;
+        R->val = nv;
+        R->cap = nc;
+        for (size_t i = 0; i < oc; i++)
+            if (ok[i]) {
+                size_t j = hslot(R, ok[i]);
+                while (R->key[j]) j = (j + 1) & (R->cap - 1);
+                R->key[j] = ok[i];
+                R->val[j] = ov[i];
+            }
+        free(ok);
+        free(ov);
+    }
+    size_t i = hslot(R, k);
+    while (R->key[i] && R->key[i] != k) i = (i + 1) & (R->cap - 1);
+    if (!R->key[i]) R->n++;
+    R->key[i] = k;
+    R->val[i] = v;
+    return 0;
+}
+
+static void *arena_alloc(nm_routing *R, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > R->bleft) {
+        size_t sz = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
+        if (R->nblocks == R->bcap) {
+            size_t nc = R->bcap ? 2 * R->bcap : 16;
+            char **nb = realloc(R->blocks, nc * sizeof *nb);
+            if (!nb) return NULL;
+            R->blocks = nb;
+            R->bcap = nc;
+        }
+        char *b = malloc(sz);
+        if (!b) return NULL;
+        R->blocks[R->nblocks++] = b;
+        R->bp = b;
+        R->bleft = sz;
+    }
+    void *p = R->bp;
+    R->bp += n;
+    R->bleft -= n;
+    return p;
+}
+
+/* Forget the computed routing (keeps given routes): before routes are computed again. */
+static void routing_clear(nm_topology *t)
+{
+    nm_routing *R = t->rt;
+    if (!R) return;
+    if (R->have_g) sgraph_free(&R->g);
+    R->have_g = 0;
+    if (R->dist_row) {
+        for (int b = 0; b < t->nswitches; b++) free(R->dist_row[b]);
+        free(R->dist_row);
+        R->dist_row = NULL;
+    }
+    free(R->ud_off);
+    free(R->ud_path);
+    R->ud_off = NULL;
+    R->ud_path = NULL;
+    R->ud_n = R->ud_cap = 0;
+    R->ud_state = 0;
+    if (R->itb) {
+        for (int b = 0; b < t->nswitches; b++) { free(R->itb[b].P); free(R->itb[b].C); free(R->itb[b].F); }
+        free(R->itb);
+        R->itb = NULL;
+    }
+    for (size_t i = 0; i < R->nblocks; i++) free(R->blocks[i]);
+    R->nblocks = 0;
+    R->bleft = 0;
+    R->bp = NULL;
+    /* the cache keeps the given routes only */
+    free(R->key);
+    free(R->val);
+    R->key = NULL;
+    R->val = NULL;
+    R->cap = R->n = 0;
+    for (size_t i = 0; i < R->ngiven; i++) {
+        croute *c = R->given[i];
+        (void)cache_put(R, (uint64_t)c->src * (uint64_t)t->nhosts + (uint64_t)c->dst + 1, c);
+    }
+    R->kind = -1;
+    R->bad = 0;
+}
+
+void nm_routes_free(nm_topology *t)
+{
+    nm_routing *R = t->rt;
+    if (!R) return;
+    routing_clear(t);
+    for (size_t i = 0; i < R->ngiven; i++) {
+        nm_route_clear(&R->given[i]->r);
+        free(R->given[i]);
+    }
+    free(R->given);
+    free(R->blocks);
+    free(R->key);
+    free(R->val);
+    free(R->chans);
+    free(R->itb_hosts);
+    free(R);
+    t->rt = NULL;
+}
+
+nm_route *nm_route_given(nm_topology *t, int src, int dst)
+{
+    nm_routing *R = t->rt;
+    if (!R || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts || src == dst) return NULL;
+    uint64_t k = (uint64_t)src * (uint64_t)t->nhosts + (uint64_t)dst + 1;
+    croute *c = cache_find(R, k);
+    if (c && c->given) return &c->r;
+    if (R->ngiven == R->gcap) {
+        size_t nc = R->gcap ? 2 * R->gcap : 16;
+        croute **ng = realloc(R->given, nc * sizeof *ng);
+        if (!ng) return NULL;
+        R->given = ng;
+        R->gcap = nc;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->r.nhops = -1;
+    c->given = 1;
+    c->src = src;
+    c->dst = dst;
+    if (cache_put(R, k, c) != 0) { free(c); return NULL; }
+    R->given[R->ngiven++] = c;
+    return &c->r;
+}
+
+/* BFS distances of every switch to switch b (a row of t->sw_dist, or computed once). */
+static const int *dist_to(const nm_topology *t, nm_routing *R, int b)
+{
+    int ns = t->nswitches;
+    if (t->sw_dist) return &t->sw_dist[(size_t)b * (size_t)ns];   /* symmetric: links are full duplex */
+    if (R->have_g) return &R->g.dist[(size_t)b * (size_t)ns];
+    if (!R->dist_row && !(R->dist_row = calloc((size_t)ns, sizeof *R->dist_row))) return NULL;
+    if (!R->dist_row[b]) {
+        int *d = malloc((size_t)ns * sizeof *d), *q = malloc((size_t)ns * sizeof *q);
+        if (d && q) bfs(t, b, d, q);
+        free(q);
+        if (!d || !q) { free(d); return NULL; }
+        R->dist_row[b] = d;
+    }
+    return R->dist_row[b];
+}
+
 /* ---- shortest ------------------------------------------------------------------------------ */
 
-static int routes_shortest(nm_topology *t, const nm_config *cfg, char *err, size_t errlen)
+/* Channels of the shortest route s -> d into chans; their count, or -1 (no route). */
+static int route_shortest(const nm_topology *t, nm_routing *R, int s, int d, int *chans)
 {
-    const char *ties = cfg ? nm_config_string(cfg, "network.route_ties") : "lowest";
-    int spread = !strcmp(ties, "spread") || (!strcmp(ties, "auto") && t->prefer_spread);
-    int ns = t->nswitches, nh = t->nhosts;
-    /* one BFS per switch that has hosts, kept: dist[target*ns + s] */
-    int *dist = ns ? malloc((size_t)ns * (size_t)ns * sizeof *dist) : NULL;
-    char *done = ns ? calloc((size_t)ns, 1) : NULL;
-    int *queue = ns ? malloc((size_t)ns * sizeof *queue) : NULL;
-    int *cand = malloc(257 * sizeof *cand);
-    int maxhops = ns + 1;
-    int *ports = malloc((size_t)maxhops * sizeof *ports);
-    int *chans = malloc((size_t)(maxhops + 1) * sizeof *chans);
-    int rc = -1;
-    if ((ns && (!dist || !done || !queue)) || !cand || !ports || !chans) {
-        nm_set_err(err, errlen, "out of memory");
-        goto out;
-    }
-    for (int d = 0; d < nh; d++) {
-        int dl = t->hosts[d].link;
-        if (dl < 0) continue;
-        /* where the destination hangs: a switch (target, tport) or directly a host */
-        int dk, did, dport;
-        nm_channel_to(t, nm_channel_leaving(t, dl, NM_NODE_HOST, d), &dk, &did, &dport);
-        int target = dk == NM_NODE_SWITCH ? did : -1, tport = dport;
-        int *D = NULL;
-        if (target >= 0) {
-            D = &dist[(size_t)target * (size_t)ns];
-            if (!done[target]) {
-                bfs(t, target, D, queue);
-                done[target] = 1;
+    int dl = t->hosts[d].link, sl = t->hosts[s].link;
+    if (dl < 0 || sl < 0) return -1;
+    /* where the destination hangs: a switch (target, tport) or directly a host */
+    int dk, did, dport;
+    nm_channel_to(t, nm_channel_leaving(t, dl, NM_NODE_HOST, d), &dk, &did, &dport);
+    int target = dk == NM_NODE_SWITCH ? did : -1, tport = dport;
+    int c0 = nm_channel_leaving(t, sl, NM_NODE_HOST, s);
+    int k, cur, port;
+    nm_channel_to(t, c0, &k, &cur, &port);
+    chans[0] = c0;
+    if (k == NM_NODE_HOST) return cur == d ? 1 : -1;   /* host-to-host cable */
+    if (target < 0) return -1;
+    const int *D = dist_to(t, R, target);
+    if (!D || D[cur] < 0) return -1;
+    int h = 0, cand[257];
+    while (1) {
+        int out;
+        if (cur == target) {
+            out = tport;
+        } else {
+            int nc = 0;
+            for (int p = 0; p < t->switches[cur].nports && nc < 257; p++) {
+                int n = neighbour_switch(t, cur, p);
+                if (n >= 0 && D[n] == D[cur] - 1) cand[nc++] = p;
             }
+            out = cand[R->spread ? (int)(((unsigned)s + (unsigned)d) % (unsigned)nc) : 0];
         }
-        for (int s = 0; s < nh; s++) {
-            if (s == d) continue;
-            nm_route *r = &t->routes[(size_t)s * (size_t)nh + (size_t)d];
-            if (r->nhops >= 0) continue;  /* given explicitly */
-            int sl = t->hosts[s].link;
-            if (sl < 0) continue;
-            int c0 = nm_channel_leaving(t, sl, NM_NODE_HOST, s);
-            int k, cur, port;
-            nm_channel_to(t, c0, &k, &cur, &port);
-            chans[0] = c0;
-            int h = 0;
-            if (k == NM_NODE_HOST) {
-                if (cur != d) continue;  /* host-to-host cable to someone else */
-            } else {
-                if (target < 0 || D[cur] < 0) continue;
-                while (1) {
-                    int out;
-                    if (cur == target) {
-                        out = tport;
-                    } else {
-                        int nc = 0;
-                        for (int p = 0; p < t->switches[cur].nports && nc < 257; p++) {
-                            int n = neighbour_switch(t, cur, p);
-                            if (n >= 0 && D[n] == D[cur] - 1) cand[nc++] = p;
-                        }
-                        out = cand[spread ? (int)(((unsigned)s + (unsigned)d) % (unsigned)nc) : 0];
-                    }
-                    ports[h] = out;
-                    int l = t->switches[cur].port_link[out];
-                    chans[h + 1] = nm_channel_leaving(t, l, NM_NODE_SWITCH, cur);
-                    h++;
-                    if (cur == target) break;
-                    nm_channel_to(t, chans[h], &k, &cur, &port);
-                }
-            }
-            if (nm_route_set(r, h, ports, chans) != 0) {
-                nm_set_err(err, errlen, "out of memory");
-                goto out;
-            }
-        }
+        int l = t->switches[cur].port_link[out];
+        chans[h + 1] = nm_channel_leaving(t, l, NM_NODE_SWITCH, cur);
+        h++;
+        if (cur == target) break;
+        nm_channel_to(t, chans[h], &k, &cur, &port);
     }
-    rc = 0;
-out:
-    free(dist);
-    free(done);
-    free(queue);
-    free(cand);
-    free(ports);
-    free(chans);
-    return rc;
+    return h + 1;
 }
 
 /* ---- up/down orientation ------------------------------------------------------------------- */
@@ -254,146 +529,86 @@ static int auto_root(const nm_topology *t, const int *dist_all)
     return chosen;
 }
 
-/* ---- switch graph helpers ------------------------------------------------------------------ */
-
-typedef struct sgraph {
-    int ns;
-    int *off;      /* ns+1 offsets into ch/nb */
-    int *ch;       /* directed switch->switch channels leaving each switch, in port order */
-    int *nb;       /* the neighbour each leads to */
-    int *dist;     /* dist[target*ns + s] */
-    int *hosts_off, *hosts;   /* hosts per switch, in host order */
-} sgraph;
-
-static void sgraph_free(sgraph *g)
-{
-    free(g->off); free(g->ch); free(g->nb); free(g->dist); free(g->hosts_off); free(g->hosts);
-    memset(g, 0, sizeof *g);
-}
-
-static int sgraph_build(const nm_topology *t, sgraph *g)
-{
-    int ns = t->nswitches, nh = t->nhosts;
-    memset(g, 0, sizeof *g);
-    g->ns = ns;
-    int total = 0;
-    for (int s = 0; s < ns; s++)
-        for (int p = 0; p < t->switches[s].nports; p++)
-            if (neighbour_switch(t, s, p) >= 0) total++;
-    g->off = malloc(((size_t)ns + 1) * sizeof *g->off);
-    g->ch = malloc((size_t)(total ? total : 1) * sizeof *g->ch);
-    g->nb = malloc((size_t)(total ? total : 1) * sizeof *g->nb);
-    g->dist = malloc((size_t)(ns ? ns : 1) * (size_t)(ns ? ns : 1) * sizeof *g->dist);
-    g->hosts_off = calloc((size_t)ns + 1, sizeof *g->hosts_off);
-    g->hosts = malloc((size_t)(nh ? nh : 1) * sizeof *g->hosts);
-    int *q = malloc((size_t)(ns ? ns : 1) * sizeof *q);
-    if (!g->off || !g->ch || !g->nb || !g->dist || !g->hosts_off || !g->hosts || !q) {
-        free(q);
-        sgraph_free(g);
-        return -1;
-    }
-    int k = 0;
-    for (int s = 0; s < ns; s++) {
-        g->off[s] = k;
-        for (int p = 0; p < t->switches[s].nports; p++) {
-            int n = neighbour_switch(t, s, p);
-            if (n < 0) continue;
-            g->ch[k] = nm_channel_leaving(t, t->switches[s].port_link[p], NM_NODE_SWITCH, s);
-            g->nb[k] = n;
-            k++;
-        }
-    }
-    g->off[ns] = k;
-    for (int s = 0; s < ns; s++) bfs(t, s, &g->dist[(size_t)s * (size_t)ns], q);
-    free(q);
-    for (int h = 0; h < nh; h++) {
-        int s = nm_topology_switch_of_host(t, h);
-        if (s >= 0) g->hosts_off[s + 1]++;
-    }
-    for (int s = 0; s < ns; s++) g->hosts_off[s + 1] += g->hosts_off[s];
-    int *fill = calloc((size_t)ns + 1, sizeof *fill);
-    if (!fill) { sgraph_free(g); return -1; }
-    for (int h = 0; h < nh; h++) {
-        int s = nm_topology_switch_of_host(t, h);
-        if (s >= 0) g->hosts[g->hosts_off[s] + fill[s]++] = h;
-    }
-    free(fill);
-    return 0;
-}
-
-/* Store a route from a list of channels (host -> ... -> host), with in-transit hosts. */
-static int store_route(nm_topology *t, nm_route *r, const int *chans, int nch, int nitb, const int *itb)
-{
-    int ports[nch > 0 ? nch : 1];
-    int nh = 0;
-    for (int i = 1; i < nch; i++) {
-        int k, id, port;
-        nm_channel_from(t, chans[i], &k, &id, &port);
-        if (k == NM_NODE_SWITCH) ports[nh++] = port;
-    }
-    return nm_route_set_itb(r, nh, ports, nch, chans, nitb, itb);
-}
-
 /* ---- updown: legal routes balanced on weighted links (GM simple_routes) --------------------- */
 
-typedef struct { int64_t key; int node; } hent;
+/* Dijkstra over (switch, phase) states with an indexed heap ordered by (distance, state). Every
+ * state is in the heap at most once (decrease-key), so states are finalized in increasing
+ * (distance, state) order: the order a heap of (key, state) entries with stale entries skipped
+ * would pop them, hence the same paths. Arrays are reset lazily by a generation stamp: a unit
+ * costs what its search visits, not the size of the network. */
+typedef struct udheap {
+    int64_t *dist;
+    int *prev, *pstate, *heap, *pos;
+    uint32_t *seen, *fin, gen;
+    int n;
+} udheap;
 
-static void hpush(hent *h, int *n, hent e)
+static inline int ud_less(const udheap *H, int a, int b)
 {
-    int i = (*n)++;
+    return H->dist[a] < H->dist[b] || (H->dist[a] == H->dist[b] && a < b);
+}
+static void ud_up(udheap *H, int i)
+{
+    int x = H->heap[i];
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (h[p].key < e.key || (h[p].key == e.key && h[p].node <= e.node)) break;
-        h[i] = h[p];
+        if (!ud_less(H, x, H->heap[p])) break;
+        H->heap[i] = H->heap[p];
+        H->pos[H->heap[i]] = i;
         i = p;
     }
-    h[i] = e;
+    H->heap[i] = x;
+    H->pos[x] = i;
 }
-static hent hpop(hent *h, int *n)
+static int ud_pop(udheap *H)
 {
-    hent top = h[0], last = h[--(*n)];
-    int i = 0;
+    int top = H->heap[0], x = H->heap[--H->n], i = 0;
     for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = -1;
-        hent best = last;
-        if (l < *n && (h[l].key < best.key || (h[l].key == best.key && h[l].node < best.node))) { m = l; best = h[l]; }
-        if (r < *n && (h[r].key < best.key || (h[r].key == best.key && h[r].node < best.node))) { m = r; best = h[r]; }
-        if (m < 0) break;
-        h[i] = h[m];
+        int l = 2 * i + 1, r = l + 1, m = l;
+        if (l >= H->n) break;
+        if (r < H->n && ud_less(H, H->heap[r], H->heap[l])) m = r;
+        if (!ud_less(H, H->heap[m], x)) break;
+        H->heap[i] = H->heap[m];
+        H->pos[H->heap[i]] = i;
         i = m;
     }
-    if (*n > 0) h[i] = last;
+    if (H->n > 0) {
+        H->heap[i] = x;
+        H->pos[x] = i;
+    }
     return top;
 }
 
-static int routes_updown(nm_topology *t, const nm_config *cfg, const sgraph *g, char *err, size_t errlen)
+/* Every (source host, destination switch) unit's balanced legal path, into R->ud_off/ud_path. */
+static int ud_compute(const nm_topology *t, nm_routing *R)
 {
-    int ns = t->nswitches, nh = t->nhosts;
-    uint64_t seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
+    const sgraph *g = &R->g;
+    int ns = t->nswitches, nh = t->nhosts, nst = 2 * ns + 1;
     size_t nch = 2 * (size_t)t->nlinks;
     int64_t *load = calloc(nch ? nch : 1, sizeof *load);
     /* states: switch*2 + phase (0: may still go up, 1: has gone down) */
-    int64_t *dist = malloc((size_t)(2 * ns + 1) * sizeof *dist);
-    int *prev = malloc((size_t)(2 * ns + 1) * sizeof *prev);     /* index into g->ch of the edge taken */
-    int *pstate = malloc((size_t)(2 * ns + 1) * sizeof *pstate);
-    char *fin = malloc((size_t)(2 * ns + 1));
+    udheap H = {malloc((size_t)nst * sizeof(int64_t)), malloc((size_t)nst * sizeof(int)), malloc((size_t)nst * sizeof(int)),
+                malloc((size_t)nst * sizeof(int)), malloc((size_t)nst * sizeof(int)), calloc((size_t)nst, sizeof(uint32_t)),
+                calloc((size_t)nst, sizeof(uint32_t)), 0, 0};
     int nedges = g->off[ns];
-    hent *heap = malloc((size_t)(2 * nedges + 2 * ns + 4) * sizeof *heap);
-    int *units = malloc((size_t)(nh ? nh : 1) * (size_t)(ns ? ns : 1) * sizeof *units);
+    size_t nunit_max = (size_t)(nh ? nh : 1) * (size_t)(ns ? ns : 1);
+    int64_t *units = malloc(nunit_max * sizeof *units);
     int *path = malloc((size_t)(2 * ns + 4) * sizeof *path);
-    int *chans = malloc((size_t)(2 * ns + 8) * sizeof *chans);
     int *up = malloc((size_t)(nedges ? nedges : 1) * sizeof *up);
+    int *hsw = malloc((size_t)(nh ? nh : 1) * sizeof *hsw);
+    R->ud_off = malloc(nunit_max * sizeof *R->ud_off);
     int rc = -1;
-    if (!load || !dist || !prev || !pstate || !fin || !heap || !units || !path || !chans || !up) {
-        nm_set_err(err, errlen, "out of memory");
+    if (!load || !H.dist || !H.prev || !H.pstate || !H.heap || !H.pos || !H.seen || !H.fin || !units || !path || !up ||
+        !hsw || !R->ud_off)
         goto out;
-    }
+    for (size_t i = 0; i < nunit_max; i++) R->ud_off[i] = -1;
     for (int e = 0; e < nedges; e++) up[e] = nm_channel_is_up(t, g->ch[e]);
+    for (int s = 0; s < nh; s++) hsw[s] = nm_topology_switch_of_host(t, s);
     /* base cost: mean final load of a switch channel */
     double pairs_len = 0;
-    int nunits = 0;
+    size_t nunits = 0;
     for (int s = 0; s < nh; s++) {
-        int a = nm_topology_switch_of_host(t, s);
+        int a = hsw[s];
         if (a < 0) continue;
         for (int b = 0; b < ns; b++) {
             int nb = g->hosts_off[b + 1] - g->hosts_off[b];
@@ -401,66 +616,98 @@ static int routes_updown(nm_topology *t, const nm_config *cfg, const sgraph *g, 
             int d = g->dist[(size_t)b * (size_t)ns + (size_t)a];
             if (d < 0) continue;
             pairs_len += (double)d * nb;
-            units[nunits++] = s * ns + b;
+            units[nunits++] = (int64_t)s * ns + b;
         }
     }
     int64_t base = nedges ? (int64_t)(pairs_len / nedges) + 1 : 1;
     /* shuffle the units (Fisher-Yates, seeded) */
-    uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 0x5eed;
-    for (int i = nunits - 1; i > 0; i--) {
-        int j = (int)(splitmix(&rs) % (uint64_t)(i + 1));
-        int x = units[i]; units[i] = units[j]; units[j] = x;
+    uint64_t rs = R->seed * 0x9E3779B97F4A7C15ULL + 0x5eed;
+    for (size_t i = nunits; i-- > 1;) {
+        size_t j = (size_t)(splitmix(&rs) % (uint64_t)(i + 1));
+        int64_t x = units[i]; units[i] = units[j]; units[j] = x;
     }
-    for (int ui = 0; ui < nunits; ui++) {
-        int s = units[ui] / ns, b = units[ui] % ns;
-        int a = nm_topology_switch_of_host(t, s);
+    for (size_t ui = 0; ui < nunits; ui++) {
+        int s = (int)(units[ui] / ns), b = (int)(units[ui] % ns);
+        int a = hsw[s];
         int nb = g->hosts_off[b + 1] - g->hosts_off[b];
-        /* Dijkstra over (switch, phase) */
-        for (int i = 0; i < 2 * ns; i++) { dist[i] = INT64_MAX; fin[i] = 0; prev[i] = -1; }
-        int hn = 0;
-        dist[2 * a] = 0;
-        hpush(heap, &hn, (hent){0, 2 * a});
+        if (++H.gen == 0) {   /* stamps wrapped: clear them */
+            memset(H.seen, 0, (size_t)nst * sizeof *H.seen);
+            memset(H.fin, 0, (size_t)nst * sizeof *H.fin);
+            H.gen = 1;
+        }
+        const uint32_t gen = H.gen;
+        H.n = 0;
+        H.dist[2 * a] = 0;
+        H.seen[2 * a] = gen;
+        H.heap[H.n++] = 2 * a;
+        H.pos[2 * a] = 0;
         int goal = -1;
-        while (hn > 0) {
-            hent e = hpop(heap, &hn);
-            if (fin[e.node]) continue;
-            fin[e.node] = 1;
-            int u = e.node / 2, ph = e.node % 2;
-            if (u == b) { goal = e.node; break; }
+        while (H.n > 0) {
+            int x = ud_pop(&H);
+            H.fin[x] = gen;
+            int u = x / 2, ph = x % 2;
+            if (u == b) { goal = x; break; }
+            int64_t dx = H.dist[x];
             for (int k = g->off[u]; k < g->off[u + 1]; k++) {
                 if (up[k] == 1 && ph == 1) continue;        /* no up after down */
-                int v = g->nb[k], vs = 2 * v + (up[k] == 1 ? 0 : 1);
-                if (fin[vs]) continue;
-                int64_t nd = e.key + base + load[g->ch[k]];
-                if (nd < dist[vs]) {
-                    dist[vs] = nd;
-                    prev[vs] = k;
-                    pstate[vs] = e.node;
-                    hpush(heap, &hn, (hent){nd, vs});
+                int vs = 2 * g->nb[k] + (up[k] == 1 ? 0 : 1);
+                if (H.fin[vs] == gen) continue;
+                int64_t nd = dx + base + load[g->ch[k]];
+                if (H.seen[vs] != gen) {
+                    H.seen[vs] = gen;
+                    H.dist[vs] = nd;
+                    H.prev[vs] = k;
+                    H.pstate[vs] = x;
+                    H.heap[H.n] = vs;
+                    ud_up(&H, H.n++);
+                } else if (nd < H.dist[vs]) {
+                    H.dist[vs] = nd;
+                    H.prev[vs] = k;
+                    H.pstate[vs] = x;
+                    ud_up(&H, H.pos[vs]);
                 }
             }
         }
-        if (goal < 0) continue;   /* no legal route: the pair stays unrouted (reported by the caller) */
+        if (goal < 0) continue;   /* no legal route: the pair is routed as shortest (and fails the check) */
         int np = 0;
-        for (int st = goal; st != 2 * a; st = pstate[st]) path[np++] = prev[st];
+        for (int st = goal; st != 2 * a; st = H.pstate[st]) path[np++] = H.prev[st];
         /* path is reversed: g->ch indices from b back to a */
         for (int i = 0; i < np; i++) load[g->ch[path[i]]] += nb;
-        for (int di = g->hosts_off[b]; di < g->hosts_off[b + 1]; di++) {
-            int d = g->hosts[di];
-            nm_route *r = &t->routes[(size_t)s * (size_t)nh + (size_t)d];
-            if (r->nhops >= 0) continue;
-            int n = 0;
-            chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
-            for (int i = np - 1; i >= 0; i--) chans[n++] = g->ch[path[i]];
-            chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
-            if (store_route(t, r, chans, n, 0, NULL) != 0) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        if (R->ud_n + (size_t)np + 1 > R->ud_cap) {
+            size_t nc = R->ud_cap ? 2 * R->ud_cap : 4096;
+            while (nc < R->ud_n + (size_t)np + 1) nc *= 2;
+            int *p = realloc(R->ud_path, nc * sizeof *p);
+            if (!p) goto out;
+            R->ud_path = p;
+            R->ud_cap = nc;
         }
+        R->ud_off[units[ui]] = (int64_t)R->ud_n;
+        R->ud_path[R->ud_n++] = np;
+        for (int i = np - 1; i >= 0; i--) R->ud_path[R->ud_n++] = g->ch[path[i]];
     }
     rc = 0;
 out:
-    free(load); free(dist); free(prev); free(pstate); free(fin); free(heap); free(units); free(path);
-    free(chans); free(up);
+    free(load); free(H.dist); free(H.prev); free(H.pstate); free(H.heap); free(H.pos); free(H.seen); free(H.fin);
+    free(units); free(path); free(up); free(hsw);
+    R->ud_state = rc == 0 ? 1 : -1;
     return rc;
+}
+
+/* The updown route s -> d: the unit (s, switch of d) between the two host channels. */
+static int route_updown(const nm_topology *t, nm_routing *R, int s, int d, int *chans)
+{
+    int a = nm_topology_switch_of_host(t, s), b = nm_topology_switch_of_host(t, d);
+    /* host pairs on one switch, and host-to-host cables, are routed as `shortest` would */
+    if (a < 0 || b < 0 || a == b) return route_shortest(t, R, s, d, chans);
+    if (R->ud_state == 0) (void)ud_compute(t, R);   /* itb's fallback asks for it on demand */
+    if (R->ud_state != 1) return -1;
+    int64_t off = R->ud_off[(size_t)s * (size_t)t->nswitches + (size_t)b];
+    if (off < 0) return route_shortest(t, R, s, d, chans);
+    int n = 0, np = R->ud_path[off];
+    chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
+    for (int i = 0; i < np; i++) chans[n++] = R->ud_path[off + 1 + i];
+    chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
+    return n;
 }
 
 /* ---- itb: minimal paths split at down->up turns ---------------------------------------------- */
@@ -485,141 +732,328 @@ static int itb_path_fewest(const nm_config *cfg, char *err, size_t errlen, int *
 
 #define ITB_INF 0x3fffffff
 
-static int routes_itb(nm_topology *t, const nm_config *cfg, const sgraph *g, char *err, size_t errlen)
+/* Toward destination switch b:
+ *   P[s]: minimal paths (over channels) from s to b (random);
+ *   F[2s+ph], C[2s+ph]: fewest down->up turns on a minimal path from s to b having arrived at s
+ *   by a down link (ph = 1) or not (ph = 0; the source switch), and how many minimal paths
+ *   have that few (fewest_itb). A turn at a switch without hosts is not allowed (ITB_INF). */
+static const itb_dest *itb_dest_get(const nm_topology *t, nm_routing *R, int b)
 {
-    int ns = t->nswitches, nh = t->nhosts;
-    uint64_t seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
-    int fewest = 0;
-    if (itb_path_fewest(cfg, err, errlen, &fewest) != 0) return -1;
-    /* toward one destination switch b:
-     *   P[s]: minimal paths (over channels) from s to b (random);
-     *   F[2s+ph], C[2s+ph]: fewest down->up turns on a minimal path from s to b having arrived at s
-     *   by a down link (ph = 1) or not (ph = 0; the source switch), and how many minimal paths
-     *   have that few (fewest_itb). A turn at a switch without hosts is not allowed (ITB_INF). */
+    const sgraph *g = &R->g;
+    int ns = t->nswitches;
+    if (!R->itb && !(R->itb = calloc((size_t)ns, sizeof *R->itb))) return NULL;
+    itb_dest *X = &R->itb[b];
+    if (X->P) return X;
     double *P = malloc((size_t)(ns ? ns : 1) * sizeof *P);
     int *F = malloc((size_t)(2 * ns + 2) * sizeof *F);
     double *C = malloc((size_t)(2 * ns + 2) * sizeof *C);
     int *order = malloc((size_t)(ns ? ns : 1) * sizeof *order);
-    int *chans = malloc((size_t)(4 * ns + 8) * sizeof *chans);
-    int *itb = malloc((size_t)(2 * ns + 2) * sizeof *itb);
-    int rc = -1;
-    long fallback = 0;
-    if (!P || !F || !C || !order || !chans || !itb) { nm_set_err(err, errlen, "out of memory"); goto out; }
-    for (int b = 0; b < ns; b++) {
-        if (g->hosts_off[b + 1] == g->hosts_off[b]) continue;
-        const int *D = &g->dist[(size_t)b * (size_t)ns];
-        /* switches by increasing distance to b (counting sort) */
-        int no = 0;
-        for (int dd = 0; dd < ns && no < ns; dd++)
-            for (int s = 0; s < ns; s++)
-                if (D[s] == dd) order[no++] = s;
-        for (int s = 0; s < ns; s++) {
-            P[s] = 0;
-            F[2 * s] = F[2 * s + 1] = ITB_INF;
-            C[2 * s] = C[2 * s + 1] = 0;
+    if (!P || !F || !C || !order) { free(P); free(F); free(C); free(order); return NULL; }
+    const int *D = &g->dist[(size_t)b * (size_t)ns];
+    /* switches by increasing distance to b (counting sort) */
+    int no = 0;
+    for (int dd = 0; dd < ns && no < ns; dd++)
+        for (int s = 0; s < ns; s++)
+            if (D[s] == dd) order[no++] = s;
+    for (int s = 0; s < ns; s++) {
+        P[s] = 0;
+        F[2 * s] = F[2 * s + 1] = ITB_INF;
+        C[2 * s] = C[2 * s + 1] = 0;
+    }
+    P[b] = 1;
+    F[2 * b] = F[2 * b + 1] = 0;
+    C[2 * b] = C[2 * b + 1] = 1;
+    for (int i = 0; i < no; i++) {
+        int s = order[i];
+        if (s == b) continue;
+        int hosts_here = g->hosts_off[s + 1] > g->hosts_off[s];
+        double c = 0;
+        for (int k = g->off[s]; k < g->off[s + 1]; k++) {
+            int n = g->nb[k];
+            if (D[n] != D[s] - 1) continue;
+            c += P[n];
+            int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * n + (upk ? 0 : 1);
+            if (F[nx] >= ITB_INF) continue;
+            for (int ph = 0; ph < 2; ph++) {
+                int turn = ph == 1 && upk;
+                if (turn && !hosts_here) continue;
+                int f = F[nx] + turn;
+                if (f < F[2 * s + ph]) { F[2 * s + ph] = f; C[2 * s + ph] = C[nx]; }
+                else if (f == F[2 * s + ph]) C[2 * s + ph] += C[nx];
+            }
         }
-        P[b] = 1;
-        F[2 * b] = F[2 * b + 1] = 0;
-        C[2 * b] = C[2 * b + 1] = 1;
-        for (int i = 0; i < no; i++) {
-            int s = order[i];
-            if (s == b) continue;
-            int hosts_here = g->hosts_off[s + 1] > g->hosts_off[s];
-            double c = 0;
-            for (int k = g->off[s]; k < g->off[s + 1]; k++) {
-                int n = g->nb[k];
-                if (D[n] != D[s] - 1) continue;
-                c += P[n];
-                int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * n + (upk ? 0 : 1);
-                if (F[nx] >= ITB_INF) continue;
-                for (int ph = 0; ph < 2; ph++) {
+        P[s] = c;
+    }
+    free(order);
+    X->P = P;
+    X->F = F;
+    X->C = C;
+    return X;
+}
+
+/* The itb route s -> d (channels into chans, in-transit hosts into itb): its channel count, and
+ * *nitb; -1 if none. Pairs with no usable minimal path keep their up/down route. */
+static int route_itb(const nm_topology *t, nm_routing *R, int s, int d, int *chans, int *itb, int *nitb_out)
+{
+    const sgraph *g = &R->g;
+    int ns = t->nswitches;
+    *nitb_out = 0;
+    int a = nm_topology_switch_of_host(t, s), b = nm_topology_switch_of_host(t, d);
+    if (a < 0 || b < 0) return route_shortest(t, R, s, d, chans);
+    const int *D = &g->dist[(size_t)b * (size_t)ns];
+    if (D[a] < 0) return route_shortest(t, R, s, d, chans);
+    const itb_dest *X = itb_dest_get(t, R, b);
+    if (!X) return -1;
+    const double *P = X->P, *C = X->C;
+    const int *F = X->F;
+    uint64_t rs = R->seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)s * 0xD1B54A32D192ED03ULL) ^
+                  ((uint64_t)d * 0xABC98388FB8FAC03ULL);
+    int n = 0, nitb = 0;
+    if (R->fewest && F[2 * a] >= ITB_INF) return route_updown(t, R, s, d, chans);
+    /* random: draw a minimal path; if it would need an in-transit host on a switch without hosts
+     * (the paper assumes there is none), draw again; after 32 draws the pair keeps its up/down
+     * route. fewest_itb: one draw. */
+    for (int attempt = 0; attempt < 32; attempt++) {
+        int cur = a, last_up = -1, bad = 0;
+        n = 0;
+        nitb = 0;
+        chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
+        while (cur != b) {
+            int ph = last_up == 0, pick = -1;
+            if (R->fewest) {
+                /* next channel among those keeping the fewest turns, with probability
+                 * C(next)/C(cur): uniform over the minimal paths with fewest turns */
+                double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * C[2 * cur + ph];
+                for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
+                    int nb = g->nb[k];
+                    if (D[nb] != D[cur] - 1) continue;
+                    int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * nb + (upk ? 0 : 1);
                     int turn = ph == 1 && upk;
-                    if (turn && !hosts_here) continue;
-                    int f = F[nx] + turn;
-                    if (f < F[2 * s + ph]) { F[2 * s + ph] = f; C[2 * s + ph] = C[nx]; }
-                    else if (f == F[2 * s + ph]) C[2 * s + ph] += C[nx];
+                    if (F[nx] >= ITB_INF || F[nx] + turn != F[2 * cur + ph]) continue;
+                    if (turn && g->hosts_off[cur + 1] == g->hosts_off[cur]) continue;
+                    pick = k;
+                    x -= C[nx];
+                    if (x < 0) break;
+                }
+            } else {
+                /* next channel with probability npaths(next)/npaths(cur): uniform over paths */
+                double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
+                for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
+                    if (D[g->nb[k]] != D[cur] - 1) continue;
+                    pick = k;
+                    x -= P[g->nb[k]];
+                    if (x < 0) break;
                 }
             }
-            P[s] = c;
+            int upk = nm_channel_is_up(t, g->ch[pick]);
+            if (upk == 1 && last_up == 0) {
+                /* down -> up turn at `cur`: eject into a host there */
+                int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
+                if (nhs == 0) { bad = 1; break; }
+                int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
+                int hl = t->hosts[ih].link;
+                chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
+                chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
+                itb[nitb++] = ih;
+            }
+            last_up = upk;
+            chans[n++] = g->ch[pick];
+            cur = g->nb[pick];
         }
-        for (int di = g->hosts_off[b]; di < g->hosts_off[b + 1]; di++) {
-            int d = g->hosts[di];
-            for (int s = 0; s < nh; s++) {
-                if (d == s) continue;
-                int a = nm_topology_switch_of_host(t, s);
-                if (a < 0) continue;
-                nm_route *r = &t->routes[(size_t)s * (size_t)nh + (size_t)d];
-                if (r->nhops >= 0) continue;
-                if (D[a] < 0) continue;
-                uint64_t rs = seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)s * 0xD1B54A32D192ED03ULL) ^
-                              ((uint64_t)d * 0xABC98388FB8FAC03ULL);
-                int n = 0, nitb = 0;
-                if (fewest && F[2 * a] >= ITB_INF) { fallback++; continue; }
-                /* random: draw a minimal path; if it would need an in-transit host on a switch
-                 * without hosts (the paper assumes there is none), draw again; after 32 draws the
-                 * pair keeps its up/down route (filled below). fewest_itb: one draw. */
-                for (int attempt = 0; attempt < 32; attempt++) {
-                    int cur = a, last_up = -1, bad = 0;
-                    n = 0;
-                    nitb = 0;
-                    chans[n++] = nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s);
-                    while (cur != b) {
-                        int ph = last_up == 0, pick = -1;
-                        if (fewest) {
-                            /* next channel among those keeping the fewest turns, with probability
-                             * C(next)/C(cur): uniform over the minimal paths with fewest turns */
-                            double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) *
-                                       C[2 * cur + ph];
-                            for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
-                                int nb = g->nb[k];
-                                if (D[nb] != D[cur] - 1) continue;
-                                int upk = nm_channel_is_up(t, g->ch[k]) == 1, nx = 2 * nb + (upk ? 0 : 1);
-                                int turn = ph == 1 && upk;
-                                if (F[nx] >= ITB_INF || F[nx] + turn != F[2 * cur + ph]) continue;
-                                if (turn && g->hosts_off[cur + 1] == g->hosts_off[cur]) continue;
-                                pick = k;
-                                x -= C[nx];
-                                if (x < 0) break;
-                            }
-                        } else {
-                            /* next channel with probability npaths(next)/npaths(cur): uniform over
-                             * paths */
-                            double x = (double)(splitmix(&rs) >> 11) * (1.0 / 9007199254740992.0) * P[cur];
-                            for (int k = g->off[cur]; k < g->off[cur + 1]; k++) {
-                                if (D[g->nb[k]] != D[cur] - 1) continue;
-                                pick = k;
-                                x -= P[g->nb[k]];
-                                if (x < 0) break;
-                            }
-                        }
-                        int upk = nm_channel_is_up(t, g->ch[pick]);
-                        if (upk == 1 && last_up == 0) {
-                            /* down -> up turn at `cur`: eject into a host there */
-                            int nhs = g->hosts_off[cur + 1] - g->hosts_off[cur];
-                            if (nhs == 0) { bad = 1; break; }
-                            int ih = g->hosts[g->hosts_off[cur] + (int)(splitmix(&rs) % (uint64_t)nhs)];
-                            int hl = t->hosts[ih].link;
-                            chans[n++] = nm_channel_leaving(t, hl, NM_NODE_SWITCH, cur);
-                            chans[n++] = nm_channel_leaving(t, hl, NM_NODE_HOST, ih);
-                            itb[nitb++] = ih;
-                        }
-                        last_up = upk;
-                        chans[n++] = g->ch[pick];
-                        cur = g->nb[pick];
-                    }
-                    if (!bad) break;
-                    n = -1;
-                }
-                if (n < 0) { fallback++; continue; }
-                chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
-                if (store_route(t, r, chans, n, nitb, itb) != 0) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        if (!bad) break;
+        n = -1;
+    }
+    if (n < 0) return route_updown(t, R, s, d, chans);
+    chans[n++] = nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b);
+    *nitb_out = nitb;
+    return n;
+}
+
+/* The computed route s -> d (s != d, both valid) into R's scratch: channel count or -1. */
+static int route_compute(const nm_topology *t, nm_routing *R, int s, int d, int *nitb)
+{
+    *nitb = 0;
+    switch (R->kind) {
+    case NM_ROUTING_SHORTEST: return route_shortest(t, R, s, d, R->chans);
+    case NM_ROUTING_UPDOWN: return route_updown(t, R, s, d, R->chans);
+    case NM_ROUTING_ITB: return route_itb(t, R, s, d, R->chans, R->itb_hosts, nitb);
+    default: return -1;
+    }
+}
+
+/* ---- following a route ---------------------------------------------------------------------- */
+
+/* Follow a route from host s: its channels consecutive, route bytes (when given) matching the
+ * ports, in-transit hosts where it says, ending at d; with an orientation every segment between
+ * hosts a legal up*-down* path. NULL if it is, else why (*illegal_at set to the channel that goes
+ * up after going down, -1 for other reasons). */
+static const char *follow_route(const nm_topology *t, int s, int d, int nhops, const int *out_port, int nchannels,
+                                const int *channel, int nitb, const int *itb_host, int *illegal_at)
+{
+    size_t nch = 2 * (size_t)t->nlinks;
+    int k, id, port, pk = NM_NODE_HOST, pid = s, itbi = 0, hops = 0, last_up = -1;
+    *illegal_at = -1;
+    if (nchannels != nhops + 1 + nitb || nchannels < 1) return "inconsistent lengths";
+    for (int i = 0; i < nchannels; i++) {
+        int c = channel[i];
+        if (c < 0 || (size_t)c >= nch) return "channel out of range";
+        nm_channel_from(t, c, &k, &id, &port);
+        if (k != pk || id != pid) return "channels not consecutive";
+        if (k == NM_NODE_SWITCH) {
+            if (hops >= nhops || (out_port && out_port[hops] != port)) return "route byte does not match";
+            hops++;
+        }
+        int u = nm_channel_is_up(t, c);
+        if (u == 1 && last_up == 0) {
+            *illegal_at = c;
+            return "is not a legal up*/down* path";
+        }
+        if (u >= 0) last_up = u;
+        nm_channel_to(t, c, &pk, &pid, &port);
+        if (pk == NM_NODE_HOST && i + 1 < nchannels) {
+            if (itbi >= nitb || !itb_host || itb_host[itbi] != pid) return "passes a host that is not its in-transit host";
+            itbi++;
+            last_up = -1;   /* the in-transit buffer starts a new up*-down* segment */
+        }
+    }
+    if (pk != NM_NODE_HOST || pid != d) return "does not end at its destination";
+    if (itbi != nitb || hops != nhops) return "inconsistent in-transit hosts or route bytes";
+    return NULL;
+}
+
+/* ---- the cache ------------------------------------------------------------------------------ */
+
+const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
+{
+    nm_routing *R = t->rt;
+    if (!R || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts || src == dst) return &no_route;
+    uint64_t k = (uint64_t)src * (uint64_t)t->nhosts + (uint64_t)dst + 1;
+    croute *c = cache_find(R, k);
+    if (c) return &c->r;
+    int nitb = 0, n = route_compute(t, R, src, dst, &nitb);
+    int nhops = 0;
+    for (int i = 1; i < n; i++) {
+        int kk, id, port;
+        nm_channel_from(t, R->chans[i], &kk, &id, &port);
+        if (kk == NM_NODE_SWITCH) nhops++;
+    }
+    if (n > 0 && R->kind == NM_ROUTING_ITB) {
+        /* the load-time check proved every legal route safe; that this one is legal is checked now */
+        int illegal;
+        if (follow_route(t, src, dst, nhops, NULL, n, R->chans, nitb, R->itb_hosts, &illegal)) {
+            R->bad++;   /* the checker's promise does not cover it: refuse the route */
+            n = -1;
+        }
+    }
+    size_t words = n > 0 ? (size_t)nhops + (size_t)n + (size_t)nitb : 0;
+    c = arena_alloc(R, sizeof *c + words * sizeof(int));
+    if (!c) return &no_route;
+    memset(c, 0, sizeof *c);
+    c->src = src;
+    c->dst = dst;
+    c->r.nhops = -1;
+    if (n > 0) {
+        int *w = (int *)(c + 1);
+        c->r.nhops = nhops;
+        c->r.nchannels = n;
+        c->r.nitb = nitb;
+        c->r.out_port = w;
+        c->r.channel = w + nhops;
+        c->r.itb_host = nitb ? w + nhops + n : NULL;
+        memcpy(c->r.channel, R->chans, (size_t)n * sizeof(int));
+        if (nitb) memcpy(c->r.itb_host, R->itb_hosts, (size_t)nitb * sizeof(int));
+        int h = 0;
+        for (int i = 1; i < n; i++) {
+            int kk, id, port;
+            nm_channel_from(t, R->chans[i], &kk, &id, &port);
+            if (kk == NM_NODE_SWITCH) c->r.out_port[h++] = port;
+        }
+    }
+    if (cache_put(R, k, c) != 0) return &no_route;
+    return &c->r;
+}
+
+/* A route without storing it (statistics over every pair): given, or computed into scratch. */
+typedef struct rview { int nhops, nchannels, nitb; const int *channel; } rview;
+static int route_view(const nm_topology *t, int s, int d, rview *v)
+{
+    nm_routing *R = t->rt;
+    uint64_t k = (uint64_t)s * (uint64_t)t->nhosts + (uint64_t)d + 1;
+    croute *c = cache_find(R, k);
+    if (c) {
+        v->nhops = c->r.nhops;
+        v->nchannels = c->r.nchannels;
+        v->nitb = c->r.nitb;
+        v->channel = c->r.channel;
+        return c->r.nhops;
+    }
+    int nitb, n = route_compute(t, R, s, d, &nitb);
+    v->nhops = -1;
+    if (n <= 0) return -1;
+    v->nchannels = n;
+    v->nitb = nitb;
+    v->channel = R->chans;
+    v->nhops = n - 1 - nitb;
+    return v->nhops;
+}
+
+/* Switch connectivity labels, for reachability. */
+static int *components(const nm_topology *t)
+{
+    int ns = t->nswitches;
+    int *comp = malloc((size_t)(ns ? ns : 1) * sizeof *comp), *q = malloc((size_t)(ns ? ns : 1) * sizeof *q);
+    if (!comp || !q) { free(comp); free(q); return NULL; }
+    for (int s = 0; s < ns; s++) comp[s] = -1;
+    for (int s0 = 0; s0 < ns; s0++) {
+        if (comp[s0] >= 0) continue;
+        int h = 0, tl = 0;
+        comp[s0] = s0;
+        q[tl++] = s0;
+        while (h < tl) {
+            int s = q[h++];
+            for (int p = 0; p < t->switches[s].nports; p++) {
+                int n = neighbour_switch(t, s, p);
+                if (n >= 0 && comp[n] < 0) { comp[n] = s0; q[tl++] = n; }
             }
         }
     }
-    /* pairs with no usable minimal path keep an up/down route */
-    rc = fallback ? routes_updown(t, cfg, g, err, errlen) : 0;
+    free(q);
+    return comp;
+}
+
+int nm_routes_first_unreachable(const nm_topology *t, int *src, int *dst)
+{
+    nm_routing *R = t->rt;
+    if (!R) return -1;
+    int nh = t->nhosts;
+    int *comp = components(t);
+    int *sw = malloc((size_t)nh * sizeof *sw), *peer = malloc((size_t)nh * sizeof *peer);
+    int rc = -1;
+    if (!comp || !sw || !peer) goto out;
+    for (int h = 0; h < nh; h++) {
+        sw[h] = nm_topology_switch_of_host(t, h);
+        peer[h] = -1;
+        if (sw[h] < 0 && t->hosts[h].link >= 0) {   /* host-to-host cable */
+            int k, id, port;
+            nm_channel_to(t, nm_channel_leaving(t, t->hosts[h].link, NM_NODE_HOST, h), &k, &id, &port);
+            peer[h] = id;
+        }
+    }
+    rc = 0;
+    for (int s = 0; s < nh && !rc; s++)
+        for (int d = 0; d < nh; d++) {
+            if (s == d) continue;
+            int ok = sw[s] >= 0 ? (sw[d] >= 0 && comp[sw[s]] == comp[sw[d]]) : peer[s] == d;
+            if (ok) continue;
+            croute *c = R->ngiven ? cache_find(R, (uint64_t)s * (uint64_t)nh + (uint64_t)d + 1) : NULL;
+            if (c && c->r.nhops >= 0) continue;
+            *src = s;
+            *dst = d;
+            rc = 1;
+            break;
+        }
 out:
-    free(P); free(F); free(C); free(order); free(chans); free(itb);
+    free(comp); free(sw); free(peer);
     return rc;
 }
 
@@ -702,23 +1136,24 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
     o->updown_root = t->updown_root;
     o->deadlock_free = t->route_check_ok == 1;
     o->check_message = t->route_check_msg;
+    if (!t->rt) return 0;
     double n = 0, minimal = 0, links = 0, mlinks = 0, itb = 0;
     for (int s = 0; s < t->nhosts; s++)
         for (int d = 0; d < t->nhosts; d++) {
             if (s == d) continue;
             int m = nm_topology_min_links(t, s, d);
-            const nm_route *r = nm_route_get(t, s, d);
-            if (m <= 0 || r->nhops < 0) continue;
+            rview r;
+            if (m <= 0 || route_view(t, s, d, &r) < 0) continue;
             int l = 0;
-            for (int i = 0; i < r->nchannels; i++) {
-                const nm_link *L = &t->links[r->channel[i] / 2];
+            for (int i = 0; i < r.nchannels; i++) {
+                const nm_link *L = &t->links[r.channel[i] / 2];
                 if (L->a_kind == NM_NODE_SWITCH && L->b_kind == NM_NODE_SWITCH) l++;
             }
             n++;
             links += l;
             mlinks += m;
             minimal += l == m;
-            itb += r->nitb;
+            itb += r.nitb;
         }
     if (n > 0) {
         o->minimal_share = minimal / n;
@@ -738,53 +1173,62 @@ int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t er
 
 int nm_routes_compute_as(nm_topology *t, const nm_config *cfg, const char *routing, char *err, size_t errlen)
 {
+    if (!t->rt && nm_topo_alloc_routes(t) != 0) { nm_set_err(err, errlen, "out of memory"); return -1; }
+    nm_routing *R = t->rt;
+    routing_clear(t);
     compute_sw_dist(t);
     t->updown_root = -1;
     t->route_check_ok = -1;
     t->route_check_msg[0] = '\0';
+    const char *ties = cfg ? nm_config_string(cfg, "network.route_ties") : "lowest";
+    R->spread = !strcmp(ties, "spread") || (!strcmp(ties, "auto") && t->prefer_spread);
+    R->seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
     if (!strcmp(routing, "shortest")) {
         t->routing = NM_ROUTING_SHORTEST;
-        return routes_shortest(t, cfg, err, errlen);
+        R->kind = NM_ROUTING_SHORTEST;
+        return 0;
     }
     if (strcmp(routing, "updown") && strcmp(routing, "itb")) {
         nm_set_err(err, errlen, "network.routing '%s' is not one of shortest|updown|itb", routing);
         return -1;
     }
     t->routing = !strcmp(routing, "itb") ? NM_ROUTING_ITB : NM_ROUTING_UPDOWN;
-    sgraph g;
-    if (sgraph_build(t, &g) != 0) { nm_set_err(err, errlen, "out of memory"); return -1; }
-    int rc = -1;
+    if (t->routing == NM_ROUTING_ITB && itb_path_fewest(cfg, err, errlen, &R->fewest) != 0) return -1;
+    if (sgraph_build(t, &R->g) != 0) { nm_set_err(err, errlen, "out of memory"); return -1; }
+    R->have_g = 1;
     const char *rootv = cfg && nm_config_has(cfg, "network.updown_root") ? nm_config_string(cfg, "network.updown_root")
                                                                           : "auto";
     int root;
     if (!strcmp(rootv, "auto")) {
-        root = t->nswitches ? auto_root(t, g.dist) : -1;
+        root = t->nswitches ? auto_root(t, R->g.dist) : -1;
     } else {
         char *end;
         long v = strtol(rootv, &end, 10);
         if (*rootv == '\0' || *end != '\0' || v < 0 || v >= t->nswitches) {
             nm_set_err(err, errlen, "network.updown_root '%s': expected auto or a switch number 0..%d", rootv,
                     t->nswitches - 1);
-            goto out;
+            return -1;
         }
         root = (int)v;
     }
     if (t->nswitches > 0) {
-        if (nm_updown_orient(t, root, err, errlen) != 0) goto out;
+        if (nm_updown_orient(t, root, err, errlen) != 0) return -1;
         for (int s = 0; s < t->nswitches; s++)
             if (t->sw_level[s] < 0) {
                 nm_set_err(err, errlen, "routing '%s': switch %d is not connected to the root switch %d", routing, s,
                         root);
-                goto out;
+                return -1;
             }
     }
-    compute_ud_dist(t, &g);
-    rc = t->routing == NM_ROUTING_ITB ? routes_itb(t, cfg, &g, err, errlen) : routes_updown(t, cfg, &g, err, errlen);
-    /* host pairs on one switch, and host-to-host cables, are routed as `shortest` would */
-    if (rc == 0) rc = routes_shortest(t, cfg, err, errlen);
-out:
-    sgraph_free(&g);
-    return rc;
+    compute_ud_dist(t, &R->g);
+    /* updown's units are balanced against each other: all of them now. itb routes each pair on
+     * its own, when asked (its fallback computes the units then). */
+    if (t->routing == NM_ROUTING_UPDOWN && ud_compute(t, R) != 0) {
+        nm_set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    R->kind = t->routing;
+    return 0;
 }
 
 /* ---- the checker ---------------------------------------------------------------------------- */
@@ -798,109 +1242,190 @@ static const char *node_str(const nm_topology *t, int kind, int id, char *buf, s
     return buf;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Channel dependencies as a bitmap over (channel c entering a switch, output port there). */
+typedef struct depset {
+    uint64_t *bits;
+    size_t nch;
+    int maxp;
+} depset;
+
+static void dep_add(const nm_topology *t, depset *D, int c, int c2)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    int k, id, port;
+    nm_channel_to(t, c, &k, &id, &port);
+    if (k == NM_NODE_HOST) return;   /* an in-transit buffer breaks the dependency */
+    nm_channel_from(t, c2, &k, &id, &port);
+    size_t i = (size_t)c * (size_t)D->maxp + (size_t)port;
+    D->bits[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+
+static int cmp_given(const void *a, const void *b)
+{
+    const croute *x = *(const croute *const *)a, *y = *(const croute *const *)b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+static int check_fail(nm_topology *t, char *msg, size_t msglen, int s, int d, const char *why, int illegal_at)
+{
+    char b1[64], b2[64];
+    if (illegal_at >= 0) {
+        int fk, fi, fp, tk, ti, tp;
+        char b3[64], b4[64];
+        nm_channel_from(t, illegal_at, &fk, &fi, &fp);
+        nm_channel_to(t, illegal_at, &tk, &ti, &tp);
+        snprintf(msg, msglen, "route %s -> %s is not a legal up*/down* path: it goes up after going down (at %s -> %s)",
+                 node_str(t, NM_NODE_HOST, s, b1, sizeof b1), node_str(t, NM_NODE_HOST, d, b2, sizeof b2),
+                 node_str(t, fk, fi, b3, sizeof b3), node_str(t, tk, ti, b4, sizeof b4));
+    } else {
+        snprintf(msg, msglen, "route %s -> %s: %s", node_str(t, NM_NODE_HOST, s, b1, sizeof b1),
+                 node_str(t, NM_NODE_HOST, d, b2, sizeof b2), why);
+    }
+    t->route_check_ok = 0;
+    snprintf(t->route_check_msg, sizeof t->route_check_msg, "%s", msg);
+    return -1;
+}
+
+/* Dependencies of every computed route (shortest, updown): the switch path of each (source host,
+ * destination switch) once, the last channel per destination host. Checks each path as it goes;
+ * counts the routes. 0, or -1 with the message set. */
+static int deps_of_computed(nm_topology *t, depset *D, size_t *nroutes, char *msg, size_t msglen)
+{
+    nm_routing *R = t->rt;
+    int nh = t->nhosts, ns = t->nswitches;
+    const sgraph *g = R->have_g ? &R->g : NULL;
+    sgraph own;
+    if (!g) {
+        if (sgraph_build(t, &own) != 0) { snprintf(msg, msglen, "out of memory"); return -1; }
+        g = &own;
+    }
+    /* a shortest route with spread ties depends on src + dst: no sharing between destinations */
+    int per_dst = R->kind == NM_ROUTING_SHORTEST && R->spread;
+    int rc = 0;
+    for (int s = 0; s < nh && rc == 0; s++) {
+        if (t->hosts[s].link < 0) continue;
+        int a = nm_topology_switch_of_host(t, s);
+        if (a < 0) {   /* host-to-host cable: one route of one channel, no dependency */
+            int k, id, port;
+            nm_channel_to(t, nm_channel_leaving(t, t->hosts[s].link, NM_NODE_HOST, s), &k, &id, &port);
+            croute *c = R->ngiven ? cache_find(R, (uint64_t)s * (uint64_t)nh + (uint64_t)id + 1) : NULL;
+            if (!c || !c->given) (*nroutes)++;
+            continue;
+        }
+        for (int b = 0; b < ns && rc == 0; b++) {
+            int h0 = g->hosts_off[b], h1 = g->hosts_off[b + 1], n = -1, nitb = 0;
+            for (int i = h0; i < h1; i++) {
+                int d = g->hosts[i];
+                if (d == s) continue;
+                if (R->ngiven) {
+                    croute *c = cache_find(R, (uint64_t)s * (uint64_t)nh + (uint64_t)d + 1);
+                    if (c && c->given) continue;
+                }
+                if (n < 0 || per_dst) {
+                    n = route_compute(t, R, s, d, &nitb);
+                    if (n <= 0) break;   /* unreachable: nm_routes_first_unreachable reports it */
+                    int illegal, nhops = n - 1 - nitb;
+                    const char *why = follow_route(t, s, d, nhops, NULL, n, R->chans, nitb, R->itb_hosts, &illegal);
+                    if (why) { rc = check_fail(t, msg, msglen, s, d, why, illegal); break; }
+                    for (int j = 0; j + 2 < n; j++) dep_add(t, D, R->chans[j], R->chans[j + 1]);
+                }
+                (*nroutes)++;
+                if (n >= 2) dep_add(t, D, R->chans[n - 2], nm_channel_leaving(t, t->hosts[d].link, NM_NODE_SWITCH, b));
+            }
+        }
+    }
+    if (g == &own) sgraph_free(&own);
+    return rc;
+}
+
+/* itb: every turn the orientation allows (into a switch, out of it, not down then up). */
+static void deps_of_legal_turns(const nm_topology *t, depset *D)
+{
+    for (int x = 0; x < t->nswitches; x++) {
+        const nm_switch *S = &t->switches[x];
+        for (int pi = 0; pi < S->nports; pi++) {
+            if (S->port_link[pi] < 0) continue;
+            int cin = nm_channel_leaving(t, S->port_link[pi], NM_NODE_SWITCH, x) ^ 1;
+            int uin = nm_channel_is_up(t, cin);
+            for (int po = 0; po < S->nports; po++) {
+                if (S->port_link[po] < 0) continue;
+                int cout = nm_channel_leaving(t, S->port_link[po], NM_NODE_SWITCH, x);
+                if (uin == 0 && nm_channel_is_up(t, cout) == 1) continue;
+                dep_add(t, D, cin, cout);
+            }
+        }
+    }
 }
 
 int nm_routes_check(nm_topology *t, char *msg, size_t msglen)
 {
-    int nh = t->nhosts;
+    nm_routing *R = t->rt;
     size_t nch = 2 * (size_t)t->nlinks;
     char b1[64], b2[64];
-    /* 1. follow every route */
-    size_t nroutes = 0, ndep_raw = 0;
-    for (int s = 0; s < nh; s++)
-        for (int d = 0; d < nh; d++) {
-            if (s == d) continue;
-            const nm_route *r = nm_route_get(t, s, d);
-            if (r->nhops < 0) continue;
-            nroutes++;
-            const char *why = NULL;
-            int k, id, port, pk = NM_NODE_HOST, pid = s, itbi = 0, hops = 0, last_up = -1;
-            if (r->nchannels != r->nhops + 1 + r->nitb || r->nchannels < 1) why = "inconsistent lengths";
-            for (int i = 0; !why && i < r->nchannels; i++) {
-                int c = r->channel[i];
-                if (c < 0 || (size_t)c >= nch) { why = "channel out of range"; break; }
-                nm_channel_from(t, c, &k, &id, &port);
-                if (k != pk || id != pid) { why = "channels not consecutive"; break; }
-                if (k == NM_NODE_SWITCH) {
-                    if (hops >= r->nhops || r->out_port[hops] != port) { why = "route byte does not match"; break; }
-                    hops++;
-                }
-                int u = nm_channel_is_up(t, c);
-                if (u == 1 && last_up == 0) {
-                    int fk, fi, fp, tk, ti, tp;
-                    char b3[64], b4[64];
-                    nm_channel_from(t, c, &fk, &fi, &fp);
-                    nm_channel_to(t, c, &tk, &ti, &tp);
-                    snprintf(msg, msglen, "route %s -> %s is not a legal up*/down* path: it goes up after going "
-                             "down (at %s -> %s)", node_str(t, NM_NODE_HOST, s, b1, sizeof b1),
-                             node_str(t, NM_NODE_HOST, d, b2, sizeof b2), node_str(t, fk, fi, b3, sizeof b3),
-                             node_str(t, tk, ti, b4, sizeof b4));
-                    t->route_check_ok = 0;
-                    snprintf(t->route_check_msg, sizeof t->route_check_msg, "%s", msg);
-                    return -1;
-                }
-                if (u >= 0) last_up = u;
-                nm_channel_to(t, c, &pk, &pid, &port);
-                if (pk == NM_NODE_HOST && i + 1 < r->nchannels) {
-                    if (itbi >= r->nitb || r->itb_host[itbi] != pid) { why = "passes a host that is not its in-transit host"; break; }
-                    itbi++;
-                    last_up = -1;   /* the in-transit buffer starts a new up*-down* segment */
-                }
-            }
-            if (!why && (pk != NM_NODE_HOST || pid != d)) why = "does not end at its destination";
-            if (!why && (itbi != r->nitb || hops != r->nhops)) why = "inconsistent in-transit hosts or route bytes";
-            if (why) {
-                snprintf(msg, msglen, "route %s -> %s: %s", node_str(t, NM_NODE_HOST, s, b1, sizeof b1),
-                         node_str(t, NM_NODE_HOST, d, b2, sizeof b2), why);
-                t->route_check_ok = 0;
-                snprintf(t->route_check_msg, sizeof t->route_check_msg, "%s", msg);
-                return -1;
-            }
-            ndep_raw += (size_t)(r->nchannels - 1);
-        }
-    /* 2. the channel dependency graph: c -> c' when a route holds c while requesting c' */
-    uint64_t *dep = malloc((ndep_raw ? ndep_raw : 1) * sizeof *dep);
-    size_t nd = 0;
-    if (!dep) { snprintf(msg, msglen, "out of memory"); return -1; }
-    for (int s = 0; s < nh; s++)
-        for (int d = 0; d < nh; d++) {
-            if (s == d) continue;
-            const nm_route *r = nm_route_get(t, s, d);
-            for (int i = 0; i + 1 < r->nchannels; i++) {
-                int k, id, port;
-                nm_channel_to(t, r->channel[i], &k, &id, &port);
-                if (k == NM_NODE_HOST) continue;   /* an in-transit buffer breaks the dependency */
-                dep[nd++] = ((uint64_t)(uint32_t)r->channel[i] << 32) | (uint32_t)r->channel[i + 1];
-            }
-        }
-    qsort(dep, nd, sizeof *dep, cmp_u64);
+    if (!R) { snprintf(msg, msglen, "no routes"); return -1; }
+    depset D = {NULL, nch, 1};
+    for (int x = 0; x < t->nswitches; x++)
+        if (t->switches[x].nports > D.maxp) D.maxp = t->switches[x].nports;
+    size_t nbits = nch * (size_t)D.maxp;
+    D.bits = calloc((nbits + 63) / 64 + 1, sizeof *D.bits);
+    if (!D.bits) { snprintf(msg, msglen, "out of memory"); return -1; }
+    /* 1. the given routes, in pair order */
+    size_t nroutes = 0;
+    croute **gv = R->ngiven ? malloc(R->ngiven * sizeof *gv) : NULL;
+    if (R->ngiven && !gv) { free(D.bits); snprintf(msg, msglen, "out of memory"); return -1; }
+    if (R->ngiven) memcpy(gv, R->given, R->ngiven * sizeof *gv);
+    if (R->ngiven) qsort(gv, R->ngiven, sizeof *gv, cmp_given);
+    int rc = 0;
+    for (size_t i = 0; i < R->ngiven && rc == 0; i++) {
+        const nm_route *r = &gv[i]->r;
+        if (r->nhops < 0) continue;
+        nroutes++;
+        int illegal;
+        const char *why = follow_route(t, gv[i]->src, gv[i]->dst, r->nhops, r->out_port, r->nchannels, r->channel,
+                                       r->nitb, r->itb_host, &illegal);
+        if (why) { rc = check_fail(t, msg, msglen, gv[i]->src, gv[i]->dst, why, illegal); break; }
+        for (int j = 0; j + 1 < r->nchannels; j++) dep_add(t, &D, r->channel[j], r->channel[j + 1]);
+    }
+    free(gv);
+    /* 2. the computed ones: their dependencies, or (itb) those of every legal turn */
+    int turns = R->kind == NM_ROUTING_ITB;
+    if (rc == 0) {
+        if (turns) deps_of_legal_turns(t, &D);
+        else rc = deps_of_computed(t, &D, &nroutes, msg, msglen);
+    }
+    if (rc != 0) { free(D.bits); return -1; }
+    /* 3. Kahn's algorithm on the CSR graph (edges in (channel, port) order) */
     size_t nu = 0;
-    for (size_t i = 0; i < nd; i++)
-        if (nu == 0 || dep[i] != dep[nu - 1]) dep[nu++] = dep[i];
-    /* Kahn's algorithm on the CSR graph */
+    for (size_t w = 0; w < (nbits + 63) / 64; w++) nu += (size_t)__builtin_popcountll(D.bits[w]);
     int *off = calloc(nch + 1, sizeof *off), *indeg = calloc(nch + 1, sizeof *indeg);
-    int *q = malloc((nch + 1) * sizeof *q);
-    if (!off || !indeg || !q) {
-        free(dep); free(off); free(indeg); free(q);
+    int *q = malloc((nch + 1) * sizeof *q), *to = malloc((nu ? nu : 1) * sizeof *to);
+    if (!off || !indeg || !q || !to) {
+        free(D.bits); free(off); free(indeg); free(q); free(to);
         snprintf(msg, msglen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < nu; i++) { off[(dep[i] >> 32) + 1]++; indeg[(uint32_t)dep[i]]++; }
-    for (size_t c = 0; c < nch; c++) off[c + 1] += off[c];
+    size_t e = 0;
+    for (size_t c = 0; c < nch; c++) {
+        off[c] = (int)e;
+        int k, x, port;
+        nm_channel_to(t, (int)c, &k, &x, &port);
+        if (k != NM_NODE_SWITCH) continue;
+        for (int p = 0; p < D.maxp; p++) {
+            size_t i = c * (size_t)D.maxp + (size_t)p;
+            if (!(D.bits[i >> 6] >> (i & 63) & 1)) continue;
+            int c2 = nm_channel_leaving(t, t->switches[x].port_link[p], NM_NODE_SWITCH, x);
+            to[e++] = c2;
+            indeg[c2]++;
+        }
+    }
+    off[nch] = (int)e;
     int head = 0, tail = 0;
     for (size_t c = 0; c < nch; c++) if (indeg[c] == 0) q[tail++] = (int)c;
     while (head < tail) {
         int c = q[head++];
-        for (int i = off[c]; i < off[c + 1]; i++) {
-            int v = (int)(uint32_t)dep[i];
-            if (--indeg[v] == 0) q[tail++] = v;
-        }
+        for (int i = off[c]; i < off[c + 1]; i++)
+            if (--indeg[to[i]] == 0) q[tail++] = to[i];
     }
-    int rc = 0;
     if ((size_t)tail < nch) {
         /* Every channel left has a predecessor left: walk backwards until a channel repeats; the
          * walk from there is a cycle (printed in dependency order). */
@@ -908,10 +1433,11 @@ int nm_routes_check(nm_topology *t, char *msg, size_t msglen)
         int *seen = calloc(nch, sizeof *seen);
         if (pred && cyc && seen) {
             for (size_t c = 0; c < nch; c++) pred[c] = -1;
-            for (size_t i = 0; i < nu; i++) {
-                int a = (int)(dep[i] >> 32), v = (int)(uint32_t)dep[i];
-                if (indeg[a] > 0 && indeg[v] > 0 && pred[v] < 0) pred[v] = a;
-            }
+            for (size_t a = 0; a < nch; a++)
+                for (int i = off[a]; i < off[a + 1]; i++) {
+                    int v = to[i];
+                    if (indeg[a] > 0 && indeg[v] > 0 && pred[v] < 0) pred[v] = (int)a;
+                }
             int c = -1;
             for (size_t x = 0; x < nch && c < 0; x++) if (indeg[x] > 0) c = (int)x;
             while (!seen[c]) { seen[c] = 1; c = pred[c]; }
@@ -931,12 +1457,16 @@ int nm_routes_check(nm_topology *t, char *msg, size_t msglen)
         }
         free(pred); free(cyc); free(seen);
         rc = -1;
+    } else if (turns) {
+        snprintf(msg, msglen, "deadlock-free: every route is legal up*/down* segments between in-transit hosts "
+                 "(each checked when computed%s), and the graph of every legal turn is acyclic (%zu channels, %zu "
+                 "dependencies)", R->ngiven ? "; given routes now" : "", nch, nu);
     } else {
         snprintf(msg, msglen, "deadlock-free: %zu routes legal%s, channel dependency graph acyclic (%zu channels, "
                  "%zu dependencies)", nroutes, t->sw_level ? " (up*/down* segments)" : "", nch, nu);
     }
     t->route_check_ok = rc == 0;
     snprintf(t->route_check_msg, sizeof t->route_check_msg, "%s", msg);
-    free(dep); free(off); free(indeg); free(q);
+    free(D.bits); free(off); free(indeg); free(q); free(to);
     return rc;
 }

@@ -256,7 +256,8 @@ int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_con
                 PERR(r->line, "route digit %d: port %d of switch %s is not cabled", h + 1, pp, t->switch_names[id]);
             link = t->switches[id].port_link[pp];
         }
-        nm_route *rt = &t->routes[(size_t)r->a * (size_t)t->nhosts + (size_t)r->b];
+        nm_route *rt = nm_route_given(t, r->a, r->b);
+        if (!rt) PERR(r->line, "out of memory");
         if (rt->nhops >= 0) PERR(r->line, "route p%d p%d is given twice", r->a, r->b);
         if (nm_route_set(rt, r->n, r->ports, ch) != 0) PERR(r->line, "out of memory");
         t->route_given_count++;

@@ -148,16 +148,6 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
     return i;
 }
 
-int nm_topo_alloc_routes(nm_topology *t)
-{
-    if (t->nhosts <= 0) return -1;
-    size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-    t->routes = calloc(n, sizeof *t->routes);
-    if (!t->routes) return -1;
-    for (size_t i = 0; i < n; i++) t->routes[i].nhops = -1;
-    return 0;
-}
-
 int nm_route_set(nm_route *r, int nhops, const int *out_port, const int *channel)
 {
     int *op = malloc((size_t)(nhops > 0 ? nhops : 1) * sizeof *op);
@@ -187,11 +177,7 @@ void nm_route_clear(nm_route *r)
 void nm_topology_destroy(nm_topology *t)
 {
     if (!t) return;
-    if (t->routes) {
-        size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-        for (size_t i = 0; i < n; i++) nm_route_clear(&t->routes[i]);
-        free(t->routes);
-    }
+    nm_routes_free(t);
     for (int i = 0; i < t->nswitches; i++) {
         free(t->switches[i].port_link);
         if (t->switch_names) free(t->switch_names[i]);
@@ -397,7 +383,8 @@ static int apply_route(parse_ctx *c, const pending_route *r)
             PERR(line, "expected a connected port of switch '%s', got %d", t->switch_names[id], p);
         link = t->switches[id].port_link[p];
     }
-    nm_route *rt = &t->routes[(size_t)r->src * (size_t)t->nhosts + (size_t)r->dst];
+    nm_route *rt = nm_route_given(t, r->src, r->dst);
+    if (!rt) PERR(line, "out of memory");
     if (rt->nhops >= 0) PERR(line, "expected one route per host pair, '%s' to '%s' is given twice",
                              t->host_names[r->src], t->host_names[r->dst]);
     if (nm_route_set(rt, r->nports, r->ports, ch) != 0) PERR(line, "out of memory");
@@ -407,19 +394,18 @@ static int apply_route(parse_ctx *c, const pending_route *r)
 
 static int check_routes(nm_topology *t, const char *path, char *err, size_t errlen)
 {
-    for (int s = 0; s < t->nhosts; s++) {
-        for (int d = 0; d < t->nhosts; d++) {
-            if (s == d || nm_route_get(t, s, d)->nhops >= 0) continue;
-            if (t->host_line && t->host_line[s] > 0)
-                nm_set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s],
-                        t->host_names[s], t->host_names[d]);
-            else
-                nm_set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s],
-                        t->host_names[d]);
-            return -1;
-        }
+    int s, d, r = nm_routes_first_unreachable(t, &s, &d);
+    if (r < 0) {
+        nm_set_err(err, errlen, "%s: out of memory", path);
+        return -1;
     }
-    return 0;
+    if (r == 0) return 0;
+    if (t->host_line && t->host_line[s] > 0)
+        nm_set_err(err, errlen, "%s:%d: host '%s' cannot reach host '%s'", path, t->host_line[s], t->host_names[s],
+                   t->host_names[d]);
+    else
+        nm_set_err(err, errlen, "%s: host '%s' cannot reach host '%s'", path, t->host_names[s], t->host_names[d]);
+    return -1;
 }
 
 /* The deadlock checker on every routing built (routes.c, nm_routes_check). For updown and itb a
@@ -442,8 +428,6 @@ static int auto_routing(nm_topology *t, const nm_config *cfg, const char *what, 
     if (!cfg || strcmp(nm_config_string(cfg, "network.routing"), "auto") != 0) return 0;
     if (t->route_check_ok != 0 || t->route_given_count > 0) return 0;
     if (!nm_engine_blocks(nm_config_string(cfg, "network.engine"))) return 0;
-    size_t n = (size_t)t->nhosts * (size_t)t->nhosts;
-    for (size_t i = 0; i < n; i++) nm_route_clear(&t->routes[i]);
     char m[400];
     if (nm_routes_compute_as(t, cfg, "updown", m, sizeof m) != 0) {
         nm_set_err(err, errlen, "%s: %s", what, m);
@@ -606,6 +590,6 @@ const char *nm_topology_name(const nm_topology *t) { return t ? t->name : ""; }
 
 int nm_topology_route_hops(const nm_topology *t, int src, int dst)
 {
-    if (!t || !t->routes || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts) return -1;
+    if (!t || !t->rt || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts) return -1;
     return nm_route_get(t, src, dst)->nhops;
 }

@@ -1,9 +1,18 @@
-/* bench_myrinet: speed of the character-level myrinet engine. 8 hosts on one 8x8 crossbar
- * (crossbar:8, seed 000 Table 2 parameters), saturating uniform traffic: every host keeps its
- * NIC queue topped up to a few packets with uniformly random destinations. Prints simulated
- * character hops (one character crossing one link) per second of wall time, events per second
- * and peak RSS. Usage: bench_myrinet [payload_bytes...] [-t simulated_ms] */
-#define _POSIX_C_SOURCE 200809L
+/* bench_myrinet: speed of the character-level myrinet engine.
+ *
+ * Saturating traffic: 8 hosts on one 8x8 crossbar (crossbar:8, seed 000 Table 2 parameters),
+ * every host keeps its NIC queue topped up to a few packets with uniformly random destinations.
+ * Prints simulated character hops (one character crossing one link) per second of wall time and
+ * per second of CPU time, events per second and peak RSS.
+ *
+ * Long messages (-l): one 1 MiB MPI message as the MPI model sends it (256 packets of 4 KiB plus
+ * the envelope, all handed to the NIC at once), alone in the network, repeated; prints the
+ * engine's wall and CPU time per message and its events, on crossbar:8 (one switch) and along a
+ * line of five switches, and a digest of every delivery time (a faster engine must print the
+ * same one).
+ *
+ * Usage: bench_myrinet [payload_bytes...] [-t simulated_ms] [-l [messages]] */
+#define _DEFAULT_SOURCE
 #include "netmodel.h"
 
 #include <stdio.h>
@@ -11,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct { int out[8]; } state;
 
@@ -20,6 +30,12 @@ static double now_s(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 static long rss_kb(void)
@@ -45,7 +61,7 @@ static int bench(int payload, double sim_ms)
     uint64_t rng = 88172645463325252ULL;
     nm_time_t end = (nm_time_t)(sim_ms * 1e9), step = (nm_time_t)(payload + 7) * 6250, t = 0;
     long rss_quarter = 0;
-    double w0 = now_s();
+    double w0 = now_s(), c0 = cpu_s();
     while (t < end) {
         for (int s = 0; s < 8; s++)
             while (st.out[s] < 4) {
@@ -59,12 +75,13 @@ static int bench(int payload, double sim_ms)
         if (nm_network_run_until(net, t) < 0) { fprintf(stderr, "engine error\n"); return 1; }
         if (!rss_quarter && t >= end / 4) rss_quarter = rss_kb();
     }
-    double wall = now_s() - w0;
+    double wall = now_s() - w0, cpu = cpu_s() - c0;
     nm_stats s;
     nm_network_stats(net, &s);
-    printf("payload %5d B: %8.3f ms simulated in %6.3f s: %7.1f M char-hops/s, %6.2f M events/s, "
+    printf("payload %5d B: %8.3f ms simulated in %6.3f s: %7.1f M char-hops/s (%.1f M per CPU s), %6.2f M events/s, "
            "%.1f char-hops/event, %.0f Mb/s per host accepted, peak RSS %ld KB (%ld KB at 1/4)\n",
-           payload, sim_ms, wall, (double)s.char_hops / wall / 1e6, (double)s.events / wall / 1e6,
+           payload, sim_ms, wall, (double)s.char_hops / wall / 1e6, (double)s.char_hops / cpu / 1e6,
+           (double)s.events / wall / 1e6,
            (double)s.char_hops / (double)(s.events ? s.events : 1),
            (double)s.payload_bytes_delivered * 8 / (sim_ms * 1e-3) / 8 / 1e6, rss_kb(), rss_quarter);
     nm_network_destroy(net);
@@ -73,13 +90,73 @@ static int bench(int payload, double sim_ms)
     return 0;
 }
 
+typedef struct { uint64_t digest; int delivered; } lstate;
+static void on_long(void *u, const nm_delivery *d)
+{
+    lstate *l = u;
+    l->digest = (l->digest ^ (uint64_t)d->deliver_time) * 1099511628211ull;
+    l->delivered++;
+}
+
+/* One 1 MiB message at a time from host 0 to the last host. */
+static int bench_long(const char *topology, int messages)
+{
+    char err[512];
+    nm_config *cfg = nm_config_create();
+    if (!cfg || nm_config_set(cfg, "network.engine=myrinet", "bench", err, sizeof err) != 0) {
+        fprintf(stderr, "config: %s\n", cfg ? err : "out of memory");
+        return 1;
+    }
+    nm_topology *topo = nm_topology_load(topology, cfg, err, sizeof err);
+    nm_network *net = topo ? nm_network_create(cfg, topo, err, sizeof err) : NULL;
+    if (!net) { fprintf(stderr, "%s\n", err); return 1; }
+    lstate st = {1469598103934665603ull, 0};
+    nm_network_set_callbacks(net, on_long, NULL, &st);
+    int dst = nm_topology_hosts(topo) - 1;
+    const int packets = 256, payload = 4096 + 8;   /* mpi.packet_payload, plus the envelope */
+    double w0 = now_s(), c0 = cpu_s();
+    for (int m = 0; m < messages; m++) {
+        nm_time_t t = nm_network_now(net);
+        for (int k = 0; k < packets; k++)
+            if (nm_network_inject(net, 0, dst, (uint64_t)payload, t, (uint64_t)k) != 0) return 1;
+        if (nm_network_run(net) < 0) { fprintf(stderr, "engine error\n"); return 1; }
+    }
+    double wall = now_s() - w0, cpu = cpu_s() - c0;
+    nm_stats s;
+    nm_network_stats(net, &s);
+    printf("1 MiB message, %-10s (%d switches): %.3f ms wall, %.3f ms CPU, %.0f events per message "
+           "(%d messages), digest %016llx\n",
+           strchr(topology, '/') ? "line of 5" : topology, nm_topology_route_hops(topo, 0, dst), wall * 1e3 / messages, cpu * 1e3 / messages,
+           (double)s.events / messages, messages, (unsigned long long)st.digest);
+    nm_network_destroy(net);
+    nm_topology_destroy(topo);
+    nm_config_destroy(cfg);
+    return st.delivered == messages * packets ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    int payloads[16], np = 0;
+    int payloads[16], np = 0, longm = 0;
     double sim_ms = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) sim_ms = atof(argv[++i]);
+        else if (!strcmp(argv[i], "-l")) longm = i + 1 < argc && atoi(argv[i + 1]) > 0 ? atoi(argv[++i]) : 20;
         else if (np < 16) payloads[np++] = atoi(argv[i]);
+    }
+    if (longm) {
+        /* a line of five 4-port switches, host A at one end, host B at the other */
+        char line[256];
+        snprintf(line, sizeof line, "%s/bench_myrinet_XXXXXX", P_tmpdir);
+        int fd = mkstemp(line);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) return 1;
+        fputs("switch S0 ports 4\nswitch S1 ports 4\nswitch S2 ports 4\nswitch S3 ports 4\nswitch S4 ports 4\n"
+              "host A\nhost B\nlink A:0 S0:0\nlink S0:1 S1:0\nlink S1:1 S2:0\nlink S2:1 S3:0\nlink S3:1 S4:0\n"
+              "link B:0 S4:1\n", f);
+        fclose(f);
+        int rc = bench_long("crossbar:8", longm) || bench_long(line, longm);
+        remove(line);
+        return rc;
     }
     if (np == 0) { payloads[np++] = 64; payloads[np++] = 1024; payloads[np++] = 8192; }
     for (int i = 0; i < np; i++) {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ms_replay.h"
@@ -23,6 +24,13 @@
 static const char *g_topology = "ring:32:8:4";
 static const char *g_routing = "network.routing=updown";
 static const char *g_engines = "analytic,myrinet";
+
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static int wanted(const char *engine)
 {
@@ -46,9 +54,12 @@ static void bench(const char *shape, ms_trace *t, const char *engine)
         fprintf(stderr, "bench_replay: %s\n", err);
         exit(1);
     }
-    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL};
     ms_replay_result r;
-    if (ms_replay_run(t, cfg, &o, &r, err, sizeof err) < 0 || r.outcome) {
+    double c0 = cpu_s();
+    int rc = ms_replay_run(t, cfg, &o, &r, err, sizeof err);
+    double cpu = cpu_s() - c0;
+    if (rc < 0 || r.outcome) {
         fprintf(stderr, "bench_replay: %s %s\n", err, r.outcome_text);
         exit(1);
     }
@@ -62,9 +73,9 @@ static void bench(const char *shape, ms_trace *t, const char *engine)
         for (int k = 0; k < 6; k++) h = (h ^ v[k]) * 1099511628211ull;
     }
     printf("%-8s %-9s ranks=%d topology=%s msgs=%llu virtual=%.6f s setup=%.3f s replay=%.3f s msgs_per_s=%.0f "
-           "(with setup %.0f) events_per_s=%.0f digest=%016llx\n",
+           "(with setup %.0f; per CPU s with setup %.0f) events_per_s=%.0f digest=%016llx\n",
            shape, engine, t->nranks, r.topology, (unsigned long long)r.msgs_sent, r.virtual_time_ps * 1e-12, r.setup_s,
-           run, r.msgs_sent / run, r.msgs_sent / r.wall_s, r.events / run,
+           run, r.msgs_sent / run, r.msgs_sent / r.wall_s, r.msgs_sent / cpu, r.events / run,
            (unsigned long long)h);
     fflush(stdout);
     ms_replay_result_free(&r);

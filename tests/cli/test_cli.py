@@ -7,6 +7,9 @@ Usage: test_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
   help                 every subcommand's --help exits 0 and documents its own options
   install              cmake --install into an empty prefix: the tree, no checkout path in any
                        installed file, the installed command runs a program from / with a profile
+  study                mpisim study speedup: --set values reach mpisim run as they are (a quote
+                       in one, issue 14); the factor it calibrates is written with its source and,
+                       reused with --cpu-factor FILE, gives the same factor and the same table
 """
 import json
 import os
@@ -202,5 +205,33 @@ def install():
     check(p.stdout.strip() == "loaded", "a program links the installed libnetmodel via pkg-config")
 
 
-{"timeline_and_report": timeline_and_report, "help": help_, "install": install}[NAME]()
+def study():
+    out1, out2 = os.path.join(WORK, "s1"), os.path.join(WORK, "s2")
+    desc = "it's \"quoted\"; $(touch pwned) `x`"
+    common = ["--procs", "1,2", "--sizes", "16", "--set", f"profile.description={desc}"]
+    p = run([MPISIM, "study", "speedup", "--out", out1, "--cpu-factor", "123.5"] + common, cwd=WORK)
+    cfg = json.load(open(os.path.join(out1, "config.json")))
+    check(cfg["profile.description"]["value"] == desc, "a --set value with quotes and $() reaches the runs unchanged")
+    check(not os.path.exists(os.path.join(WORK, "pwned")), "no shell ran the value")
+    rep = json.load(open(os.path.join(out1, "report-P2-N16.json")))
+    check(rep["config"]["profile.description"]["value"] == desc, "... and every point's report")
+    check(rep["config"]["shim.cpu_factor"]["value"] == 123.5 and rep["config"]["shim.cpu_factor"]["source"] == "--cpu-factor",
+          "the factor and its source are in every report's configuration")
+    lines = open(os.path.join(out1, "cpu_factor.txt")).read().splitlines()
+    check(float(lines[0]) == 123.5 and lines[1] == "--cpu-factor", "the study writes cpu_factor.txt (factor, source)")
+    # reuse under compute none: the table depends on the factor only through the configuration
+    p1 = run([MPISIM, "study", "speedup", "--out", out2, "--compute", "none", "--cpu-factor",
+              os.path.join(out1, "cpu_factor.txt")] + common, cwd=WORK)
+    p2 = run([MPISIM, "study", "speedup", "--out", out2, "--compute", "none", "--cpu-factor",
+              os.path.join(out1, "cpu_factor.txt")] + common, cwd=WORK)
+    table = [l for l in p1.stdout.splitlines() if l.strip()[:1].isdigit()]
+    check(len(table) == 2 and table == [l for l in p2.stdout.splitlines() if l.strip()[:1].isdigit()],
+          "a study with a fixed factor reproduces its table")
+    rep = json.load(open(os.path.join(out2, "report-P2-N16.json")))
+    check(rep["config"]["shim.cpu_factor"]["value"] == 123.5, "--cpu-factor FILE reuses the factor")
+    p = run([MPISIM, "study", "speedup", "--out", out2, "--cpu-factor", os.path.join(WORK, "nonexistent")], check=False)
+    check(p.returncode == 2 and "nonexistent" in p.stderr, "a missing factor file is named")
+
+
+{"timeline_and_report": timeline_and_report, "help": help_, "install": install, "study": study}[NAME]()
 print("PASSED", NAME)

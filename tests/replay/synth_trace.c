@@ -12,7 +12,7 @@
 #include "trace_raw.h"
 
 typedef struct srank {
-    size_t cap_ev, cap_lists, cap_results;
+    size_t cap_ev, cap_lists, cap_results, cap_text;
     uint64_t next_req;
 } srank;
 
@@ -110,6 +110,17 @@ uint64_t synth_irecv(synth *s, int rank, int src, int tag, uint64_t bytes, uint6
     return p2p(s, rank, MS_MSG_IRECV, SY_IRECV, src, tag, bytes, comm);
 }
 
+void synth_post_details(synth *s, int rank, uint64_t buf, int flags)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    for (size_t k = r->nev; k-- > 0;)
+        if (r->ev[k].kind == MS_MSG_ISEND || r->ev[k].kind == MS_MSG_IRECV) {
+            r->ev[k].callsite = buf;
+            if (r->ev[k].kind == MS_MSG_IRECV) r->ev[k].flags = flags;
+            return;
+        }
+}
+
 uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm)
 {
     ms_trace_event *e = ev(s, rank, MS_MSG_ICOLL, SY_BARRIER);
@@ -120,6 +131,34 @@ uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uin
     e->comm = comm;
     e->list_off = (int64_t)s->t->ranks[rank].nlists;
     return e->req;
+}
+
+uint64_t synth_icollv(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm, int n,
+                      const uint64_t *counts)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    uint64_t q = synth_icoll(s, rank, kind, root, bytes, comm);
+    r->ev[r->nev - 1].list_n = n;
+    r->lists = grow(r->lists, &s->r[rank].cap_lists, r->nlists + (size_t)n, sizeof *r->lists);
+    if (n) memcpy(r->lists + r->nlists, counts, sizeof *counts * (size_t)n);
+    r->nlists += (size_t)n;
+    return q;
+}
+
+void synth_cancel(synth *s, int rank, uint64_t req) { ev(s, rank, MS_MSG_CANCEL, SY_WAIT)->req = req; }
+
+void synth_free(synth *s, int rank, uint64_t req) { ev(s, rank, MS_MSG_FREE, SY_WAIT)->req = req; }
+
+void synth_unmodelled(synth *s, int rank, const char *text)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    ms_trace_event *e = ev(s, rank, MS_MSG_UNMODELLED, -1);
+    size_t n = strlen(text);
+    e->list_off = (int64_t)r->ntext;
+    e->list_n = (int32_t)n;
+    r->text = grow(r->text, &s->r[rank].cap_text, r->ntext + n + 1, 1);
+    memcpy(r->text + r->ntext, text, n + 1);
+    r->ntext += n + 1;
 }
 
 void synth_wait(synth *s, int rank, int mode, int n, const uint64_t *reqs, int flags)
@@ -345,7 +384,7 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
             break;
         }
         case MS_MSG_IRECV: {
-            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0, e->callsite};
+            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, e->flags, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }

@@ -28,7 +28,7 @@ struct Outcome {
     std::string err;
 };
 
-Outcome replay(const ms_trace *t, std::vector<std::string> sets, ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr},
+Outcome replay(const ms_trace *t, std::vector<std::string> sets, ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr},
            const char *profile = "default")
 {
     std::vector<const char *> s;
@@ -84,7 +84,7 @@ TEST(Replay, ComputeIsAddedAndScaled)
     // rank 1's compute overlaps rank 0's send: each round costs C + 2 half
     EXPECT_EQ(a.res.ranks[0].virtual_end_ps, K * (C + 2 * half));
     EXPECT_EQ(a.res.ranks[0].compute_ps, K * C);
-    ms_replay_opts o = {2.0, MS_WILDCARDS_RECORDED, nullptr};
+    ms_replay_opts o = {2.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr};
     Outcome b = replay(t, ANALYTIC, o);
     ASSERT_TRUE(b.ok) << b.err;
     EXPECT_EQ(b.res.ranks[0].virtual_end_ps, K * (2 * C + 2 * half));
@@ -128,6 +128,42 @@ TEST(Replay, FanInAndOutFinish)
     EXPECT_EQ(r.res.outcome, 0) << r.res.outcome_text;
     EXPECT_EQ(r.res.engine, std::string("myrinet"));
     EXPECT_EQ(r.res.ranks[0].msgs_recv, 2u * 7u + 4u * 3u);   // + 4 barriers of 3 dissemination rounds
+    ms_replay_result_free(&r.res);
+    ms_trace_free(t);
+}
+
+// A polling receiver whose recording saw the message late: the replay's model completes the
+// receive at the first MPI_Test, the trace tests it eight times more (recorded: not complete)
+// and completes it at the tenth. The replay leaves it out of those tests and forgets it once the
+// recording has completed it; the Waitall-only sender leaves nothing behind.
+TEST(Replay, EarlyCompletionsAreForgotten)
+{
+    synth *s = synth_new(2);
+    synth_send(s, 0, 0, 1, 9, 1024);
+    synth_call(s, 1, SY_IRECV, 0);
+    uint64_t q = synth_irecv(s, 1, 0, 9, 1024, MS_COMM_WORLD);
+    synth_exit(s, 1, SY_IRECV);
+    for (int i = 0; i < 10; i++) {
+        synth_call(s, 1, SY_WAIT, 1000000);
+        synth_wait(s, 1, MS_TEST_ALL, 1, &q, 0);
+        ms_trace_result res{};
+        res.req = q;
+        res.completed = i == 9;
+        res.complete_time = MS_TRACE_UNKNOWN_TIME;
+        res.source = res.completed ? 0 : -1;
+        res.tag = res.completed ? 9 : -1;
+        res.bytes = res.completed ? 1024 : 0;
+        synth_resume(s, 1, 0, 1, &res);
+        synth_exit(s, 1, SY_WAIT);
+    }
+    for (int r = 0; r < 2; r++) synth_finalize(s, r);
+    ms_trace *t = synth_finish(s);
+    Outcome r = replay(t, {});
+    ASSERT_TRUE(r.ok) << r.err;
+    EXPECT_EQ(r.res.outcome, 0) << r.res.outcome_text;
+    EXPECT_EQ(r.res.ranks[1].msgs_recv, 1u);
+    EXPECT_EQ(r.res.early_done_peak, 1u);
+    EXPECT_EQ(r.res.early_done_end, 0u);
     ms_replay_result_free(&r.res);
     ms_trace_free(t);
 }
@@ -182,8 +218,8 @@ TEST(Replay, WildcardsRecordedOrVirtual)
     synth_send(s, 2, 0, 0, 3, 8);
     for (int r = 0; r < 3; r++) synth_finalize(s, r);
     ms_trace *t = synth_finish(s);
-    Outcome rec = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_RECORDED, nullptr});
-    Outcome virt = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_VIRTUAL, nullptr});
+    Outcome rec = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr});
+    Outcome virt = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_VIRTUAL, nullptr, nullptr, nullptr});
     ASSERT_TRUE(rec.ok && virt.ok) << rec.err << virt.err;
     int64_t one = OS + lat(8) + OR;
     // virtual: the first receive takes rank 2 (at `one`), the second rank 1's late message
@@ -255,7 +291,7 @@ TEST(Replay, RecordedConfigurationIsTheDefault)
     EXPECT_STREQ(nm_config_string(cfg, "network.engine"), "analytic");
     EXPECT_EQ(nm_config_int(cfg, "mpi.send_overhead"), 1000000);
     EXPECT_NE(std::string(warn).find("network.gone_key"), std::string::npos);
-    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr};
     ms_replay_result res;
     ASSERT_EQ(ms_replay_run(t, cfg, &o, &res, err, sizeof err), 0) << err;
     int64_t half = 1000000 + lat(8) + OR;

@@ -246,14 +246,16 @@ TEST(Routing, CheckerRejectsHandMadeCycle)
         // the same cycle with an in-transit host at S2 on H1 -> H3: the dependency is broken
         Topo T(path, {"network.routing=shortest"});
         ASSERT_NE(T.t, nullptr);
-        nm_route *r = &T.t->routes[1 * T.t->nhosts + 3];
+        const nm_route *c = nm_route_get(T.t, 1, 3);
         int ch[6], ports[4] = {1, 3, 1, 0}, itb[1] = {4};
-        ch[0] = r->channel[0];
-        ch[1] = r->channel[1];                                                    // S1 -> S2
+        ch[0] = c->channel[0];
+        ch[1] = c->channel[1];                                                    // S1 -> S2
         ch[2] = nm_channel_leaving(T.t, T.t->hosts[4].link, NM_NODE_SWITCH, 2);   // S2 -> X2
         ch[3] = nm_channel_leaving(T.t, T.t->hosts[4].link, NM_NODE_HOST, 4);     // X2 -> S2
-        ch[4] = r->channel[2];                                                    // S2 -> S3
-        ch[5] = r->channel[3];                                                    // S3 -> H3
+        ch[4] = c->channel[2];                                                    // S2 -> S3
+        ch[5] = c->channel[3];                                                    // S3 -> H3
+        nm_route *r = nm_route_given(T.t, 1, 3);                                  // replaces the computed one
+        ASSERT_NE(r, nullptr);
         ASSERT_EQ(nm_route_set_itb(r, 4, ports, 6, ch, 1, itb), 0);
         char m[320];
         EXPECT_EQ(nm_routes_check(T.t, m, sizeof m), 0) << m;
@@ -396,7 +398,8 @@ TEST(Routing, Deterministic)
         ASSERT_TRUE(A.t && B.t && C.t);
         int differ = 0;
         for (int i = 0; i < A.t->nhosts * A.t->nhosts; i++) {
-            const nm_route &x = A.t->routes[i], &y = B.t->routes[i], &z = C.t->routes[i];
+            int s = i / A.t->nhosts, d = i % A.t->nhosts;
+            const nm_route &x = *nm_route_get(A.t, s, d), &y = *nm_route_get(B.t, s, d), &z = *nm_route_get(C.t, s, d);
             ASSERT_EQ(x.nchannels, y.nchannels);
             for (int c = 0; c < x.nchannels; c++) ASSERT_EQ(x.channel[c], y.channel[c]);
             if (x.nchannels != z.nchannels) differ++;
@@ -521,11 +524,12 @@ struct ItbNet {
           }())
     {
         char e[512];
-        nm_route *r = &T.t->routes[0 * 3 + 2];
         const nm_route *a = nm_route_get(T.t, 0, 1), *b = nm_route_get(T.t, 1, 2);
         // H0 -> S0 -> S1 -> H1 | H1 -> S1 -> S2 -> H2
         int ch[6] = {a->channel[0], a->channel[1], a->channel[2], b->channel[0], b->channel[1], b->channel[2]};
         int ports[4] = {a->out_port[0], a->out_port[1], b->out_port[0], b->out_port[1]}, itb[1] = {1};
+        nm_route *r = nm_route_given(T.t, 0, 2);
+        EXPECT_NE(r, nullptr);
         EXPECT_EQ(nm_route_set_itb(r, 4, ports, 6, ch, 1, itb), 0);
         net = nm_network_create(T.cfg, T.t, e, sizeof e);
         EXPECT_NE(net, nullptr) << e;

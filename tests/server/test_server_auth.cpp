@@ -13,7 +13,7 @@
 #include <string>
 
 extern "C" {
-#include "mpisim.h"
+#include "ms_server.h"
 #include "protocol.h"
 }
 
@@ -60,7 +60,7 @@ TEST(ServerAuth, RefusesEverythingButItsOwnRanks)
 {
     char err[1024] = "";
     nm_config *cfg = nm_config_create();
-    ASSERT_EQ(ms_register_all_keys(cfg, err, sizeof err), 0) << err;
+    ASSERT_EQ(ms_driver_register_keys(cfg, err, sizeof err), 0) << err;
     ASSERT_EQ(nm_config_load_profile(cfg, "default", MPISIM_SOURCE_PROFILE_DIR, err, sizeof err), 0) << err;
     ms_server *s = ms_server_create();
     char *argv[] = {(char *)"prog"};

@@ -150,38 +150,53 @@ def test_cpu_charged():
         b.append(median_compute(16, f"b{k}"))
     med2, med16 = min(a), min(b)
     ratio = med16 / med2
-    print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f}")
-    if not 0.9 <= ratio <= 1.1:
-        sys.exit("FAILED: per-rank compute differs by more than 10% (wall time charged?)")
+    print(f"compute per rank: 2 ranks {med2 / 1e9:.3f} ms, 16 ranks on 2 cores {med16 / 1e9:.3f} ms, ratio {ratio:.3f} "
+          f"(runs: {[round(x / 1e9, 3) for x in a]} / {[round(x / 1e9, 3) for x in b]})")
+    # Charging wall time would give ~8 (16 ranks on 2 cores). CPU time itself moves with what
+    # shares the core: under `ctest -j2` another test's processes run beside one size and not
+    # the other (a busy sibling hyperthread, caches refilled after every switch, the hypervisor's
+    # share), which took the ratio past 1.1 once; 15 % still tells CPU time from wall time.
+    if not 0.85 <= ratio <= 1.15:
+        sys.exit("FAILED: per-rank compute differs by more than 15% (wall time charged?)")
 
 
 def test_charged_overhead():
     """A program with nothing between its MPI calls is charged (almost) no computation, at factor 1
     in the default compute mode, alone and with a CPU-bound job beside it (issue 10)."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/empty_pingpong.c"), os.path.join(WORK, "empty_pingpong"))
+    # the bounds hold for this program alone and beside ONE CPU-bound job; a machine already
+    # running more than its cores can take evicts every cache between two MPI calls
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    if load > 1.0:
+        print(f"SKIPPED: load average {load:.1f} per core before the test (the bounds assume a machine "
+              "that runs this test and one CPU-bound job)")
+        return
 
     def per_call(tag, trips):
         _, r = mpisim_run(2, [exe, str(trips)], compute="cpu", sets=["shim.cpu_factor=1"],
                           report=os.path.join(WORK, f"o{tag}.json"))
         for x in r["ranks"]:
             c = x["charging"]
-            if c["method"] not in ("perf-page", "syscall") or c["gaps"] < 2 * trips:
+            if c["method"] not in ("task-clock", "syscall") or c["gaps"] < 2 * trips:
                 sys.exit(f"FAILED: rank {x['rank']} charging block {c}")
         return sum(x["compute_ps"] for x in r["ranks"]) / sum(x["calls"] for x in r["ranks"]) / 1e3, c
 
     alone, c = per_call("alone", 2000)
     burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
     try:
-        beside, _ = per_call("beside", 500)
+        beside, cb = per_call("beside", 200)
     finally:
         burner.kill()
         burner.wait()
     print(f"charged per empty MPI call: {alone:.0f} ns alone, {beside:.0f} ns beside a CPU-bound job "
-          f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap)")
-    # the CPU-clock system calls alone charged 1500-1700 ns per call before (issue 10); what is
-    # left is the wrapper's path between the readings, slower on caches another job has cooled
-    if alone > 250 or beside > 1000:
-        sys.exit("FAILED: bounds 250 ns alone, 1000 ns beside a CPU-bound job")
+          f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap; beside: "
+          f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out)")
+    # issue 10: <= 50 ns per call. Alone it holds; beside a CPU-bound job the way back from a
+    # call that was switched out runs on cold caches (docs/architecture.md, "What is charged"),
+    # which is not compensated yet: the second bound only catches a clock that charges its own
+    # system calls again (1500-1700 ns per call before issue 10)
+    if alone > 50 or beside > 1000:
+        sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
 
 
 def test_unlinked_program():

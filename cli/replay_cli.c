@@ -1,4 +1,4 @@
-/* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md). */
+/* `mpisim replay` and `mpisim sweep` (see replay_cli.h and replay/README.md); the replay itself is ms_replay (replay/). */
 #define _GNU_SOURCE
 #include "replay_cli.h"
 

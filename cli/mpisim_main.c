@@ -13,30 +13,24 @@
 
 #include <hwloc.h>
 
-#include "mpisim.h"
+#include "ms_driver.h"
+#include "ms_server.h"
 #include "netmodel.h"
 #include "study.h"
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
 #endif
-#ifdef MPISIM_HAVE_TRACE
-/* libmpisim/trace: merge the ranks' raw files and meta.json into one HDF5 trace */
-int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
-#endif
-#ifdef MPISIM_HAVE_REPLAY
+#include "ms_trace.h"
 #include "replay_cli.h"
-#endif
-#ifdef MPISIM_HAVE_TRACE
 #include "report_text.h"
 #include "timeline.h"
-#endif
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
             "                  [--routing shortest|updown|itb]\n"
-            "                  [--cpu-factor X] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
+            "                  [--cpu-factor X [--cpu-factor-source TEXT]] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
             "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
             "                  [--trace F.h5] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
             "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
@@ -46,7 +40,7 @@ static void usage(FILE *f)
             "       mpisim sweep TRACE --vary key=v1,v2,... [--jobs J] [--out F.csv]\n"
             "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
             "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
-            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor testbed|profile|X]\n"
+            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile]\n"
             "                  [--out DIR]\n"
             "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
             "       mpisim timeline TRACE.h5 -o FILE.json           (Chrome/Perfetto trace-event timeline)\n"
@@ -117,27 +111,13 @@ const char *mpisim_profile_path(void)
     return buf;
 }
 
-/* --set accepts the documented short names of the shim's keys too. */
-static int apply_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
-{
-    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
-    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
-        size_t n = strlen(shorts[i]);
-        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
-            char full[512];
-            snprintf(full, sizeof full, "shim.%s", assign);
-            return nm_config_set(cfg, full, "--set", err, errlen);
-        }
-    }
-    return nm_config_set(cfg, assign, "--set", err, errlen);
-}
-
 typedef struct run_opts {
     const char *profile;
     const char **sets;
     int nsets;
     const char *compute;
     const char *cpu_factor;
+    const char *cpu_factor_source;   /* where --cpu-factor came from, recorded as its origin */
     const char *report;
     const char *mpirun;
     const char **mpirun_args;
@@ -160,13 +140,13 @@ nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets,
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (ms_register_all_keys(cfg, err, errlen) < 0 ||
+    if (ms_driver_register_keys(cfg, err, errlen) < 0 ||
         nm_config_load_profile(cfg, profile ? profile : "default", mpisim_profile_path(), err, errlen) < 0) {
         nm_config_destroy(cfg);
         return NULL;
     }
     for (int i = 0; i < nsets; i++)
-        if (apply_set(cfg, sets[i], err, errlen) < 0) {
+        if (ms_driver_config_set(cfg, sets[i], err, errlen) < 0) {
             nm_config_destroy(cfg);
             return NULL;
         }
@@ -204,6 +184,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         }
         else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
         else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
+        else if (!strcmp(a, "--cpu-factor-source")) { NEXT(); o->cpu_factor_source = argv[++i]; }
         else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
         else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
         else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
@@ -301,7 +282,6 @@ static int make_trace_dir(const char *trace, char *dir, size_t len)
 
 static int finish_trace(const char *dir, const char *trace)
 {
-#ifdef MPISIM_HAVE_TRACE
     char err[1024];
     if (ms_trace_convert(dir, trace, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
@@ -309,11 +289,6 @@ static int finish_trace(const char *dir, const char *trace)
     }
     fprintf(stderr, "mpisim: trace %s\n", trace);
     return 0;
-#else
-    fprintf(stderr, "mpisim: built without HDF5 trace support; raw trace in %s\n", dir);
-    (void)trace;
-    return 0;
-#endif
 }
 
 static int cmd_trace(int argc, char **argv);
@@ -380,6 +355,11 @@ static int launch_and_serve(const run_opts *o_)
     }
     nm_config *cfg = mpisim_load_config(o.profile, o.sets, nsets, err, sizeof err);
     if (!cfg) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    /* a calibrated factor keeps its provenance in the resolved configuration of every report */
+    if (o.cpu_factor && o.cpu_factor_source && nm_config_set(cfg, cfs, o.cpu_factor_source, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
@@ -510,7 +490,6 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace) write_trace_meta(trace_dir, &o, cfg, 1);
     if (o.trace && finish_trace(trace_dir, o.trace) < 0 && rc == 0) rc = 4;
-#ifdef MPISIM_HAVE_TRACE
     if (o.timeline) {
         char terr[2048];
         if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
@@ -521,7 +500,6 @@ static int launch_and_serve(const run_opts *o_)
         }
         if (o.trace == timeline_trace) unlink(timeline_trace);
     }
-#endif
     nm_config_destroy(cfg);
     free(av);
     free(o.sets);
@@ -584,7 +562,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "config")) return cmd_config(argc - 2, argv + 2);
     if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
-#ifdef MPISIM_HAVE_TRACE
     if (!strcmp(cmd, "trace-recover")) {
         if (argc != 4) {
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
@@ -592,16 +569,11 @@ int main(int argc, char **argv)
         }
         return finish_trace(argv[2], argv[3]) < 0 ? 1 : 0;
     }
-#endif
-#ifdef MPISIM_HAVE_REPLAY
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
-#endif
     if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
-#ifdef MPISIM_HAVE_TRACE
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
-#endif
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
 #endif

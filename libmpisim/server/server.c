@@ -1,12 +1,14 @@
-/* The model server: ranks' reports in, the engine in virtual time, resumes out.
- *
- * Conservative synchronization (DESIGN.md): the engine may process events up to
- *   H = min over running ranks of their last reported clock
- * (ranks not yet connected count as running at 0; blocked, finished and dead ranks do not
- * count). When no rank runs and the engine has nothing left, the job is deadlocked in virtual
- * time and the server says where each rank waits. */
+/* The model server: the co-simulation's front end. Ranks connect over TCP (with the run's
+ * secret), their reports are decoded into driver events, and the driver's resumes and wildcard
+ * resolutions go back as messages. Rank states, synchronising groups, the horizon and applying
+ * events to the model are the driver's (libmpisim/driver, shared with replay); this file keeps
+ * the transport, the authentication, what only a live run has (call sites, unmodelled-call
+ * counts, the shim's own figures, the real time the stall watchdog counts: ranks' stall notices and
+ * untimed calls, passed to the driver) and the report. When the driver finds the job stuck (a
+ * deadlock, or a stall), the server asks the waiting ranks where their programs called from and
+ * reports it. */
 #define _GNU_SOURCE
-#include "mpisim.h"
+#include "ms_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,15 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ms_driver.h"
 #include "ms_model.h"
-#include "ms_host.h"
 #include "protocol.h"
-#include "report.h"
+#include "ms_report.h"
 #include "fn_names_gen.h"
 
-
-/* RK_UNTIMED: inside an untimed (passthrough) real call; it does not hold the horizon back */
-typedef enum { RK_UNCONNECTED = 0, RK_RUNNING, RK_BLOCKED, RK_FINISHED, RK_DEAD, RK_UNTIMED } rank_state;
 
 typedef struct buf {
     char *p;
@@ -45,16 +44,8 @@ typedef struct unmodelled_count {
 } unmodelled_count;
 
 typedef struct rank_info {
-    rank_state state;
     int fd;
-    int64_t clock;
     buf in, out;
-    int wait_fn;                 /* function blocked in, for reports */
-    int wait_flags;
-    uint64_t last_coll_comm;
-    int held;                    /* resumed by the model, held until its sync group is complete */
-    int64_t held_t;
-    ms_msg_result held_result;
     int pid;
     char host[64];
     char binding[64];
@@ -64,9 +55,9 @@ typedef struct rank_info {
     char callsite_text[MS_TEXT_MAX];
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
-    int stalled;                 /* waits in the real MPI and nothing completed for shim.stall_timeout */
-    char stall_text[MS_TEXT_MAX];
+    /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
     double untimed_since;        /* wall time it entered its untimed call */
+    int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
     char untimed_call[64];
     char untimed_site[MS_SITE_TEXT];
 } rank_info;
@@ -86,24 +77,15 @@ typedef struct site_total {
     int ranks;
 } site_total;
 
-typedef struct comm_size {
-    uint64_t id;
-    int size;
-} comm_size;
-
 struct ms_server {
     const nm_config *cfg;
-    nm_topology *topo;
-    nm_network *net;
-    ms_model *model;
+    ms_driver *drv;              /* the network, the model, rank states and clocks */
     int nranks;
     rank_info *ranks;
     int listen_fd;
     char secret[MS_SECRET_LEN + 1];
     pending_conn *pending;
     size_t npending, cap_pending;
-    comm_size *comms;
-    size_t ncomms, cap_comms;
     char **argv;
     int argc;
     ms_msg_welcome welcome;
@@ -120,7 +102,6 @@ struct ms_server {
     size_t nsites, cap_sites;
     char machine[512];
     int describing;              /* a deadlock was found; waiting for the ranks to say where */
-    int stalling;                /* what was found is a stall (check_stall), not a deadlock */
     int debug;
     double next_debug;
     double describe_deadline;
@@ -187,65 +168,18 @@ static void flush_rank(rank_info *r)
 
 /* ---------------------------------------------------------------------------------------- */
 
-static int comm_members(const ms_server *s, uint64_t id)
-{
-    if (id == MS_COMM_WORLD_ID) return s->nranks;
-    if (id == MS_COMM_SELF_ID) return 1;
-    for (size_t i = 0; i < s->ncomms; i++)
-        if (s->comms[i].id == id) return s->comms[i].size;
-    return -1;
-}
-
-/* Wildcard senders the model has decided for this rank: they go out before any resume, and at
- * once otherwise (a peer's real transfer may be waiting for the real receive they allow). */
-static void push_resolutions(ms_server *s, int rank)
-{
-    rank_info *r = &s->ranks[rank];
-    ms_resolution rv[64];
-    size_t k;
-    while ((k = ms_model_take_resolutions(s->model, rank, rv, 64)) > 0)
-        for (size_t i = 0; i < k; i++) {
-            ms_msg_resolve m = {rv[i].req, rv[i].bytes, rv[i].source, rv[i].tag};
-            send_msg(r, MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
-        }
-}
-
-static void resume_rank(ms_server *s, int rank, int64_t t, const ms_msg_result *res, size_t n)
-{
-    rank_info *r = &s->ranks[rank];
-    push_resolutions(s, rank);
-    ms_msg_resume rs = {t, (int32_t)n, 0};
-    send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, res, sizeof *res * n);
-    r->state = RK_RUNNING;
-    r->clock = t;
-}
-
-/* Communicator creation: all members leave at the time the last one finishes, so that none
- * is inside the real (blocking) creation call while the model still needs its clock. */
-static void release_sync_group(ms_server *s, uint64_t comm)
-{
-    int members = comm_members(s, comm);
-    int held = 0;
-    int64_t tmax = 0;
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].held && s->ranks[i].last_coll_comm == comm) {
-            held++;
-            if (s->ranks[i].held_t > tmax) tmax = s->ranks[i].held_t;
-        }
-    if (held < members) return;
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].held && s->ranks[i].last_coll_comm == comm) {
-            s->ranks[i].held = 0;
-            ms_msg_result res = s->ranks[i].held_result;
-            res.complete_time = tmax;
-            resume_rank(s, i, tmax, &res, 1);
-        }
-}
-
-static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
+/* A wildcard sender the model decided: at once (a peer's real transfer may be waiting for the
+ * real receive it allows); the driver gives them before any resume of the rank. */
+static void on_resolve(void *user, int rank, const ms_resolution *rv)
 {
     ms_server *s = user;
-    rank_info *r = &s->ranks[rank];
+    ms_msg_resolve m = {rv->req, rv->bytes, rv->source, rv->tag};
+    send_msg(&s->ranks[rank], MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
+}
+
+static void on_resume(void *user, int rank, int64_t t, const ms_req_result *results, size_t n)
+{
+    ms_server *s = user;
     ms_msg_result small[16];
     ms_msg_result *out = n <= 16 ? small : malloc(sizeof *out * n);
     if (!out) return;
@@ -258,56 +192,12 @@ static void on_resume(void *user, int rank, ms_time_t t, const ms_req_result *re
         out[i].tag = results[i].tag;
         out[i].cancelled = results[i].cancelled;
     }
-    if (r->wait_flags & MS_WAIT_FLAG_SYNC) {
-        r->held = 1;
-        r->held_t = t;
-        r->held_result = out[0];
-        r->clock = t;
-        release_sync_group(s, r->last_coll_comm);
-    } else {
-        resume_rank(s, rank, t, out, n);
-    }
+    ms_msg_resume rs = {t, (int32_t)n, 0};
+    send_msg(&s->ranks[rank], MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
     if (out != small) free(out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
-
-int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen)
-{
-    static const nm_key_def shim_keys[] = {
-        {"shim.compute", NM_KEY_STRING, "", "cpu", "DESIGN.md (virtual time)",
-         "what a rank's computation between MPI calls costs: its thread CPU time (cpu), wall time (wall) or "
-         "nothing (none)",
-         "cpu|wall|none", 0},
-        {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "DESIGN.md (virtual time)",
-         "virtual compute time = measured time x this factor (projects a slower or faster processor)", NULL, 0},
-        {"shim.callsite_depth", NM_KEY_INT, "", "1", "mpiP (call sites as program frames)",
-         "frames of the program's stack that identify a call site in the report (1: the caller; more: "
-         "libunwind walks the stack at every call)", NULL, 0},
-        {"shim.unmodelled", NM_KEY_STRING, "", "error", "issue 2",
-         "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
-         "(passthrough)",
-         "error|passthrough", 0},
-        {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
-         "under shim.compute = none, an MPI_Wtime call that finds the clock where the previous one left it "
-         "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
-         "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
-         NULL, NM_KEY_NONNEG},
-        {"shim.stall_timeout", NM_KEY_INT, "ps", "60 s",
-         "project choice (issue 11: a hang must end in a report; far above any real transfer)",
-         "real time after which a rank waiting inside the real MPI (for a transfer the model has already "
-         "completed, an untimed call, a request mpisim does not time) with nothing completing counts as "
-         "stalled; when every rank is stalled or waits in the model and virtual time cannot move, the run "
-         "stops (exit 3) with each rank's call, peer, tag and call site; 0 turns the watchdog off",
-         NULL, NM_KEY_NONNEG},
-        {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
-         "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
-         "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
-         NULL, 0},
-    };
-    if (nm_config_register(cfg, shim_keys, sizeof shim_keys / sizeof shim_keys[0], err, errlen) < 0) return -1;
-    return ms_model_register_keys(cfg, err, errlen);
-}
 
 ms_server *ms_server_create(void)
 {
@@ -334,29 +224,21 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
 {
     s->cfg = cfg;
     s->nranks = nranks;
-    if (nranks < 1) return fail(err, errlen, "the job needs at least one rank");
-    const char *topo = nm_config_string(cfg, "network.topology");
-    char spec[256];
-    int need_hosts = ms_host_topology_hosts(cfg, nranks);   /* nodes x NIC ports */
-    if (!topo || !strcmp(topo, "auto")) snprintf(spec, sizeof spec, "auto:%d", need_hosts);
-    else snprintf(spec, sizeof spec, "%s", topo);
-    s->topo = nm_topology_load(spec, cfg, err, errlen);
-    if (!s->topo) return -1;
-    if (nm_topology_hosts(s->topo) < need_hosts)
-        return fail(err, errlen, "topology %s has %d hosts, the job's %d ranks need %d (host.ranks_per_node, host.ports)",
-                    nm_topology_name(s->topo), nm_topology_hosts(s->topo), nranks, need_hosts);
-    s->net = nm_network_create(cfg, s->topo, err, errlen);
-    if (!s->net) return -1;
-    if (nm_network_may_deadlock(s->net)) {   /* before the run: it may stop in a network deadlock */
+    s->drv = ms_driver_create(cfg, nranks, err, errlen);
+    if (!s->drv) return -1;
+    static const ms_driver_ops ops = {on_resume, on_resolve};
+    ms_driver_set_ops(s->drv, &ops, s);
+    ms_driver_set_fn_names(s->drv, ms_fn_name_table, MS_FN_NAME_COUNT);
+    const nm_network *net = ms_driver_network(s->drv);
+    const nm_topology *topo = ms_driver_topology(s->drv);
+    if (nm_network_may_deadlock(net)) {   /* before the run: it may stop in a network deadlock */
         nm_routing_info ri;
-        nm_topology_routing_info(s->topo, &ri);
+        nm_topology_routing_info(topo, &ri);
         fprintf(stderr, "mpisim: WARNING: routing '%s' on '%s' is not deadlock-free on engine '%s' (%s); "
-                "network.routing=auto or updown avoids it\n", ri.routing, nm_topology_name(s->topo),
-                nm_network_engine_name(s->net), ri.check_message);
+                "network.routing=auto or updown avoids it\n", ri.routing, nm_topology_name(topo),
+                nm_network_engine_name(net), ri.check_message);
     }
-    s->model = ms_model_create(cfg, s->net, nranks, NULL, err, errlen);
-    if (!s->model) return -1;
-    ms_model_set_resume(s->model, on_resume, s);
+    const ms_model *model = ms_driver_model(s->drv);
     s->ranks = calloc((size_t)nranks, sizeof *s->ranks);
     if (!s->ranks) return fail(err, errlen, "out of memory");
     for (int i = 0; i < nranks; i++) s->ranks[i].fd = -1;
@@ -367,10 +249,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
 
     ms_msg_welcome *w = &s->welcome;
     memset(w, 0, sizeof *w);
-    w->isend_cost_base_ps = ms_model_isend_cost(s->model, 0);
-    w->isend_cost_per_byte_ps = ms_model_isend_cost(s->model, 1) - w->isend_cost_base_ps;
-    w->irecv_cost_base_ps = ms_model_irecv_cost(s->model, 0);
-    w->irecv_cost_per_byte_ps = ms_model_irecv_cost(s->model, 1) - w->irecv_cost_base_ps;
+    w->isend_cost_base_ps = ms_model_isend_cost(model, 0);
+    w->isend_cost_per_byte_ps = ms_model_isend_cost(model, 1) - w->isend_cost_base_ps;
+    w->irecv_cost_base_ps = ms_model_irecv_cost(model, 0);
+    w->irecv_cost_per_byte_ps = ms_model_irecv_cost(model, 1) - w->irecv_cost_base_ps;
     w->eager_threshold = nm_config_int(cfg, "mpi.eager_threshold");
     const char *cm = nm_config_string(cfg, "shim.compute");
     w->compute_mode = !strcmp(cm, "wall") ? MS_COMPUTE_WALL : !strcmp(cm, "none") ? MS_COMPUTE_NONE : MS_COMPUTE_CPU;
@@ -386,6 +268,11 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
 }
 
 const char *ms_server_secret(const ms_server *s) { return s->secret; }
+
+void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user)
+{
+    if (s->drv) ms_driver_set_call_log(s->drv, fn, user);
+}
 
 void ms_server_set_machine(ms_server *s, const char *text) { snprintf(s->machine, sizeof s->machine, "%s", text); }
 
@@ -446,54 +333,50 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
-    if (r->state != RK_FINISHED) {
+    if (ms_driver_state(s->drv, rank) != MS_RANK_FINISHED) {
         if (!r->error[0])
             rank_error(s, rank, s->stopped ? "stopped by mpisim (see the run's outcome)"
                                            : "the rank's process ended without MPI_Finalize (crashed or killed)");
-        r->state = RK_DEAD;
-        r->held = 0;
-        ms_model_finalize(s->model, rank, r->clock);
+        ms_driver_rank_gone(s->drv, rank);
     }
 }
 
-static void model_error(ms_server *s, int rank, const char *what, const char *err)
+/* Apply a decoded event; a refusal by the model stops the run. */
+static void apply(ms_server *s, int rank, const ms_driver_event *e)
 {
-    char line[MS_TEXT_MAX];
-    snprintf(line, sizeof line, "model refused %s: %.900s", what, err);
-    rank_error(s, rank, line);
-    s->stopped = 1;
+    char err[1024];
+    if (ms_driver_apply(s->drv, rank, e, err, sizeof err) < 0) {
+        rank_error(s, rank, err);
+        s->stopped = 1;
+    }
 }
 
-/* One message from a connected rank. */
+/* One message from a connected rank: the events go to the driver, decoded from the wire. */
 static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_t len)
 {
     rank_info *r = &s->ranks[rank];
-    char err[512] = "";
+    ms_driver_event e;
+    memset(&e, 0, sizeof e);
+    e.fn = -1;
     s->events++;
     switch (type) {
     case MS_MSG_ISEND: {
         ms_msg_isend m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
-        r->clock = m.t;
-        if (ms_model_isend(s->model, rank, m.t, m.req, m.comm, m.dst, m.tag, m.bytes, (ms_send_mode)m.mode, err,
-                           sizeof err) < 0)
-            model_error(s, rank, "a send", err);
-        else if (m.buf)
-            ms_model_buffer(s->model, rank, m.req, m.buf);
+        e = (ms_driver_event){.kind = MS_EV_ISEND, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                              .bytes = m.bytes, .peer = m.dst, .tag = m.tag, .mode = m.mode, .buf = m.buf};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_IRECV: {
         ms_msg_irecv m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
-        r->clock = m.t;
-        if (ms_model_irecv(s->model, rank, m.t, m.req, m.comm, m.src, m.tag, m.bytes, err, sizeof err) < 0)
-            model_error(s, rank, "a receive", err);
-        else {
-            if (m.flags & MS_IRECV_NOTIFY) ms_model_irecv_notify(s->model, rank, m.req);
-            if (m.buf) ms_model_buffer(s->model, rank, m.req, m.buf);
-        }
+        e = (ms_driver_event){.kind = MS_EV_IRECV, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                              .bytes = m.bytes, .peer = m.src, .tag = m.tag, .buf = m.buf,
+                              .flags = (m.flags & MS_IRECV_NOTIFY) ? MS_EV_FLAG_NOTIFY : 0};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_CANCEL:
@@ -501,11 +384,9 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         ms_msg_cancel m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
-        r->clock = m.t;
-        int cancel = type == MS_MSG_CANCEL;
-        if ((cancel ? ms_model_cancel(s->model, rank, m.t, m.req, err, sizeof err)
-                    : ms_model_forget(s->model, rank, m.req, err, sizeof err)) < 0)
-            model_error(s, rank, cancel ? "a cancel" : "a request free", err);
+        e = (ms_driver_event){.kind = type == MS_MSG_CANCEL ? MS_EV_CANCEL : MS_EV_FREE, .fn = m.fn, .t = m.t,
+                              .req = m.req};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_ICOLL: {
@@ -513,16 +394,15 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         if (len < sizeof m + sizeof(uint64_t) * (size_t)m.ncounts) break;
-        r->clock = m.t;
-        r->last_coll_comm = m.comm;
         uint64_t *counts = NULL;
         if (m.ncounts > 0) {
             counts = malloc(sizeof *counts * (size_t)m.ncounts);
             if (counts) memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
         }
-        ms_coll_args a = {(ms_coll_kind)m.kind, m.root, m.bytes, counts, counts ? (size_t)m.ncounts : 0};
-        if (ms_model_icoll(s->model, rank, m.t, m.req, m.comm, &a, err, sizeof err) < 0)
-            model_error(s, rank, "a collective", err);
+        e = (ms_driver_event){.kind = MS_EV_ICOLL, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .list = counts,
+                              .nlist = counts ? (size_t)m.ncounts : 0};
+        apply(s, rank, &e);
         free(counts);
         break;
     }
@@ -531,24 +411,12 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         if (m.size <= 0 || len < sizeof m + sizeof(int32_t) * (size_t)m.size) break;
-        int *w = malloc(sizeof(int) * (size_t)m.size);
+        int32_t *w = malloc(sizeof *w * (size_t)m.size);   /* the payload may be unaligned */
         if (!w) break;
-        for (int i = 0; i < m.size; i++) {
-            int32_t v;
-            memcpy(&v, p + sizeof m + sizeof v * (size_t)i, sizeof v);
-            w[i] = v;
-        }
-        if (ms_model_comm_add(s->model, m.comm, m.size, w, err, sizeof err) < 0) model_error(s, rank, "a communicator", err);
+        memcpy(w, p + sizeof m, sizeof *w * (size_t)m.size);
+        e = (ms_driver_event){.kind = MS_EV_COMM_ADD, .comm = m.comm, .members = w, .nmembers = m.size};
+        apply(s, rank, &e);
         free(w);
-        if (comm_members(s, m.comm) < 0) {
-            if (s->ncomms == s->cap_comms) {
-                s->cap_comms = s->cap_comms ? s->cap_comms * 2 : 16;
-                s->comms = realloc(s->comms, sizeof *s->comms * s->cap_comms);
-            }
-            s->comms[s->ncomms].id = m.comm;
-            s->comms[s->ncomms].size = m.size;
-            s->ncomms++;
-        }
         break;
     }
     case MS_MSG_WAIT: {
@@ -559,23 +427,11 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
         if (!ids) break;
         memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
-        if (m.flags & MS_WAIT_FLAG_UNTIMED) {
-            /* back from an untimed call: the model may have moved on meanwhile */
-            int64_t now = nm_network_now(s->net);
-            int64_t t = m.t > now ? m.t : now;
-            ms_msg_resume rs = {t, 0, 0};
-            send_msg(r, MS_MSG_RESUME, &rs, sizeof rs, NULL, 0);
-            r->state = RK_RUNNING;
-            r->clock = t;
-            free(ids);
-            break;
-        }
-        r->clock = m.t;
-        r->state = RK_BLOCKED;
-        r->wait_fn = m.fn;
-        r->wait_flags = m.flags;
-        if (ms_model_wait(s->model, rank, m.t, (ms_wait_mode)m.mode, (size_t)m.n, ids, err, sizeof err) < 0)
-            model_error(s, rank, "a wait", err);
+        e = (ms_driver_event){.kind = MS_EV_WAIT, .fn = m.fn, .t = m.t, .mode = m.mode, .list = ids,
+                              .nlist = (size_t)m.n,
+                              .flags = ((m.flags & MS_WAIT_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
+                                       ((m.flags & MS_WAIT_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0)};
+        apply(s, rank, &e);
         free(ids);
         break;
     }
@@ -583,28 +439,25 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         ms_msg_probe m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
-        r->clock = m.t;
-        r->state = RK_BLOCKED;
-        r->wait_fn = m.fn;
-        r->wait_flags = 0;
-        if (ms_model_probe(s->model, rank, m.t, m.comm, m.src, m.tag, m.blocking, err, sizeof err) < 0)
-            model_error(s, rank, "a probe", err);
+        e = (ms_driver_event){.kind = MS_EV_PROBE, .fn = m.fn, .t = m.t, .comm = m.comm, .peer = m.src, .tag = m.tag,
+                              .mode = m.blocking};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_CLOCK: {
         ms_msg_clock m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
-        r->clock = m.t;
+        e = (ms_driver_event){.kind = MS_EV_CLOCK, .t = m.t};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_FINALIZE: {
         if (len < sizeof r->fin) break;
         memcpy(&r->fin, p, sizeof r->fin);
-        r->clock = r->fin.t;
         r->finalized = 1;
-        r->state = RK_FINISHED;
-        ms_model_finalize(s->model, rank, r->fin.t);
+        e = (ms_driver_event){.kind = MS_EV_FINALIZE, .t = r->fin.t};
+        apply(s, rank, &e);
         send_msg(r, MS_MSG_FIN_OK, NULL, 0, NULL, 0);
         break;
     }
@@ -620,13 +473,16 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             rank_error(s, rank, text + 6);
         } else {
             count_unmodelled(r, text);
-            /* an untimed call: the rank does not hold the model back while it runs it */
-            r->state = RK_UNTIMED;
-            r->untimed_since = wall_now();
-            /* the call's name, then (after its NUL) where the program called it from */
+            /* the call's name, then (after its NUL) where the program called it from: what the
+             * stall watchdog says if the rank stays inside it */
             size_t name_len = strlen(text);
             snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
             snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
+            r->untimed_since = wall_now();
+            r->untimed_stalled = 0;
+            /* an untimed call: the rank does not hold the model back while it runs it */
+            e.kind = MS_EV_UNTIMED;
+            apply(s, rank, &e);
         }
         break;
     }
@@ -658,11 +514,12 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         s->sites[i].ranks++;
         break;
     }
-    case MS_MSG_STALL: {
-        size_t n = len < sizeof r->stall_text - 1 ? len : sizeof r->stall_text - 1;
-        memcpy(r->stall_text, p, n);
-        r->stall_text[n] = 0;
-        r->stalled = r->stall_text[0] != 0;
+    case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
+        char text[MS_TEXT_MAX];
+        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+        memcpy(text, p, n);
+        text[n] = 0;
+        ms_driver_rank_stalled(s->drv, rank, text);
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -772,7 +629,7 @@ static void read_pending(ms_server *s, size_t i)
         return;
     }
     rank_info *r = &s->ranks[hello.rank];
-    if (r->state != RK_UNCONNECTED) {
+    if (ms_driver_state(s->drv, hello.rank) != MS_RANK_UNCONNECTED) {
         drop_pending(s, i, "this rank is already connected");
         return;
     }
@@ -782,8 +639,7 @@ static void read_pending(ms_server *s, size_t i)
     r->host[sizeof r->host - 1] = 0;
     memcpy(r->binding, hello.binding, sizeof r->binding);
     r->binding[sizeof r->binding - 1] = 0;
-    r->state = RK_RUNNING;
-    r->clock = 0;
+    ms_driver_connect(s->drv, hello.rank);
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
     flush_rank(r);
     c->fd = -1;
@@ -808,22 +664,11 @@ static void accept_all(ms_server *s)
     }
 }
 
-static int64_t horizon(const ms_server *s)
-{
-    int64_t h = NM_TIME_NEVER;
-    for (int i = 0; i < s->nranks; i++) {
-        const rank_info *r = &s->ranks[i];
-        if (r->state == RK_UNCONNECTED) return 0;
-        if (r->state == RK_RUNNING && r->clock < h) h = r->clock;
-    }
-    return h;
-}
-
-/* A deadlock: ask every blocked rank where its program called from, report when they said. */
+/* A deadlock: ask every waiting rank where its program called from, report when they said. */
 static void start_describe(ms_server *s)
 {
     for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_BLOCKED) {
+        if (ms_driver_waiting(s->drv, i)) {
             s->ranks[i].callsite_text[0] = 0;
             send_msg(&s->ranks[i], MS_MSG_DESCRIBE, NULL, 0, NULL, 0);
         }
@@ -834,160 +679,55 @@ static void start_describe(ms_server *s)
 static int described_all(const ms_server *s)
 {
     for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_BLOCKED && s->ranks[i].fd >= 0 && !s->ranks[i].callsite_text[0]) return 0;
+        if (ms_driver_waiting(s->drv, i) && s->ranks[i].fd >= 0 && !s->ranks[i].callsite_text[0]) return 0;
     return 1;
 }
 
-/* The ranks the stall watchdog counts as stuck: waiting in the real MPI with nothing completing
- * for shim.stall_timeout (they said so), or inside an untimed call for that long. -1 when some
- * rank may still move things (it computes, or is not connected yet). */
-static int stuck_ranks(const ms_server *s, double now)
-{
-    int stuck = 0;
-    for (int i = 0; i < s->nranks; i++) {
-        const rank_info *r = &s->ranks[i];
-        switch (r->state) {
-        case RK_UNCONNECTED: return -1;
-        case RK_RUNNING:
-            if (!r->stalled) return -1;
-            stuck++;
-            break;
-        case RK_UNTIMED:
-            if (now - r->untimed_since < s->stall_timeout_s) return -1;
-            stuck++;
-            break;
-        case RK_FINISHED:   /* in MPI_Finalize, its detached sends not taken */
-            if (r->stalled) stuck++;
-            break;
-        default: break;     /* blocked in the model, or dead */
-        }
-    }
-    return stuck;
-}
-
-/* The stall watchdog (shim.stall_timeout): some ranks wait inside the real MPI and nothing
- * completes there, every other rank waits in the model (or has finished), and virtual time
- * cannot move: nothing ever will. The blocked ranks say where they are, then the run stops as on
- * a deadlock. */
-static void check_stall(ms_server *s)
-{
-    if (s->stall_timeout_s <= 0 || s->stopped || s->describing) return;
-    if (stuck_ranks(s, wall_now()) <= 0 || ms_model_next_time(s->model) < horizon(s)) return;
-    s->stalling = 1;
-    start_describe(s);
-}
+static const char *callsite_of(void *user, int rank) { return ((ms_server *)user)->ranks[rank].callsite_text; }
 
 static void report_deadlock(ms_server *s)
 {
-    size_t off = 0;
-    if (s->stalling && stuck_ranks(s, wall_now()) <= 0) {   /* it moved again while the ranks answered */
-        s->stalling = s->describing = 0;
+    if (!ms_driver_stuck(s->drv)) {   /* a stalled rank moved again while the others answered */
+        s->describing = 0;
         return;
     }
-    /* ranks that died leave the others waiting for them: that is the cause, not a deadlock */
-    int dead = -1;
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_DEAD) {
-            dead = i;
-            break;
-        }
-    if (dead >= 0)
-        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
-                                "wait for it",
-                                dead, s->ranks[dead].clock * 1e-6);
-    else if (s->stalling)
-        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                "stall: ranks wait inside the real MPI and nothing has completed there for %g s "
-                                "(shim.stall_timeout), while the others wait in the model and virtual time "
-                                "cannot move",
-                                s->stall_timeout_s);
-    else
-        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                "deadlock in virtual time: every rank waits and nothing is in flight");
-    double now = wall_now();
-    for (int i = 0; i < s->nranks && off < sizeof s->deadlock_text; i++) {
-        rank_info *r = &s->ranks[i];
-        if (s->stalling && r->stalled && (r->state == RK_RUNNING || r->state == RK_FINISHED)) {
-            off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                    "\n  rank %d at %.6f us: %s", i, r->clock * 1e-6, r->stall_text);
-            continue;
-        }
-        if (s->stalling && r->state == RK_UNTIMED) {
-            off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                    "\n  rank %d at %.6f us: inside the untimed call %s for %.0f s; %s called from %s", i,
-                                    r->clock * 1e-6, r->untimed_call, now - r->untimed_since, r->untimed_call,
-                                    r->untimed_site[0] ? r->untimed_site : "an unknown site");
-            continue;
-        }
-        if (r->state != RK_BLOCKED) continue;
-        char what[512] = "";
-        ms_model_describe_wait(s->model, i, what, sizeof what);
-        off += (size_t)snprintf(s->deadlock_text + off, sizeof s->deadlock_text - off,
-                                "\n  rank %d at %.6f us in %s%s%s; %s", i, r->clock * 1e-6,
-                                (r->wait_fn >= 0 && (size_t)r->wait_fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[r->wait_fn] : "?",
-                                what[0] ? ": " : "", what,
-                                r->callsite_text[0] ? r->callsite_text : "call site unknown");
-    }
-    if (dead >= 0) {
+    int kind = ms_driver_describe_stall(s->drv, s->deadlock_text, sizeof s->deadlock_text, callsite_of, s);
+    if (kind == 2)
         snprintf(s->stop_reason, sizeof s->stop_reason, "%.*s", (int)sizeof s->stop_reason - 1, s->deadlock_text);
-        s->stopped = 1;
-        return;
-    }
-    s->deadlocked = !s->stalling;
-    s->stalled = s->stalling;
+    else if (kind == 3)
+        s->stalled = 1;
+    else
+        s->deadlocked = 1;
     s->stopped = 1;
+}
+
+/* The stall watchdog's part only the server can see: a rank inside an untimed call (the real MPI)
+ * for shim.stall_timeout. The driver decides whether the job is stuck. */
+static void watch_untimed(ms_server *s, double now)
+{
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
+            now - r->untimed_since < s->stall_timeout_s)
+            continue;
+        char text[MS_TEXT_MAX];
+        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s; %s called from %s", r->untimed_call,
+                 now - r->untimed_since, r->untimed_call, r->untimed_site[0] ? r->untimed_site : "an unknown site");
+        ms_driver_rank_stalled(s->drv, i, text);
+        r->untimed_stalled = 1;
+    }
 }
 
 static void advance_engine(ms_server *s)
 {
-    /* the model stops early after resuming a rank (that rank may post from its resume time
-     * on); go again with the new horizon while it has work below it */
-    for (int guard = 0; guard < 1000000; guard++) {
-        int64_t h = horizon(s);
-        int64_t next = ms_model_next_time(s->model);
-        if (ms_model_run_until(s->model, h) < 0) {
-            nm_stats st;
-            nm_network_stats(s->net, &st);
-            nm_routing_info ri;
-            nm_topology_routing_info(s->topo, &ri);
-            if (st.deadlocks)
-                snprintf(s->stop_reason, sizeof s->stop_reason,
-                         "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
-                         "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6,
-                         ri.routing, nm_topology_name(s->topo), ri.check_message);
-            else {
-                const char *why = ms_model_last_error(s->model, NULL);
-                snprintf(s->stop_reason, sizeof s->stop_reason, "the network engine '%s' failed: %s",
-                         nm_network_engine_name(s->net), why ? why : "no reason given");
-            }
-            s->stopped = 1;
-            return;
-        }
-        for (int i = 0; i < s->nranks; i++)
-            if (s->ranks[i].fd >= 0) push_resolutions(s, i);
-        int64_t h2 = horizon(s), next2 = ms_model_next_time(s->model);
-        if (next2 >= h2) break;
-        if (h2 == h && next2 == next) break; /* no progress possible now */
-    }
-    int connected_all = 1, running = 0, blocked = 0;
-    for (int i = 0; i < s->nranks; i++) {
-        rank_state st = s->ranks[i].state;
-        if (st == RK_UNCONNECTED) connected_all = 0;
-        if (st == RK_RUNNING || st == RK_UNTIMED) running++;
-        if (st == RK_BLOCKED) blocked++;
-    }
-    if (connected_all && !running && blocked && ms_model_next_time(s->model) == NM_TIME_NEVER && !s->describing)
+    char err[MS_TEXT_MAX];
+    int rc = ms_driver_advance(s->drv, err, sizeof err);
+    if (rc < 0) {
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
+        s->stopped = 1;
+    } else if (rc == 1 && !s->describing) {
         start_describe(s);
-}
-
-static const char *state_name(const rank_info *r);
-
-static int any_blocked(const ms_server *s)
-{
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_BLOCKED) return 1;
-    return 0;
+    }
 }
 
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
@@ -1055,7 +795,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
          * microseconds, and waking a sleeping CPU costs tens of them on a virtual machine. While
          * every rank computes, sleep: spinning beside them would slow the computation whose CPU
          * time is being measured. */
-        int spin = idle_polls < (unsigned)s->welcome.spin_polls && any_blocked(s);
+        int spin = idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
         int n = poll(pfds, nf, spin ? 0 : child_done ? 200 : 20);
         if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
         if (n > 0) idle_polls = 0;
@@ -1075,15 +815,19 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         if (s->debug && now > s->next_debug) {
             /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
             s->next_debug = now + 1.0;
-            fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)horizon(s),
-                    (long long)ms_model_next_time(s->model), (long long)nm_network_now(s->net));
+            fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)ms_driver_horizon(s->drv),
+                    (long long)ms_model_next_time(ms_driver_model(s->drv)),
+                    (long long)nm_network_now(ms_driver_network(s->drv)));
             for (int i = 0; i < s->nranks; i++)
-                fprintf(stderr, " | r%d %s t=%lld", i, state_name(&s->ranks[i]), (long long)s->ranks[i].clock);
+                fprintf(stderr, " | r%d %s t=%lld", i, ms_driver_state_name(ms_driver_state(s->drv, i)),
+                        (long long)ms_driver_clock(s->drv, i));
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
-        if (!s->stopped && !s->describing) advance_engine(s);
-        check_stall(s);
+        if (!s->stopped && !s->describing) {
+            watch_untimed(s, now);
+            advance_engine(s);
+        }
         for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
     }
     s->wall_end = wall_now();
@@ -1106,8 +850,8 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
         snprintf(buf, len, "%s", s->stop_reason);
         return 2;
     }
-    for (int i = 0; i < s->nranks; i++)
-        if (s->ranks[i].state == RK_UNCONNECTED) {
+    for (int i = 0; s->drv && i < s->nranks; i++)
+        if (ms_driver_state(s->drv, i) == MS_RANK_UNCONNECTED) {
             snprintf(buf, len, "rank %d never connected to the model server (did the program call MPI_Init?)", i);
             return 2;
         }
@@ -1118,36 +862,81 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 /* ---------------------------------------------------------------------------------------- */
 /* report */
 
-static const char *state_name(const rank_info *r)
-{
-    switch (r->state) {
-    case RK_FINISHED: return "finalized";
-    case RK_DEAD: return "died";
-    case RK_BLOCKED: return "blocked";
-    case RK_RUNNING: return "running";
-    case RK_UNTIMED: return "untimed";
-    default: return "never_connected";
-    }
-}
-
 /* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
 static void write_charging(FILE *f, const ms_msg_charging *c)
 {
-    static const char *const methods[] = {"none", "perf-page", "syscall", "wall"};
+    static const char *const methods[] = {"none", "task-clock", "syscall", "wall"};
     const char *m = c->method >= 0 && c->method < 4 ? methods[c->method] : "?";
     fprintf(f,
-            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"baseline_syscall_ns\": %lld, \"gaps\": %llu, "
+            ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"page_misses\": %llu, \"woken_gaps\": %llu, \"woken_raw_ns\": %lld, \"gaps\": %llu, "
             "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld}",
-            m, (long long)c->baseline_ns, (long long)c->baseline_syscall_ns, (unsigned long long)c->gaps,
+            m, (long long)c->baseline_ns, (unsigned long long)c->page_misses, 
+            (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
             (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
             (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns);
 }
 
+/* Why this run's charged computation may mislead (docs/architecture.md "Warnings"), from the
+ * ranks' charging blocks: one line each into buf, separated by '\n'; the number of lines. */
+int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
+{
+    double gaps = 0, woken = 0, raw = 0, woken_raw = 0, wall = 0, desched = 0, misses = 0, base = 0;
+    int n = 0, syscall_ranks = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        const ms_msg_charging *c = &s->ranks[i].fin.charging;
+        if (!s->ranks[i].finalized || c->method == MS_CHARGING_NONE) continue;
+        n++;
+        gaps += (double)c->gaps;
+        woken += (double)c->woken_gaps;
+        raw += (double)c->raw_ns;
+        woken_raw += (double)c->woken_raw_ns;
+        wall += (double)c->wall_ns;
+        desched += (double)c->descheduled_ns;
+        misses += (double)c->page_misses;
+        if (c->baseline_ns > base) base = (double)c->baseline_ns;
+        if (c->method == MS_CHARGING_SYSCALL) syscall_ranks++;
+    }
+    int k = 0;
+    size_t off = 0;
+    if (len) buf[0] = '\0';
+#define WARN(...)                                                                                                  \
+    do {                                                                                                           \
+        if (off < len) off += (size_t)snprintf(buf + off, len - off, __VA_ARGS__);                                \
+        if (off < len) off += (size_t)snprintf(buf + off, len - off, "\n");                                        \
+        k++;                                                                                                       \
+    } while (0)
+    if (!n) return 0;
+    if (wall > 0 && desched / wall > 0.25)
+        WARN("the ranks were switched out during %.0f %% of the wall time of their computation: more runnable "
+             "threads than cores (ranks, the model server, other jobs); CPU time is charged, but a shared core's "
+             "caches and the hypervisor's share make it less reliable",
+             100 * desched / wall);
+    /* gaps after a switched-out MPI call start on cold caches: compare their mean with the others' */
+    if (gaps - woken >= 10 && woken >= 10 && raw > 0) {
+        double excess = woken_raw / woken - (raw - woken_raw) / (gaps - woken);
+        if (excess > 0 && excess * woken / raw > 0.05)
+            WARN("%.0f of %.0f computation intervals followed an MPI call during which the rank was switched out; "
+                 "they took %.0f ns more on average than the others (cold caches), %.0f %% of all computation charged",
+                 woken, gaps, excess, 100 * excess * woken / raw);
+    }
+    if (base > 100)
+        WARN("a clock reading costs up to %.0f ns (charging baseline): every interval's share of it is estimated, "
+             "not measured", base);
+    if (syscall_ranks)
+        WARN("%d rank(s) read their CPU time by a system call (no perf events: perf_event_paranoid, a container's "
+             "seccomp?): short intervals are charged imprecisely", syscall_ranks);
+    if (gaps > 0 && misses / gaps > 0.01)
+        WARN("%.0f %% of the CPU-time readings fell back to a system call", 100 * misses / gaps);
+#undef WARN
+    return k;
+}
+
 int ms_server_write_report(const ms_server *s, FILE *f)
 {
-    ms_report_head(f, (const char *const *)s->argv, s->argc, s->nranks, s->topo ? nm_topology_name(s->topo) : "",
-                   s->net ? nm_network_engine_name(s->net) : "", s->machine, s->cfg);
+    ms_report_head(f, (const char *const *)s->argv, s->argc, s->nranks,
+                   s->drv ? nm_topology_name(ms_driver_topology(s->drv)) : "",
+                   s->drv ? nm_network_engine_name(ms_driver_network(s->drv)) : "", s->machine, s->cfg);
     int64_t vmax = 0;
     uint64_t msgs = 0, bytes = 0;
     fprintf(f, ",\n  \"ranks\": [\n");
@@ -1155,12 +944,13 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         const rank_info *r = &s->ranks[i];
         ms_rank_stats st;
         memset(&st, 0, sizeof st);
-        if (s->model) ms_model_rank_stats(s->model, i, &st);
-        int64_t end = r->finalized ? r->fin.t : r->clock;
+        if (s->drv) ms_model_rank_stats(ms_driver_model(s->drv), i, &st);
+        int64_t end = r->finalized ? r->fin.t : s->drv ? ms_driver_clock(s->drv, i) : 0;
         if (end > vmax) vmax = end;
         msgs += st.msgs_sent;
         bytes += st.bytes_sent;
-        ms_report_rank rr = {i, r->pid, r->host, r->binding, state_name(r), end, r->fin.compute_ps, r->fin.mpi_ps,
+        const char *state = s->drv ? ms_driver_state_name(ms_driver_state(s->drv, i)) : "never_connected";
+        ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, r->fin.compute_ps, r->fin.mpi_ps,
                              r->fin.calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
@@ -1170,7 +960,7 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         }
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
-        if (s->model) fprintf(f, ", \"node\": %d", ms_model_rank_node(s->model, i));
+        if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
         if (r->finalized) write_charging(f, &r->fin.charging);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
@@ -1178,7 +968,15 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         }
         ms_report_rank_close(f, i + 1 == s->nranks);
     }
-    fprintf(f, "  ],\n  \"callsites\": [");
+    fprintf(f, "  ],\n  \"measurement_warnings\": [");
+    char warn[4096];
+    int nw = ms_server_measurement_warnings(s, warn, sizeof warn);
+    for (char *line = warn, *nl; nw > 0 && (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        fputs(line == warn ? "\n    " : ",\n    ", f);
+        ms_report_str(f, line);
+    }
+    fprintf(f, "%s],\n  \"callsites\": [", nw > 0 ? "\n  " : "");
     /* most virtual time first, as mpiP sorts */
     size_t *order = malloc(sizeof *order * (s->nsites ? s->nsites : 1));
     for (size_t i = 0; order && i < s->nsites; i++) order[i] = i;
@@ -1218,21 +1016,26 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
         const rank_info *r = &s->ranks[i];
         ms_rank_stats st;
         memset(&st, 0, sizeof st);
-        ms_model_rank_stats(s->model, i, &st);
-        int64_t end = r->finalized ? r->fin.t : r->clock;
+        ms_model_rank_stats(ms_driver_model(s->drv), i, &st);
+        int64_t end = r->finalized ? r->fin.t : ms_driver_clock(s->drv, i);
         if (end > vmax) vmax = end;
         msgs += st.msgs_sent;
         bytes += st.bytes_sent;
         for (size_t k = 0; k < r->n_unmodelled; k++) unmod += r->unmodelled[k].count;
     }
     fprintf(f, "mpisim: %d ranks on %s (%s engine): virtual time %.9f s, %llu messages, %llu bytes; wall %.2f s",
-            s->nranks, nm_topology_name(s->topo), nm_network_engine_name(s->net), vmax * 1e-12,
+            s->nranks, nm_topology_name(ms_driver_topology(s->drv)), nm_network_engine_name(ms_driver_network(s->drv)),
+            vmax * 1e-12,
             (unsigned long long)msgs, (unsigned long long)bytes, s->wall_end - s->wall_start);
     if (unmod) fprintf(f, "; %llu unmodelled calls ran untimed", (unsigned long long)unmod);
     if (report_path) fprintf(f, "; report %s", report_path);
     fputc('\n', f);
     char outcome[8192];
     if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    char warn[4096];
+    if (ms_server_measurement_warnings(s, warn, sizeof warn) > 0)
+        for (char *line = warn, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+            fprintf(f, "mpisim: warning: %.*s\n", (int)(nl - line), line);
     return 0;
 }
 
@@ -1252,12 +1055,9 @@ void ms_server_destroy(ms_server *s)
     free(s->pending);
     free(s->sites);
     free(s->ranks);
-    free(s->comms);
     for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
     free(s->argv);
     if (s->listen_fd >= 0) close(s->listen_fd);
-    ms_model_destroy(s->model);
-    nm_network_destroy(s->net);
-    nm_topology_destroy(s->topo);
+    ms_driver_destroy(s->drv);
     free(s);
 }

@@ -1,5 +1,5 @@
 /* Shared pieces of the run report: see report.h. */
-#include "report.h"
+#include "ms_report.h"
 
 void ms_report_str(FILE *f, const char *s) { nm_json_write_string(f, s); }
 

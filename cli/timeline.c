@@ -21,8 +21,6 @@
 #include "netmodel.h"
 #include "timeline.h"
 
-enum { K_ISEND = 2, K_IRECV = 3, K_ICOLL = 4, K_RESUME = 65, K_TR_CALL = 32, K_TR_EXIT = 33, K_PCONTROL = 34 };
-
 typedef struct msg_end {
     uint64_t comm;
     int32_t src, dst, tag;   /* world ranks */
@@ -109,7 +107,7 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
         for (int r = 0; r < t->nranks; r++)
             for (size_t i = 0; i < t->ranks[r].nev; i++) {
                 const ms_trace_event *e = &t->ranks[r].ev[i];
-                if (e->kind == K_TR_CALL && e->real_entry_ns < real0) real0 = e->real_entry_ns;
+                if (e->kind == MS_TRACE_CALL && e->real_entry_ns < real0) real0 = e->real_entry_ns;
             }
     if (real0 == INT64_MAX) real0 = 0;
 
@@ -143,7 +141,7 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
         for (size_t i = 0; i < R->nev; i++) {
             const ms_trace_event *e = &R->ev[i];
             switch (e->kind) {
-            case K_TR_CALL:
+            case MS_TRACE_CALL:
                 if (virtual_time) entry = last_exit + (e->compute_ps > 0 ? e->compute_ps : 0);
                 else entry = (e->real_entry_ns - real0) * 1000;
                 if (entry > last_exit) slice(f, &first, r, 0, "compute", "compute", last_exit, entry, 0);
@@ -151,7 +149,7 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
                 call_fn = e->fn;
                 call_bytes = 0;
                 break;
-            case K_TR_EXIT: {
+            case MS_TRACE_EXIT: {
                 int64_t exit_t = virtual_time ? e->t_ps : (e->real_exit_ns - real0) * 1000;
                 if (exit_t < entry) exit_t = entry;
                 if (in_call) slice(f, &first, r, 0, ms_trace_fn_name(t, call_fn), "mpi", entry, exit_t, call_bytes);
@@ -162,14 +160,14 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
                 in_call = 0;
                 break;
             }
-            case K_ISEND: {
+            case MS_TRACE_ISEND: {
                 call_bytes += e->bytes;
                 msg_end m = {e->comm, r, world_rank(t, e->comm, e->peer, r), e->tag, seq++,
                              virtual_time ? e->t_ps : entry, r};
                 if (m.dst >= 0 && vec_push(&sends, &m) < 0) goto oom;
                 break;
             }
-            case K_IRECV: {
+            case MS_TRACE_IRECV: {
                 call_bytes += e->bytes;
                 int32_t src = e->matched_source != MS_TRACE_UNKNOWN ? e->matched_source : e->peer;
                 int32_t tag = e->matched_tag != MS_TRACE_UNKNOWN ? e->matched_tag : e->tag;
@@ -179,10 +177,10 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
                 if (m.src >= 0 && tag >= 0 && vec_push(&recvs, &m) < 0) goto oom;
                 break;
             }
-            case K_ICOLL:
+            case MS_TRACE_ICOLL:
                 call_bytes += e->bytes;
                 break;
-            case K_RESUME:
+            case MS_TRACE_RESUME:
                 /* completion of the receives this resume reports: their recorded time, or the end
                  * of the call that completed them (marked -2, filled at TR_EXIT) */
                 for (int32_t k = 0; k < e->list_n; k++) {
@@ -196,7 +194,7 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
                         }
                 }
                 break;
-            case K_PCONTROL: {
+            case MS_TRACE_PCONTROL: {
                 /* MPI_Pcontrol(level): a region runs from a positive level to the next level 0 */
                 int64_t at = virtual_time ? e->t_ps : (e->real_entry_ns - real0) * 1000;
                 if (e->mode > 0 && pc_level <= 0) pc_start = at;

@@ -146,7 +146,7 @@ typedef struct ms_msg_clock {
 /* How a rank measured its computation (docs/architecture.md "Virtual time in a rank"). */
 typedef enum {
     MS_CHARGING_NONE = 0,        /* compute mode none: nothing measured */
-    MS_CHARGING_PERF_PAGE = 1,   /* CLOCK_MONOTONIC while the thread ran unbroken, the CPU clock after */
+    MS_CHARGING_TASK_CLOCK = 1,  /* task-clock perf event: its page and switch records, no system call */
     MS_CHARGING_SYSCALL = 2,     /* every read a CLOCK_THREAD_CPUTIME_ID system call */
     MS_CHARGING_WALL = 3         /* compute mode wall */
 } ms_charging_method;
@@ -154,8 +154,10 @@ typedef enum {
 typedef struct ms_msg_charging {
     int32_t method;              /* ms_charging_method */
     int32_t pad;
-    int64_t baseline_ns;         /* subtracted from each gap: a clock read's own share, measured at start */
-    int64_t baseline_syscall_ns; /* subtracted instead from a gap that ended in a CPU-clock system call */
+    int64_t baseline_ns;         /* subtracted from each gap: an empty gap's charge, measured at start */
+    uint64_t page_misses;        /* task-clock readings that fell back to the system call */
+    uint64_t woken_gaps;         /* gaps after an MPI call during which the thread was switched out */
+    int64_t woken_raw_ns;        /* their raw_ns */
     uint64_t gaps;               /* computation intervals (between MPI calls) charged */
     uint64_t descheduled_gaps;   /* of which the thread was scheduled out at least once */
     uint64_t syscalls;           /* CPU-clock system calls made */

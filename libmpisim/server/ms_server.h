@@ -1,15 +1,17 @@
-/* libmpisim's public interface: the model server that co-simulates a live MPI job.
+/* The model server: the front end that co-simulates a live MPI job.
  *
- * Lifecycle as hwloc's: create, configure, listen, run, report, destroy. The server owns the
- * engine (MPI layer model on a netmodel network), accepts one TCP connection per rank from the
- * shim (libmpisim.so) carrying the run's secret, and answers the ranks' blocking calls under
- * conservative synchronization (see docs/architecture.md). Nothing here prints to stdout or
- * exits; errors come back as text in the caller's buffer. */
-#ifndef MPISIM_H
-#define MPISIM_H
+ * Lifecycle as hwloc's: create, configure, listen, run, report, destroy. The server accepts one
+ * TCP connection per rank from the shim (libmpisim.so) carrying the run's secret, decodes the
+ * ranks' reports into events for the driver (libmpisim/driver: the MPI layer model on a netmodel
+ * network under conservative synchronization, shared with replay) and sends its resumes back
+ * (see docs/architecture.md). The configuration's keys: ms_driver_register_keys. Nothing here
+ * prints to stdout or exits; errors come back as text in the caller's buffer. */
+#ifndef MS_SERVER_H
+#define MS_SERVER_H
 
 #include <stdio.h>
 #include <sys/types.h>
+#include "ms_driver.h"
 #include "netmodel.h"
 
 #ifdef __cplusplus
@@ -17,10 +19,6 @@ extern "C" {
 #endif
 
 typedef struct ms_server ms_server;
-
-/* Register the keys of the shim (section [shim]) and of the MPI model (section [mpi]) in a
- * netmodel configuration, before profiles are loaded. */
-int ms_register_all_keys(nm_config *cfg, char *err, size_t errlen);
 
 ms_server *ms_server_create(void);
 /* cfg: the resolved configuration (the server reads it, does not own it); nranks: job size;
@@ -32,6 +30,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
  * "host:port" for MPISIM_SERVER. */
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len,
                      char *err, size_t errlen);
+/* Every model call of the run, one line each (ms_driver_set_call_log); after configure. */
+void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user);
 /* A summary of the real machine (hwloc), recorded in the report. */
 void ms_server_set_machine(ms_server *s, const char *text);
 /* The run's secret (hex), to hand to the ranks through the environment. */
@@ -45,6 +45,10 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
  * line describing it goes into buf. */
 int ms_server_outcome(const ms_server *s, char *buf, size_t len);
 int ms_server_write_report(const ms_server *s, FILE *out);
+/* Why the run's charged computation may mislead (many ranks switched out, cold caches after
+ * switched-out calls, a costly clock): lines separated by '\n' into buf; how many. Also in the
+ * report ("measurement_warnings") and printed by ms_server_write_summary. */
+int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len);
 /* A short human summary (for stderr). */
 int ms_server_write_summary(const ms_server *s, FILE *out, const char *report_path);
 void ms_server_destroy(ms_server *s);

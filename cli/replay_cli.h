@@ -1,4 +1,4 @@
-/* The `mpisim replay` and `mpisim sweep` subcommands (libmpisim/cli dispatches to these).
+/* The `mpisim replay` and `mpisim sweep` subcommands (cli/mpisim_main.c dispatches to these).
  * argv[0] is the first argument after the subcommand name. Return the process exit status. */
 #ifndef MS_REPLAY_CLI_H
 #define MS_REPLAY_CLI_H

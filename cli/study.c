@@ -1,0 +1,417 @@
+/* `mpisim study speedup`: the matrix-multiply validation of seed 000 section 3.2 — execution
+ * time, speedup and parallel efficiency for P ranks and N x N matrices — run under the
+ * co-simulation, printed as a table, written as CSV (and a plot when Debian's matplotlib is
+ * there). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "study.h"
+
+/* Seed 000's testbed (170 MHz UltraSPARC, MPI on the BullDog MCP) per int32 multiply-add of
+ * matmul, communication excluded, fitted on the 2-node curve alone: the testbed's 2-node mean
+ * over N = 32..144 is 95.80 ms (sec 4.2: 0.87 ms = 0.90 % below the simulation's), the model's
+ * 2-node communication alone averages 0.459 ms on seed000-sbus (--compute none), and a rank of
+ * two computes N^3/2 multiply-adds, 518,144 on average: (95.80 - 0.459) ms / 518,144 = 184.0 ns.
+ * results/seed000_validation.py repeats the fit with measured computation. */
+#define SEED000_NS_PER_MAC 184.0
+
+/* The matrix size and repetitions of the calibration run: matmul itself at P = 1 (its loop,
+ * types and access pattern, nothing else), the fastest repetition of several runs counting. */
+enum { CAL_N = 144, CAL_REPEAT = 15, CAL_RUNS = 3 };
+
+static int parse_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p && n < max) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0) return -1;
+        out[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return n;
+}
+
+static int parse_range(const char *s, int *out, int max)
+{
+    int a, b, step;
+    if (sscanf(s, "%d:%d:%d", &a, &b, &step) == 3 && a > 0 && b >= a && step > 0) {
+        int n = 0;
+        for (int v = a; v <= b && n < max; v += step) out[n++] = v;
+        return n;
+    }
+    return parse_list(s, out, max);
+}
+
+/* Run `argv` (no shell: values go to the program as they are), its stdout and stderr read
+ * line by line into `out` (the last `outlen` bytes kept); its exit status, or -1. */
+static int run_captured(char *const argv[], char *out, size_t outlen)
+{
+    int fds[2];
+    if (pipe(fds) < 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], argv);
+        fprintf(stderr, "mpisim study: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    size_t used = 0;
+    if (outlen) out[0] = '\0';
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (used + n + 1 > outlen) {   /* keep the end: the result line and the last errors */
+            size_t drop = used + n + 1 - outlen;
+            if (drop > used) drop = used;
+            memmove(out, out + drop, used - drop);
+            used -= drop;
+        }
+        if (n + 1 <= outlen) {
+            memcpy(out + used, line, n + 1);
+            used += n;
+        }
+    }
+    if (f) fclose(f);
+    else close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+typedef struct study_opts {
+    const char *dir;             /* where mpisim and matmul are */
+    const char *profile;
+    const char **sets;
+    int nsets;
+    const char *compute;
+    double cpu_factor;           /* <= 0: the profile's */
+    const char *cpu_factor_source;
+} study_opts;
+
+/* Run matmul once under `mpisim run`; the fastest repetition's time (virtual seconds) or < 0. */
+static double run_point(const study_opts *o, int p, int n, int repeat, const char *report)
+{
+    char mpisim[PATH_MAX], matmul[PATH_MAX], np[16], ns[16], reps[16], factor[64];
+    snprintf(mpisim, sizeof mpisim, "%s/mpisim", o->dir);
+    snprintf(matmul, sizeof matmul, "%s/matmul", o->dir);
+    snprintf(np, sizeof np, "%d", p);
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(reps, sizeof reps, "%d", repeat);
+    const char **argv = calloc((size_t)(2 * o->nsets + 24), sizeof *argv);
+    if (!argv) return -1;
+    int k = 0;
+    argv[k++] = mpisim;
+    argv[k++] = "run";
+    argv[k++] = "--report";
+    argv[k++] = report;
+    argv[k++] = "--compute";
+    argv[k++] = o->compute;
+    if (o->cpu_factor > 0) {
+        snprintf(factor, sizeof factor, "%.9g", o->cpu_factor);
+        argv[k++] = "--cpu-factor";
+        argv[k++] = factor;
+        if (o->cpu_factor_source) {
+            argv[k++] = "--cpu-factor-source";
+            argv[k++] = o->cpu_factor_source;
+        }
+    }
+    if (o->profile) {
+        argv[k++] = "--profile";
+        argv[k++] = o->profile;
+    }
+    for (int i = 0; i < o->nsets; i++) {
+        argv[k++] = "--set";
+        argv[k++] = o->sets[i];
+    }
+    argv[k++] = "-n";
+    argv[k++] = np;
+    argv[k++] = "--";
+    argv[k++] = matmul;
+    argv[k++] = ns;
+    argv[k++] = "--repeat";
+    argv[k++] = reps;
+    argv[k] = NULL;
+    static char out[16384];
+    int st = run_captured((char *const *)argv, out, sizeof out);
+    free(argv);
+    const char *q = strstr(out, "time_min_s=");
+    double t = q ? strtod(q + 11, NULL) : -1;
+    if (st != 0 || !strstr(out, "check=ok") || t < 0) {
+        const char *last = strstr(out, "mpisim:");
+        fprintf(stderr, "mpisim study: P=%d N=%d failed (exit %d)%s%s", p, n, st, last ? ": " : "\n", last ? last : "");
+        return -1;
+    }
+    return t;
+}
+
+/* Repetitions of one point, the fastest counting: the first pays for first-touch page faults,
+ * which the CPU factor would blow up as if they were the testbed's arithmetic; small matrices
+ * compute for microseconds here, where a stray cache miss or interrupt is a large share, so they
+ * repeat more: 5 (144/N)^3 times, 5 to 50. */
+static int repetitions(int n)
+{
+    double reps = ceil(5.0 * pow(144.0 / n, 3.0));
+    return reps < 5 ? 5 : reps > 50 ? 50 : (int)reps;
+}
+
+/* This machine's CPU time per multiply-add of matmul: its own P = 1 run at factor 1, the
+ * fastest of CAL_RUNS x CAL_REPEAT repetitions of N = CAL_N (a loaded machine only slows a
+ * repetition down). */
+static double calibrate_ns_per_mac(const study_opts *o, const char *out)
+{
+    study_opts c = *o;
+    c.compute = "cpu";
+    c.cpu_factor = 1.0;
+    c.cpu_factor_source = "study calibration run";
+    char report[PATH_MAX + 64];
+    snprintf(report, sizeof report, "%s/report-calibration.json", out);
+    double best = -1;
+    for (int r = 0; r < CAL_RUNS; r++) {
+        double t = run_point(&c, 1, CAL_N, CAL_REPEAT, report);
+        if (t > 0 && (best < 0 || t < best)) best = t;
+    }
+    return best > 0 ? best * 1e9 / ((double)CAL_N * CAL_N * CAL_N) : -1;
+}
+
+/* A factor file: the factor on its first line, its source on the second (written by a study in
+ * its output folder as cpu_factor.txt, to be reused with --cpu-factor FILE). */
+static int read_factor_file(const char *path, double *factor, char *source, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[1024];
+    int ok = fgets(line, sizeof line, f) != NULL;
+    char *end;
+    *factor = ok ? strtod(line, &end) : 0;
+    if (!ok || end == line || *factor <= 0) {
+        fclose(f);
+        return -2;
+    }
+    source[0] = '\0';
+    if (fgets(source, (int)len, f)) source[strcspn(source, "\n")] = '\0';
+    fclose(f);
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16] [--sizes 32:144:16]\n"
+                    "                            [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile] [--runs K] [--out DIR]\n"
+                    "  --cpu-factor calibrate (default): seed 000's testbed time per multiply-add (%.0f ns) over this\n"
+                    "      machine's, measured with matmul's own P = 1 run; written to DIR/cpu_factor.txt\n"
+                    "  --cpu-factor FILE: reuse such a file (the same factor, the same table); X: a number;\n"
+                    "      profile: the profile's shim.cpu_factor\n"
+                    "  --runs K: run the grid K times in a row, each point's fastest counting (default 1)\n",
+            SEED000_NS_PER_MAC);
+}
+
+int mpisim_study_main(int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "speedup")) {
+        usage();
+        return 2;
+    }
+    study_opts o = {0};
+    o.compute = "cpu";
+    const char *outdir = NULL, *cpu_factor_arg = "calibrate";
+    int runs = 1;
+    o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
+    int procs[64], sizes[256];
+    int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mpisim study: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--profile")) o.profile = argv[++i];
+        else if (!strcmp(a, "--set")) o.sets[o.nsets++] = argv[++i];
+        else if (!strcmp(a, "--routing")) {
+            static char set[64];
+            snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
+            o.sets[o.nsets++] = set;
+        }
+        else if (!strcmp(a, "--compute")) o.compute = argv[++i];
+        else if (!strcmp(a, "--out")) outdir = argv[++i];
+        else if (!strcmp(a, "--cpu-factor")) cpu_factor_arg = argv[++i];
+        else if (!strcmp(a, "--runs")) {
+            runs = atoi(argv[++i]);
+            if (runs < 1 || runs > 20) {
+                fprintf(stderr, "mpisim study: --runs wants 1 to 20\n");
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--procs")) {
+            if ((np = parse_list(argv[++i], procs, 64)) <= 0) {
+                fprintf(stderr, "mpisim study: --procs wants a list like 1,2,4\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--sizes")) {
+            if ((ns = parse_range(argv[++i], sizes, 256)) <= 0) {
+                fprintf(stderr, "mpisim study: --sizes wants FIRST:LAST:STEP or a list\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "mpisim study: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    /* validate the configuration once, before 40 runs */
+    char err[1024];
+    nm_config *cfg = mpisim_load_config(o.profile, o.sets, o.nsets, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "mpisim: %s\n", err);
+        return 2;
+    }
+    char dir[PATH_MAX];
+    if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
+    o.dir = dir;
+    char out[PATH_MAX];
+    if (outdir) snprintf(out, sizeof out, "%s", outdir);
+    else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */
+    if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "mpisim study: cannot create %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    /* the CPU factor and where it came from, recorded in every report's configuration */
+    static char source[1200];
+    double cpu_factor = -1;
+    if (!strcmp(cpu_factor_arg, "calibrate")) {
+        double here = calibrate_ns_per_mac(&o, out);
+        if (here <= 0) {
+            fprintf(stderr, "mpisim study: the calibration run (matmul, P = 1, N = %d) failed\n", CAL_N);
+            return 1;
+        }
+        cpu_factor = SEED000_NS_PER_MAC / here;
+        snprintf(source, sizeof source,
+                 "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
+                 "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of %d)",
+                 SEED000_NS_PER_MAC, here, CAL_N, CAL_RUNS * CAL_REPEAT);
+        fprintf(stderr, "mpisim study: this machine %.4f ns per multiply-add, testbed %.1f ns: cpu factor %.2f\n",
+                here, SEED000_NS_PER_MAC, cpu_factor);
+    } else if (!strcmp(cpu_factor_arg, "profile")) {
+        cpu_factor = -1;
+    } else {
+        char *end;
+        cpu_factor = strtod(cpu_factor_arg, &end);
+        if (end != cpu_factor_arg && *end == '\0' && cpu_factor > 0) {
+            snprintf(source, sizeof source, "--cpu-factor");
+        } else {
+            int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
+            if (rc < 0) {
+                fprintf(stderr, "mpisim study: --cpu-factor wants calibrate, profile, a positive number or a file "
+                                "written by a study (cpu_factor.txt): '%s' %s\n",
+                        cpu_factor_arg, rc == -1 ? "cannot be read" : "has no factor on its first line");
+                return 2;
+            }
+            fprintf(stderr, "mpisim study: cpu factor %.9g from %s\n", cpu_factor, cpu_factor_arg);
+        }
+    }
+    o.cpu_factor = cpu_factor;
+    o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
+    char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64], fac_path[PATH_MAX + 64];
+    if (cpu_factor > 0) {
+        snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
+        FILE *ff = fopen(fac_path, "w");
+        if (ff) {
+            fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
+            fclose(ff);
+        }
+        char set[128];
+        snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
+        if (nm_config_set(cfg, set, source, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
+    }
+    snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
+    FILE *cf = fopen(cfg_path, "w");
+    if (cf) {
+        nm_config_write_json(cfg, cf, 0);
+        fclose(cf);
+    }
+    nm_config_destroy(cfg);
+    double *t = calloc((size_t)(np * ns), sizeof *t);
+    fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
+    /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
+     * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
+     * run, so repetitions within one run do not escape it) */
+    for (int run = 0; run < runs; run++)
+        for (int j = 0; j < ns; j++)
+            for (int i = 0; i < np; i++) {
+                snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
+                         runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
+                double v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report);
+                double *best = &t[i * ns + j];
+                if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
+                fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], v * 1e3);
+            }
+    FILE *csv = fopen(csv_path, "w");
+    if (!csv) {
+        fprintf(stderr, "mpisim study: cannot write %s: %s\n", csv_path, strerror(errno));
+        return 2;
+    }
+    fprintf(csv, "P,N,time_s,speedup,efficiency\n");
+    printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
+           o.profile ? o.profile : "default", o.compute);
+    if (cpu_factor > 0) printf(" x %.2f (%s)", cpu_factor, source);
+    printf("\n");
+    printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
+    int failures = 0;
+    for (int i = 0; i < np; i++)
+        for (int j = 0; j < ns; j++) {
+            double tp = t[i * ns + j];
+            int base = -1;
+            for (int b = 0; b < np; b++)
+                if (procs[b] == 1) base = b;
+            double t1 = base >= 0 ? t[base * ns + j] : -1;
+            if (tp < 0) {
+                failures++;
+                printf("%6d %6d %14s %9s %11s\n", procs[i], sizes[j], "failed", "-", "-");
+                continue;
+            }
+            double sp = t1 > 0 ? t1 / tp : 0, eff = sp / procs[i];
+            printf("%6d %6d %14.6f %9.3f %10.1f%%\n", procs[i], sizes[j], tp * 1e3, sp, eff * 100);
+            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", procs[i], sizes[j], tp, sp, eff);
+        }
+    fclose(csv);
+    printf("CSV: %s\n", csv_path);
+    /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
+    char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];
+    snprintf(plot_py, sizeof plot_py, "%s/plot_speedup.py", mpisim_find_data("results", script, sizeof script) == 0 ? script : ".");
+    snprintf(png, sizeof png, "%s/speedup.png", out);
+    char *const plot[] = {"/usr/bin/python3", plot_py, csv_path, png, NULL};
+    if (access("/usr/bin/python3", X_OK) == 0 && run_captured(plot, msg, sizeof msg) == 0) printf("Plot: %s\n", png);
+    free(t);
+    free(o.sets);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,58 @@
+/* The configuration keys every front end has beyond netmodel's: the shim's ([shim], read by the
+ * server for the ranks' WELCOME and by replay to rescale recorded computation) and the MPI
+ * model's ([mpi], [host]). */
+#include "ms_driver.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
+{
+    static const nm_key_def shim_keys[] = {
+        {"shim.compute", NM_KEY_STRING, "", "cpu", "docs/architecture.md (Virtual time in a rank)",
+         "what a rank's computation between MPI calls costs: its thread CPU time (cpu), wall time (wall) or "
+         "nothing (none)",
+         "cpu|wall|none", 0},
+        {"shim.cpu_factor", NM_KEY_DOUBLE, "", "1.0", "docs/architecture.md (Virtual time in a rank)",
+         "virtual compute time = measured time x this factor (projects a slower or faster processor)", NULL, 0},
+        {"shim.callsite_depth", NM_KEY_INT, "", "1", "mpiP (call sites as program frames)",
+         "frames of the program's stack that identify a call site in the report (1: the caller; more: "
+         "libunwind walks the stack at every call)", NULL, 0},
+        {"shim.unmodelled", NM_KEY_STRING, "", "error", "project choice (a run is never timed wrongly without saying so)",
+         "an MPI call the model does not time: stop the run (error) or run it untimed and count it "
+         "(passthrough)",
+         "error|passthrough", 0},
+        {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
+         "under shim.compute = none, an MPI_Wtime call that finds the clock where the previous one left it "
+         "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
+         "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
+         NULL, NM_KEY_NONNEG},
+        {"shim.stall_timeout", NM_KEY_INT, "ps", "60 s",
+         "project choice (a hang must end in a report; far above any real transfer)",
+         "real time after which a rank waiting inside the real MPI (for a transfer the model has already "
+         "completed, an untimed call, a request mpisim does not time) with nothing completing counts as "
+         "stalled; when every rank is stalled, waits in the model or has finished and virtual time cannot "
+         "move, the run stops (exit 3) with each rank's call, peer, tag and call site; 0 turns the watchdog off",
+         NULL, NM_KEY_NONNEG},
+        {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
+         "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
+         "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
+         NULL, 0},
+    };
+    if (nm_config_register(cfg, shim_keys, sizeof shim_keys / sizeof shim_keys[0], err, errlen) < 0) return -1;
+    return ms_model_register_keys(cfg, err, errlen);
+}
+
+int ms_driver_config_set(nm_config *cfg, const char *assign, char *err, size_t errlen)
+{
+    static const char *shorts[] = {"unmodelled", "compute", "cpu_factor"};
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
+        size_t n = strlen(shorts[i]);
+        if (!strncmp(assign, shorts[i], n) && assign[n] == '=') {
+            char full[1024];
+            snprintf(full, sizeof full, "shim.%s", assign);
+            return nm_config_set(cfg, full, "--set", err, errlen);
+        }
+    }
+    return nm_config_set(cfg, assign, "--set", err, errlen);
+}

@@ -1,0 +1,170 @@
+/* ms_driver: the one front-end driver of the MPI layer model (docs/architecture.md "One driver").
+ *
+ * Both front ends -- the co-simulation server (live ranks over TCP) and replay (recorded ranks)
+ * -- turn what a rank did into an ms_driver_event and hand it here. The driver owns the network
+ * and the model built from the configuration, keeps each rank's state and clock, makes every
+ * ms_model call, holds the members of a synchronising collective (communicator creation) until
+ * the last one is done, and runs the model up to the conservative horizon
+ *
+ *     H = min over running ranks of their clock
+ *
+ * (a rank not yet connected counts as running at 0; blocked, held, finished, dead ranks and ranks
+ * inside an untimed call do not count). Front ends differ only in where events come from and
+ * where resumes go, so online == offline holds by construction.
+ *
+ * No MPI, no sockets, no files, nothing printed, no exit(): errors come back as text. */
+#ifndef MS_DRIVER_H
+#define MS_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ms_model.h"
+#include "netmodel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ms_driver ms_driver;
+
+typedef enum {
+    MS_RANK_UNCONNECTED = 0,  /* not yet started: holds the horizon at 0 */
+    MS_RANK_RUNNING,          /* computing; its clock bounds the horizon */
+    MS_RANK_BLOCKED,          /* in a wait or probe the model has not answered */
+    MS_RANK_HELD,             /* answered, held until its synchronising group is complete */
+    MS_RANK_UNTIMED,          /* inside an untimed (passthrough) call: does not hold the horizon */
+    MS_RANK_FINISHED,         /* MPI_Finalize */
+    MS_RANK_DEAD              /* ended without MPI_Finalize */
+} ms_rank_state;
+
+/* What a rank did. Fields a kind does not name are ignored. Times are the rank's virtual clock
+ * at the event (picoseconds); a rank's events come in non-decreasing time. */
+typedef enum {
+    MS_EV_ISEND = 1,   /* req comm peer=dst tag bytes mode=ms_send_mode buf */
+    MS_EV_IRECV,       /* req comm peer=src tag bytes flags=MS_EV_FLAG_NOTIFY buf */
+    MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood) */
+    MS_EV_COMM_ADD,    /* comm members[nmembers] (world ranks) */
+    MS_EV_WAIT,        /* mode=ms_wait_mode list=request ids flags fn: blocks until resumed */
+    MS_EV_PROBE,       /* comm peer=src tag mode=blocking fn: blocks until resumed */
+    MS_EV_CANCEL,      /* req: MPI_Cancel */
+    MS_EV_FREE,        /* req: MPI_Request_free of an active send */
+    MS_EV_CLOCK,       /* the clock moved without a model event */
+    MS_EV_UNTIMED,     /* the rank enters an untimed call: it stops holding the horizon back */
+    MS_EV_FINALIZE     /* MPI_Finalize: the rank posts nothing more */
+} ms_event_kind;
+
+/* MS_EV_WAIT flags */
+#define MS_EV_FLAG_SYNC 1     /* the members of the last collective's communicator leave together */
+#define MS_EV_FLAG_REJOIN 2   /* back from an untimed call: goes on at once, at max(t, the network's present) */
+/* MS_EV_IRECV flags */
+#define MS_EV_FLAG_NOTIFY 1   /* the shim holds the receive back from the real MPI behind an undecided
+                               * wildcard: resolve it when the model matches it (ms_model_irecv_notify) */
+
+typedef struct ms_driver_event {
+    int kind;                 /* ms_event_kind */
+    int fn;                   /* MPI function id, for reports (-1: none) */
+    int64_t t;
+    uint64_t req, comm, bytes;
+    int32_t peer, tag, mode, flags;
+    uint64_t buf;             /* ISEND, IRECV: the user's buffer address, 0 unknown (ms_model_buffer: the host
+                               * model's memory registration cache) */
+    const uint64_t *list;     /* WAIT: request ids; ICOLL: counts */
+    size_t nlist;
+    const int32_t *members;   /* COMM_ADD */
+    int32_t nmembers;
+    /* WAIT under lenient waits (replay): the request ids the recorded run completed in this call,
+     * in the wait's order (NULL: unknown, counted as none). Lets the driver forget a request the
+     * model completed early once the recording has completed it too; must stay valid until the
+     * rank is resumed. */
+    const uint64_t *recorded_done;
+    size_t nrecorded_done;
+} ms_driver_event;
+
+/* Where the driver's answers go. */
+typedef struct ms_driver_ops {
+    /* The rank goes on at t: its wait or probe returns (`res`, as ms_resume_fn gives them, one
+     * per request of the wait), or it rejoins after an untimed call (n = 0). Called from inside
+     * ms_driver_advance, or from ms_driver_apply for a rejoin. */
+    void (*resume)(void *user, int rank, int64_t t, const ms_req_result *res, size_t n);
+    /* A wildcard receive's (or probe's) sender is decided. NULL: dropped. Every resume of a
+     * rank comes after its resolutions. */
+    void (*resolve)(void *user, int rank, const ms_resolution *r);
+} ms_driver_ops;
+
+/* Register the keys of the MPI model ([mpi], [host]) and of the shim ([shim]) in a netmodel
+ * configuration, before profiles are loaded: the keys every front end's configuration has. */
+int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen);
+/* One --set assignment "key=value" (origin "--set"); the shim's keys may also be named without
+ * their section: unmodelled=, compute=, cpu_factor=. */
+int ms_driver_config_set(nm_config *cfg, const char *assign, char *err, size_t errlen);
+
+/* The topology (network.topology, or "auto" sized for nranks and the host model), the network and
+ * the model. cfg is read, not owned, and must outlive the driver. Every rank starts UNCONNECTED. */
+ms_driver *ms_driver_create(const nm_config *cfg, int nranks, char *err, size_t errlen);
+void ms_driver_destroy(ms_driver *d);
+void ms_driver_set_ops(ms_driver *d, const ms_driver_ops *ops, void *user);
+/* MPI function names by id, for deadlock descriptions (not copied; NULL: "?"). */
+void ms_driver_set_fn_names(ms_driver *d, const char *const *names, size_t n);
+/* Waits may name requests the model has already reported complete (capture-only traces: the
+ * real run finished them later than the model): leave those out instead of refusing the wait. */
+void ms_driver_set_lenient_waits(ms_driver *d, int on);
+/* Requests a lenient driver holds as completed early: now, and the most at any time. */
+void ms_driver_early_done(const ms_driver *d, uint64_t *now, uint64_t *peak);
+/* Every ms_model call the driver makes and every answer it passes on, one line each, to fn:
+ * rank -1 for calls that belong to no rank (running the model). For tests and diagnosis: two
+ * front ends fed the same events give the same lines per rank. NULL: off (the default). */
+typedef void (*ms_driver_log_fn)(void *user, int rank, const char *line);
+void ms_driver_set_call_log(ms_driver *d, ms_driver_log_fn fn, void *user);
+
+/* The rank has started: RUNNING at clock 0. */
+void ms_driver_connect(ms_driver *d, int rank);
+/* Apply one event of a rank. 0, or -1 when the model refused it ("the model refused a send:
+ * ..." in err); the driver's state stays consistent either way. */
+int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err, size_t errlen);
+/* The rank ended without MPI_Finalize (crash, kill, end of its records): DEAD, and the model
+ * finalizes it at its clock. No effect on a finished or dead rank. */
+void ms_driver_rank_gone(ms_driver *d, int rank);
+
+/* The stall watchdog (shim.stall_timeout): the rank has waited inside the real MPI with nothing
+ * completing there for that long (`where`: its call, peer, tag and call site, as one line), or has
+ * been inside an untimed call for that long; NULL or "": it moves again (so does any event of the
+ * rank). Only a live run has real time: replay never calls this. The stop it may lead to comes
+ * from ms_driver_advance, as for a deadlock. */
+void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where);
+
+/* Run the model up to the horizon, again after each resume while it has work below the new one.
+ * 0: nothing more to do now; 1: stalled, which ms_driver_stuck says; -1: the network engine failed
+ * (why in err: a network deadlock of the routing, or the engine's own message). */
+int ms_driver_advance(ms_driver *d, char *err, size_t errlen);
+/* Whether the job cannot move (every rank connected): either every connected rank waits or has
+ * ended, some rank waits, and the model has nothing pending (a deadlock, or ranks waiting for a
+ * dead one); or some rank is stalled (ms_driver_rank_stalled), every other rank that is not
+ * waiting or ended is stalled too, and the model has nothing to do before the horizon. A front end
+ * that takes time to report a stall asks again before stopping: a stalled rank may have moved. */
+int ms_driver_stuck(const ms_driver *d);
+int64_t ms_driver_horizon(const ms_driver *d);
+/* The text of a stall: "deadlock in virtual time: ..." (returns 1); when a rank died, "rank R
+ * ended without MPI_Finalize ...; the other ranks wait for it" (returns 2); when ranks are stalled
+ * in the real MPI, "stall: ..." (returns 3); then one line per stalled rank (clock, where it said it
+ * is) and per waiting rank (clock, MPI function, what the model says it waits for and, if site is
+ * given, "; " and site(user, rank) or "call site unknown"). */
+int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len,
+                             const char *(*site)(void *user, int rank), void *user);
+
+int ms_driver_nranks(const ms_driver *d);
+ms_rank_state ms_driver_state(const ms_driver *d, int rank);
+/* "never_connected", "running", "blocked" (also held), "untimed", "finalized", "died" */
+const char *ms_driver_state_name(ms_rank_state s);
+int64_t ms_driver_clock(const ms_driver *d, int rank);
+int ms_driver_waiting(const ms_driver *d, int rank);     /* BLOCKED or HELD */
+int ms_driver_any_waiting(const ms_driver *d);
+int ms_driver_wait_fn(const ms_driver *d, int rank);     /* MPI function of its last wait or probe */
+
+ms_model *ms_driver_model(const ms_driver *d);
+nm_network *ms_driver_network(const ms_driver *d);
+const nm_topology *ms_driver_topology(const ms_driver *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
