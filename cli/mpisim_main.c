@@ -474,7 +474,9 @@ static int launch_and_serve(const run_opts *o_)
     if (s) {
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);
-        if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
+        /* a deadlock or a stall: the ranks were stopped by us (their launcher's code is ours) */
+        if (oc == 1 || oc == 3) rc = 3;
+        else if (oc && rc == 0) rc = 4;
         if (o.report && strcmp(o.report, "-")) {
             FILE *f = fopen(o.report, "w");
             if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
@@ -573,8 +575,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
 #ifdef MPISIM_HAVE_NET_TOOL
-    /* the [shim]/[mpi] keys too, so that the profiles of whole runs load (they do nothing here) */
-    if (!strcmp(cmd, "net")) return nm_net_main_keys(argc - 1, argv + 1, stdout, stderr, ms_driver_register_keys);
+    if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mpisim %s\n", MPISIM_VERSION);

@@ -74,7 +74,8 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 /* ---- internal structures --------------------------------------------------------------------- */
 
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
-enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK };
+enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
+#define PK_BITS 3
 enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
@@ -97,12 +98,14 @@ typedef struct ms_req {
     uint8_t kind, internal, in_wait, mode;
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
+    uint8_t notify;           /* push a resolution when matched, even with source and tag named */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
     int peer_world_cache;     /* world rank of peer (-1 for wildcards / PROC_NULL) */
     int64_t tag;
     uint64_t bytes;
+    uint64_t buf;             /* the user's buffer address (registration cache), 0 unknown */
     ms_time_t post, done;     /* done = NEVER until decided */
     int m_src;
     int64_t m_tag;
@@ -123,8 +126,10 @@ typedef struct ms_msg {
     int64_t tag;
     uint64_t bytes;
     uint8_t mode, rndv;
+    uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
+    ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
     uint32_t pkts_left;
     ms_time_t arrival;
     ms_mq *mq_src, *mq_any;   /* unexpected queues while unmatched */
@@ -586,17 +591,28 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
     r->m_src = g->src_c;
     r->m_tag = g->tag;
     r->m_bytes = g->bytes;
-    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG))
+    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG || r->notify))
         push_resolution(m, r->rank, r->id, g->src_c, g->tag, g->bytes);
     rank_state *rd = &m->ranks[g->dst];
     rd->st.msgs_recv++;
     rd->st.bytes_recv += g->bytes;
+    int off_node = g->sh != g->dh;
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
-        determine(m, r, mt + or_cost(m, g->bytes));
+        /* eager data is copied out of the registered receive buffers (host model) */
+        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
     } else {
         g->rreq = r;
-        schedule_inject(m, g, PK_CTS, mt + or_cost(m, 0));
+        /* the receiver registers its buffer (host model) before it says "send" */
+        int big = (int64_t)g->bytes >= m->eager_thr;
+        ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+        ms_time_t cts = mt + or_cost(m, 0) + ms_host_rndv_handling(m->host);
+        if (reg) {   /* the receiver's CPU registers its buffers one after the other */
+            rank_state *rr = &m->ranks[r->rank];
+            cts = tmax(cts, rr->cpu_free) + reg;
+            rr->cpu_free = cts;
+        }
+        schedule_inject(m, g, PK_CTS, cts);
     }
     msg_unref(m, g);   /* the "awaiting match" reference */
 }
@@ -685,6 +701,14 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
     }
 }
 
+/* The receive r of rendezvous message g learns at d that its data is in. */
+static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
+{
+    /* a synchronous send below the eager threshold: the data came through the bounce buffers */
+    ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy);
+}
+
 /* A packet of kind k of message g reached its destination at time d. */
 static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
 {
@@ -695,18 +719,30 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
             start_arrived(m, g, d);
         } else {
             ms_req *s = g->sreq, *r = g->rreq;
-            g->sreq = g->rreq = NULL;
+            g->sreq = NULL;
             if (s) determine(m, s, tmax(d, g->local_done));
-            if (r) determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes));
+            if (g->sh != g->dh && ms_host_rndv_fin(m->host)) {
+                /* the put's data is in, but only the sender's FIN tells the receiver (host model) */
+                schedule_inject(m, g, PK_FIN, d);
+                break;
+            }
+            g->rreq = NULL;
+            if (r) rndv_recv_done(m, g, r, d);
         }
         break;
+    case PK_FIN: {
+        ms_req *r = g->rreq;
+        g->rreq = NULL;
+        if (r) rndv_recv_done(m, g, r, d);
+        break;
+    }
     case PK_RTS:
         start_arrived(m, g, d);
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
-         * reaction, injected from inside the delivery callback) */
-        schedule_inject(m, g, PK_DATA, d);
+         * reaction, injected from inside the delivery callback) and its buffer is registered */
+        schedule_inject(m, g, PK_DATA, tmax(d + ms_host_rndv_handling(m->host), g->data_ready));
         break;
     case PK_ACK: {
         ms_req *s = g->sreq;
@@ -720,7 +756,7 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
 
 static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_t t, int port)
 {
-    int fn = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
+    int fn = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;   /* FIN goes with the data */
     int tn = (k == PK_CTS || k == PK_ACK) ? g->sh : g->dh;
     /* the packet leaves by `port` and enters the receiving NIC by the same-numbered port */
     int from = ms_host_port_host(m->host, fn, port), to = ms_host_port_host(m->host, tn, port);
@@ -730,7 +766,7 @@ static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_
         t = now;
     }
     m->tn_valid = 0;
-    int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << 2) | (uint64_t)k);
+    int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << PK_BITS) | (uint64_t)k);
     if (rc < 0) {
         model_error(m, "nm_network_inject(host %d -> host %d, %" PRIu64 " B, t=%" PRId64 ") failed (%d)", from, to,
                     payload, t, rc);
@@ -751,7 +787,7 @@ static void net_inject_mcast(ms_model *m, mc_group *c, uint64_t payload, ms_time
         ms_msg *g = msg_at(m, c->msg[i]);
         g->pending++;
         c->dst[i] = ms_host_port_host(m->host, g->dh, port);
-        c->cookie[i] = ((uint64_t)g->idx << 2) | (uint64_t)PK_DATA;
+        c->cookie[i] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)PK_DATA;
     }
     ms_time_t now = nm_network_now(m->net);
     if (t < now) {
@@ -837,7 +873,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         /* same node (or a message to self): the intra-node path, no network */
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
-        uint64_t b = k == PK_DATA ? g->bytes : 0;
+        uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
         packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
@@ -880,14 +916,23 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     }
     rank_state *rs = &m->ranks[r->rank];
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
+    int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     ms_time_t start = tmax(t, rs->cpu_free);
     ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
-    rs->cpu_free = ldone;
+    /* host model: an eager message is copied into the NIC's registered buffers in the call; a
+     * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
+    int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
+    if (!intra && !big) ldone += ms_host_send_copy(m->host, r->bytes);
+    /* on one node the sender copies an eager message into shared memory itself, in its call */
+    int copy_in = intra && eager && r->peer_world_cache != r->rank;
+    if (copy_in) ldone = ms_host_shm_copy(m->host, rs->host, r->bytes, ldone);
+    ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+    rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
     uint32_t idx;
     ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
-    if (!g || idx > (UINT32_MAX >> 2)) {
+    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
         model_error(m, "out of memory (messages)");
         determine(m, r, ldone);
         return;
@@ -904,6 +949,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->bytes = r->bytes;
     g->mode = r->mode;
     g->local_done = ldone;
+    g->copied = (uint8_t)copy_in;
+    g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */
     ms_time_t tinj = ldone;
@@ -911,7 +958,6 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         tinj = tmax(ldone, m->nic_free[g->sh]);
         m->nic_free[g->sh] = tinj + m->gap;
     }
-    int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     if (eager) {
         mc_group *c = m->mc_collect;
         if (c && g->sh != g->dh) {   /* a multicast step: injected with the others (coll_step_start) */
@@ -1240,14 +1286,14 @@ static void process(ms_model *m, const ms_event *e)
 static void on_deliver(void *user, const nm_delivery *d)
 {
     ms_model *m = user;
-    ms_msg *g = msg_at(m, (uint32_t)(d->cookie >> 2));
+    ms_msg *g = msg_at(m, (uint32_t)(d->cookie >> PK_BITS));
     if (!g) { model_error(m, "delivery with unknown cookie %" PRIu64, d->cookie); return; }
     int was = m->in_cb;
     m->in_cb = 1;
     /* the receiving NIC processes the packet and writes it to host memory */
     int node = ms_host_node_of_host(m->host, d->dst_host);
     ms_time_t in_mem = ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
-    packet_done_at(m, g, (int)(d->cookie & 3), in_mem, d->deliver_time);
+    packet_done_at(m, g, (int)(d->cookie & ((1u << PK_BITS) - 1)), in_mem, d->deliver_time);
     /* Zero-delay reactions (a CTS making the data go, an ACK at match time, a collective step
      * starting when a receive completes) are processed now, while the network is at this time. */
     for (;;) {
@@ -1594,6 +1640,24 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     return 0;
 }
 
+int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || (r->kind != REQ_SEND && r->kind != REQ_RECV)) return -1;
+    r->buf = addr;
+    return 0;
+}
+
+int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || r->kind != REQ_RECV) return -1;
+    r->notify = 1;
+    return 0;
+}
+
 int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errlen)
 {
     if (!m || rank < 0 || rank >= m->nranks) {
@@ -1818,6 +1882,11 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
     while (k < max && rs->rhead < rs->rn) out[k++] = rs->resol[rs->rhead++];
     if (rs->rhead == rs->rn) rs->rhead = rs->rn = 0;
     return k;
+}
+
+int ms_model_rank_node(const ms_model *m, int rank)
+{
+    return m && rank >= 0 && rank < m->nranks ? m->ranks[rank].host : -1;
 }
 
 void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)

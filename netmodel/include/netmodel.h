@@ -55,6 +55,10 @@ void nm_config_destroy(nm_config *cfg);
 int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, char *err, size_t errlen);
 /* Load an INI file ([section] then key = value; ';' or '#' comments). Unknown sections or keys,
  * bad values and bad units are errors naming file and line. Keys set later override earlier. */
+/* A program that uses only some layers of a full profile (the network-only tool) names the other
+ * layers' sections ('|'-separated, e.g. "mpi|host|shim"): their keys are then passed over unread
+ * instead of being unknown. Returns 0, or -1 if the list is too long. */
+int nm_config_skip_sections(nm_config *cfg, const char *sections);
 int nm_config_load_file(nm_config *cfg, const char *path, char *err, size_t errlen);
 /* A profile is a name looked up as <dir>/<name>.ini in each ':'-separated directory of
  * `search_path` (NULL or "": nm_config_search_path's), or a path to a file. A profile may say

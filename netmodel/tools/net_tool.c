@@ -133,10 +133,7 @@ static void usage(FILE *f, const char *prog)
             prog);
 }
 
-int nm_net_main(int argc, char **argv, FILE *out, FILE *errout) { return nm_net_main_keys(argc, argv, out, errout, NULL); }
-
-int nm_net_main_keys(int argc, char **argv, FILE *out, FILE *errout,
-                     int (*more_keys)(nm_config *cfg, char *err, size_t errlen))
+int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
 {
     const char *prog = argc > 0 ? argv[0] : "net";
     const char *profile = "default", *topo_spec = NULL, *traffic = "uniform", *inter = "uniform", *routing = NULL;
@@ -209,8 +206,9 @@ int nm_net_main_keys(int argc, char **argv, FILE *out, FILE *errout,
     if (measure <= 0) { fprintf(errout, "%s: --measure must be positive\n", prog); rc = 2; goto done; }
 
     cfg = nm_config_create();
-    if (!cfg || nm_myrinet_register_keys(cfg, err, sizeof err) != 0 ||
-        (more_keys && more_keys(cfg, err, sizeof err) != 0)) {
+    /* a full mpisim profile also describes the MPI layer and the hosts: not this tool's part */
+    if (cfg) nm_config_skip_sections(cfg, "mpi|host|shim");
+    if (!cfg || nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
         fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
         goto done;
     }

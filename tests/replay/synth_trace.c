@@ -110,6 +110,17 @@ uint64_t synth_irecv(synth *s, int rank, int src, int tag, uint64_t bytes, uint6
     return p2p(s, rank, MS_MSG_IRECV, SY_IRECV, src, tag, bytes, comm);
 }
 
+void synth_post_details(synth *s, int rank, uint64_t buf, int flags)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    for (size_t k = r->nev; k-- > 0;)
+        if (r->ev[k].kind == MS_MSG_ISEND || r->ev[k].kind == MS_MSG_IRECV) {
+            r->ev[k].callsite = buf;
+            if (r->ev[k].kind == MS_MSG_IRECV) r->ev[k].flags = flags;
+            return;
+        }
+}
+
 uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm)
 {
     ms_trace_event *e = ev(s, rank, MS_MSG_ICOLL, SY_BARRIER);
@@ -384,12 +395,12 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
         const ms_trace_event *e = &r->ev[k];
         switch (e->kind) {
         case MS_MSG_ISEND: {
-            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn};
+            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
         case MS_MSG_IRECV: {
-            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0};
+            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, e->flags, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }

@@ -34,6 +34,9 @@ void synth_comm_add(synth *s, int rank, uint64_t comm, int size, const int32_t *
 /* A collective with a counts list (v-variants, neighbourhood: ms_coll_args.counts). */
 uint64_t synth_icollv(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm, int n,
                       const uint64_t *counts);
+/* The rank's last ISEND/IRECV record: the user's buffer address (0 unknown) and, for an IRECV,
+ * its flags (MS_TRACE_FLAG_NOTIFY: held back behind an undecided wildcard). */
+void synth_post_details(synth *s, int rank, uint64_t buf, int flags);
 void synth_cancel(synth *s, int rank, uint64_t req);                  /* MPI_Cancel */
 void synth_free(synth *s, int rank, uint64_t req);                    /* MPI_Request_free */
 void synth_unmodelled(synth *s, int rank, const char *text);          /* an untimed call's name */
