@@ -3,16 +3,20 @@
 #ifndef MPISIM_EXIT_CODES_H
 #define MPISIM_EXIT_CODES_H
 
+#include "ms_report.h"
+
 #define MS_EXIT_USAGE 2        /* usage or configuration error, unreadable input */
-#define MS_EXIT_DEADLOCK 3     /* virtual-time deadlock, or the network's (a stall) */
+#define MS_EXIT_DEADLOCK 3     /* virtual-time deadlock, the network's, or the stall watchdog's */
 #define MS_EXIT_RANK_ERROR 4   /* a rank stopped on an error (or the model stopped the run) */
 #define MS_EXIT_OUTPUT 5       /* a report, trace, timeline or table could not be written */
 
-/* The exit code for an outcome of ms_server_outcome or a replay (0 ok, 1 deadlock, else an error;
- * 0: the program's own code stands). */
+/* The exit code for an ms_outcome of ms_server_outcome or a replay (0: the program's own code
+ * stands). A stall is the watchdog's deadlock: exit 3 as well. */
 static inline int ms_exit_code_of_outcome(int outcome)
 {
-    return outcome == 1 ? MS_EXIT_DEADLOCK : outcome ? MS_EXIT_RANK_ERROR : 0;
+    return outcome == MS_OUTCOME_DEADLOCK || outcome == MS_OUTCOME_STALL ? MS_EXIT_DEADLOCK
+           : outcome != MS_OUTCOME_OK                                     ? MS_EXIT_RANK_ERROR
+                                                                          : 0;
 }
 
 #endif

@@ -628,8 +628,10 @@ static int launch_and_serve(const run_opts *o_)
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);
         /* ranks that never connected, while the program returned a code of its own: that code
-         * is the program's answer (a program that is no MPI program, or stops before MPI_Init) */
-        if (oc && !(oc == 3 && rc != 0)) rc = ms_exit_code_of_outcome(oc);
+         * is the program's answer (a program that is no MPI program, or stops before MPI_Init).
+         * Otherwise mpisim's findings win: a deadlock or stall, or an error, means the ranks were
+         * stopped by mpisim, and the launcher's code only says so */
+        if (oc && !(oc == MS_OUTCOME_NEVER_CONNECTED && rc != 0)) rc = ms_exit_code_of_outcome(oc);
         const char *written = o.report;
         if (o.report && strcmp(o.report, "-")) {
             FILE *f = fopen(o.report, "w");

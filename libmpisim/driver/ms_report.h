@@ -25,8 +25,17 @@ typedef struct ms_report_rank {
 void ms_report_rank_open(FILE *f, const ms_report_rank *r);
 void ms_report_rank_close(FILE *f, int last);
 
-/* "summary": {...} (outcome 0 ok, 1 deadlock, 2 error; text for the last two). Leaves the
- * report's object open. */
+/* A run's or replay's outcome: the report's summary.outcome ("ok", "deadlock", "error", "stall",
+ * "error") and, through cli/exit_codes.h, the command's exit code. */
+typedef enum {
+    MS_OUTCOME_OK = 0,
+    MS_OUTCOME_DEADLOCK = 1,         /* in virtual time, or the network's (its routing) */
+    MS_OUTCOME_ERROR = 2,            /* a rank stopped on an error (unmodelled call, crash, abort), or the model */
+    MS_OUTCOME_STALL = 3,            /* the stall watchdog (shim.stall_timeout): nothing moves in the real MPI */
+    MS_OUTCOME_NEVER_CONNECTED = 4   /* ranks never connected (left before MPI_Init, no MPI program) */
+} ms_outcome;
+
+/* "summary": {...} (outcome an ms_outcome; text for all but ok). Leaves the report's object open. */
 void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t bytes, double wall_s,
                        uint64_t server_messages, uint64_t rejected, int outcome, const char *outcome_text);
 

@@ -40,10 +40,10 @@ const char *ms_server_secret(const ms_server *s);
  * *child_status receives the launcher's wait status. Returns 0, or negative on a server error;
  * a deadlock or an unmodelled call is not a server error: see ms_server_outcome(). */
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen);
-/* 0: clean; 1: the program deadlocked in virtual time (or the network did: a stall); 2: a rank
- * stopped on an error (unmodelled call, crash, abort) or the model did; 3: a rank never
- * connected (it left before MPI_Init, or the program is no MPI program). One line describing it
- * goes into buf. */
+/* The run's ms_outcome (ms_report.h): OK; DEADLOCK in virtual time or the network's; ERROR, a rank
+ * stopped on an error (unmodelled call, crash, abort) or the model did; STALL, the stall watchdog
+ * stopped it (shim.stall_timeout); NEVER_CONNECTED, ranks never connected (one left before
+ * MPI_Init, or the program is no MPI program). One line describing it goes into buf. */
 int ms_server_outcome(const ms_server *s, char *buf, size_t len);
 int ms_server_write_report(const ms_server *s, FILE *out);
 /* Why the run's charged computation may mislead (many ranks switched out, cold caches after

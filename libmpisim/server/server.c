@@ -3,8 +3,10 @@
  * resolutions go back as messages. Rank states, synchronising groups, the horizon and applying
  * events to the model are the driver's (libmpisim/driver, shared with replay); this file keeps
  * the transport, the authentication, what only a live run has (call sites, unmodelled-call
- * counts, the shim's own figures) and the report. When the driver finds the job stalled, the
- * server asks the waiting ranks where their programs called from and reports the deadlock. */
+ * counts, the shim's own figures, the real time the stall watchdog counts: ranks' stall notices and
+ * untimed calls, passed to the driver) and the report. When the driver finds the job stuck (a
+ * deadlock, or a stall), the server asks the waiting ranks where their programs called from and
+ * reports it. */
 #define _GNU_SOURCE
 #include "ms_server.h"
 
@@ -58,6 +60,11 @@ typedef struct rank_info {
                                  /* the number of the look that found it gone (1, 2, ...) */
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
+    /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
+    double untimed_since;        /* wall time it entered its untimed call */
+    int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
+    char untimed_call[64];
+    char untimed_site[MS_SITE_TEXT];
 } rank_info;
 
 typedef struct pending_conn {
@@ -87,7 +94,9 @@ struct ms_server {
     char **argv;
     int argc;
     ms_msg_welcome welcome;
-    int deadlocked;              /* in virtual time, or the network's deadlock (a stall) */
+    int deadlocked;              /* in virtual time, or the network's (its routing) */
+    int stalled;                 /* the stall watchdog stopped the run (deadlock_text says where) */
+    double stall_timeout_s;
     char deadlock_text[8192];
     int child_done, child_status;   /* the launcher's wait status */
     char stop_reason[MS_TEXT_MAX];
@@ -95,6 +104,7 @@ struct ms_server {
     int64_t events;
     double wall_start, wall_end;
     uint64_t rejected_connections;
+    int nconnected;              /* ranks that said hello (each at most once) */
     double accept_resume;        /* accept failed (no file descriptors): the listen socket rests until then */
     double last_connect;         /* wall time of the run's start or of the last rank's hello */
     double connect_timeout_s;    /* shim.connect_timeout */
@@ -274,6 +284,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
+    w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
+    s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     return 0;
 }
 
@@ -395,7 +407,7 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         e = (ms_driver_event){.kind = MS_EV_ISEND, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.dst, .tag = m.tag, .mode = m.mode};
+                              .bytes = m.bytes, .peer = m.dst, .tag = m.tag, .mode = m.mode, .buf = m.buf};
         apply(s, rank, &e);
         break;
     }
@@ -404,7 +416,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         e = (ms_driver_event){.kind = MS_EV_IRECV, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.src, .tag = m.tag};
+                              .bytes = m.bytes, .peer = m.src, .tag = m.tag, .buf = m.buf,
+                              .flags = (m.flags & MS_IRECV_NOTIFY) ? MS_EV_FLAG_NOTIFY : 0};
         apply(s, rank, &e);
         break;
     }
@@ -515,6 +528,13 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             rank_error(s, rank, text + 6);
         } else {
             count_unmodelled(r, text);
+            /* the call's name, then (after its NUL) where the program called it from: what the
+             * stall watchdog says if the rank stays inside it */
+            size_t name_len = strlen(text);
+            snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
+            snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
+            r->untimed_since = wall_now();
+            r->untimed_stalled = 0;
             /* an untimed call: the rank does not hold the model back while it runs it */
             e.kind = MS_EV_UNTIMED;
             apply(s, rank, &e);
@@ -547,6 +567,14 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
         if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
         s->sites[i].ranks++;
+        break;
+    }
+    case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
+        char text[MS_TEXT_MAX];
+        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+        memcpy(text, p, n);
+        text[n] = 0;
+        ms_driver_rank_stalled(s->drv, rank, text);
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -676,6 +704,7 @@ static void read_pending(ms_server *s, size_t i)
     memcpy(r->binding, hello.binding, sizeof r->binding);
     r->binding[sizeof r->binding - 1] = 0;
     ms_driver_connect(s->drv, hello.rank);
+    s->nconnected++;
     s->last_connect = wall_now();
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
     flush_rank(r);
@@ -752,11 +781,35 @@ static const char *callsite_of(void *user, int rank) { return ((ms_server *)user
 
 static void report_deadlock(ms_server *s)
 {
-    if (ms_driver_describe_stall(s->drv, s->deadlock_text, sizeof s->deadlock_text, callsite_of, s) == 2)
+    if (!ms_driver_stuck(s->drv)) {   /* a stalled rank moved again while the others answered */
+        s->describing = 0;
+        return;
+    }
+    int kind = ms_driver_describe_stall(s->drv, s->deadlock_text, sizeof s->deadlock_text, callsite_of, s);
+    if (kind == 2)
         snprintf(s->stop_reason, sizeof s->stop_reason, "%.*s", (int)sizeof s->stop_reason - 1, s->deadlock_text);
+    else if (kind == 3)
+        s->stalled = 1;
     else
         s->deadlocked = 1;
     stop_run(s);
+}
+
+/* The stall watchdog's part only the server can see: a rank inside an untimed call (the real MPI)
+ * for shim.stall_timeout. The driver decides whether the job is stuck. */
+static void watch_untimed(ms_server *s, double now)
+{
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
+            now - r->untimed_since < s->stall_timeout_s)
+            continue;
+        char text[MS_TEXT_MAX];
+        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s; %s called from %s", r->untimed_call,
+                 now - r->untimed_since, r->untimed_call, r->untimed_site[0] ? r->untimed_site : "an unknown site");
+        ms_driver_rank_stalled(s->drv, i, text);
+        r->untimed_stalled = 1;
+    }
 }
 
 static void advance_engine(ms_server *s)
@@ -775,12 +828,8 @@ static void advance_engine(ms_server *s)
     }
 }
 
-static int connected_all(const ms_server *s)
-{
-    for (int i = 0; i < s->nranks; i++)
-        if (ms_driver_state(s->drv, i) == MS_RANK_UNCONNECTED) return 0;
-    return 1;
-}
+/* Checked on every pass of the poll loop: a count, not a look at each rank */
+static int connected_all(const ms_server *s) { return s->nconnected >= s->nranks; }
 
 /* While ranks have not connected: which of their processes exist, by a look at this host's
  * /proc once a second (children of the launcher whose environment says
@@ -897,11 +946,12 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
 
         if (s->stopped && !aborted_sent) {
             char text[MS_TEXT_MAX];
-            if (s->deadlocked) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
+            if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
             ms_msg_text t;
             memset(&t, 0, sizeof t);
-            /* the first line (the shim prints up to the newline); the rest is in the report */
+            /* the first line of the deadlock, stall or error (the shim prints up to the newline); the
+             * rest is in the report */
             snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1, text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
@@ -958,7 +1008,10 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
             if (now > s->pending[i].deadline) drop_pending(s, i, "did not say hello within 5 s");
-        if (!s->stopped && now - s->last_connect > s->connect_timeout_s && !child_done) connect_timed_out(s, child);
+        /* only while ranks are missing: connect_timed_out looks at /proc, far too costly for every
+         * pass of the loop (hpcc's run took 5x longer when it did so after the timeout) */
+        if (!s->stopped && !connected_all(s) && now - s->last_connect > s->connect_timeout_s && !child_done)
+            connect_timed_out(s, child);
         if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
             s->next_watch = now + 1.0;
             watch_unconnected(s, child);
@@ -979,7 +1032,10 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
-        if (!s->stopped && !s->describing) advance_engine(s);
+        if (!s->stopped && !s->describing) {
+            watch_untimed(s, now);
+            advance_engine(s);
+        }
         for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
     }
     s->wall_end = wall_now();
@@ -1005,11 +1061,15 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 {
     if (s->deadlocked) {
         snprintf(buf, len, "%s", s->deadlock_text);
-        return 1;
+        return MS_OUTCOME_DEADLOCK;
+    }
+    if (s->stalled) {
+        snprintf(buf, len, "%s", s->deadlock_text);
+        return MS_OUTCOME_STALL;
     }
     if (s->stop_reason[0]) {
         snprintf(buf, len, "%s", s->stop_reason);
-        return 2;
+        return MS_OUTCOME_ERROR;
     }
     /* the ranks that left first (the launcher may end the others after them) */
     int first_look = 0, nfirst = 0, first_rank = -1, never = 0, first = -1;
@@ -1027,17 +1087,17 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
                  "rank %d%s exited before MPI_Init (its process was gone before it connected to the model server); "
                  "the others could not start",
                  first_rank, nfirst > 1 ? " (and others with it)" : "");
-        return 2;
+        return MS_OUTCOME_ERROR;
     }
     if (never) {
         snprintf(buf, len,
                  "%d of %d ranks never connected to the model server, the first rank %d (did the program call "
                  "MPI_Init? the launcher's messages may name a rank that left before it)",
                  never, s->nranks, first);
-        return 3;
+        return MS_OUTCOME_NEVER_CONNECTED;
     }
     if (len) buf[0] = 0;
-    return 0;
+    return MS_OUTCOME_OK;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1140,6 +1200,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
             fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
         }
         fputs("}", f);
+        /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
+        if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
         if (r->finalized) write_charging(f, &r->fin.charging);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
