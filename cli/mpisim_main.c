@@ -376,7 +376,7 @@ static int finish_trace(const char *dir, const char *trace)
     int rc = ms_trace_convert(dir, trace, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
-        return -1;
+        return rc;   /* -1 reading the raw files, -2 writing the trace */
     }
     if (rc > 0)
         fprintf(stderr, "mpisim: trace %s is partial: %s; they are in it without records (a replay says 'partial "
@@ -735,9 +735,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "trace-recover")) {
         if (argc != 4) {
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
-            return 2;
+            return MS_EXIT_USAGE;
         }
-        return finish_trace(argv[2], argv[3]) < 0 ? 1 : 0;
+        int rc = finish_trace(argv[2], argv[3]);   /* a partial trace is converted: 0 */
+        return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);

@@ -142,6 +142,12 @@ static void replay_usage(FILE *f)
                "every MPI call's virtual entry and exit time per rank (CSV).\n");
 }
 
+static void warn_now(void *user, const char *text)
+{
+    (void)user;
+    fprintf(stderr, "mpisim replay: WARNING: %s\n", text);
+}
+
 static int replay_main(int argc, char **argv)
 {
     common_opts o;
@@ -186,10 +192,10 @@ static int replay_main(int argc, char **argv)
     ms_replay_result res;
     if (timeline && !(o.ro.timeline = fopen(timeline, "w"))) {
         fprintf(stderr, "mpisim replay: cannot write %s: %s\n", timeline, strerror(errno));
-        return 2;
+        return MS_EXIT_OUTPUT;
     }
+    o.ro.warn = warn_now;   /* before the replay starts */
     int run_rc = ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err);
-    if (run_rc == 0 && res.warning[0]) fprintf(stderr, "mpisim replay: WARNING: %s\n", res.warning);
     if (o.ro.timeline) fclose(o.ro.timeline);
     if (run_rc < 0) {
         fprintf(stderr, "mpisim replay: %s\n", err);
@@ -697,17 +703,17 @@ static int sweep_main(int argc, char **argv)
         FILE *f = fopen(tmp, "w");
         if (!f) {
             fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", tmp, strerror(errno));
-            return 2;
+            return MS_EXIT_OUTPUT;
         }
         fprintf(f, "%s rank=%d\n", token, R);
         for (long i = 0; i < nmine; i++)
             if (rows[i]) fputs(rows[i], f);
         if (fclose(f) != 0 || rename(tmp, part) != 0) {
             fprintf(stderr, "mpisim sweep: cannot write %s\n", part);
-            return 2;
+            return MS_EXIT_OUTPUT;
         }
         fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
-        if (R != 0) return rc < 0 ? 1 : 0;
+        if (R != 0) return rc < 0 ? MS_EXIT_RANK_ERROR : 0;
         /* rank 0: wait for every part of this run, then merge them in point order */
         char **all = own(calloc((size_t)s.npoints, sizeof *all), free);
         double deadline = now_s() + merge_timeout;
@@ -729,7 +735,7 @@ static int sweep_main(int argc, char **argv)
                 if (pf) fclose(pf);
                 if (now_s() > deadline) {
                     fprintf(stderr, "mpisim sweep: gave up waiting for %s (--merge-timeout)\n", part);
-                    return 1;
+                    return MS_EXIT_RANK_ERROR;
                 }
                 usleep(100000);
             }
@@ -737,7 +743,7 @@ static int sweep_main(int argc, char **argv)
         FILE *f2 = fopen(out, "w");
         if (!f2) {
             fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
-            return 2;
+            return MS_EXIT_OUTPUT;
         }
         header(&s, f2);
         long missing = 0;
@@ -745,28 +751,33 @@ static int sweep_main(int argc, char **argv)
             if (all[p]) fputs(all[p], f2);
             else missing++;
         }
-        fclose(f2);
+        if (fclose(f2) != 0) {   /* a full disk: the table is not complete */
+            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+            return MS_EXIT_OUTPUT;
+        }
         for (int q = 0; q < K; q++) {
             snprintf(part, sizeof part, "%s.part%d", out, q);
             unlink(part);
         }
         fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s.npoints - missing, out);
-        return missing || rc < 0 ? 1 : 0;
+        return missing || rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points whose rows are missing */
     }
 
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
         fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
-        return 2;
+        return MS_EXIT_OUTPUT;
     }
     header(&s, f);
     for (long i = 0; i < nmine; i++)
         if (rows[i]) fputs(rows[i], f);
-    if (f != stdout) fclose(f);
-    else fflush(f);
+    if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
+        fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out ? out : "the table", strerror(errno));
+        return MS_EXIT_OUTPUT;
+    }
     fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
             wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points that could not be replayed */
 }
 
 int mpisim_sweep_main(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exit_codes.h"
 #include "ms_json.h"
 #include "report_text.h"
 
@@ -178,7 +179,7 @@ int mpisim_report_main(int argc, char **argv)
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));
-        return 1;
+        return MS_EXIT_USAGE;
     }
     char *text = NULL;
     size_t len = 0, cap = 0;
@@ -205,7 +206,7 @@ int mpisim_report_main(int argc, char **argv)
     free(text);
     if (rc) {
         fprintf(stderr, "mpisim report: %s: %s\n", path, rerr ? "read error" : err);
-        return 1;
+        return MS_EXIT_USAGE;   /* an unreadable input (README.md "Exit codes") */
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exit_codes.h"
 #include "ms_trace.h"
 #include "netmodel.h"
 #include "timeline.h"
@@ -268,7 +269,7 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
         ms_trace_free(t);
-        return -1;
+        return -2;
     }
     int rc = mpisim_timeline_write(t, f, e2, sizeof e2);
     if (f != stdout && fclose(f) != 0 && rc == 0) {
@@ -277,7 +278,7 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
     }
     if (rc) snprintf(err, errlen, "%s: %s", out_path, e2);
     ms_trace_free(t);
-    return rc;
+    return rc ? -2 : 0;
 }
 
 int mpisim_timeline_main(int argc, char **argv)
@@ -308,9 +309,10 @@ int mpisim_timeline_main(int argc, char **argv)
         return 2;
     }
     char err[2048];
-    if (mpisim_timeline_file(trace, out, err, sizeof err) != 0) {
+    int rc = mpisim_timeline_file(trace, out, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "mpisim timeline: %s\n", err);
-        return 1;
+        return rc == -2 ? MS_EXIT_OUTPUT : MS_EXIT_USAGE;   /* README.md "Exit codes" */
     }
     return 0;
 }

@@ -28,6 +28,10 @@ typedef struct ms_replay_opts {
     /* if set: every model call and answer, one line each (ms_driver_set_call_log) */
     void (*call_log)(void *user, int rank, const char *line);
     void *call_log_user;
+    /* if set: called with ms_replay_result.warning before the replay starts (a routing that may
+     * deadlock), so that the user reads it before a long replay rather than after */
+    void (*warn)(void *user, const char *text);
+    void *warn_user;
 } ms_replay_opts;
 
 /* DIED: its records end without MPI_Finalize, the first rank to end so; STOPPED: its records end

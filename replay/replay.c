@@ -406,7 +406,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
                   char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL};
+    ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL, NULL, NULL};
     if (!opts) opts = &defaults;
     replay p;
     memset(&p, 0, sizeof p);
@@ -445,6 +445,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
                  "routing '%s' on '%s' is not deadlock-free on engine '%s' (%s); the replay may stop in a network "
                  "deadlock (network.routing=auto or updown avoid it)",
                  ri.routing, nm_topology_name(topo), nm_network_engine_name(ms_driver_network(p.drv)), ri.check_message);
+        if (opts->warn) opts->warn(opts->warn_user, res->warning);
     }
     if (opts->timeline) fprintf(opts->timeline, "rank,call,fn,entry_ps,exit_ps\n");
     snprintf(res->topology, sizeof res->topology, "%s", nm_topology_name(ms_driver_topology(p.drv)));

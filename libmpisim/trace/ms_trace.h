@@ -171,7 +171,8 @@ double ms_trace_read_limit_s(const char *path);
 
 /* raw dir -> HDF5 (what `mpisim trace`, `mpisim run --trace` and `mpisim trace-recover DIR` call).
  * Ranks killed mid-run are kept up to their last flushed record. 0: done; 1: done, but some ranks
- * left no records (err then says which); -1: error. */
+ * left no records (err then says which); -1: the raw files could not be read (none, damaged);
+ * -2: the HDF5 file could not be written. */
 int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
 
 /* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */

@@ -562,7 +562,7 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
         return ms_trace_fail(err, errlen, "out of memory");
     }
 #endif
-    int rc = ms_trace_write_h5(t, h5_path, err, errlen);
+    int rc = ms_trace_write_h5(t, h5_path, err, errlen) < 0 ? -2 : 0;
     char list[1024];
     int missing = ms_trace_missing_ranks(t, list, sizeof list);
     if (rc == 0 && missing) {

@@ -214,6 +214,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     }
     if (nm_config_load_profile(cfg, profile, NULL, err, sizeof err) != 0) {
         fprintf(errout, "%s: %s\n", prog, err);
+        rc = 2;   /* a configuration error (mpisim's README.md "Exit codes") */
         goto done;
     }
     for (int i = 0; i < nsets; i++)
@@ -234,11 +235,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     if (!topo_spec) topo_spec = nm_config_string(cfg, "network.topology");
     if (!strcmp(topo_spec, "auto")) topo_spec = "auto:8";
     topo = nm_topology_load(topo_spec, cfg, err, sizeof err);
-    if (!topo) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    if (!topo) { fprintf(errout, "%s: %s\n", prog, err); rc = 2; goto done; }
     nm_routing_info ri;
     nm_topology_routing_info(topo, &ri);
     net = nm_network_create(cfg, topo, err, sizeof err);
-    if (!net) { fprintf(errout, "%s: %s\n", prog, err); goto done; }
+    if (!net) { fprintf(errout, "%s: %s\n", prog, err); rc = 2; goto done; }
     if (nm_network_may_deadlock(net))   /* shortest routes on a cyclic wormhole network: say so loudly */
         fprintf(errout, "%s: WARNING: routing '%s' on '%s' is not deadlock-free on engine '%s': %s\n", prog,
                 ri.routing, topo_spec, nm_network_engine_name(net), ri.check_message);

@@ -54,7 +54,7 @@ static void bench(const char *shape, ms_trace *t, const char *engine)
         fprintf(stderr, "bench_replay: %s\n", err);
         exit(1);
     }
-    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL, NULL, NULL};
     ms_replay_result r;
     double c0 = cpu_s();
     int rc = ms_replay_run(t, cfg, &o, &r, err, sizeof err);

@@ -7,6 +7,10 @@ Usage: test_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
   help                 every subcommand's --help exits 0 and documents its own options
   install              cmake --install into an empty prefix: the tree, no checkout path in any
                        installed file, the installed command runs a program from / with a profile
+  exit_codes           README.md "Exit codes" for the subcommands that run no MPI program: replay
+                       (ok, a network deadlock with its one explanation after the warning, outputs
+                       that cannot be written, a bad key), trace-recover, sweep, timeline, report,
+                       net, config, an unknown command
   study                mpisim study speedup: --set values reach mpisim run as they are (a quote
                        in one, issue 14); the factor it calibrates is written with its source and,
                        reused with --cpu-factor FILE, gives the same factor and the same table
@@ -110,7 +114,7 @@ def timeline_and_report():
     rows = [l for l in txt.splitlines() if l.split()[:1] in (["0"], ["1"], ["2"])]
     check(len(rows) >= 3, "one row per rank")
     bad = run([MPISIM, "report", kept], check=False)
-    check(bad.returncode == 1 and "mpisim report" in bad.stderr, "a non-report file is a clear error")
+    check(bad.returncode == 2 and "mpisim report" in bad.stderr, "a non-report file is a clear error (exit 2, an unreadable input)")
     # a capture-only trace: real time, still the messages
     cap, t3 = os.path.join(WORK, "cap.h5"), os.path.join(WORK, "t3.json")
     run([MPISIM, "trace", "-o", cap, "-n", "2", "--", prog])
@@ -233,5 +237,71 @@ def study():
     check(p.returncode == 2 and "nonexistent" in p.stderr, "a missing factor file is named")
 
 
-{"timeline_and_report": timeline_and_report, "help": help_, "install": install, "study": study}[NAME]()
+def exit_codes():
+    synth = os.path.join(BUILD, "bin", "synth_tool")
+    nowhere = os.path.join(WORK, "no", "such", "dir")
+
+    def code(args, want, what, text=None):
+        p = run([MPISIM] + args, check=False, timeout=120)
+        check(p.returncode == want and (text is None or text in p.stderr),
+              f"{what}: mpisim {' '.join(args)} exited {p.returncode}, expected {want}"
+              f"{' naming ' + repr(text) if text else ''}\n{p.stderr[-2000:]}")
+        print(f"{what}: exit {want}")
+        return p
+
+    tr = os.path.join(WORK, "stencil.h5")
+    run([synth, "h5", "stencil", "16", "5", "65536", "0", tr])
+    rep = os.path.join(WORK, "r.json")
+    code(["replay", tr, "--quiet", "--report", rep], 0, "replay")
+    # 64 KiB halos between 16 ranks on a ring of 8 Myrinet switches, shortest routes: the engine
+    # stops in a network deadlock. Warned before the replay starts; one explanation; exit 3.
+    p = code(["replay", tr, "--quiet", "--report", rep, "--set", "network.topology=ring:8:2:1", "--set",
+              "network.routing=shortest"], 3, "replay stopped by a network deadlock",
+             "routing 'shortest' on 'ring:8:2:1' is not deadlock-free (channel dependency cycle")
+    warn = p.stderr.find("WARNING: routing 'shortest' on 'ring:8:2:1' is not deadlock-free")
+    why = p.stderr.find("the network deadlocked at virtual time")
+    check(0 <= warn < why, "the warning comes before the replay's end: " + p.stderr)
+    check(p.stderr.count("the network deadlocked at virtual time") == 1 and "engine failed" not in p.stderr,
+          "one explanation of the engine's stop: " + p.stderr)
+    summary = json.load(open(rep))["summary"]
+    check(summary["outcome"] == "deadlock" and "network.routing=auto or updown" in summary["outcome_text"],
+          f"the report says the same: {summary}")
+    code(["replay", tr, "--quiet", "--report", os.path.join(nowhere, "r.json")], 5, "replay report unwritable")
+    code(["replay", tr, "--quiet", "--report", rep, "--timeline", os.path.join(nowhere, "t.csv")], 5,
+         "replay timeline unwritable")
+    code(["replay", tr, "--set", "network.nope=1"], 2, "replay with an unknown key", "nope")
+    code(["replay", os.path.join(WORK, "missing.h5")], 2, "replay of a missing trace", "missing.h5")
+
+    raw = os.path.join(WORK, "raw")
+    run([synth, "raw", "fan", "4", "2", "1024", "0", raw])
+    code(["trace-recover", raw, os.path.join(WORK, "rec.h5")], 0, "trace-recover")
+    code(["trace-recover", os.path.join(WORK, "noraw"), os.path.join(WORK, "rec2.h5")], 2,
+         "trace-recover of a missing directory", "noraw")
+    code(["trace-recover", raw, os.path.join(nowhere, "rec.h5")], 5, "trace-recover to an unwritable file")
+    code(["trace-recover", raw], 2, "trace-recover usage")
+
+    table = os.path.join(WORK, "sweep.csv")
+    code(["sweep", tr, "--vary", "network.link_rate=1e9,2e9", "--jobs", "1", "--out", table], 0, "sweep")
+    code(["sweep", tr, "--vary", "network.link_rate=1e9", "--jobs", "1", "--out", os.path.join(nowhere, "t.csv")],
+         5, "sweep table unwritable")
+    code(["sweep", tr, "--vary", "network.nope=1", "--jobs", "1", "--out", table], 2, "sweep of an unknown key",
+         "nope")
+
+    code(["timeline", tr, "-o", os.path.join(WORK, "t.json")], 0, "timeline")
+    code(["timeline", tr, "-o", os.path.join(nowhere, "t.json")], 5, "timeline unwritable")
+    junk = os.path.join(WORK, "junk.h5")
+    with open(junk, "w") as f:
+        f.write("not a trace\n")
+    code(["timeline", junk, "-o", os.path.join(WORK, "t2.json")], 2, "timeline of a damaged trace", "junk.h5")
+    code(["report", junk], 2, "report of a file that is no report", "junk.h5")
+    code(["report", os.path.join(WORK, "missing.json")], 2, "report of a missing file", "missing.json")
+    code(["report", rep], 0, "report")
+
+    code(["net", "--topology", "nosuch:4", "--measure", "1us"], 2, "net with a bad topology", "nosuch")
+    code(["net", "--profile", os.path.join(WORK, "missing.ini"), "--measure", "1us"], 2, "net with a missing profile")
+    code(["config", "--set", "network.nope=1"], 2, "config with an unknown key", "nope")
+    code(["nosuchcommand"], 2, "an unknown command")
+
+
+{"timeline_and_report": timeline_and_report, "exit_codes": exit_codes, "help": help_, "install": install, "study": study}[NAME]()
 print("PASSED", NAME)

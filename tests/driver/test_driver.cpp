@@ -63,7 +63,7 @@ nm_config *config_for(const ms_trace *t, std::vector<std::string> sets = {})
 CallLog offline(const ms_trace *t, const nm_config *cfg, ms_replay_result *res)
 {
     CallLog log(t->nranks);
-    ms_replay_opts o = {1.0, MS_WILDCARDS_VIRTUAL, nullptr, collect, &log};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_VIRTUAL, nullptr, collect, &log, nullptr, nullptr};
     char err[1024] = "";
     EXPECT_EQ(ms_replay_run(t, cfg, &o, res, err, sizeof err), 0) << err;
     return log;

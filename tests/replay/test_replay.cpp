@@ -28,7 +28,7 @@ struct Outcome {
     std::string err;
 };
 
-Outcome replay(const ms_trace *t, std::vector<std::string> sets, ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr},
+Outcome replay(const ms_trace *t, std::vector<std::string> sets, ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr, nullptr, nullptr},
            const char *profile = "default")
 {
     std::vector<const char *> s;
@@ -84,7 +84,7 @@ TEST(Replay, ComputeIsAddedAndScaled)
     // rank 1's compute overlaps rank 0's send: each round costs C + 2 half
     EXPECT_EQ(a.res.ranks[0].virtual_end_ps, K * (C + 2 * half));
     EXPECT_EQ(a.res.ranks[0].compute_ps, K * C);
-    ms_replay_opts o = {2.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr};
+    ms_replay_opts o = {2.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr, nullptr, nullptr};
     Outcome b = replay(t, ANALYTIC, o);
     ASSERT_TRUE(b.ok) << b.err;
     EXPECT_EQ(b.res.ranks[0].virtual_end_ps, K * (2 * C + 2 * half));
@@ -218,8 +218,8 @@ TEST(Replay, WildcardsRecordedOrVirtual)
     synth_send(s, 2, 0, 0, 3, 8);
     for (int r = 0; r < 3; r++) synth_finalize(s, r);
     ms_trace *t = synth_finish(s);
-    Outcome rec = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr});
-    Outcome virt = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_VIRTUAL, nullptr, nullptr, nullptr});
+    Outcome rec = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr, nullptr, nullptr});
+    Outcome virt = replay(t, ANALYTIC, {1.0, MS_WILDCARDS_VIRTUAL, nullptr, nullptr, nullptr, nullptr, nullptr});
     ASSERT_TRUE(rec.ok && virt.ok) << rec.err << virt.err;
     int64_t one = OS + lat(8) + OR;
     // virtual: the first receive takes rank 2 (at `one`), the second rank 1's late message
@@ -309,7 +309,7 @@ TEST(Replay, HugeComputationIsAnErrorNotAnOverflow)
     ms_replay_result_free(&r.res);
     // one gap scaled past the bound by --cpu-scale
     t->ranks[0].ev[0].compute_ps = 1000;
-    r = replay(t, ANALYTIC, {1e300, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr});
+    r = replay(t, ANALYTIC, {1e300, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr, nullptr, nullptr});
     ASSERT_TRUE(r.ok) << r.err;
     EXPECT_EQ(r.res.outcome, 2);
     EXPECT_NE(std::string(r.res.outcome_text).find("rank 0 event 0"), std::string::npos) << r.res.outcome_text;
@@ -334,7 +334,7 @@ TEST(Replay, RecordedConfigurationIsTheDefault)
     EXPECT_STREQ(nm_config_string(cfg, "network.engine"), "analytic");
     EXPECT_EQ(nm_config_int(cfg, "mpi.send_overhead"), 1000000);
     EXPECT_NE(std::string(warn).find("network.gone_key"), std::string::npos);
-    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr};
+    ms_replay_opts o = {1.0, MS_WILDCARDS_RECORDED, nullptr, nullptr, nullptr, nullptr, nullptr};
     ms_replay_result res;
     ASSERT_EQ(ms_replay_run(t, cfg, &o, &res, err, sizeof err), 0) << err;
     int64_t half = 1000000 + lat(8) + OR;
