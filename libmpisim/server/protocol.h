@@ -82,6 +82,9 @@ typedef struct ms_msg_welcome {
     int32_t callsite_depth;      /* frames of the program's stack that name a call site */
     int32_t spin_polls;          /* polls without sleeping before a waiting loop sleeps */
     int64_t wtime_stall_ps;      /* compute none: what an MPI_Wtime call that finds the clock unmoved adds */
+    int32_t compute_slots;       /* the compute gate: ranks of a host computing at once (0: no gate) */
+    int32_t pad;
+    int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -145,7 +148,7 @@ typedef enum {
 
 typedef struct ms_msg_charging {
     int32_t method;              /* ms_charging_method */
-    int32_t pad;
+    int32_t gate_slots;          /* the host's compute-gate slots at the end (0: no gate) */
     int64_t baseline_ns;         /* subtracted from each gap: an empty gap's charge, measured at start */
     uint64_t page_misses;        /* task-clock readings that fell back to the system call */
     uint64_t woken_gaps;         /* gaps after an MPI call during which the thread was switched out */
@@ -157,6 +160,9 @@ typedef struct ms_msg_charging {
     int64_t compensated_ns;      /* taken off by the baselines */
     int64_t wall_ns;             /* CLOCK_MONOTONIC time of the gaps */
     int64_t descheduled_ns;      /* wall time in gaps during which the thread did not run */
+    uint64_t gate_waits;         /* returns to the program that waited for a compute slot */
+    int64_t gate_wait_ns;        /* wall time of those waits (not charged) */
+    uint64_t gate_timeouts;      /* waits that gave up and widened the gate */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

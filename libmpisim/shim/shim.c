@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ms_model.h"   /* the wait modes */
 #include "shim.h"
+#include "gate.h"
 #include "trace_raw.h"
 
 #include <dlfcn.h>
@@ -562,6 +563,30 @@ static void clock_stop(void)
     ck_owner = 0;
 }
 
+/* The compute gate (gate.c) for computation that is measured: every rank of the run opens its
+ * host's segment, and once all have (a barrier) its name goes, so nothing is left behind. */
+static void gate_start(const char *secret)
+{
+    if (!S.server || S.params.compute_mode == MS_COMPUTE_NONE) return;
+    int on = ms_gate_open(secret, S.rank, S.size, S.params.compute_slots,
+                          S.params.compute_slot_timeout_ps / 1000) == 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (on) {
+        ms_gate_unlink(secret);
+        ms_gate_take(S.clock_ps);
+    }
+}
+
+static void gate_stats_into(ms_msg_charging *c)
+{
+    ms_gate_stats g;
+    ms_gate_get_stats(&g);
+    c->gate_slots = g.slots;
+    c->gate_waits = g.waits;
+    c->gate_wait_ns = g.wait_ns;
+    c->gate_timeouts = g.timeouts;
+}
+
 /* Computation since the last MPI call returned, in ns of the measured clock, compensated. */
 static int64_t clock_gap(int64_t now, int64_t mono)
 {
@@ -602,6 +627,7 @@ void ms_enter(ms_fn_id fn, void *callsite)
             S.clock_ps += ps;
             S.compute_ps += ps;
         }
+        ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
         if (S.extra_compute_ps) {
             ps += S.extra_compute_ps;
             S.clock_ps += S.extra_compute_ps;
@@ -642,6 +668,7 @@ void ms_exit(ms_fn_id fn, int rc)
         }
         /* last, so that none of the shim's work falls into the gap */
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
+            ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
             if (S.ck_page && S.ck_page->lock != S.ck_seq_now) clock_woken(__builtin_return_address(0));
             S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
             S.last_exit_seq = S.ck_seq_now;
@@ -1611,6 +1638,7 @@ static void start_session(void)
     S.wtime_last_ps = -1;
     S.active = 1;
     clock_start();
+    gate_start(secret);
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
 }
@@ -1719,6 +1747,8 @@ int MPI_Finalize(void)
     f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
     f.calls = S.calls;
     f.unmodelled_calls = S.unmodelled_calls;
+    ms_gate_close();   /* the slot went back at ms_enter; nothing is taken after Finalize */
+    gate_stats_into(&S.ck);
     f.charging = S.ck;
     pcontrol_close_region();
     send_callsites();
