@@ -437,6 +437,8 @@ static int launch_and_serve(const run_opts *o_)
     } else {
         av[k++] = "-x";
         av[k++] = "MPISIM_COMPUTE";
+        av[k++] = "-x";
+        av[k++] = "MPISIM_RETURN_PATH";
     }
     if (o.trace) {
         av[k++] = "-x";
@@ -464,6 +466,7 @@ static int launch_and_serve(const run_opts *o_)
             setenv("MPISIM_SECRET", ms_server_secret(s), 1);
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
+            setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);
         }
         if (o.trace) setenv("MPISIM_TRACE_DIR", trace_dir, 1);
         execvp(av[0], (char *const *)av);

@@ -38,6 +38,13 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "sleep until a slot is free, least virtual clock first, so that ranks outnumbering the cores do not "
          "time-slice and evict each other's caches while they compute; auto: the cores the job may use; 0: no gate",
          NULL, 0},
+        {"shim.return_path", NM_KEY_STRING, "", "measured",
+         "project choice, measured (docs/architecture.md, The cold return path)",
+         "a computation interval that follows an MPI call during which the rank was switched out starts on "
+         "cold caches: measured takes off the excess measured on the rank while it runs (per pair of call "
+         "sites, the least switched interval minus the least unswitched one, never below the latter); off "
+         "charges it as computation",
+         "measured|off", 0},
         {"shim.compute_slot_timeout", NM_KEY_INT, "ps", "1000000000000",
          "project choice (docs/architecture.md, The compute gate: programs that wait outside MPI)",
          "a rank that waits this long for a compute slot while no rank of its host leaves computation computes "

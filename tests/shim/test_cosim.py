@@ -199,6 +199,40 @@ def test_charged_overhead():
         sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
 
 
+def test_return_path_growing():
+    """Computation after switched-out calls is charged in full by the cold return path's
+    compensation (shim.return_path = measured), even when the switched gaps are the heaviest:
+    growing_work's rank 0 does the same work in two runs, the second with its later calls
+    switched out (rank 1 sleeps before every other exchange of the second half)."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/growing_work.c"), os.path.join(WORK, "growing_work"))
+
+    def rank0(tag, sleep_us):
+        _, r = mpisim_run(2, [exe, "300", "20000", str(sleep_us)], compute="cpu",
+                          sets=["shim.cpu_factor=1", "shim.return_path=measured"],
+                          report=os.path.join(WORK, f"g{tag}.json"))
+        x = r["ranks"][0]
+        return x["compute_ps"] / 1e3, x["charging"]
+
+    # CPU time on a shared machine only inflates: the least of three interleaved runs of each
+    plain, switched = [], []
+    for k in range(3):
+        plain.append(rank0(f"p{k}", 0))
+        switched.append(rank0(f"s{k}", 3000))
+    a, _ = min(plain, key=lambda t: t[0])
+    b, cb = min(switched, key=lambda t: t[0])
+    comp = max(c["return_comp_ns"] for _, c in switched)
+    woken = min(c["woken_gaps"] for _, c in switched)
+    print(f"rank 0 charged {a / 1e6:.3f} ms without switches, {b / 1e6:.3f} ms with its later calls switched out "
+          f"(ratio {b / a:.3f}; {woken} of {cb['gaps']} gaps followed a switch; the return path's compensation "
+          f"took off at most {comp / 1e3:.1f} us in a run)")
+    if woken < 50:
+        sys.exit("FAILED: the sleeps did not switch rank 0 out: the test tests nothing")
+    # the compensation takes off at most the measured cold excess (~0.1-1 us per switched gap);
+    # mistaking the growth for it would take off tens of microseconds per gap
+    if b < 0.95 * a or comp > 0.02 * b:
+        sys.exit("FAILED: computation after switched-out calls was not charged in full")
+
+
 def test_compute_gate():
     """The compute gate: with one slot, ranks that compute at the same time take turns (and
     still get the same CPU time charged); ranks that wait for each other outside MPI are not
