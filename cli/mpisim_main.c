@@ -487,7 +487,9 @@ static int launch_and_serve(const run_opts *o_)
     if (s) {
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);
-        if (oc && rc == 0) rc = oc == 1 ? 3 : 4;
+        /* a deadlock or a stall: the ranks were stopped by us (their launcher's code is ours) */
+        if (oc == 1 || oc == 3) rc = 3;
+        else if (oc && rc == 0) rc = 4;
         if (o.report && strcmp(o.report, "-")) {
             FILE *f = fopen(o.report, "w");
             if (!f) fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));

@@ -38,6 +38,7 @@ typedef struct ms_replay_rank_result {
     int status;                    /* ms_replay_rank_status */
     int recorded_end_known;        /* the trace has this rank's FINALIZE with its virtual end */
     int64_t recorded_end_ps;
+    int node;                      /* the host model's node of the rank */
 } ms_replay_rank_result;
 
 typedef struct ms_replay_result {

@@ -293,11 +293,14 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             break;
         case MS_TRACE_ISEND:
             ev = event_of(e, MS_EV_ISEND, r->clock);
+            ev.buf = e->callsite;   /* the user's buffer (ms_trace_event) */
             feed(p, rank, k, &ev);
             r->clock += ms_model_isend_cost(model, e->bytes);
             break;
         case MS_TRACE_IRECV:
             ev = event_of(e, MS_EV_IRECV, r->clock);
+            ev.buf = e->callsite;
+            ev.flags = (e->flags & MS_TRACE_FLAG_NOTIFY) ? MS_EV_FLAG_NOTIFY : 0;
             if (recorded && (ev.peer == MS_ANY_SOURCE || ev.tag == MS_ANY_TAG) && e->matched_source >= 0) {
                 ev.peer = e->matched_source;
                 ev.tag = e->matched_tag;
@@ -491,6 +494,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
         o->msgs_recv = st.msgs_recv;
         o->bytes_recv = st.bytes_recv;
         o->collectives = st.coll_calls;
+        o->node = ms_model_rank_node(model, i);
         o->unmodelled = r->unmodelled;
         ms_rank_state s = ms_driver_state(p.drv, i);
         o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
@@ -555,6 +559,7 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
         ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);
+        fprintf(f, ", \"node\": %d", o->node);
         if (o->recorded_end_known) fprintf(f, ", \"recorded_virtual_end_ps\": %lld", (long long)o->recorded_end_ps);
         ms_report_rank_close(f, i + 1 == res->nranks);
     }

@@ -27,6 +27,13 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
          "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
          NULL, NM_KEY_NONNEG},
+        {"shim.stall_timeout", NM_KEY_INT, "ps", "60 s",
+         "project choice (a hang must end in a report; far above any real transfer)",
+         "real time after which a rank waiting inside the real MPI (for a transfer the model has already "
+         "completed, an untimed call, a request mpisim does not time) with nothing completing counts as "
+         "stalled; when every rank is stalled, waits in the model or has finished and virtual time cannot "
+         "move, the run stops (exit 3) with each rank's call, peer, tag and call site; 0 turns the watchdog off",
+         NULL, NM_KEY_NONNEG},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
          "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",

@@ -19,6 +19,7 @@ typedef struct drank {
     uint64_t last_coll_comm;     /* the group a synchronising wait belongs to */
     int64_t held_t;
     ms_req_result held_result;
+    char *stall_text;            /* the stall watchdog: where it waits in the real MPI (NULL: not stalled) */
 } drank;
 
 typedef struct comm_size {
@@ -44,6 +45,7 @@ struct ms_driver {
     size_t nfn;
     int lenient;
     int out_of_memory;           /* a lenient wait's record failed: reported by the next advance */
+    int nstalled;                /* ranks with a stall_text */
     /* lenient: requests the model reported complete while the recorded run had not completed them
      * yet, by (rank, id); kept until the call in which the recording completed them, after which
      * the trace never names them again */
@@ -285,6 +287,7 @@ void ms_driver_destroy(ms_driver *d)
     nm_network_destroy(d->net);
     nm_topology_destroy(d->topo);
     ms_hmap_free(&d->done);
+    for (int i = 0; d->r && i < d->n; i++) free(d->r[i].stall_text);
     free(d->ids);
     free(d->comms);
     free(d->r);
@@ -324,9 +327,29 @@ void ms_driver_connect(ms_driver *d, int rank)
     set_state(d, &d->r[rank], MS_RANK_RUNNING);
 }
 
+static void clear_stall(ms_driver *d, drank *r)
+{
+    free(r->stall_text);
+    r->stall_text = NULL;
+    d->nstalled--;
+}
+
+void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where)
+{
+    drank *r = &d->r[rank];
+    if (r->stall_text) clear_stall(d, r);
+    if (!where || !where[0]) return;
+    size_t n = strlen(where) + 1;
+    r->stall_text = malloc(n);
+    if (!r->stall_text) return;   /* out of memory: the watchdog does not see this rank */
+    memcpy(r->stall_text, where, n);
+    d->nstalled++;
+}
+
 void ms_driver_rank_gone(ms_driver *d, int rank)
 {
     drank *r = &d->r[rank];
+    if (r->stall_text) clear_stall(d, r);
     if (r->state == MS_RANK_FINISHED || r->state == MS_RANK_DEAD) return;
     set_state(d, r, MS_RANK_DEAD);
     if (d->log) logline(d, rank, "finalize t=%" PRId64 " (gone)", r->clock);
@@ -366,23 +389,30 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
     drank *r = &d->r[rank];
     char merr[512], l[512];   /* not cleared: this is the path of every event */
     merr[0] = 0;
+    if (r->stall_text) clear_stall(d, r);   /* it moves */
     switch (e->kind) {
     case MS_EV_ISEND:
         set_clock(d, r, e->t);
         if (d->log)
-            logline(d, rank, "isend t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " dst=%d tag=%d bytes=%" PRIu64 " mode=%d",
-                    e->t, e->req, e->comm, e->peer, e->tag, e->bytes, e->mode);
+            logline(d, rank, "isend t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " dst=%d tag=%d bytes=%" PRIu64
+                    " mode=%d buf=%" PRIx64, e->t, e->req, e->comm, e->peer, e->tag, e->bytes, e->mode, e->buf);
         if (ms_model_isend(d->model, rank, e->t, e->req, e->comm, e->peer, e->tag, e->bytes, (ms_send_mode)e->mode,
                            merr, sizeof merr) < 0)
             return refused(err, errlen, "a send", merr);
+        /* a send the model completed at once (to MPI_PROC_NULL) has no buffer to register */
+        if (e->buf) ms_model_buffer(d->model, rank, e->req, e->buf);
         return 0;
     case MS_EV_IRECV:
         set_clock(d, r, e->t);
         if (d->log)
-            logline(d, rank, "irecv t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " src=%d tag=%d bytes=%" PRIu64, e->t,
-                    e->req, e->comm, e->peer, e->tag, e->bytes);
+            logline(d, rank, "irecv t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " src=%d tag=%d bytes=%" PRIu64
+                    " notify=%d buf=%" PRIx64, e->t, e->req, e->comm, e->peer, e->tag, e->bytes,
+                    (e->flags & MS_EV_FLAG_NOTIFY) != 0, e->buf);
         if (ms_model_irecv(d->model, rank, e->t, e->req, e->comm, e->peer, e->tag, e->bytes, merr, sizeof merr) < 0)
             return refused(err, errlen, "a receive", merr);
+        if ((e->flags & MS_EV_FLAG_NOTIFY) && ms_model_irecv_notify(d->model, rank, e->req) < 0)
+            return refused(err, errlen, "a receive", "no such receive to notify");
+        if (e->buf) ms_model_buffer(d->model, rank, e->req, e->buf);
         return 0;
     case MS_EV_CANCEL:
         set_clock(d, r, e->t);
@@ -517,15 +547,8 @@ int64_t ms_driver_horizon(const ms_driver *d)
 
 static int engine_failed(ms_driver *d, char *err, size_t errlen)
 {
-    nm_stats st;
-    nm_network_stats(d->net, &st);
-    nm_routing_info ri;
-    nm_topology_routing_info(d->topo, &ri);
-    if (st.deadlocks)
-        return fail(err, errlen,
-                    "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
-                    "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6, ri.routing,
-                    nm_topology_name(d->topo), ri.check_message);
+    /* netmodel words a network deadlock (routing, topology, the checker's cycle, what to use) */
+    if (err && errlen && nm_network_deadlock_reason(d->net, err, errlen)) return -1;
     const char *why = ms_model_last_error(d->model, NULL);
     return fail(err, errlen, "the network engine '%s' failed: %s", nm_network_engine_name(d->net),
                 why ? why : "no reason given");
@@ -548,9 +571,21 @@ int ms_driver_advance(ms_driver *d, char *err, size_t errlen)
         if (next2 >= h2) break;
         if (h2 == h && next2 == next) break; /* no progress possible now */
     }
+    return ms_driver_stuck(d);
+}
+
+int ms_driver_stuck(const ms_driver *d)
+{
     if (d->count[MS_RANK_UNCONNECTED]) return 0;
     int running = d->count[MS_RANK_RUNNING] + d->count[MS_RANK_UNTIMED];
-    return !running && ms_driver_any_waiting(d) && ms_model_next_time(d->model) == NM_TIME_NEVER;
+    if (!running && ms_driver_any_waiting(d) && ms_model_next_time(d->model) == NM_TIME_NEVER) return 1;
+    if (!d->nstalled) return 0;
+    /* the stall watchdog: ranks wait inside the real MPI where nothing completes, the others wait in
+     * the model or have ended, and the model has nothing to do below the horizon the stalled ranks
+     * hold: nothing will ever move (a stalled rank that moves again clears its stall) */
+    for (int i = 0; i < d->n; i++)
+        if ((d->r[i].state == MS_RANK_RUNNING || d->r[i].state == MS_RANK_UNTIMED) && !d->r[i].stall_text) return 0;
+    return ms_model_next_time(d->model) >= least_running_clock(d);
 }
 
 static const char *fn_name(const ms_driver *d, int fn)
@@ -572,10 +607,21 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
                                 "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
                                 "wait for it",
                                 dead, d->r[dead].clock * 1e-6);
+    else if (d->nstalled)
+        off += (size_t)snprintf(buf + off, len - off,
+                                "stall: ranks wait inside the real MPI and nothing has completed there for %g s "
+                                "(shim.stall_timeout), while the others wait in the model or have ended and virtual "
+                                "time cannot move",
+                                nm_config_has(d->cfg, "shim.stall_timeout")
+                                    ? (double)nm_config_int(d->cfg, "shim.stall_timeout") * 1e-12 : 0.0);
     else
         off += (size_t)snprintf(buf + off, len - off, "deadlock in virtual time: every rank waits and nothing is in flight");
     for (int i = 0; i < d->n && off < len; i++) {
         const drank *r = &d->r[i];
+        if (r->stall_text) {
+            off += (size_t)snprintf(buf + off, len - off, "\n  rank %d at %.6f us: %s", i, r->clock * 1e-6, r->stall_text);
+            continue;
+        }
         if (r->state != MS_RANK_BLOCKED && r->state != MS_RANK_HELD) continue;
         char what[512] = "";
         ms_model_describe_wait(d->model, i, what, sizeof what);
@@ -584,7 +630,7 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
                                 fn_name(d, r->wait_fn), what[0] ? ": " : "", what, site ? "; " : "",
                                 site ? (s && s[0] ? s : "call site unknown") : "");
     }
-    return dead >= 0 ? 2 : 1;
+    return dead >= 0 ? 2 : d->nstalled ? 3 : 1;
 }
 
 /* ---- queries ----------------------------------------------------------------------------------- */

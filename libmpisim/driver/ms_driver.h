@@ -40,8 +40,8 @@ typedef enum {
 /* What a rank did. Fields a kind does not name are ignored. Times are the rank's virtual clock
  * at the event (picoseconds); a rank's events come in non-decreasing time. */
 typedef enum {
-    MS_EV_ISEND = 1,   /* req comm peer=dst tag bytes mode=ms_send_mode */
-    MS_EV_IRECV,       /* req comm peer=src tag bytes */
+    MS_EV_ISEND = 1,   /* req comm peer=dst tag bytes mode=ms_send_mode buf */
+    MS_EV_IRECV,       /* req comm peer=src tag bytes flags=MS_EV_FLAG_NOTIFY buf */
     MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood) */
     MS_EV_COMM_ADD,    /* comm members[nmembers] (world ranks) */
     MS_EV_WAIT,        /* mode=ms_wait_mode list=request ids flags fn: blocks until resumed */
@@ -56,6 +56,9 @@ typedef enum {
 /* MS_EV_WAIT flags */
 #define MS_EV_FLAG_SYNC 1     /* the members of the last collective's communicator leave together */
 #define MS_EV_FLAG_REJOIN 2   /* back from an untimed call: goes on at once, at max(t, the network's present) */
+/* MS_EV_IRECV flags */
+#define MS_EV_FLAG_NOTIFY 1   /* the shim holds the receive back from the real MPI behind an undecided
+                               * wildcard: resolve it when the model matches it (ms_model_irecv_notify) */
 
 typedef struct ms_driver_event {
     int kind;                 /* ms_event_kind */
@@ -63,6 +66,8 @@ typedef struct ms_driver_event {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t peer, tag, mode, flags;
+    uint64_t buf;             /* ISEND, IRECV: the user's buffer address, 0 unknown (ms_model_buffer: the host
+                               * model's memory registration cache) */
     const uint64_t *list;     /* WAIT: request ids; ICOLL: counts */
     size_t nlist;
     const int32_t *members;   /* COMM_ADD */
@@ -120,16 +125,29 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
  * finalizes it at its clock. No effect on a finished or dead rank. */
 void ms_driver_rank_gone(ms_driver *d, int rank);
 
+/* The stall watchdog (shim.stall_timeout): the rank has waited inside the real MPI with nothing
+ * completing there for that long (`where`: its call, peer, tag and call site, as one line), or has
+ * been inside an untimed call for that long; NULL or "": it moves again (so does any event of the
+ * rank). Only a live run has real time: replay never calls this. The stop it may lead to comes
+ * from ms_driver_advance, as for a deadlock. */
+void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where);
+
 /* Run the model up to the horizon, again after each resume while it has work below the new one.
- * 0: nothing more to do now; 1: stalled (every connected rank waits or has ended, some rank waits,
- * the model has nothing pending: a deadlock, or ranks waiting for a dead one); -1: the network
- * engine failed (why in err: a network deadlock of the routing, or the engine's own message). */
+ * 0: nothing more to do now; 1: stalled, which ms_driver_stuck says; -1: the network engine failed
+ * (why in err: a network deadlock of the routing, or the engine's own message). */
 int ms_driver_advance(ms_driver *d, char *err, size_t errlen);
+/* Whether the job cannot move (every rank connected): either every connected rank waits or has
+ * ended, some rank waits, and the model has nothing pending (a deadlock, or ranks waiting for a
+ * dead one); or some rank is stalled (ms_driver_rank_stalled), every other rank that is not
+ * waiting or ended is stalled too, and the model has nothing to do before the horizon. A front end
+ * that takes time to report a stall asks again before stopping: a stalled rank may have moved. */
+int ms_driver_stuck(const ms_driver *d);
 int64_t ms_driver_horizon(const ms_driver *d);
-/* The text of a stall: "deadlock in virtual time: ..." (returns 1), or, when a rank died, "rank R
- * ended without MPI_Finalize ...; the other ranks wait for it" (returns 2); then one line per
- * waiting rank (clock, MPI function, what the model says it waits for) and, if site is given,
- * "; " and site(user, rank) or "call site unknown". */
+/* The text of a stall: "deadlock in virtual time: ..." (returns 1); when a rank died, "rank R
+ * ended without MPI_Finalize ...; the other ranks wait for it" (returns 2); when ranks are stalled
+ * in the real MPI, "stall: ..." (returns 3); then one line per stalled rank (clock, where it said it
+ * is) and per waiting rank (clock, MPI function, what the model says it waits for and, if site is
+ * given, "; " and site(user, rank) or "call site unknown"). */
 int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len,
                              const char *(*site)(void *user, int rank), void *user);
 

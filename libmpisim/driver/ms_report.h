@@ -25,7 +25,7 @@ typedef struct ms_report_rank {
 void ms_report_rank_open(FILE *f, const ms_report_rank *r);
 void ms_report_rank_close(FILE *f, int last);
 
-/* "summary": {...} (outcome 0 ok, 1 deadlock, 2 error; text for the last two). Leaves the
+/* "summary": {...} (outcome 0 ok, 1 deadlock, 2 error, 3 stall; text for all but ok). Leaves the
  * report's object open. */
 void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t bytes, double wall_s,
                        uint64_t server_messages, uint64_t rejected, int outcome, const char *outcome_text);

@@ -53,7 +53,7 @@ void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t
             "\"wall_s\": %.3f, \"server_messages\": %llu, \"rejected_connections\": %llu, \"outcome\": \"%s\"",
             (long long)virtual_time_ps, (unsigned long long)msgs, (unsigned long long)bytes, wall_s,
             (unsigned long long)server_messages, (unsigned long long)rejected,
-            outcome == 0 ? "ok" : outcome == 1 ? "deadlock" : "error");
+            outcome == 0 ? "ok" : outcome == 1 ? "deadlock" : outcome == 3 ? "stall" : "error");
     if (outcome) {
         fputs(", \"outcome_text\": ", f);
         ms_report_str(f, outcome_text);

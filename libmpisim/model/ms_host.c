@@ -2,6 +2,7 @@
  * Timing rules and sources: README.md ("Host model"). */
 #include "ms_host.h"
 #include "ms_model.h"
+#include "ms_util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,8 +16,12 @@ static const nm_key_def host_keys[] = {
     {"host.ranks_per_node", NM_KEY_INT, "", "1", "project choice (one rank per node, seed 000's testbed)",
      "ranks placed on one node (they share its NIC, bus and memory; messages between them take the "
      "intra-node path)", NULL, NM_KEY_POSITIVE},
+    {"host.nodes", NM_KEY_INT, "", "0", "project choice (0: as many nodes as the job needs)",
+     "nodes of the machine (each host.ranks_per_node slots); 0: ceil(ranks / ranks_per_node). map_by node "
+     "spreads ranks round robin over all of them", NULL, NM_KEY_NONNEG},
     {"host.map_by", NM_KEY_STRING, "", "slot", "Open MPI's default mapping (--map-by slot)",
-     "slot: ranks 0..k-1 on node 0, k..2k-1 on node 1, ...; node: rank i on node i mod nodes", "slot|node", 0},
+     "slot: ranks 0..k-1 on node 0, k..2k-1 on node 1, ... (k = ranks_per_node); node: rank i on node i mod "
+     "nodes (round robin, as mpirun --map-by node)", "slot|node", 0},
     {"host.ports", NM_KEY_INT, "", "1", "one port per NIC (seed 000 sec 3.1, M2F-SBus32B)",
      "network ports per NIC; each is one host of the topology, packets go to the port that frees first",
      NULL, NM_KEY_POSITIVE},
@@ -37,6 +42,31 @@ static const nm_key_def host_keys[] = {
      "rate of one intra-node copy (one CPU copying)", NULL, NM_KEY_NONNEG},
     {"host.shm_memory_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled",
      "a node's memory rate for intra-node copies, shared by all copies on the node", NULL, NM_KEY_NONNEG},
+    {"host.send_copy_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (no copy)",
+     "rate of the sender's copy of an eager message into the NIC's registered buffers (MPICH-GM sends "
+     "eagerly through GM send/receive; rendezvous data goes by zero-copy put), in the send call",
+     NULL, NM_KEY_NONNEG},
+    {"host.recv_copy_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (no copy)",
+     "rate of the receiver's copy of an eager message out of the registered receive buffers, before the "
+     "receive completes", NULL, NM_KEY_NONNEG},
+    {"host.reg_cost", NM_KEY_INT, "ps", "0", "0: not modelled (registration free)",
+     "host time of registering (pinning) a rendezvous buffer with the NIC, per registration: the sender "
+     "registers after its RTS (its data waits for it), the receiver before its CTS", NULL, NM_KEY_NONNEG},
+    {"host.reg_cost_per_page", NM_KEY_INT, "ps", "0", "0: not modelled",
+     "registration time per page of the buffer (plain integer ps per page)", NULL, NM_KEY_NONNEG},
+    {"host.reg_page", NM_KEY_INT, "B", "4096", "the i386/x86-64 page (seed 003's Xeon nodes)",
+     "page size of registrations", NULL, NM_KEY_POSITIVE},
+    {"host.reg_cache", NM_KEY_INT, "B", "0", "0: no cache (every rendezvous registers and deregisters)",
+     "registration cache per rank: a buffer registered before (the same page range) is found again and "
+     "costs nothing; least recently used registrations are dropped beyond this many bytes", NULL, NM_KEY_NONNEG},
+    {"host.rndv_handling", NM_KEY_INT, "ps", "0", "0: the NIC reacts to RTS and CTS by itself (seed 000's model)",
+     "host time at each turn of a rendezvous (MPICH drives it from the host): the receiver's on top of "
+     "mpi.recv_overhead before its CTS goes, the sender's when the CTS comes before its data goes",
+     NULL, NM_KEY_NONNEG},
+    {"host.rndv_fin", NM_KEY_INT, "", "0", "0: the receive completes when the data is in (seed 000's model)",
+     "1: a rendezvous receiver learns that the data is in from a FIN control message its sender sends when "
+     "its put has completed (data written by the NIC's remote put, GM's directed send, do not tell the "
+     "receiving host); off-node messages only", NULL, NM_KEY_NONNEG},
     {"host.bsend_overhead", NM_KEY_INT, "ps", "0", "0: buffered like standard",
      "extra sender CPU time of MPI_Bsend (copy into the attached buffer, its bookkeeping)", NULL, NM_KEY_NONNEG},
     {"host.bsend_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "0: buffered like standard",
@@ -54,20 +84,39 @@ int ms_host_register_keys(nm_config *cfg, char *err, size_t errlen)
 }
 
 typedef struct node_state {
-    int64_t bus_free;          /* the I/O bus is busy until */
-    int64_t rx_free;           /* the NIC's receive processing is busy until */
+    int64_t bus_free;          /* the I/O bus (its DMA engine) is busy until */
+    int64_t proc_free;         /* the NIC's processor (LANai: sends and receives) is busy until */
     int64_t mem_free;          /* intra-node copies hold the memory until */
     int64_t *port_free;        /* each port's wire is busy until (payload+framing, route bytes aside) */
 } node_state;
 
+/* A registration in a rank's cache: its page range, LRU links (pool indices, UINT32_MAX = none). */
+typedef struct reg_entry {
+    uint64_t first, last;      /* pages */
+    uint32_t prev, next, idx;
+    int rank;
+} reg_entry;
+#define REG_NONE UINT32_MAX
+typedef struct reg_lru {
+    uint32_t head, tail;       /* head: most recently used */
+    uint64_t bytes;
+} reg_lru;
+
 struct ms_host {
-    int nranks, nodes, ports, sync_rndv;
+    int nranks, nodes, ports, sync_rndv, rndv_fin;
+    int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
     int64_t *port_free_all;
     int64_t c_tx, c_rx, dma_setup, shm_lat, bsend, bsend_pb, rsend;
     double read_ps_pb, write_ps_pb, shm_copy_ps_pb, shm_mem_ps_pb;   /* ps per byte, 0 = free */
     int64_t wire_ps_pb, framing;   /* host link: ps per character, type+CRC+GAP characters */
+    double send_copy_ps_pb, recv_copy_ps_pb;
+    int64_t reg_cost, reg_pp, reg_page;
+    uint64_t reg_cache;
+    ms_hmap regs;              /* (rank, first page) -> reg_entry */
+    ms_pool regpool;
+    reg_lru *lru;              /* per rank */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -91,13 +140,19 @@ static double ps_per_byte(const nm_config *cfg, const char *k)
     return r > 0 ? 8e12 / r : 0.0;
 }
 
+/* Nodes of the machine: host.nodes, or as many as the ranks need. */
+static int64_t machine_nodes(const nm_config *cfg, int nranks)
+{
+    int64_t rpn = cfg_int(cfg, "host.ranks_per_node", 1), nodes = cfg_int(cfg, "host.nodes", 0);
+    if (rpn < 1) rpn = 1;
+    return nodes > 0 ? nodes : (nranks + rpn - 1) / rpn;
+}
+
 int ms_host_topology_hosts(const nm_config *cfg, int nranks)
 {
-    int64_t rpn = cfg_int(cfg, "host.ranks_per_node", 1), ports = cfg_int(cfg, "host.ports", 1);
-    if (rpn < 1) rpn = 1;
+    int64_t ports = cfg_int(cfg, "host.ports", 1);
     if (ports < 1) ports = 1;
-    int64_t nodes = (nranks + rpn - 1) / rpn;
-    return (int)(nodes * ports);
+    return (int)(machine_nodes(cfg, nranks) * ports);
 }
 
 ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_node, char *err, size_t errlen)
@@ -128,7 +183,14 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     } else {
         int rpn = (int)cfg_int(cfg, "host.ranks_per_node", 1);
         if (rpn < 1) rpn = 1;
-        h->nodes = (nranks + rpn - 1) / rpn;
+        int64_t nodes = machine_nodes(cfg, nranks);
+        if ((int64_t)nranks > nodes * rpn) {
+            set_err(err, errlen, "%d ranks do not fit on host.nodes = %lld nodes of host.ranks_per_node = %d", nranks,
+                    (long long)nodes, rpn);
+            ms_host_destroy(h);
+            return NULL;
+        }
+        h->nodes = (int)nodes;
         const char *by = nm_config_has(cfg, "host.map_by") ? nm_config_string(cfg, "host.map_by") : "slot";
         int by_node = by && !strcmp(by, "node");
         for (int r = 0; r < nranks; r++) h->node_of[r] = by_node ? r % h->nodes : r / rpn;
@@ -145,16 +207,30 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->shm_lat = cfg_int(cfg, "host.shm_latency", 0);
     h->shm_copy_ps_pb = ps_per_byte(cfg, "host.shm_copy_rate");
     h->shm_mem_ps_pb = ps_per_byte(cfg, "host.shm_memory_rate");
+    h->send_copy_ps_pb = ps_per_byte(cfg, "host.send_copy_rate");
+    h->recv_copy_ps_pb = ps_per_byte(cfg, "host.recv_copy_rate");
+    h->reg_cost = cfg_int(cfg, "host.reg_cost", 0);
+    h->reg_pp = cfg_int(cfg, "host.reg_cost_per_page", 0);
+    h->reg_page = cfg_int(cfg, "host.reg_page", 4096);
+    if (h->reg_page < 1) h->reg_page = 4096;
+    h->reg_cache = (uint64_t)cfg_int(cfg, "host.reg_cache", 0);
+    ms_pool_init(&h->regpool, sizeof(reg_entry));
+    h->lru = malloc((size_t)nranks * sizeof *h->lru);
+    if (!h->lru) goto oom;
+    for (int r = 0; r < nranks; r++) h->lru[r] = (reg_lru){REG_NONE, REG_NONE, 0};
     h->bsend = cfg_int(cfg, "host.bsend_overhead", 0);
     h->bsend_pb = cfg_int(cfg, "host.bsend_overhead_per_byte", 0);
     h->rsend = cfg_int(cfg, "host.rsend_overhead", 0);
     const char *sp = nm_config_has(cfg, "host.sync_protocol") ? nm_config_string(cfg, "host.sync_protocol") : "";
     h->sync_rndv = sp && !strcmp(sp, "rendezvous");
+    h->rndv_fin = cfg_int(cfg, "host.rndv_fin", 0) != 0;
+    h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
     /* Port pacing: a packet holds its port for its payload and framing characters. The route
      * bytes (one per switch) are left out and the character time rounded down, so the NIC never
      * paces slower than the network engine's link: the network's own serialisation, not this
      * estimate, gives the delivery times (README.md: timing contract). */
-    double rate = nm_config_has(cfg, "network.link_rate") ? nm_config_double(cfg, "network.link_rate") : 0.0;
+    double rate = nm_config_has(cfg, "network.host_link_rate") ? nm_config_double(cfg, "network.host_link_rate") : 0.0;
+    if (!(rate > 0)) rate = nm_config_has(cfg, "network.link_rate") ? nm_config_double(cfg, "network.link_rate") : 0.0;
     h->wire_ps_pb = rate > 0 ? (int64_t)floor(8e12 / rate) : 0;
     h->framing = cfg_int(cfg, "network.type_bytes", 4) + cfg_int(cfg, "network.crc_bytes", 1) +
                  cfg_int(cfg, "network.gap_bytes", 1);
@@ -171,6 +247,9 @@ void ms_host_destroy(ms_host *h)
     free(h->node_of);
     free(h->n);
     free(h->port_free_all);
+    ms_hmap_free(&h->regs);
+    ms_pool_free(&h->regpool);
+    free(h->lru);
     free(h);
 }
 
@@ -196,7 +275,13 @@ static int64_t bus_transfer(ms_host *h, node_state *n, double ps_pb, uint64_t by
 int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int64_t *wire_at, int *port)
 {
     node_state *n = &h->n[node];
-    int64_t dma_end = bus_transfer(h, n, h->read_ps_pb, payload, t + h->c_tx);
+    /* The NIC's processor prepares the packet, then hands it to the DMA engine and is free for the
+     * next one while the DMA runs: a stream of packets goes at the pace of the slowest stage
+     * (processor, bus, port), one packet's latency is the sum of the stages. */
+    int64_t proc_end = i64max(t, n->proc_free) + h->c_tx;
+    n->proc_free = proc_end;
+    int64_t dma_len = h->dma_setup + bytes_ps(h->read_ps_pb, payload);
+    int64_t dma_end = bus_transfer(h, n, h->read_ps_pb, payload, proc_end);
     int p = 0;
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < n->port_free[p]) p = i;
@@ -207,23 +292,25 @@ int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int
     int64_t first_free = n->port_free[0];
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < first_free) first_free = n->port_free[i];
-    /* the next packet's processing may overlap this one's wire time; it is taken when its own
-     * DMA could end as a port frees, i.e. the NIC holds at most one packet per port ahead */
-    int64_t next = i64max(w, first_free - (h->c_tx + h->dma_setup + bytes_ps(h->read_ps_pb, payload)));
-    return i64max(next, dma_end);
+    /* The next packet is taken once the processor is free and this one's DMA has started (one
+     * packet per stage), and not before its own DMA could end as a port frees: the NIC queue, not
+     * the pipeline, holds what waits, so a control packet queued later waits for a packet or two,
+     * not for a whole message going the other way. */
+    int64_t next = i64max(proc_end, dma_end - dma_len);
+    return i64max(next, first_free - (h->c_tx + dma_len));
 }
 
 int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 {
     if (h->c_rx == 0 && h->dma_setup == 0 && h->write_ps_pb == 0) return d;
     node_state *n = &h->n[node];
-    int64_t s = i64max(d, n->rx_free) + h->c_rx;
-    int64_t end = bus_transfer(h, n, h->write_ps_pb, payload, s);
-    n->rx_free = end;
-    return end;
+    /* the same processor handles receives: then the DMA engine writes the packet to memory */
+    int64_t s = i64max(d, n->proc_free) + h->c_rx;
+    n->proc_free = s;
+    return bus_transfer(h, n, h->write_ps_pb, payload, s);
 }
 
-int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
+int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
     int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
@@ -233,7 +320,12 @@ int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
         n->mem_free = s + mem;
         copy_end = i64max(copy_end, s + mem);
     }
-    return copy_end + h->shm_lat;
+    return copy_end;
+}
+
+int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
+{
+    return ms_host_shm_copy(h, node, bytes, t) + h->shm_lat;
 }
 
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
@@ -247,3 +339,67 @@ int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
 }
 
 int ms_host_sync_rendezvous(const ms_host *h) { return h->sync_rndv; }
+int ms_host_rndv_fin(const ms_host *h) { return h->rndv_fin; }
+int64_t ms_host_rndv_handling(const ms_host *h) { return h->rndv_handling; }
+
+int64_t ms_host_send_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->send_copy_ps_pb, bytes); }
+int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->recv_copy_ps_pb, bytes); }
+
+static reg_entry *reg_at(const ms_host *h, uint32_t i) { return i == REG_NONE ? NULL : ms_pool_at(&h->regpool, i); }
+
+static void lru_unlink(ms_host *h, reg_lru *l, reg_entry *e)
+{
+    if (e->prev != REG_NONE) reg_at(h, e->prev)->next = e->next;
+    else l->head = e->next;
+    if (e->next != REG_NONE) reg_at(h, e->next)->prev = e->prev;
+    else l->tail = e->prev;
+    e->prev = e->next = REG_NONE;
+}
+
+static void lru_push_front(ms_host *h, reg_lru *l, reg_entry *e)
+{
+    e->prev = REG_NONE;
+    e->next = l->head;
+    if (l->head != REG_NONE) reg_at(h, l->head)->prev = e->idx;
+    l->head = e->idx;
+    if (l->tail == REG_NONE) l->tail = e->idx;
+}
+
+static void reg_drop(ms_host *h, reg_lru *l, reg_entry *e)
+{
+    lru_unlink(h, l, e);
+    l->bytes -= (e->last - e->first + 1) * (uint64_t)h->reg_page;
+    ms_hmap_del(&h->regs, (uint64_t)e->rank, e->first);
+    ms_pool_release(&h->regpool, e->idx);
+}
+
+int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
+{
+    if ((h->reg_cost == 0 && h->reg_pp == 0) || bytes == 0 || rank < 0 || rank >= h->nranks) return 0;
+    uint64_t page = (uint64_t)h->reg_page;
+    uint64_t first = addr / page, last = (addr + bytes - 1) / page;
+    int64_t cost = h->reg_cost + (int64_t)(last - first + 1) * h->reg_pp;
+    if (h->reg_cache == 0) return cost;   /* registered and deregistered around every transfer */
+    if (addr == 0) return 0;              /* buffer unknown (collective steps, old traces): taken as reused */
+    reg_lru *l = &h->lru[rank];
+    reg_entry *e = ms_hmap_get(&h->regs, (uint64_t)rank, first);
+    if (e && e->last >= last) {           /* found: most recently used now */
+        lru_unlink(h, l, e);
+        lru_push_front(h, l, e);
+        return 0;
+    }
+    if (e) reg_drop(h, l, e);             /* a shorter registration of the same start: replaced */
+    uint64_t need = (last - first + 1) * page;
+    while (l->tail != REG_NONE && l->bytes + need > h->reg_cache) reg_drop(h, l, reg_at(h, l->tail));
+    if (need > h->reg_cache) return cost; /* larger than the cache: registered for this transfer only */
+    uint32_t idx;
+    e = ms_pool_alloc(&h->regpool, &idx);
+    if (!e || ms_hmap_put(&h->regs, (uint64_t)rank, first, e) != 0) {
+        if (e) ms_pool_release(&h->regpool, idx);
+        return cost;                      /* out of memory: not cached, still correct in time */
+    }
+    *e = (reg_entry){first, last, REG_NONE, REG_NONE, idx, rank};
+    lru_push_front(h, l, e);
+    l->bytes += need;
+    return cost;
+}

@@ -51,11 +51,25 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
  * returns when it is in the receiver's memory (one CPU's copy rate; all copies of the node share
  * its memory rate; then the latency). */
 int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t);
+/* The copy alone (a sender copying an eager message into shared memory in its call): its end. */
+int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t);
 /* Extra host CPU time of a send mode (0 standard, MS_SEND_* of ms_model.h) for `bytes`, on top
  * of mpi.send_overhead; intra: both ranks on one node. */
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);
 /* Synchronous sends use the rendezvous protocol at every size (host.sync_protocol). */
 int ms_host_sync_rendezvous(const ms_host *h);
+/* A rendezvous receive completes when the sender's FIN arrives, not with the data (host.rndv_fin). */
+int ms_host_rndv_fin(const ms_host *h);
+/* Host time at each turn of a rendezvous: before the CTS, and after it before the data (host.rndv_handling). */
+int64_t ms_host_rndv_handling(const ms_host *h);
+/* Host CPU time of copying an eager message into the NIC's registered send buffers, and out of
+ * the registered receive buffers (host.send_copy_rate, host.recv_copy_rate). */
+int64_t ms_host_send_copy(const ms_host *h, uint64_t bytes);
+int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes);
+/* Registering `rank`'s rendezvous buffer [addr, addr + bytes) with the NIC: its host time, 0 when
+ * the rank's registration cache holds that page range (which becomes the most recently used).
+ * addr 0: the buffer is unknown (taken as cached when there is a cache). */
+int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ static const nm_key_def mpi_keys[] = {
     {"mpi.coll." n ".algorithm", NM_KEY_STRING, "", "auto", "MPICH 3.x defaults (auto)",           \
      "algorithm of MPI_" n "; auto = MPICH's choice by size and message length", choices, 0}
     COLL_KEY("barrier", "auto|dissemination"),
-    COLL_KEY("bcast", "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather"),
+    COLL_KEY("bcast", "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather|multicast"),
     COLL_KEY("reduce", "auto|binomial|reduce_scatter_gather"),
     COLL_KEY("allreduce", "auto|recursive_doubling|reduce_scatter_allgather"),
     COLL_KEY("gather", "auto|binomial|linear"),
@@ -74,8 +74,9 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 /* ---- internal structures --------------------------------------------------------------------- */
 
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
-enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK };
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT };
+enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
+#define PK_BITS 3
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -97,12 +98,14 @@ typedef struct ms_req {
     uint8_t kind, internal, in_wait, mode;
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
+    uint8_t notify;           /* push a resolution when matched, even with source and tag named */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
     int peer_world_cache;     /* world rank of peer (-1 for wildcards / PROC_NULL) */
     int64_t tag;
     uint64_t bytes;
+    uint64_t buf;             /* the user's buffer address (registration cache), 0 unknown */
     ms_time_t post, done;     /* done = NEVER until decided */
     int m_src;
     int64_t m_tag;
@@ -123,8 +126,10 @@ typedef struct ms_msg {
     int64_t tag;
     uint64_t bytes;
     uint8_t mode, rndv;
+    uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
+    ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
     uint32_t pkts_left;
     ms_time_t arrival;
     ms_mq *mq_src, *mq_any;   /* unexpected queues while unmatched */
@@ -136,11 +141,21 @@ typedef struct ms_msg {
  * ACK) first, then message starts (eager data, RTS) in posting order, then rendezvous data. A
  * response thus waits for one packet, not for a whole message going the other way. */
 enum { NQ_RESP = 0, NQ_START, NQ_BULK, NQ_COUNT };
+/* Eager messages of one multicast bcast step (equal sizes, one sender): their data goes out as one
+ * switch multicast per packet (nm_network_inject_multicast). */
+typedef struct mc_group {
+    uint32_t n;
+    int *dst;                 /* destination hosts of the current packet */
+    uint64_t *cookie;
+    uint32_t msg[];
+} mc_group;
+
 typedef struct nic_job {
     uint32_t msg;
     uint8_t kind;
     uint32_t left;            /* packets still to send */
     uint64_t off;             /* bytes already sent (data) */
+    mc_group *grp;            /* a multicast: msg is its first message */
 } nic_job;
 typedef struct nic_queue {
     nic_job *v;
@@ -242,6 +257,9 @@ struct ms_model {
     int in_run, in_cb;
     uint64_t errors, clamped;
     char last_err[256];
+    mc_group *mc_collect;     /* while a multicast bcast step posts its sends: its eager messages */
+    ms_time_t mc_tinj;
+    int mc_ok;                /* the network multicasts (nm_network_has_multicast) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -573,17 +591,28 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
     r->m_src = g->src_c;
     r->m_tag = g->tag;
     r->m_bytes = g->bytes;
-    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG))
+    if (!r->internal && (r->peer == MS_ANY_SOURCE || r->tag == MS_ANY_TAG || r->notify))
         push_resolution(m, r->rank, r->id, g->src_c, g->tag, g->bytes);
     rank_state *rd = &m->ranks[g->dst];
     rd->st.msgs_recv++;
     rd->st.bytes_recv += g->bytes;
+    int off_node = g->sh != g->dh;
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
-        determine(m, r, mt + or_cost(m, g->bytes));
+        /* eager data is copied out of the registered receive buffers (host model) */
+        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
     } else {
         g->rreq = r;
-        schedule_inject(m, g, PK_CTS, mt + or_cost(m, 0));
+        /* the receiver registers its buffer (host model) before it says "send" */
+        int big = (int64_t)g->bytes >= m->eager_thr;
+        ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+        ms_time_t cts = mt + or_cost(m, 0) + ms_host_rndv_handling(m->host);
+        if (reg) {   /* the receiver's CPU registers its buffers one after the other */
+            rank_state *rr = &m->ranks[r->rank];
+            cts = tmax(cts, rr->cpu_free) + reg;
+            rr->cpu_free = cts;
+        }
+        schedule_inject(m, g, PK_CTS, cts);
     }
     msg_unref(m, g);   /* the "awaiting match" reference */
 }
@@ -672,6 +701,14 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
     }
 }
 
+/* The receive r of rendezvous message g learns at d that its data is in. */
+static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
+{
+    /* a synchronous send below the eager threshold: the data came through the bounce buffers */
+    ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy);
+}
+
 /* A packet of kind k of message g reached its destination at time d. */
 static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
 {
@@ -682,18 +719,30 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
             start_arrived(m, g, d);
         } else {
             ms_req *s = g->sreq, *r = g->rreq;
-            g->sreq = g->rreq = NULL;
+            g->sreq = NULL;
             if (s) determine(m, s, tmax(d, g->local_done));
-            if (r) determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes));
+            if (g->sh != g->dh && ms_host_rndv_fin(m->host)) {
+                /* the put's data is in, but only the sender's FIN tells the receiver (host model) */
+                schedule_inject(m, g, PK_FIN, d);
+                break;
+            }
+            g->rreq = NULL;
+            if (r) rndv_recv_done(m, g, r, d);
         }
         break;
+    case PK_FIN: {
+        ms_req *r = g->rreq;
+        g->rreq = NULL;
+        if (r) rndv_recv_done(m, g, r, d);
+        break;
+    }
     case PK_RTS:
         start_arrived(m, g, d);
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
-         * reaction, injected from inside the delivery callback) */
-        schedule_inject(m, g, PK_DATA, d);
+         * reaction, injected from inside the delivery callback) and its buffer is registered */
+        schedule_inject(m, g, PK_DATA, tmax(d + ms_host_rndv_handling(m->host), g->data_ready));
         break;
     case PK_ACK: {
         ms_req *s = g->sreq;
@@ -707,7 +756,7 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
 
 static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_t t, int port)
 {
-    int fn = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
+    int fn = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;   /* FIN goes with the data */
     int tn = (k == PK_CTS || k == PK_ACK) ? g->sh : g->dh;
     /* the packet leaves by `port` and enters the receiving NIC by the same-numbered port */
     int from = ms_host_port_host(m->host, fn, port), to = ms_host_port_host(m->host, tn, port);
@@ -717,13 +766,40 @@ static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_
         t = now;
     }
     m->tn_valid = 0;
-    int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << 2) | (uint64_t)k);
+    int rc = nm_network_inject(m->net, from, to, payload, t, ((uint64_t)g->idx << PK_BITS) | (uint64_t)k);
     if (rc < 0) {
         model_error(m, "nm_network_inject(host %d -> host %d, %" PRIu64 " B, t=%" PRId64 ") failed (%d)", from, to,
                     payload, t, rc);
         /* deliver at once so that the model does not hang */
         g->pending++;
         packet_done(m, g, k, t);
+    }
+}
+
+static void mc_group_free(mc_group *c);
+
+/* One data packet of every message of a multicast group, sent as one network multicast. */
+static void net_inject_mcast(ms_model *m, mc_group *c, uint64_t payload, ms_time_t t, int port)
+{
+    ms_msg *g0 = msg_at(m, c->msg[0]);
+    int from = ms_host_port_host(m->host, g0->sh, port);
+    for (uint32_t i = 0; i < c->n; i++) {
+        ms_msg *g = msg_at(m, c->msg[i]);
+        g->pending++;
+        c->dst[i] = ms_host_port_host(m->host, g->dh, port);
+        c->cookie[i] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)PK_DATA;
+    }
+    ms_time_t now = nm_network_now(m->net);
+    if (t < now) {
+        m->clamped++;
+        t = now;
+    }
+    m->tn_valid = 0;
+    int rc = nm_network_inject_multicast(m->net, from, (int)c->n, c->dst, c->cookie, payload, t);
+    if (rc < 0) {
+        model_error(m, "nm_network_inject_multicast(host %d -> %u hosts, %" PRIu64 " B, t=%" PRId64 ") failed (%d)",
+                    from, c->n, payload, t, rc);
+        for (uint32_t i = 0; i < c->n; i++) packet_done(m, msg_at(m, c->msg[i]), PK_DATA, t);
     }
 }
 
@@ -770,12 +846,23 @@ static void do_nic(ms_model *m, int node, ms_time_t t)
     }
     int port = 0;
     ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
-    g->pending++;
-    net_inject(m, g, j->kind, payload, wire, port);
+    mc_group *c = j->grp;
+    if (c) {
+        net_inject_mcast(m, c, payload, wire, port);
+    } else {
+        g->pending++;
+        net_inject(m, g, j->kind, payload, wire, port);
+    }
     if (--j->left == 0) {
         q->head = (q->head + 1) % q->cap;
         q->n--;
-        msg_unref(m, g);   /* the scheduled-injection reference, held by the job */
+        /* the scheduled-injection references, held by the job */
+        if (c) {
+            for (uint32_t i = 0; i < c->n; i++) msg_unref(m, msg_at(m, c->msg[i]));
+            mc_group_free(c);
+        } else {
+            msg_unref(m, g);
+        }
     }
     push_internal(m, next, EV_NIC, NULL, (uint64_t)node);
 }
@@ -786,13 +873,13 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         /* same node (or a message to self): the intra-node path, no network */
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
-        uint64_t b = k == PK_DATA ? g->bytes : 0;
+        uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
         packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }
     int node = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
-    nic_job j = {g->idx, (uint8_t)k, 1, 0};
+    nic_job j = {g->idx, (uint8_t)k, 1, 0, NULL};
     int cls = NQ_RESP;
     if (k == PK_DATA) {
         uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
@@ -829,14 +916,23 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     }
     rank_state *rs = &m->ranks[r->rank];
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
+    int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     ms_time_t start = tmax(t, rs->cpu_free);
     ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
-    rs->cpu_free = ldone;
+    /* host model: an eager message is copied into the NIC's registered buffers in the call; a
+     * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
+    int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
+    if (!intra && !big) ldone += ms_host_send_copy(m->host, r->bytes);
+    /* on one node the sender copies an eager message into shared memory itself, in its call */
+    int copy_in = intra && eager && r->peer_world_cache != r->rank;
+    if (copy_in) ldone = ms_host_shm_copy(m->host, rs->host, r->bytes, ldone);
+    ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+    rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
     uint32_t idx;
     ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
-    if (!g || idx > (UINT32_MAX >> 2)) {
+    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
         model_error(m, "out of memory (messages)");
         determine(m, r, ldone);
         return;
@@ -853,6 +949,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->bytes = r->bytes;
     g->mode = r->mode;
     g->local_done = ldone;
+    g->copied = (uint8_t)copy_in;
+    g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */
     ms_time_t tinj = ldone;
@@ -860,9 +958,15 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         tinj = tmax(ldone, m->nic_free[g->sh]);
         m->nic_free[g->sh] = tinj + m->gap;
     }
-    int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     if (eager) {
-        schedule_inject(m, g, PK_DATA, tinj);
+        mc_group *c = m->mc_collect;
+        if (c && g->sh != g->dh) {   /* a multicast step: injected with the others (coll_step_start) */
+            if (c->n == 0) m->mc_tinj = tinj;
+            g->pending++;
+            c->msg[c->n++] = g->idx;
+        } else {
+            schedule_inject(m, g, PK_DATA, tinj);
+        }
         if (r->mode == MS_SEND_SYNC) {
             g->sreq = r;
         } else {
@@ -913,6 +1017,36 @@ static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
 
 static void coll_finish_step(ms_model *m, coll_member *cm);
 
+static void mc_group_free(mc_group *c)
+{
+    if (!c) return;
+    free(c->dst);
+    free(c->cookie);
+    free(c);
+}
+
+/* A multicast step's messages take their sender's NIC as one job (EV_MCAST). */
+static void do_mcast(ms_model *m, mc_group *c, ms_time_t t)
+{
+    ms_msg *g = msg_at(m, c->msg[0]);
+    uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
+    uint32_t npk = (uint32_t)(total ? (total + pp - 1) / pp : 1);
+    for (uint32_t i = 0; i < c->n; i++) msg_at(m, c->msg[i])->pkts_left = npk;
+    nic_job j = {g->idx, PK_DATA, npk, 0, c};
+    int node = g->sh;
+    if (nic_push(&m->nic[node].q[NQ_START], &j) != 0) {
+        model_error(m, "out of memory (NIC queue)");
+        for (uint32_t i = 0; i < c->n; i++) msg_unref(m, msg_at(m, c->msg[i]));
+        mc_group_free(c);
+        return;
+    }
+    nic_state *ns = &m->nic[node];
+    if (!ns->busy) {
+        ns->busy = 1;
+        do_nic(m, node, t);
+    }
+}
+
 static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
 {
     cm->step_start = s;
@@ -927,6 +1061,21 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
     }
     const ms_coll_step *st = &cm->plan.steps[cm->step];
     cm->pending = (uint32_t)st->nops + 1;
+    /* the root's step of a multicast bcast on a network that multicasts: collect its eager sends */
+    if (m->mc_ok && cm->kind == MS_COLL_BCAST && st->nops > 1 &&
+        !strcmp(ms_coll_algorithm_name(MS_COLL_BCAST, cm->plan.alg), "multicast")) {
+        m->mc_collect = calloc(1, sizeof(mc_group) + st->nops * sizeof(uint32_t));
+        if (m->mc_collect) {
+            m->mc_collect->dst = malloc(st->nops * sizeof(int));
+            m->mc_collect->cookie = malloc(st->nops * sizeof(uint64_t));
+            if (!m->mc_collect->dst || !m->mc_collect->cookie) {
+                free(m->mc_collect->dst);
+                free(m->mc_collect->cookie);
+                free(m->mc_collect);
+                m->mc_collect = NULL;
+            }
+        }
+    }
     for (size_t i = 0; i < st->nops; i++) {
         const ms_coll_op *op = &cm->plan.ops[st->first_op + i];
         ms_req *r = req_new(m);
@@ -950,6 +1099,10 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
             do_recv(m, r, s);
         }
     }
+    mc_group *c = m->mc_collect;
+    m->mc_collect = NULL;
+    if (c && c->n > 0) push_internal(m, m->mc_tinj, EV_MCAST, c, 0);
+    else if (c) mc_group_free(c);
     if (--cm->pending == 0) coll_finish_step(m, cm);
 }
 
@@ -1125,6 +1278,7 @@ static void process(ms_model *m, const ms_event *e)
     case EV_CANCEL: do_cancel(m, e->p, e->t); break;
     case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
     case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
+    case EV_MCAST: do_mcast(m, e->p, e->t); break;
     default: break;
     }
 }
@@ -1132,14 +1286,14 @@ static void process(ms_model *m, const ms_event *e)
 static void on_deliver(void *user, const nm_delivery *d)
 {
     ms_model *m = user;
-    ms_msg *g = msg_at(m, (uint32_t)(d->cookie >> 2));
+    ms_msg *g = msg_at(m, (uint32_t)(d->cookie >> PK_BITS));
     if (!g) { model_error(m, "delivery with unknown cookie %" PRIu64, d->cookie); return; }
     int was = m->in_cb;
     m->in_cb = 1;
     /* the receiving NIC processes the packet and writes it to host memory */
     int node = ms_host_node_of_host(m->host, d->dst_host);
     ms_time_t in_mem = ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
-    packet_done_at(m, g, (int)(d->cookie & 3), in_mem, d->deliver_time);
+    packet_done_at(m, g, (int)(d->cookie & ((1u << PK_BITS) - 1)), in_mem, d->deliver_time);
     /* Zero-delay reactions (a CTS making the data go, an ACK at match time, a collective step
      * starting when a receive completes) are processed now, while the network is at this time. */
     for (;;) {
@@ -1276,6 +1430,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     }
     m->nhosts = ms_host_nodes(m->host);
     m->ports = ms_host_ports(m->host);
+    m->mc_ok = nm_network_has_multicast(net) && m->ports == 1;
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
     m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
     if (!m->nic_free || !m->nic) goto oom;
@@ -1324,7 +1479,11 @@ void ms_model_destroy(ms_model *m)
     free(m->nic_free);
     if (m->nic) {
         for (int i = 0; i < m->nhosts; i++)
-            for (int q = 0; q < NQ_COUNT; q++) free(m->nic[i].q[q].v);
+            for (int q = 0; q < NQ_COUNT; q++) {
+                nic_queue *nq = &m->nic[i].q[q];
+                for (size_t k = 0; k < nq->n; k++) mc_group_free(nq->v[(nq->head + k) % nq->cap].grp);
+                free(nq->v);
+            }
     }
     free(m->nic);
     ms_host_destroy(m->host);
@@ -1478,6 +1637,24 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     r->m_src = -1;
     r->m_tag = -1;
     push_post(m, rank, t, EV_RECV_POST, r);
+    return 0;
+}
+
+int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || (r->kind != REQ_SEND && r->kind != REQ_RECV)) return -1;
+    r->buf = addr;
+    return 0;
+}
+
+int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    if (!r || r->kind != REQ_RECV) return -1;
+    r->notify = 1;
     return 0;
 }
 
@@ -1705,6 +1882,11 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
     while (k < max && rs->rhead < rs->rn) out[k++] = rs->resol[rs->rhead++];
     if (rs->rhead == rs->rn) rs->rhead = rs->rn = 0;
     return k;
+}
+
+int ms_model_rank_node(const ms_model *m, int rank)
+{
+    return m && rank >= 0 && rank < m->nranks ? m->ranks[rank].host : -1;
 }
 
 void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)

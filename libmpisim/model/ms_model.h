@@ -140,6 +140,15 @@ size_t ms_model_take_resolutions(ms_model *m, int rank, ms_resolution *out, size
 /* Addition: the `req` of a resolution made by a wildcard MPI_Probe/MPI_Iprobe (which has no
  * request); source/tag/bytes are those of the probe's result. */
 #define MS_RESOLUTION_PROBE UINT64_MAX
+/* The receive `req` of `rank` (just posted with ms_model_irecv) also gets a resolution when it is
+ * matched, although it names its source and tag: the shim holds it back from the real MPI behind
+ * an undecided wildcard and posts it once the model has matched it (the driver's
+ * MS_EV_FLAG_NOTIFY). Returns 0, or -1 if no such receive is active. */
+int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req);
+/* The user buffer of a send or receive `req` of `rank` just posted, for the host model's memory
+ * registration cache (host.reg_cache; the driver's event field `buf`). Requests without one count
+ * as an unknown buffer, taken as reused. Returns 0, or -1 if no such send or receive is active. */
+int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr);
 
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */
@@ -154,6 +163,8 @@ void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
 int ms_model_rank_blocked(const ms_model *m, int rank);
 /* Requests the model holds (posted and not yet reported complete or freed): leak checks. */
 size_t ms_model_active_requests(const ms_model *m);
+/* The node of the host model a rank sits on (host.ranks_per_node, host.map_by); -1: no such rank. */
+int ms_model_rank_node(const ms_model *m, int rank);
 /* One line describing what a blocked rank waits for (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 

@@ -41,7 +41,8 @@ const char *ms_server_secret(const ms_server *s);
  * a deadlock or an unmodelled call is not a server error: see ms_server_outcome(). */
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen);
 /* 0: clean; 1: the program deadlocked in virtual time; 2: a rank stopped on an error
- * (unmodelled call, crash, abort). One line describing it goes into buf. */
+ * (unmodelled call, crash, abort); 3: the stall watchdog stopped it (shim.stall_timeout). One
+ * line describing it goes into buf. */
 int ms_server_outcome(const ms_server *s, char *buf, size_t len);
 int ms_server_write_report(const ms_server *s, FILE *out);
 /* Why the run's charged computation may mislead (many ranks switched out, cold caches after

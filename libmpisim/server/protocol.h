@@ -42,6 +42,8 @@ typedef enum {
     MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
     MS_MSG_CANCEL,         /* ms_msg_cancel: MPI_Cancel of an active request */
     MS_MSG_FREE,           /* ms_msg_cancel: MPI_Request_free of an active send */
+    MS_MSG_STALL,          /* ms_msg_text: waiting in the real MPI, nothing completed for shim.stall_timeout
+                            * (where: call, peer, tag, call site); empty text: it moves again */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -49,7 +51,7 @@ typedef enum {
     /* server -> rank */
     MS_MSG_WELCOME = 64,   /* ms_msg_welcome */
     MS_MSG_RESUME,         /* ms_msg_resume + results[] */
-    MS_MSG_RESOLVE,        /* ms_msg_resolve: a wildcard receive's sender is decided */
+    MS_MSG_RESOLVE,        /* ms_msg_resolve: a wildcard (or MS_IRECV_NOTIFY) receive is matched */
     MS_MSG_DESCRIBE,       /* no payload: say where you are blocked (deadlock report) */
     MS_MSG_ABORT,          /* ms_msg_text: stop the program with this message */
     MS_MSG_FIN_OK,         /* no payload */
@@ -85,6 +87,7 @@ typedef struct ms_msg_welcome {
     int32_t compute_slots;       /* the compute gate: ranks of a host computing at once (0: no gate) */
     int32_t return_path;         /* 1: take the cold return path's measured excess off switched gaps */
     int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
+    int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -95,12 +98,17 @@ typedef struct ms_msg_isend {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t dst, tag, mode, fn;
+    uint64_t buf;            /* the user's buffer address (host model: registration cache), 0 unknown */
 } ms_msg_isend;
+
+/* ms_msg_irecv.flags */
+#define MS_IRECV_NOTIFY 1            /* the shim holds this receive back from the real MPI: say when it is matched */
 
 typedef struct ms_msg_irecv {
     int64_t t;
     uint64_t req, comm, bytes;
-    int32_t src, tag, fn, pad;
+    int32_t src, tag, fn, flags;   /* MS_IRECV_* */
+    uint64_t buf;            /* the user's buffer address, 0 unknown */
 } ms_msg_irecv;
 
 typedef struct ms_msg_cancel {

@@ -3,8 +3,10 @@
  * resolutions go back as messages. Rank states, synchronising groups, the horizon and applying
  * events to the model are the driver's (libmpisim/driver, shared with replay); this file keeps
  * the transport, the authentication, what only a live run has (call sites, unmodelled-call
- * counts, the shim's own figures) and the report. When the driver finds the job stalled, the
- * server asks the waiting ranks where their programs called from and reports the deadlock. */
+ * counts, the shim's own figures, the real time the stall watchdog counts: ranks' stall notices and
+ * untimed calls, passed to the driver) and the report. When the driver finds the job stuck (a
+ * deadlock, or a stall), the server asks the waiting ranks where their programs called from and
+ * reports it. */
 #define _GNU_SOURCE
 #include "ms_server.h"
 
@@ -53,6 +55,11 @@ typedef struct rank_info {
     char callsite_text[MS_TEXT_MAX];
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
+    /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
+    double untimed_since;        /* wall time it entered its untimed call */
+    int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
+    char untimed_call[64];
+    char untimed_site[MS_SITE_TEXT];
 } rank_info;
 
 typedef struct pending_conn {
@@ -83,6 +90,8 @@ struct ms_server {
     int argc;
     ms_msg_welcome welcome;
     int deadlocked;
+    int stalled;                 /* the stall watchdog stopped the run (deadlock_text says where) */
+    double stall_timeout_s;
     char deadlock_text[8192];
     char stop_reason[MS_TEXT_MAX];
     int stopped;
@@ -252,6 +261,8 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
+    w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
+    s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     if (w->spin_polls < 0) return fail(err, errlen, "shim.spin_polls must be >= 0 (got %d)", w->spin_polls);
     const char *slots = nm_config_string(cfg, "shim.compute_slots");
     if (!strcmp(slots, "auto")) {
@@ -368,7 +379,7 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         e = (ms_driver_event){.kind = MS_EV_ISEND, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.dst, .tag = m.tag, .mode = m.mode};
+                              .bytes = m.bytes, .peer = m.dst, .tag = m.tag, .mode = m.mode, .buf = m.buf};
         apply(s, rank, &e);
         break;
     }
@@ -377,7 +388,8 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
         e = (ms_driver_event){.kind = MS_EV_IRECV, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.src, .tag = m.tag};
+                              .bytes = m.bytes, .peer = m.src, .tag = m.tag, .buf = m.buf,
+                              .flags = (m.flags & MS_IRECV_NOTIFY) ? MS_EV_FLAG_NOTIFY : 0};
         apply(s, rank, &e);
         break;
     }
@@ -475,6 +487,13 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             rank_error(s, rank, text + 6);
         } else {
             count_unmodelled(r, text);
+            /* the call's name, then (after its NUL) where the program called it from: what the
+             * stall watchdog says if the rank stays inside it */
+            size_t name_len = strlen(text);
+            snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
+            snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
+            r->untimed_since = wall_now();
+            r->untimed_stalled = 0;
             /* an untimed call: the rank does not hold the model back while it runs it */
             e.kind = MS_EV_UNTIMED;
             apply(s, rank, &e);
@@ -507,6 +526,14 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
         if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
         s->sites[i].ranks++;
+        break;
+    }
+    case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
+        char text[MS_TEXT_MAX];
+        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+        memcpy(text, p, n);
+        text[n] = 0;
+        ms_driver_rank_stalled(s->drv, rank, text);
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -674,11 +701,35 @@ static const char *callsite_of(void *user, int rank) { return ((ms_server *)user
 
 static void report_deadlock(ms_server *s)
 {
-    if (ms_driver_describe_stall(s->drv, s->deadlock_text, sizeof s->deadlock_text, callsite_of, s) == 2)
+    if (!ms_driver_stuck(s->drv)) {   /* a stalled rank moved again while the others answered */
+        s->describing = 0;
+        return;
+    }
+    int kind = ms_driver_describe_stall(s->drv, s->deadlock_text, sizeof s->deadlock_text, callsite_of, s);
+    if (kind == 2)
         snprintf(s->stop_reason, sizeof s->stop_reason, "%.*s", (int)sizeof s->stop_reason - 1, s->deadlock_text);
+    else if (kind == 3)
+        s->stalled = 1;
     else
         s->deadlocked = 1;
     s->stopped = 1;
+}
+
+/* The stall watchdog's part only the server can see: a rank inside an untimed call (the real MPI)
+ * for shim.stall_timeout. The driver decides whether the job is stuck. */
+static void watch_untimed(ms_server *s, double now)
+{
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
+            now - r->untimed_since < s->stall_timeout_s)
+            continue;
+        char text[MS_TEXT_MAX];
+        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s; %s called from %s", r->untimed_call,
+                 now - r->untimed_since, r->untimed_call, r->untimed_site[0] ? r->untimed_site : "an unknown site");
+        ms_driver_rank_stalled(s->drv, i, text);
+        r->untimed_stalled = 1;
+    }
 }
 
 static void advance_engine(ms_server *s)
@@ -721,12 +772,14 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
 
         if (s->stopped && !aborted_sent) {
             char text[MS_TEXT_MAX];
-            if (s->deadlocked) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
+            if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
             ms_msg_text t;
             memset(&t, 0, sizeof t);
             snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1,
-                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)" : text);
+                     s->deadlocked ? "deadlock in virtual time (see the mpisim report)"
+                     : s->stalled  ? "stalled in the real MPI (see the mpisim report)"
+                                   : text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
                 flush_rank(&s->ranks[i]);
@@ -785,7 +838,10 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
-        if (!s->stopped && !s->describing) advance_engine(s);
+        if (!s->stopped && !s->describing) {
+            watch_untimed(s, now);
+            advance_engine(s);
+        }
         for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
     }
     s->wall_end = wall_now();
@@ -799,6 +855,10 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
     if (s->deadlocked) {
         snprintf(buf, len, "%s", s->deadlock_text);
         return 1;
+    }
+    if (s->stalled) {
+        snprintf(buf, len, "%s", s->deadlock_text);
+        return 3;
     }
     if (s->stop_reason[0]) {
         snprintf(buf, len, "%s", s->stop_reason);
@@ -937,6 +997,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
             fprintf(f, ": %llu", (unsigned long long)r->unmodelled[k].count);
         }
         fputs("}", f);
+        /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
+        if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
         if (r->finalized) write_charging(f, &r->fin.charging);
         if (r->error[0]) {
             fputs(", \"error\": ", f);

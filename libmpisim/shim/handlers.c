@@ -133,6 +133,9 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
 {
     ms_rq *r = ms_rq_new(MS_RQ_SEND);
     r->comm_id = ms_comm_id(comm);
+    r->src = dest;
+    r->tag = tag;
+    r->buf = (void *)buf;   /* its address only (the model's registration cache) */
     uint64_t bytes = type_bytes(dt, count);
     /* to MPI_PROC_NULL: nothing real to do; the model completes it at once */
     *rc = dest == MPI_PROC_NULL ? MPI_SUCCESS : post_real_send(r, buf, count, dt, dest, tag, comm, bytes, mode);
@@ -164,8 +167,12 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
         ms_report_irecv(r, MS_PROC_NULL, tag, bytes, fn);
         return r;
     }
-    /* capture only: no model to decide wildcards, the real MPI does */
-    if (!ms_has_server() || (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && !ms_recv_has_unresolved_before(r->comm_id))) {
+    /* Capture only: no model to decide wildcards, the real MPI does. Co-simulation: a wildcard
+     * is held back until the model names its sender, and so is a receive an earlier held-back
+     * one could take the message of; the model says when it has matched either (a wildcard's
+     * RESOLVE; MS_IRECV_NOTIFY), and the shim posts it then (docs/architecture.md). */
+    int wildcard = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
+    if (!ms_has_server() || (!wildcard && !ms_recv_must_defer(r->comm_id, src, tag))) {
         r->resolved = 1;
         *rc = ms_has_server() ? ms_post_real_recv(r) : PMPI_Irecv(buf, count, dt, src, tag, comm, &r->real);
         r->real_posted = 1;
@@ -174,7 +181,8 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
             return NULL;
         }
     } else {
-        r->resolved = (src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG);
+        r->resolved = !wildcard;
+        r->notify = !wildcard;
         ms_defer_recv(r);
     }
     ms_report_irecv(r, peer_to_model(src), tag, bytes, fn);
@@ -745,7 +753,8 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     done += mdone;
     /* foreign requests still pending: the real MPI completes them */
     if (nforeign && (mode == MS_WAIT_ALL || (mode == MS_TEST_ALL && mdone == n) || ((any || some) && !done))) {
-        for (unsigned spins = 0;; spins++) {
+        ms_real_wait w = {0};
+        for (;;) {
             int pending = 0;
             for (int i = 0; i < count; i++) {
                 if (!is_foreign(reqs[i])) continue;
@@ -764,9 +773,9 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
                 if (any) break;
             }
             if (!pending || is_test || ((any || some) && done)) break;
-            ms_progress();
-            if (spins > 64) usleep(50);
+            ms_real_wait_step(&w, NULL);
         }
+        ms_real_wait_end(&w);
     }
 #undef STATUS_FOR
     if (flag) {
@@ -862,14 +871,14 @@ static void probe_status(MPI_Comm comm, const ms_msg_result *res, MPI_Status *st
      * visible to the real MPI, keeping the server served, to fill the status */
     MPI_Status st;
     int flag = 0;
-    for (unsigned spins = 0; !flag; spins++) {
+    ms_real_wait w = {0};
+    ms_post_deferred();   /* receives matched to earlier messages of that source and tag first */
+    for (;;) {
         PMPI_Iprobe(res->source, res->tag, comm, &flag, &st);
-        if (!flag) {
-            ms_post_deferred();
-            ms_progress();
-            if (spins > 64) usleep(50);
-        }
+        if (flag) break;
+        ms_real_wait_step(&w, NULL);
     }
+    ms_real_wait_end(&w);
     if (status != MPI_STATUS_IGNORE) *status = st;
 }
 
@@ -930,6 +939,21 @@ static int take_probed(MPI_Message m, probed_msg *out)
     return 0;
 }
 
+/* The message the model found is in the real MPI (its sender posted it before reporting): take
+ * it with the real matched probe, waiting until the real MPI sees it. */
+static void real_improbe(const ms_msg_result *res, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    int flag = 0;
+    ms_real_wait w = {0};
+    ms_post_deferred();   /* receives matched to earlier messages of that source and tag first */
+    for (;;) {
+        PMPI_Improbe(res->source, res->tag, comm, &flag, message, status);
+        if (flag) break;
+        ms_real_wait_step(&w, NULL);
+    }
+    ms_real_wait_end(&w);
+}
+
 /* Matched probes: the model finds the message; the real matched probe then takes exactly that
  * (source, tag), first in its FIFO as in the model's. Mrecv is a receive of that source and tag. */
 int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
@@ -937,14 +961,7 @@ int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_St
     if (source == MPI_PROC_NULL) return PMPI_Mprobe(source, tag, comm, message, status);
     ms_msg_result res;
     ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 1, &res, MS_FN_MPI_Mprobe);
-    int flag = 0;
-    for (unsigned spins = 0; !flag; spins++) {
-        PMPI_Improbe(res.source, res.tag, comm, &flag, message, status);
-        if (!flag) {
-            ms_progress();
-            if (spins > 64) usleep(50);
-        }
-    }
+    real_improbe(&res, comm, message, status);
     remember_probed(*message, res.source, res.tag, comm);
     return MPI_SUCCESS;
 }
@@ -956,14 +973,7 @@ int ms_h_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mes
     ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 0, &res, MS_FN_MPI_Improbe);
     *flag = res.completed;
     if (!res.completed) return MPI_SUCCESS;
-    int f = 0;
-    for (unsigned spins = 0; !f; spins++) {
-        PMPI_Improbe(res.source, res.tag, comm, &f, message, status);
-        if (!f) {
-            ms_progress();
-            if (spins > 64) usleep(50);
-        }
-    }
+    real_improbe(&res, comm, message, status);
     remember_probed(*message, res.source, res.tag, comm);
     return MPI_SUCCESS;
 }

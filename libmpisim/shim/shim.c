@@ -77,12 +77,14 @@ typedef struct ms_state {
     size_t table_cap, table_used;
     ms_rq *free_rqs;
     ms_rq *deferred_head, *deferred_tail;
+    int resolve_pending;         /* a RESOLVE came: held-back receives may be postable */
     ms_rq **detached;
     size_t detached_n, detached_cap;
     /* communicators */
     int comm_keyval;
     MPI_Comm progress_comm;      /* private: Iprobe on it only drives progress */
     ms_fn_id blocked_fn;
+    ms_fn_id cur_fn;             /* the MPI call being handled (stall reports) */
     /* capture */
     int trace_fd;                /* -1: not tracing */
     char *tr;
@@ -736,6 +738,7 @@ void ms_enter(ms_fn_id fn, void *callsite)
             S.extra_compute_ps = 0;
         }
         S.call_start_ps = S.clock_ps;
+        S.cur_fn = fn;
         S.calls++;
         S.call_bytes = 0;
         int skip = 0;
@@ -825,9 +828,9 @@ static void flush_out(void)
     S.out_len = 0;
 }
 
-static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+/* To the server only: what the trace has no use for (stall notices). */
+static void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
-    trace_put(type, a, alen, b, blen);
     if (!S.server) return;
     ms_msg_header h = {type, (uint32_t)(alen + blen)};
     out_reserve(sizeof h + alen + blen);
@@ -838,6 +841,12 @@ static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, si
     if (blen) memcpy(S.out + S.out_len, b, blen);
     S.out_len += blen;
     if (S.out_len > (1u << 20)) flush_out();
+}
+
+static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    trace_put(type, a, alen, b, blen);
+    wire_put(type, a, alen, b, blen);
 }
 
 static ms_rq *find_by_id(uint64_t id);
@@ -907,6 +916,10 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
             r->resolved = 1;
             r->src = rv.source;
             r->tag = rv.tag;
+        }
+        if (r) {
+            r->matched = 1;
+            S.resolve_pending = 1;   /* the waiting loop posts it: a peer's real send may wait for it */
         }
         break;
     }
@@ -985,6 +998,9 @@ static void await_resume(ms_fn_id fn)
     S.blocked_fn = fn;
     for (unsigned spins = 0; !S.resume_ready; spins++) {
         service_server(backoff_ms(spins));
+        /* a receive the model matched goes to the real MPI now: its sender may already sit in
+         * its real send, which the model has completed, holding the horizon (issue 11) */
+        if (S.resolve_pending) ms_post_deferred();
         if (!S.resume_ready) ms_progress();
     }
     S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
@@ -1082,10 +1098,13 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
             if (S.results[i].cancelled) {
                 reqs[i]->model_cancelled = 1;
                 reqs[i]->resolved = 1;   /* decided: it no longer holds later receives back */
-            } else if (reqs[i]->kind == MS_RQ_RECV && !reqs[i]->resolved) {
-                reqs[i]->resolved = 1;
-                reqs[i]->src = S.results[i].source;
-                reqs[i]->tag = S.results[i].tag;
+            } else if (reqs[i]->kind == MS_RQ_RECV) {
+                reqs[i]->matched = 1;
+                if (!reqs[i]->resolved) {
+                    reqs[i]->resolved = 1;
+                    reqs[i]->src = S.results[i].source;
+                    reqs[i]->tag = S.results[i].tag;
+                }
             }
         }
     }
@@ -1129,16 +1148,70 @@ int ms_real_complete(ms_rq *r)
 {
     if (r->real_done || !r->real_posted) return MPI_SUCCESS;
     int flag = 0;
-    for (unsigned spins = 0;; spins++) {
+    ms_real_wait w = {0};
+    for (;;) {
         int rc = PMPI_Test(&r->real, &flag, &r->status);
-        if (rc != MPI_SUCCESS) return rc;
+        if (rc != MPI_SUCCESS) {
+            ms_real_wait_end(&w);
+            return rc;
+        }
         if (flag) break;
-        /* the server may push decisions (wildcard senders) that a peer's transfer needs */
-        service_server(backoff_ms(spins));
-        ms_post_deferred();
+        ms_real_wait_step(&w, r);
     }
+    ms_real_wait_end(&w);
     r->real_done = 1;
     return MPI_SUCCESS;
+}
+
+/* What a stalled wait tells the server: the call, the peer and tag, the call site. */
+static void stall_text(const ms_rq *r, char *out, size_t len)
+{
+    char where[MS_SITE_TEXT], what[160];
+    cs_text(S.cur_pcs, S.cur_npcs, where, sizeof where);
+    if (!r)
+        snprintf(what, sizeof what, "a request mpisim does not time");
+    else if (r->kind == MS_RQ_SEND)
+        snprintf(what, sizeof what, "its send to rank %d tag %d (request %llu)", r->src, r->tag,
+                 (unsigned long long)r->id);
+    else if (r->kind == MS_RQ_RECV)
+        snprintf(what, sizeof what, "its receive from rank %d tag %d (request %llu)", r->src, r->tag,
+                 (unsigned long long)r->id);
+    else
+        snprintf(what, sizeof what, "its collective (request %llu)", (unsigned long long)r->id);
+    snprintf(out, len, "%s waits in the real MPI for %s; %s called from %s", ms_fn_names[S.cur_fn], what,
+             ms_fn_names[S.cur_fn], where);
+}
+
+void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
+{
+    unsigned spins = w->spins++;
+    if (S.server) service_server(backoff_ms(spins));
+    else if (spins > 64) usleep(50);
+    if (S.resolve_pending) ms_post_deferred();
+    ms_progress();
+    if (!S.server || S.params.stall_timeout_ps <= 0 || w->stalled || (spins & 63)) return;
+    int64_t now = mono_ns();
+    if (spins == 0) {
+        w->since_ns = now;
+    } else if ((now - w->since_ns) * 1000 >= S.params.stall_timeout_ps) {
+        /* nothing completed for shim.stall_timeout: the server decides whether the job is stuck */
+        ms_msg_text t;
+        memset(&t, 0, sizeof t);
+        stall_text(r, t.text, sizeof t.text);
+        wire_put(MS_MSG_STALL, &t, sizeof t, NULL, 0);
+        flush_out();
+        w->stalled = 1;
+    }
+}
+
+void ms_real_wait_end(ms_real_wait *w)
+{
+    if (!w->stalled) return;
+    ms_msg_text t;   /* empty: it moves again */
+    memset(&t, 0, sizeof t);
+    wire_put(MS_MSG_STALL, &t, sizeof t, NULL, 0);
+    flush_out();
+    w->stalled = 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1155,6 +1228,7 @@ void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode,
     m.tag = tag;
     m.mode = mode;
     m.fn = (int32_t)fn;
+    m.buf = (uint64_t)(uintptr_t)r->buf;
     S.call_bytes += bytes;
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
@@ -1169,6 +1243,8 @@ void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id 
     m.src = src;
     m.tag = tag;
     m.fn = (int32_t)fn;
+    m.flags = r->notify ? MS_IRECV_NOTIFY : 0;
+    m.buf = (uint64_t)(uintptr_t)r->buf;
     S.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }
@@ -1328,10 +1404,13 @@ void ms_defer_recv(ms_rq *r)
     S.deferred_tail = r;
 }
 
-int ms_recv_has_unresolved_before(uint64_t comm_id)
+int ms_recv_must_defer(uint64_t comm_id, int src, int tag)
 {
-    for (ms_rq *r = S.deferred_head; r; r = r->next_deferred)
-        if (r->comm_id == comm_id) return 1;
+    if (S.resolve_pending) ms_post_deferred();
+    for (ms_rq *q = S.deferred_head; q; q = q->next_deferred)
+        if (q->comm_id == comm_id && !q->model_cancelled && (q->src == MPI_ANY_SOURCE || q->src == src) &&
+            (q->tag == MPI_ANY_TAG || q->tag == tag))
+            return 1;
     return 0;
 }
 
@@ -1411,16 +1490,16 @@ int ms_post_real_recv(ms_rq *r)
 
 void ms_post_deferred(void)
 {
+    S.resolve_pending = 0;
     ms_rq *prev = NULL;
     for (ms_rq *r = S.deferred_head; r;) {
         ms_rq *next = r->next_deferred;
-        /* a receive may go once its source is known and no earlier receive on its communicator
-         * is still undecided; one the model has completed may always go (an undecided earlier
-         * wildcard can only match later messages) */
-        int blocked = 0;
-        for (ms_rq *q = S.deferred_head; q != r; q = q->next_deferred)
-            if (q->comm_id == r->comm_id && !q->resolved) blocked = 1;
-        if (r->model_cancelled || (r->resolved && (!blocked || r->model_done))) {
+        /* A receive goes once the model has matched it, in posting order. An earlier receive
+         * still unmatched cannot want the same message: it was posted first, so the model would
+         * have given it that message (or an earlier one of the same source and tag) first. An
+         * earlier one matched to the same source and tag goes first, in this same pass. So the
+         * real MPI, matching per (source, tag) in posting order, takes what the model took. */
+        if (r->model_cancelled || r->matched || r->model_done) {
             /* a receive the model took back is never posted */
             if (!r->model_cancelled) {
                 int rc = ms_post_real_recv(r);
@@ -1588,8 +1667,17 @@ static void untimed_begin(ms_fn_id fn)
     S.unmodelled_calls++;
     ms_msg_text t;
     memset(&t, 0, sizeof t);
-    snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]);
-    put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
+    /* the name, then where it was called from (a stall report names it: the rank cannot answer
+     * while it is inside the real call); the text of the last site is kept, loops repeat it */
+    static uint64_t last_pc;
+    static char last_site[MS_SITE_TEXT];
+    if (S.cur_pcs[0] != last_pc || !last_site[0]) {
+        cs_text(S.cur_pcs, S.cur_npcs, last_site, sizeof last_site);
+        last_pc = S.cur_pcs[0];
+    }
+    size_t n = (size_t)snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]) + 1;
+    n += (size_t)snprintf(t.text + n, sizeof t.text - n, "%s", last_site) + 1;
+    put_msg(MS_MSG_UNMODELLED, &t, n < sizeof t.text ? n : sizeof t.text, NULL, 0);
     /* the server stops waiting for this rank's clock while it is in the real call */
     flush_out();
 }
@@ -1864,10 +1952,9 @@ int MPI_Finalize(void)
         ms_progress();
     }
     /* sends the program saw complete early still have to reach their receivers */
-    for (unsigned spins = 0; S.detached_n; spins++) {
-        ms_progress();
-        if (S.detached_n && spins > 64) usleep(200);
-    }
+    ms_real_wait w = {0};
+    while (S.detached_n) ms_real_wait_step(&w, S.detached[0]);
+    ms_real_wait_end(&w);
     S.active = 0;
     S.depth--;
     if (S.fd >= 0) close(S.fd);

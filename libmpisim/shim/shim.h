@@ -36,8 +36,10 @@ typedef struct ms_rq {
     int real_posted;             /* the real operation has been started */
     int real_done;               /* the real operation has completed */
     int user_is_grequest;        /* `user` is a generalized request standing in for `real` */
-    int deferred;                /* receive waiting for its source/tag to be decided */
-    int resolved;                /* model told us the source/tag (wildcards) */
+    int deferred;                /* receive held back from the real MPI (docs/architecture.md) */
+    int resolved;                /* src/tag are known (named by the program, or decided by the model) */
+    int matched;                 /* the model has matched this receive: its real one may be posted */
+    int notify;                  /* the model was asked to say when it matches (MS_IRECV_NOTIFY) */
     int model_done;              /* model said complete */
     int detached_copy;           /* send from the shim's copy: user sees completion early */
     int cancel_sent;             /* MPI_Cancel reported to the model */
@@ -47,7 +49,7 @@ typedef struct ms_rq {
     void *buf;
     int count;
     MPI_Datatype dtype;
-    int src, tag;
+    int src, tag;                /* a receive's source and tag; a send's destination and tag */
     MPI_Comm comm;
     uint64_t comm_id;
     MPI_Status status;
@@ -118,11 +120,26 @@ void ms_model_wait_sync(ms_rq *r, ms_fn_id fn);
 void ms_block_probe(MPI_Comm comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn);
 
 /* Real-MPI side. */
-void ms_post_deferred(void);            /* post every deferred receive whose turn has come */
+void ms_post_deferred(void);            /* post every held-back receive the model has matched */
 int ms_real_complete(ms_rq *r);         /* finish the real operation, keeping the server served */
 void ms_progress(void);                 /* drive the real MPI's progress once */
-int ms_recv_has_unresolved_before(uint64_t comm_id);
+/* Must a receive of (src, tag) on comm be held back from the real MPI? Yes when an earlier
+ * held-back receive on comm could take the same message (the real MPI would match in posting
+ * order what the model may match otherwise). */
+int ms_recv_must_defer(uint64_t comm_id, int src, int tag);
 void ms_defer_recv(ms_rq *r);
+/* Every loop that waits for the real MPI calls ms_real_wait_step once per round: it reads the
+ * server (decisions that release held-back receives a peer's transfer may need, an abort), posts
+ * the receives they release, drives the real MPI, and keeps the stall watchdog
+ * (shim.stall_timeout): a wait that sees nothing complete for that long tells the server where it
+ * is (call, peer, tag, call site). Zero the state before the loop; call ms_real_wait_end after. */
+typedef struct ms_real_wait {
+    unsigned spins;
+    int64_t since_ns;
+    int stalled;
+} ms_real_wait;
+void ms_real_wait_step(ms_real_wait *w, const ms_rq *r);
+void ms_real_wait_end(ms_real_wait *w);
 void ms_detach_send(ms_rq *r);          /* the program is done with it; the shim completes it */
 
 /* Fatal errors inside the program: one line on stderr, then abort the MPI job. */

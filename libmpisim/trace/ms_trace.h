@@ -42,6 +42,9 @@ typedef enum {
 /* WAIT flags */
 #define MS_TRACE_FLAG_SYNC 1      /* the members of the collective left together (communicator creation) */
 #define MS_TRACE_FLAG_UNTIMED 2   /* back from an untimed call */
+/* IRECV flags */
+#define MS_TRACE_FLAG_NOTIFY 1    /* held back from the real MPI behind an undecided wildcard: the model
+                                   * resolved it when it matched it (replay asks the same) */
 
 /* One record of a rank; `kind` is an ms_trace_kind. Fields a kind does not use are 0 (the
  * matched_* and complete_ps "unknown" markers excepted). Meaning per kind: replay/README.md. */
@@ -57,13 +60,14 @@ typedef struct ms_trace_event {
     uint64_t comm;           /* communicator id (0 world, 1 self) */
     uint64_t bytes;          /* message/collective bytes; RESOLVE: bytes; FINALIZE: calls */
     uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
-    uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program */
+    uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program; ISEND, IRECV: the
+                              * user's buffer address (0 unknown), for the host model's registration cache */
     int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
     int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: list_off = index in /comms */
     int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
     int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
-    int32_t flags;           /* WAIT flags (MS_WAIT_FLAG_SYNC) */
+    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED); IRECV: MS_TRACE_FLAG_NOTIFY */
     int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
     int32_t matched_tag;     /* same, its tag */
     int32_t pad;

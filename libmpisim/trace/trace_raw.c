@@ -35,6 +35,7 @@ _Static_assert((int)MS_TRACE_CALL == (int)MS_MSG_TR_CALL && (int)MS_TRACE_EXIT =
                    (int)MS_TRACE_PCONTROL == (int)MS_MSG_TR_PCONTROL, "trace-only record kinds");
 _Static_assert(MS_TRACE_FLAG_SYNC == MS_WAIT_FLAG_SYNC && MS_TRACE_FLAG_UNTIMED == MS_WAIT_FLAG_UNTIMED,
                "wait flags");
+_Static_assert(MS_TRACE_FLAG_NOTIFY == MS_IRECV_NOTIFY, "receive flags");
 _Static_assert(sizeof(ms_trace_result) == sizeof(ms_msg_result), "a recorded result is a wire result");
 
 int ms_trace_fail(char *err, size_t len, const char *fmt, ...)
@@ -308,13 +309,15 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
             e->peer = m.dst; e->tag = m.tag; e->mode = m.mode; e->fn = m.fn;
+            e->callsite = m.buf;   /* the user's buffer (host model's registration cache) */
             break;
         }
         case MS_MSG_IRECV: {
             ms_msg_irecv m;
             memcpy(&m, p, sizeof m);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
-            e->peer = m.src; e->tag = m.tag; e->fn = m.fn;
+            e->peer = m.src; e->tag = m.tag; e->fn = m.fn; e->flags = m.flags & MS_IRECV_NOTIFY;
+            e->callsite = m.buf;   /* as for ISEND */
             break;
         }
         case MS_MSG_CANCEL:

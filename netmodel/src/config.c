@@ -79,6 +79,10 @@ static const nm_key_def nm_network_keys[] = {
      "seed of any pseudo-random choice in the network model", NULL, 0},
     {"network.link_rate", NM_KEY_DOUBLE, "b/s", "1.28e9", "seed 000 Table 2 (Link Data Rate)",
      "data rate of every link unless the topology says otherwise", NULL, NM_KEY_POSITIVE},
+    {"network.host_link_rate", NM_KEY_DOUBLE, "b/s", "0", "0: network.link_rate (seed 000 Table 2)",
+     "data rate of the links between hosts and switches (unless the topology says otherwise): the rate at "
+     "which a NIC streams a packet into the network; with wormhole routing it paces the packet's whole path "
+     "(seed 000 sec 2: the traffic source's speed stands for the host's I/O bus and NIC)", NULL, NM_KEY_NONNEG},
     {"network.link_length", NM_KEY_DOUBLE, "m", "10", "seed 000 Table 2 (Length of Link)",
      "cable length of every link unless the topology says otherwise", NULL, NM_KEY_NONNEG},
     {"network.propagation_velocity", NM_KEY_DOUBLE, "m/s", "1.8e8",
@@ -128,6 +132,7 @@ typedef struct nm_entry {
 struct nm_config {
     nm_entry *e;
     size_t n, cap;
+    char skip[128];             /* "|a|b|": sections of other layers a profile may hold, not read here */
 };
 
 /* ---- units ---------------------------------------------------------------------------- */
@@ -480,6 +485,13 @@ fail:
     return -1;
 }
 
+int nm_config_skip_sections(nm_config *cfg, const char *sections)
+{
+    if (!cfg || !sections || strlen(sections) + 3 > sizeof cfg->skip) return -1;
+    snprintf(cfg->skip, sizeof cfg->skip, "|%s|", sections);
+    return 0;
+}
+
 nm_config *nm_config_create(void)
 {
     nm_config *cfg = calloc(1, sizeof *cfg);
@@ -656,6 +668,8 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (is_include) return 1;
+    char sec[80];
+    if (snprintf(sec, sizeof sec, "|%s|", section) < (int)sizeof sec && strstr(L->cfg->skip, sec)) return 1;
     char full[256];
     if (!*section) snprintf(full, sizeof full, "%s", name);
     else snprintf(full, sizeof full, "%s.%s", section, name);

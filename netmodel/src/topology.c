@@ -118,6 +118,10 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
         nm_set_err(err, errlen, "port %s:%d is already connected", node_name(t, busy_kind, busy_id), busy_port);
         return -1;
     }
+    /* a NIC's link runs at the rate its NIC streams packets, when a profile says so */
+    if (rate_bps <= 0 && cfg && (a_kind == NM_NODE_HOST || b_kind == NM_NODE_HOST) &&
+        nm_config_has(cfg, "network.host_link_rate"))
+        rate_bps = nm_config_double(cfg, "network.host_link_rate");
     if (rate_bps <= 0) rate_bps = cfg ? nm_config_double(cfg, "network.link_rate") : 1.28e9;
     if (length_m < 0) length_m = cfg ? nm_config_double(cfg, "network.link_length") : 10.0;
     if (velocity_mps <= 0) velocity_mps = cfg ? nm_config_double(cfg, "network.propagation_velocity") : 1.8e8;

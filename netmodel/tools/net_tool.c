@@ -206,6 +206,8 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     if (measure <= 0) { fprintf(errout, "%s: --measure must be positive\n", prog); rc = 2; goto done; }
 
     cfg = nm_config_create();
+    /* a full mpisim profile also describes the MPI layer and the hosts: not this tool's part */
+    if (cfg) nm_config_skip_sections(cfg, "mpi|host|shim");
     if (!cfg || nm_myrinet_register_keys(cfg, err, sizeof err) != 0) {
         fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
         goto done;

@@ -161,13 +161,14 @@ bool play_rank(const std::string &endpoint, const std::string &secret, const ms_
             clock += e->compute_ps > 0 ? e->compute_ps : 0;
             break;
         case MS_TRACE_ISEND: {
-            ms_msg_isend m = {clock, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn};
+            ms_msg_isend m = {clock, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn, e->callsite};
             ok = send_msg(fd, MS_MSG_ISEND, &m, sizeof m);
             clock += w.isend_cost_base_ps + w.isend_cost_per_byte_ps * (int64_t)e->bytes;
             break;
         }
         case MS_TRACE_IRECV: {
-            ms_msg_irecv m = {clock, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0};
+            ms_msg_irecv m = {clock, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn,
+                              e->flags & MS_TRACE_FLAG_NOTIFY ? MS_IRECV_NOTIFY : 0, e->callsite};
             ok = send_msg(fd, MS_MSG_IRECV, &m, sizeof m);
             clock += w.irecv_cost_base_ps + w.irecv_cost_per_byte_ps * (int64_t)e->bytes;
             break;
@@ -347,6 +348,44 @@ ms_trace *mixed_trace()
     return synth_finish(s);
 }
 
+// Three ranks under the host model's registration cache: rank 0 posts wildcard receives and,
+// behind them, receives naming a sender that the shim holds back from the real MPI (NOTIFY: the
+// model resolves them when it matches them), every buffer with its address (a reused buffer hits
+// the cache, a new one registers). Rendezvous sizes, so that registration costs time.
+ms_trace *held_trace()
+{
+    synth *s = synth_new(3);
+    const uint64_t W = MS_COMM_WORLD, n = 40000;
+    for (int round = 0; round < 3; round++) {
+        const uint64_t base = 0x7f0000000000ull + (uint64_t)round * 0x100000;   // round 1 reuses round 0's
+        const uint64_t off = round == 1 ? 0 : base;
+        synth_call(s, 0, SY_WAITALL, 200000);
+        uint64_t q[4];
+        q[0] = synth_irecv(s, 0, MS_ANY_SOURCE, 5, n, W);
+        synth_post_details(s, 0, off + 0x10000, 0);
+        q[1] = synth_irecv(s, 0, 1, 5, n, W);
+        synth_post_details(s, 0, off + 0x20000, MS_TRACE_FLAG_NOTIFY);
+        q[2] = synth_irecv(s, 0, 2, MS_ANY_TAG, n, W);
+        synth_post_details(s, 0, off + 0x30000, 0);
+        q[3] = synth_irecv(s, 0, 2, 5, n, W);
+        synth_post_details(s, 0, off + 0x40000, MS_TRACE_FLAG_NOTIFY);
+        synth_wait(s, 0, MS_WAIT_ALL, 4, q, 0);
+        synth_exit(s, 0, SY_WAITALL);
+        for (int r = 1; r < 3; r++) {
+            synth_call(s, r, SY_WAITALL, 100000 * (uint64_t)r);
+            uint64_t p[2];
+            for (int k = 0; k < 2; k++) {
+                p[k] = synth_isend(s, r, 0, 5, n, W);
+                synth_post_details(s, r, 0x7e0000000000ull + (uint64_t)(0x10000 * k), 0);   // the same two each round
+            }
+            synth_wait(s, r, MS_WAIT_ALL, 2, p, 0);
+            synth_exit(s, r, SY_WAITALL);
+        }
+    }
+    for (int r = 0; r < 3; r++) synth_finalize(s, r);
+    return synth_finish(s);
+}
+
 }  // namespace
 
 TEST(OnlineEqualsOffline, PingPong)
@@ -374,6 +413,32 @@ TEST(OnlineEqualsOffline, MixedCalls)
 {
     ms_trace *t = mixed_trace();
     expect_same_calls(t, {}, 60);
+    ms_trace_free(t);
+}
+
+// Receives held back behind wildcards (NOTIFY) and buffer addresses: both are event fields the
+// server decodes from the wire and replay takes from the trace; dropping either on one side
+// changes the call log (the addresses, the flag) and the resolutions (a NOTIFY receive's).
+TEST(OnlineEqualsOffline, HeldBackReceivesAndBuffers)
+{
+    ms_trace *t = held_trace();
+    const std::vector<std::string> host = {"host.reg_cost=2 us", "host.reg_cost_per_page=990000",
+                                           "host.reg_cache=131072"};
+    expect_same_calls(t, host, 40);
+    // the held-back receives are resolved (online as offline, compared above), and the addresses
+    // reach the model: without them every buffer is taken as reused (a cache hit), with them the
+    // new buffers of rounds 0 and 2 register, which takes time
+    nm_config *cfg = config_for(t, host);
+    ms_replay_result with, without;
+    CallLog off = offline(t, cfg, &with);
+    EXPECT_EQ(off.resolves[0].size(), 12u) << "6 wildcards and 6 held-back receives";
+    for (int r = 0; r < t->nranks; r++)
+        for (size_t k = 0; k < t->ranks[r].nev; k++) t->ranks[r].ev[k].callsite = 0;
+    offline(t, cfg, &without);
+    EXPECT_LT(without.ranks[0].virtual_end_ps, with.ranks[0].virtual_end_ps) << "unknown buffers count as reused";
+    ms_replay_result_free(&with);
+    ms_replay_result_free(&without);
+    nm_config_destroy(cfg);
     ms_trace_free(t);
 }
 
@@ -440,6 +505,18 @@ ms_driver_event wait_on(int64_t t, const uint64_t *q, size_t n, int flags = 0)
     e.list = q;
     e.nlist = n;
     e.flags = flags;
+    return e;
+}
+
+// A send or receive (kind), or a clock event (MS_EV_CLOCK: only t).
+ms_driver_event event(int kind, int64_t t, uint64_t req = 0, int peer = 0, uint64_t bytes = 0)
+{
+    ms_driver_event e{};
+    e.kind = kind;
+    e.t = t;
+    e.req = req;
+    e.peer = peer;
+    e.bytes = bytes;
     return e;
 }
 
@@ -548,16 +625,8 @@ TEST(Driver, LenientWaitsLeaveOutWhatTheModelAlreadyCompleted)
         ms_driver_set_lenient_waits(x.d, lenient);
         ms_driver_connect(x.d, 0);
         ms_driver_connect(x.d, 1);
-        ms_driver_event s{};
-        s.kind = MS_EV_ISEND;
-        s.req = 1;
-        s.peer = 1;
-        s.bytes = 8;
-        x.apply(0, s);
-        ms_driver_event r = s;
-        r.kind = MS_EV_IRECV;
-        r.peer = 0;
-        x.apply(1, r);
+        x.apply(0, event(MS_EV_ISEND, 0, 1, 1, 8));
+        x.apply(1, event(MS_EV_IRECV, 0, 1, 0, 8));
         uint64_t q = 1;
         x.apply(0, wait_on(0, &q, 1));
         x.apply(1, wait_on(0, &q, 1));
@@ -580,4 +649,74 @@ TEST(Driver, LenientWaitsLeaveOutWhatTheModelAlreadyCompleted)
         if (lenient) EXPECT_EQ(rc, 0) << err;
         else EXPECT_NE(strstr(err, "the model refused a wait"), nullptr) << err;
     }
+}
+
+// The stall watchdog goes through the driver's stall test: ranks that wait in the real MPI (they
+// say so) or sit in an untimed call stop the run only when every other rank waits in the model or
+// has ended and the model cannot move; a stalled rank that moves again clears it.
+TEST(Driver, StallWatchdogStopsOnlyWhenNothingCanMove)
+{
+    Drv x(3);
+    static const char *const names[] = {"MPI_Recv"};
+    ms_driver_set_fn_names(x.d, names, 1);
+    for (int r = 0; r < 3; r++) ms_driver_connect(x.d, r);
+    // rank 0 waits in the model for a message of rank 1, which never sends it
+    x.apply(0, event(MS_EV_IRECV, 10, 7, 1, 8));
+    uint64_t q = 7;
+    ms_driver_event w = wait_on(10, &q, 1);
+    w.fn = 0;
+    x.apply(0, w);
+    x.apply(1, event(MS_EV_CLOCK, 20));
+    x.apply(2, event(MS_EV_CLOCK, 20));
+    EXPECT_EQ(x.advance(), 0) << "ranks 1 and 2 compute";
+    ms_driver_rank_stalled(x.d, 1, "MPI_Send waits in the real MPI for its send to rank 2 tag 3");
+    EXPECT_EQ(x.advance(), 0) << "rank 2 still computes";
+    EXPECT_EQ(ms_driver_stuck(x.d), 0);
+    ms_driver_event u{};
+    u.kind = MS_EV_UNTIMED;
+    x.apply(2, u);
+    EXPECT_EQ(x.advance(), 0) << "rank 2 is inside an untimed call, not yet for the stall timeout";
+    ms_driver_rank_stalled(x.d, 2, "inside the untimed call MPI_Win_fence for 60 s");
+    EXPECT_EQ(x.advance(), 1) << "every rank stalled or waiting in the model";
+    char text[4096];
+    EXPECT_EQ(ms_driver_describe_stall(x.d, text, sizeof text, nullptr, nullptr), 3) << text;
+    EXPECT_NE(strstr(text, "stall: ranks wait inside the real MPI"), nullptr) << text;
+    EXPECT_NE(strstr(text, "rank 0 at 0.000010 us in MPI_Recv"), nullptr) << text;
+    EXPECT_NE(strstr(text, "rank 1 at 0.000020 us: MPI_Send waits in the real MPI"), nullptr) << text;
+    EXPECT_NE(strstr(text, "rank 2 at 0.000020 us: inside the untimed call MPI_Win_fence"), nullptr) << text;
+    // rank 2 comes back from its untimed call: the job moves again
+    x.apply(2, wait_on(30, nullptr, 0, MS_EV_FLAG_REJOIN));
+    EXPECT_EQ(ms_driver_stuck(x.d), 0);
+    EXPECT_EQ(x.advance(), 0);
+    // rank 2 ends; rank 1 says it moves again, then is stalled anew
+    x.apply(2, event(MS_EV_FINALIZE, 40));
+    ms_driver_rank_stalled(x.d, 1, "");
+    EXPECT_EQ(x.advance(), 0);
+    ms_driver_rank_stalled(x.d, 1, "MPI_Send waits in the real MPI for its send to rank 2 tag 3");
+    EXPECT_EQ(x.advance(), 1);
+    // a rank that ended while stalled in MPI_Finalize (its detached sends) counts too; any event
+    // of a stalled rank clears its stall
+    ms_driver_rank_stalled(x.d, 2, "MPI_Finalize waits in the real MPI for its send to rank 1 tag 4");
+    x.apply(1, event(MS_EV_CLOCK, 50));
+    EXPECT_EQ(ms_driver_stuck(x.d), 0) << "rank 1 moved";
+}
+
+// A model that still has work below the horizon a stalled rank holds is not stuck: the watchdog
+// waits for the model to run first.
+TEST(Driver, StallWaitsForTheModel)
+{
+    Drv x(2);
+    ms_driver_connect(x.d, 0);
+    ms_driver_connect(x.d, 1);
+    x.apply(0, event(MS_EV_ISEND, 0, 1, 1, 8));
+    x.apply(1, event(MS_EV_IRECV, 0, 1, 0, 8));
+    uint64_t q = 1;
+    x.apply(1, wait_on(0, &q, 1));
+    x.apply(0, event(MS_EV_CLOCK, 1000000000));   // rank 0 far ahead: the message arrives below its clock
+    ms_driver_rank_stalled(x.d, 0, "MPI_Wait waits in the real MPI for a request mpisim does not time");
+    EXPECT_TRUE(ms_model_next_time(ms_driver_model(x.d)) < ms_driver_clock(x.d, 0));
+    EXPECT_EQ(ms_driver_stuck(x.d), 0) << "the model can still deliver the message";
+    EXPECT_EQ(x.advance(), 0) << "the model ran, rank 1 is resumed and runs";
+    ASSERT_EQ(x.resumes.size(), 1u);
+    EXPECT_EQ(x.resumes[0].first, 1);
 }

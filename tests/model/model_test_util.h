@@ -45,6 +45,8 @@ struct Op {
     ms_coll_args cargs{};
     std::vector<uint64_t> counts;
     int blocking = 1;
+    int notify = 0;      // IRECV: ms_model_irecv_notify (the shim held it back)
+    uint64_t buf = 0;    // ISEND/IRECV: the user buffer's address (ms_model_buffer), 0 none
     int64_t ps = 0;
 };
 
@@ -116,7 +118,21 @@ struct Sim {
         cfg = nm_config_create();
         EXPECT_NE(cfg, nullptr);
         EXPECT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0) << err;
-        for (auto &s : sets) EXPECT_EQ(nm_config_set(cfg, s.c_str(), "--set", err, sizeof err), 0) << err;
+        // "@name" loads the profile configs/name.ini (first); the others are --set assignments
+        bool profile = false;
+        for (auto &s : sets) {
+            if (s[0] != '@') continue;
+            EXPECT_EQ(nm_config_load_profile(cfg, s.c_str() + 1, MPISIM_SOURCE_PROFILE_DIR, err, sizeof err), 0) << err;
+            profile = true;
+        }
+        for (auto &s : sets) {
+            if (s[0] == '@') continue;
+            EXPECT_EQ(nm_config_set(cfg, s.c_str(), "--set", err, sizeof err), 0) << err;
+        }
+        if (topo_spec.empty() && profile) {   // the profile's topology, "auto" sized for the nodes' ports
+            std::string t = nm_config_string(cfg, "network.topology");
+            topo_spec = t == "auto" ? "auto:" + std::to_string(ms_host_topology_hosts(cfg, nranks)) : t;
+        }
         if (topo_spec.empty()) topo_spec = "crossbar:" + std::to_string(nranks < 2 ? 2 : nranks);
         topo = nm_topology_load(topo_spec.c_str(), cfg, err, sizeof err);
         EXPECT_NE(topo, nullptr) << err;
@@ -172,10 +188,13 @@ struct Sim {
         switch (o.kind) {
         case Op::ISEND:
             rc = ms_model_isend(m, r, clock[r], o.req, o.comm, o.peer, o.tag, o.bytes, o.mode, err, sizeof err);
+            if (rc == 0 && o.buf) rc = ms_model_buffer(m, r, o.req, o.buf);
             clock[r] += ms_model_isend_cost(m, o.bytes);
             break;
         case Op::IRECV:
             rc = ms_model_irecv(m, r, clock[r], o.req, o.comm, o.peer, o.tag, o.bytes, err, sizeof err);
+            if (rc == 0 && o.notify) rc = ms_model_irecv_notify(m, r, o.req);
+            if (rc == 0 && o.buf) rc = ms_model_buffer(m, r, o.req, o.buf);
             clock[r] += ms_model_irecv_cost(m, o.bytes);
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;

@@ -123,7 +123,8 @@ TEST(ModelHost, RanksPerNodeAndIntraNodePath)
     s.prog[2] = {irecv(1, 0, 0, 1000), wait({1})};
     s.run();
     EXPECT_EQ(s.log[1].back().t, 400000 + 500000 + 1000 * 1000 + 400000);   // 1000 MB/s: 1000 ps/B
-    EXPECT_EQ(s.log[2].back().t, 2 * 400000 + lat(1000) + 400000);
+    // the sender copied the first message itself (1 us) before it could start the second
+    EXPECT_EQ(s.log[2].back().t, 2 * 400000 + 1000 * 1000 + lat(1000) + 400000);
 }
 
 // Send modes: buffered pays its extra overhead; synchronous as rendezvous at every size.
@@ -142,4 +143,156 @@ TEST(ModelHost, SendModeCosts)
     int64_t sync_eager = pingpong_half(MS_SEND_SYNC, {});
     int64_t sync_rndv = pingpong_half(MS_SEND_SYNC, {"host.sync_protocol=rendezvous"});
     EXPECT_GT(sync_rndv, sync_eager + 2 * lat(0));
+}
+
+// Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
+// default profile (seed 000's character-level Myrinet), model only; and on seed 003's cluster
+// (two ports, a shared PCI-X bus) both-way is the bus's 690 MB/s (seed 003 sec 5.2), one way 440.
+TEST(ModelHost, BothWayOnTheProfiles)
+{
+    const uint64_t B = 1 << 20;
+    const int K = 4;
+    int64_t one = stream(false, K, B, 0, {"@default"}), two = stream(true, K, B, 0, {"@default"});
+    double ratio = 2.0 * (double)one / (double)two;
+    EXPECT_GE(ratio, 1.9) << "default profile: one-way " << one << " ps, both-way " << two << " ps";
+    std::vector<std::string> e3 = {"@seed003-ecard"};
+    one = stream(false, K, B, 0, e3);
+    two = stream(true, K, B, 0, e3);
+    double uni_mbs = (double)K * B / (double)one * 1e6, both_mbs = 2.0 * K * B / (double)two * 1e6;
+    std::printf("default profile: both-way %.2fx one-way; seed003-ecard: %.1f MB/s one way, %.1f both ways\n", ratio,
+                uni_mbs, both_mbs);
+    EXPECT_NEAR(uni_mbs, 440, 44) << "seed 003 sec 5.2: 440 MB/s one way";
+    EXPECT_NEAR(both_mbs, 690, 69) << "seed 003 sec 5.2: 690 MB/s both ways";
+}
+
+// PingPing (both ranks send at once, then receive) at the rendezvous threshold takes about as
+// long as one PingPong half round trip on full-duplex links (it used to take 2x: a CTS waited
+// behind the message going the other way), on the default profile.
+TEST(ModelHost, PingPingIsNotSerialised)
+{
+    const uint64_t B = 16384;
+    Sim pp(2, {"@default"});
+    pp.prog[0] = {isend(1, 1, 0, B), wait({1}), irecv(2, 1, 0, B), wait({2})};
+    pp.prog[1] = {irecv(1, 0, 0, B), wait({1}), isend(2, 0, 0, B), wait({2})};
+    pp.run();
+    int64_t half = pp.clock[0] / 2;
+    Sim ping(2, {"@default"});
+    for (int r = 0; r < 2; r++) ping.prog[r] = {irecv(1, 1 - r, 0, B), isend(2, 1 - r, 0, B), wait({1, 2})};
+    ping.run();
+    int64_t both = std::max(ping.clock[0], ping.clock[1]);
+    std::printf("16 KiB: PingPing %.2f us, PingPong half round trip %.2f us\n", both * 1e-6, half * 1e-6);
+    EXPECT_LT((double)both / (double)half, 1.15) << "PingPing " << both << " ps, PingPong half " << half << " ps";
+}
+
+// MPICH's reduce for long vectors (reduce-scatter then gather, Rabenseifner) is faster than the
+// binomial tree at 1 MiB (it was 13.1 ms vs 9.9 ms when the rendezvous serialised both ways).
+TEST(ModelHost, ReduceScatterGatherBeatsBinomialAt1MiB)
+{
+    auto reduce = [](const char *alg) {
+        std::vector<std::string> sets = {"@default", std::string("mpi.coll.reduce.algorithm=") + alg};
+        Sim s(8, sets);
+        for (int r = 0; r < 8; r++) s.prog[r] = {coll(1, MS_COLL_REDUCE, 1 << 20, 0), wait({1})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        return *std::max_element(s.clock.begin(), s.clock.end());
+    };
+    int64_t binomial = reduce("binomial"), rsg = reduce("reduce_scatter_gather");
+    std::printf("reduce 1 MiB, 8 ranks: reduce_scatter_gather %.2f ms, binomial %.2f ms\n", rsg * 1e-9, binomial * 1e-9);
+    EXPECT_LT(rsg, binomial) << "reduce_scatter_gather " << rsg << " ps, binomial " << binomial << " ps";
+}
+
+// Seed 004 Fig. 11-12 (sec 4.2): four senders on one switch stream to four receivers on another
+// through the single link between the switches (array:2:4); the link carries 144 MB/s, 90 % of
+// its 160 (the NICs stream at that rate: network.host_link_rate), +-5 %.
+TEST(ModelHost, Seed004FourSendersSaturateOneLink)
+{
+    const uint64_t B = 65536;
+    const int K = 4;
+    Sim s(8, {"@seed004-myrinet", "network.topology=array:2:4"});
+    for (int i = 0; i < 4; i++) {
+        std::vector<uint64_t> rr;
+        for (int k = 0; k < K; k++) {
+            s.prog[i].push_back(isend(1 + k, i + 4, 0, B));
+            s.prog[i].push_back(wait({(uint64_t)(1 + k)}));
+            s.prog[i + 4].push_back(irecv(1 + k, i, 0, B));
+            rr.push_back(1 + k);
+        }
+        s.prog[i + 4].push_back(wait(rr));
+    }
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    int64_t end = *std::max_element(s.clock.begin(), s.clock.end());
+    double mbs = 4.0 * K * B / (double)end * 1e6;
+    std::printf("seed004-myrinet, array:2:4, 4 senders x %d x %llu B: %.1f MB/s through the inter-switch link\n", K,
+                (unsigned long long)B, mbs);
+    EXPECT_NEAR(mbs, 144.0, 0.05 * 144.0) << "seed 004 sec 4.2: 144 MB/s";
+}
+
+// Memory registration (seed 003 sec 5.4): a rendezvous registers the sender's and the receiver's
+// buffers; with a registration cache a buffer used again costs nothing, a new one costs
+// reg_cost + pages x reg_cost_per_page; the least recently used go when the cache is full.
+TEST(ModelHost, RegistrationCache)
+{
+    const uint64_t B = 65536;   // 16 pages
+    const int64_t REG = 5000000 + 16 * 1000000;
+    // rank 0 sends messages from the buffers `bufs` to rank 1, which receives them into the same
+    // addresses (its own memory); returns the time of each message, one after the other
+    auto times = [&](std::vector<uint64_t> bufs, uint64_t cache) {
+        Sim s(2, {"host.reg_cost=5us", "host.reg_cost_per_page=1000000", "host.reg_cache=" + std::to_string(cache)});
+        for (size_t k = 0; k < bufs.size(); k++) {
+            Op snd = isend(1 + k, 1, 0, B), rcv = irecv(1 + k, 0, 0, B);
+            snd.buf = rcv.buf = bufs[k];
+            s.prog[0].push_back(snd);
+            s.prog[0].push_back(wait({1 + k}));
+            s.prog[1].push_back(rcv);
+            s.prog[1].push_back(wait({1 + k}));
+        }
+        s.run();
+        std::vector<int64_t> t;
+        int64_t prev = 0;
+        for (auto &r : s.log[1]) {
+            t.push_back(r.t - prev);
+            prev = r.t;
+        }
+        return t;
+    };
+    const uint64_t A = 0x100000, C = 0x200000, D = 0x300000;
+    auto nocache = times({A, A, A}, 0);
+    auto cached = times({A, A, C, A}, 1 << 20);
+    ASSERT_EQ(nocache.size(), 3u);
+    ASSERT_EQ(cached.size(), 4u);
+    EXPECT_EQ(nocache[1], nocache[2]);                 // no cache: every message registers
+    EXPECT_GT(nocache[1] - cached[1], REG - 2000000);  // the cache saves about one registration ...
+    EXPECT_EQ(cached[0], nocache[0]);                  // ... not for the first use,
+    EXPECT_EQ(cached[2], nocache[1]);                  // nor for a new buffer,
+    EXPECT_EQ(cached[3], cached[1]);                   // and A is still there
+    // a cache of two 16-page buffers: A, C, D evicts A (least recently used)
+    auto small = times({A, C, D, A, D}, 2 * B);
+    EXPECT_EQ(small[3], nocache[1]);                   // A registered again
+    EXPECT_EQ(small[4], cached[1]);                    // D still cached
+    // eager messages are not registered
+    Sim s(2, {"host.reg_cost=5us", "host.reg_cache=0"});
+    s.prog[0] = {isend(1, 1, 0, 1000), wait({1})};
+    s.prog[1] = {irecv(1, 0, 0, 1000), wait({1})};
+    s.run();
+    EXPECT_EQ(s.log[1].back().t, 400000 + lat(1000) + 400000);
+}
+
+// The host model says where every rank is (the report's "node"): slot and node mapping.
+TEST(ModelHost, RankNodes)
+{
+    Sim slot(6, {"host.ranks_per_node=2", "host.nodes=4"});
+    Sim node(6, {"host.ranks_per_node=2", "host.nodes=4", "host.map_by=node"});
+    for (int r = 0; r < 6; r++) {
+        EXPECT_EQ(ms_model_rank_node(slot.m, r), r / 2);
+        EXPECT_EQ(ms_model_rank_node(node.m, r), r % 4);
+    }
+    EXPECT_EQ(ms_model_rank_node(slot.m, 6), -1);
+    nm_config *cfg = nm_config_create();
+    char err[256];
+    ASSERT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0);
+    ASSERT_EQ(nm_config_set(cfg, "host.nodes=2", "t", err, sizeof err), 0);
+    EXPECT_EQ(ms_host_create(cfg, 3, nullptr, err, sizeof err), nullptr);   // 3 ranks on 2 one-slot nodes
+    EXPECT_NE(std::string(err).find("do not fit"), std::string::npos) << err;
+    nm_config_destroy(cfg);
 }

@@ -120,6 +120,26 @@ TEST(ModelP2P, AnySourceMatchesByVirtualTime)
     EXPECT_EQ(s.result(0, 1).complete_time, 10000000 + OS + lat(8) + OR);
 }
 
+// A receive the shim holds back behind an undecided wildcard asks to be told when it matches
+// (ms_model_irecv_notify): resolutions come in match order, the wildcard's first.
+TEST(ModelP2P, NotifiedReceiveGetsAResolution)
+{
+    Sim s(2);
+    Op held = irecv(2, 1, 5, 20000);
+    held.notify = 1;
+    s.prog[0] = {irecv(1, MS_ANY_SOURCE, MS_ANY_TAG, 20000), held, wait({2}), wait({1}), irecv(3, 1, 5, 8), wait({3})};
+    s.prog[1] = {isend(1, 0, 5, 20000), isend(2, 0, 5, 20000), isend(3, 0, 5, 8), wait({1, 2, 3})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    ASSERT_EQ(s.resol[0].size(), 2u);   // not for the third receive: nobody asked
+    EXPECT_EQ(s.resol[0][0].req, 1u);
+    EXPECT_EQ(s.resol[0][1].req, 2u);
+    EXPECT_EQ(s.resol[0][1].source, 1);
+    EXPECT_EQ(s.resol[0][1].tag, 5);
+    EXPECT_LE(s.result(0, 1).complete_time, s.result(0, 2).complete_time);
+    EXPECT_NE(ms_model_irecv_notify(s.m, 0, 99), 0);   // no such receive
+}
+
 TEST(ModelP2P, AnySourceReceivesPostedInOrder)
 {
     // Two messages arrive before the receives: the earliest-arrived matches the first receive.

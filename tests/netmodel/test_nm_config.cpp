@@ -236,9 +236,10 @@ TEST(Config, SearchPath)
 TEST(Config, ShippedProfiles)
 {
     const char *dir = MPISIM_SOURCE_PROFILE_DIR;
-    for (const char *name : {"default", "seed000-sbus", "seed002-pci", "seed003-ecard"}) {
+    for (const char *name : {"default", "seed000-sbus", "seed002-pci", "seed003-ecard", "seed004-myrinet"}) {
         Cfg k;
         char err[512] = "";
+        nm_config_skip_sections(k.c, "mpi|host|shim");   // the MPI layer's keys: tests/model
         ASSERT_EQ(nm_config_load_profile(k.c, name, dir, err, sizeof err), 0) << name << ": " << err;
         EXPECT_STRNE(nm_config_string(k.c, "profile.description"), "") << name;
         // every network value is set by the profile itself, with its line
@@ -259,8 +260,18 @@ TEST(Config, ShippedProfiles)
     EXPECT_NEAR(nm_config_double(p.c, "network.propagation_velocity"), 1.0 / 4.92e-9, 1e-3);
 
     Cfg e;
-    ASSERT_EQ(nm_config_load_profile(e.c, "seed003-ecard", dir, err, sizeof err), 0) << err;
-    EXPECT_DOUBLE_EQ(nm_config_double(e.c, "network.link_rate"), 2e9);
+    // a full profile's [host] and [mpi] sections are other layers' keys: unknown here ...
+    EXPECT_NE(nm_config_load_profile(e.c, "seed003-ecard", dir, err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("[host]"), std::string::npos) << err;
+    // ... unless this program says it does not read them (the network-only tool)
+    Cfg e2;
+    ASSERT_EQ(nm_config_skip_sections(e2.c, "mpi|host|shim"), 0);
+    ASSERT_EQ(nm_config_load_profile(e2.c, "seed003-ecard", dir, err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(e2.c, "network.link_rate"), 2e9);
+    Cfg f;
+    nm_config_skip_sections(f.c, "mpi|host|shim");
+    ASSERT_EQ(nm_config_load_profile(f.c, "seed004-myrinet", dir, err, sizeof err), 0) << err;
+    EXPECT_DOUBLE_EQ(nm_config_double(f.c, "network.host_link_rate"), 144e6 * 8);
 }
 
 TEST(Config, RegisterOtherLayers)

@@ -35,7 +35,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 static const char *const names[SY_NFN] = {"MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall",
                                           "MPI_Barrier", "MPI_Finalize", "MPI_Wait", "MPI_Probe",
-                                          "MPI_Comm_split", "MPI_Allreduce"};
+                                          "MPI_Comm_split", "MPI_Allreduce", "MPI_Bcast"};
 
 synth *synth_new(int nranks)
 {
@@ -108,6 +108,17 @@ uint64_t synth_isend(synth *s, int rank, int dst, int tag, uint64_t bytes, uint6
 uint64_t synth_irecv(synth *s, int rank, int src, int tag, uint64_t bytes, uint64_t comm)
 {
     return p2p(s, rank, MS_MSG_IRECV, SY_IRECV, src, tag, bytes, comm);
+}
+
+void synth_post_details(synth *s, int rank, uint64_t buf, int flags)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    for (size_t k = r->nev; k-- > 0;)
+        if (r->ev[k].kind == MS_MSG_ISEND || r->ev[k].kind == MS_MSG_IRECV) {
+            r->ev[k].callsite = buf;
+            if (r->ev[k].kind == MS_MSG_IRECV) r->ev[k].flags = flags;
+            return;
+        }
 }
 
 uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm)
@@ -326,6 +337,22 @@ ms_trace *synth_fan(int nranks, int reps, uint64_t bytes)
     return synth_finish(s);
 }
 
+ms_trace *synth_fan_bcast(int nranks, int reps, uint64_t bytes)
+{
+    synth *s = synth_new(nranks);
+    for (int rep = 0; rep < reps; rep++) {
+        for (int r = 0; r < nranks; r++) barrier(s, r);
+        for (int r = 0; r < nranks; r++) {
+            synth_call(s, r, SY_BCAST, 0);
+            uint64_t q = synth_icoll(s, r, MS_COLL_BCAST, 0, bytes, MS_COMM_WORLD);
+            synth_wait(s, r, MS_WAIT_ALL, 1, &q, 0);
+            synth_exit(s, r, SY_BCAST);
+        }
+    }
+    for (int r = 0; r < nranks; r++) synth_finalize(s, r);
+    return synth_finish(s);
+}
+
 /* ---- raw serialization ---------------------------------------------------------------------- */
 
 typedef struct obuf {
@@ -368,12 +395,12 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
         const ms_trace_event *e = &r->ev[k];
         switch (e->kind) {
         case MS_MSG_ISEND: {
-            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn};
+            ms_msg_isend m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->mode, e->fn, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
         case MS_MSG_IRECV: {
-            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, 0};
+            ms_msg_irecv m = {e->t_ps, e->req, e->comm, e->bytes, e->peer, e->tag, e->fn, e->flags, e->callsite};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }

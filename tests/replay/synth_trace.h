@@ -15,7 +15,7 @@ typedef struct synth synth;
 
 /* Function ids of synthetic traces (their /fn_names). */
 enum { SY_SEND = 0, SY_RECV, SY_ISEND, SY_IRECV, SY_WAITALL, SY_BARRIER, SY_FINALIZE, SY_WAIT, SY_PROBE,
-       SY_COMM_SPLIT, SY_ALLREDUCE, SY_NFN };
+       SY_COMM_SPLIT, SY_ALLREDUCE, SY_BCAST, SY_NFN };
 
 synth *synth_new(int nranks);
 /* Finish: the trace (owned by the caller, ms_trace_free). The builder is freed. */
@@ -34,6 +34,9 @@ void synth_comm_add(synth *s, int rank, uint64_t comm, int size, const int32_t *
 /* A collective with a counts list (v-variants, neighbourhood: ms_coll_args.counts). */
 uint64_t synth_icollv(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm, int n,
                       const uint64_t *counts);
+/* The rank's last ISEND/IRECV record: the user's buffer address (0 unknown) and, for an IRECV,
+ * its flags (MS_TRACE_FLAG_NOTIFY: held back behind an undecided wildcard). */
+void synth_post_details(synth *s, int rank, uint64_t buf, int flags);
 void synth_cancel(synth *s, int rank, uint64_t req);                  /* MPI_Cancel */
 void synth_free(synth *s, int rank, uint64_t req);                    /* MPI_Request_free */
 void synth_unmodelled(synth *s, int rank, const char *text);          /* an untimed call's name */
@@ -50,6 +53,8 @@ ms_trace *synth_pingpong(int iters, uint64_t bytes, int64_t compute_ps);
 ms_trace *synth_stencil(int nranks, int iters, uint64_t bytes, int64_t compute_ps);
 /* fan-in then fan-out (apps/fan): reps x (barrier, nranks-1 sends to 0, barrier, 0 sends to all). */
 ms_trace *synth_fan(int nranks, int reps, uint64_t bytes);
+/* Seed 001's fan-out as one MPI_Bcast of `bytes` from rank 0, after a barrier, `reps` times. */
+ms_trace *synth_fan_bcast(int nranks, int reps, uint64_t bytes);
 
 /* Serialize one rank of a trace as a raw rank file (trace_raw.h layout); malloc'd bytes. */
 unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len);

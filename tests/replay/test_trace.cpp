@@ -42,8 +42,10 @@ ms_trace *rich_trace()
         if (r != 1) synth_comm_add(s, r, 0x1234, 2, mem);
     }
     synth_send(s, 0, 2000, 1, 5, 100);
+    synth_post_details(s, 0, 0x7ffd12345000ull, 0);
     synth_call(s, 1, SY_RECV, 0);
     uint64_t q = synth_irecv(s, 1, -1, -1, 100, 0);
+    synth_post_details(s, 1, 0x55aa00001000ull, MS_TRACE_FLAG_NOTIFY);   // (the format's round trip)
     synth_wait(s, 1, 0, 1, &q, 0);
     synth_resolve(s, 1, q, 0, 5, 100);
     ms_trace_result res = {q, 9000, 100, 1, 0, 5, 0};
@@ -90,6 +92,7 @@ void expect_same_events(const ms_trace_rank &a, const ms_trace_rank &b, bool der
         EXPECT_EQ(x.tag, y.tag) << k;
         EXPECT_EQ(x.mode, y.mode) << k;
         EXPECT_EQ(x.flags, y.flags) << k;
+        EXPECT_EQ(x.callsite, y.callsite) << k;   // ISEND/IRECV: the user's buffer
         if (x.kind != MS_MSG_COMM_ADD) {
             EXPECT_EQ(x.list_n, y.list_n) << k;
         }

@@ -328,10 +328,53 @@ def test_wildcard_virtual_order():
     print("wildcard receive matched the virtual-time-first sender:", p.stdout.strip())
 
 
+def test_wildcard_forms():
+    """Issue 11: wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG, both) of every form (blocking,
+    Irecv+Wait/Test loop/Waitany, Probe+Recv, Iprobe loop, Mprobe/Improbe+Mrecv/Imrecv, Sendrecv)
+    at sizes on both sides of the shim's copy limit, Open MPI's eager limits and the model's 16 KiB
+    threshold, up to 1 MiB; and receives held back behind an undecided wildcard. They used to hang
+    at >= 16 KiB. A regression stops on the stall watchdog instead of hanging."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/wildcard_forms.c"), os.path.join(WORK, "wildcard_forms"))
+    # polling loops cost one model round trip per poll: a coarser poll cost keeps 1 MiB short
+    p, rep = mpisim_run(3, [exe], sets=("mpi.poll_cost=20us", "shim.stall_timeout=20s"), check=False)
+    if p.returncode != 0 or "all ok" not in p.stdout or rep["summary"]["outcome"] != "ok":
+        sys.exit(f"FAILED: rc={p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    sizes = [l.split(":")[0] for l in p.stdout.splitlines() if l.startswith("size")]
+    print(f"every wildcard form right at {len(sizes)} sizes ({sizes[0]} .. {sizes[-1]})")
+
+
+def test_stall_watchdog():
+    """Issue 11: a run that waits inside the real MPI while nothing can move stops after
+    shim.stall_timeout with exit 3, each rank's call, peer, tag and call site, report written;
+    a rank that merely computes while another waits in the real MPI is no stall."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/stall.c"), os.path.join(WORK, "stall"))
+    sets = ("shim.stall_timeout=2s", "shim.unmodelled=passthrough")
+    want = {
+        "grequest": ["rank 0 at", "MPI_Wait waits in the real MPI for a request mpisim does not time",
+                     "rank 1 at", "MPI_Recv", "recv from rank 0 tag 4", "called from main+"],
+        "unmatched": ["rank 0 at", "MPI_Finalize waits in the real MPI for its send to rank 1 tag 3",
+                      "called from main+"],
+        "fence": ["rank 0 at", "inside the untimed call MPI_Win_fence", "MPI_Win_fence called from main+",
+                  "rank 1 at", "recv from rank 0 tag 5"],
+    }
+    for case, needles in want.items():
+        report = os.path.join(WORK, f"stall_{case}.json")
+        p, rep = mpisim_run(2, [exe, case], sets=sets, report=report, check=False)
+        text = rep["summary"].get("outcome_text", "") if rep else ""
+        missing = [n for n in needles if n not in text]
+        if p.returncode != 3 or rep["summary"]["outcome"] != "stall" or missing or "stall:" not in p.stderr:
+            sys.exit(f"FAILED ({case}): rc={p.returncode}, missing {missing}\n{text}\n{p.stderr[-2000:]}")
+        print(f"{case}: exit 3, {text.splitlines()[1].strip()}")
+    p, rep = mpisim_run(2, [exe, "late"], sets=sets, check=False)
+    if p.returncode != 0 or rep["summary"]["outcome"] != "ok":
+        sys.exit(f"FAILED: a rank computing 3 s beside a real wait was taken for a stall\n{p.stderr[-2000:]}")
+    print("late: a receiver computing for 3 s (stall_timeout 2 s) is no stall: the run ends normally")
+
+
 def test_deadlock():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/deadlock.c"), os.path.join(WORK, "deadlock"))
     p, rep = mpisim_run(2, [exe], check=False)
-    if p.returncode == 0 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
+    if p.returncode != 3 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
         sys.exit(f"FAILED: expected a deadlock report naming MPI_Recv\n{p.stderr}")
     print("deadlock report:", [l for l in p.stderr.splitlines() if "rank" in l][:3])
 

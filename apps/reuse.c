@@ -1,0 +1,109 @@
+/* reuse: latency and bandwidth under a buffer reuse pattern, after seed 003 (Qian, Afsahi &
+ * Zamani) sec 5.4: "our standard latency/bandwidth test ... with a buffer reuse pattern of 0%,
+ * 25%, 50%, 75%, and 100%. A 100% buffer reuse pattern means that only one buffer is used for all
+ * message transfers. A 0% buffer reuse pattern means that each time a new buffer is used."
+ *
+ *   Ranks 0 and 1 (others idle) ping-pong K times (MPI_Send/MPI_Recv). With reuse r %, round trip
+ *   k uses the one shared buffer when floor((k+1) r / 100) > floor(k r / 100), else a buffer never
+ *   used before (page aligned, kept until the end so that no address comes back), on both sides.
+ *   A run begins with an untimed round trip on the shared buffer.
+ *   half_rtt_s = T / (2K), bandwidth_MBps = bytes / half_rtt_s.
+ *
+ * Usage: reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..]
+ *   defaults: --sizes 1,1k,4k,16k,64k,256k,1M --iters 16 --reuse 0,25,50,75,100
+ *
+ * Output (rank 0):
+ *   # reuse procs=<P> iters=<K>
+ *   bytes,reuse_pct,half_rtt_s,bandwidth_MBps
+ *   # check=ok
+ */
+#include "common.h"
+
+static const char *const USAGE = "reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..]";
+
+enum { TAG = 801 };
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = app_world_rank(), P = app_world_size();
+    long *sizes = NULL, *reuse = NULL, iters = 16;
+    int nsizes = 0, nreuse = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
+        if (!v) app_usage_error("reuse", USAGE, "%s needs a value", a);
+        if (!strcmp(a, "--sizes")) {
+            if (app_parse_list(v, 0, 1L << 30, &sizes, &nsizes) != 0) app_usage_error("reuse", USAGE, "bad --sizes '%s'", v);
+        } else if (!strcmp(a, "--reuse")) {
+            if (app_parse_list(v, 0, 100, &reuse, &nreuse) != 0) app_usage_error("reuse", USAGE, "bad --reuse '%s'", v);
+        } else if (!strcmp(a, "--iters")) {
+            if (app_parse_long(v, 1, 100000, &iters) != 0) app_usage_error("reuse", USAGE, "bad --iters '%s'", v);
+        } else {
+            app_usage_error("reuse", USAGE, "unknown option '%s'", a);
+        }
+        i++;
+    }
+    if (P < 2) app_usage_error("reuse", USAGE, "needs at least 2 ranks");
+    if (!sizes) {
+        static const long d[] = {1, 1024, 4096, 16384, 65536, 262144, 1048576};
+        nsizes = (int)(sizeof d / sizeof d[0]);
+        sizes = malloc(sizeof d);
+        memcpy(sizes, d, sizeof d);
+    }
+    if (!reuse) {
+        static const long d[] = {0, 25, 50, 75, 100};
+        nreuse = (int)(sizeof d / sizeof d[0]);
+        reuse = malloc(sizeof d);
+        memcpy(reuse, d, sizeof d);
+    }
+    long maxs = 1;
+    for (int k = 0; k < nsizes; k++)
+        if (sizes[k] > maxs) maxs = sizes[k];
+    size_t slot = ((size_t)maxs + 4095) / 4096 * 4096;
+    /* fresh buffers are never freed before the end: an address the program used before would be
+     * the same memory to the MPI library (its registration cache) */
+    unsigned char *shared = NULL, **fresh = calloc((size_t)(nsizes * nreuse), sizeof *fresh);
+    if (!fresh || posix_memalign((void **)&shared, 4096, slot) != 0) {
+        fprintf(stderr, "reuse: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(shared, 0, slot);
+    if (rank == 0) {
+        printf("# reuse procs=%d iters=%ld\n", P, iters);
+        printf("bytes,reuse_pct,half_rtt_s,bandwidth_MBps\n");
+    }
+    for (int k = 0; k < nsizes; k++)
+        for (int r = 0; r < nreuse; r++) {
+            size_t n = (size_t)sizes[k], fslot = (n + 4095) / 4096 * 4096;
+            unsigned char **arena = &fresh[k * nreuse + r];
+            if (posix_memalign((void **)arena, 4096, fslot * (size_t)iters + 1) != 0) {
+                fprintf(stderr, "reuse: out of memory\n");
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (long i = -1; i < iters; i++) {
+                int same = i < 0 || (i + 1) * reuse[r] / 100 > i * reuse[r] / 100;
+                unsigned char *b = same ? shared : *arena + fslot * (size_t)i;
+                if (i == 0) t0 = MPI_Wtime();
+                if (rank == 0) {
+                    MPI_Send(b, (int)n, MPI_BYTE, 1, TAG, MPI_COMM_WORLD);
+                    MPI_Recv(b, (int)n, MPI_BYTE, 1, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else if (rank == 1) {
+                    MPI_Recv(b, (int)n, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(b, (int)n, MPI_BYTE, 0, TAG, MPI_COMM_WORLD);
+                }
+            }
+            double half = (MPI_Wtime() - t0) / (2.0 * (double)iters);
+            if (rank == 0) printf("%zu,%ld,%.9e,%.3f\n", n, reuse[r], half, half > 0 ? (double)n / half / 1e6 : 0.0);
+        }
+    if (rank == 0) printf("# check=ok\n");
+    for (int i = 0; i < nsizes * nreuse; i++) free(fresh[i]);
+    free(fresh);
+    free(shared);
+    free(sizes);
+    free(reuse);
+    MPI_Finalize();
+    return 0;
+}
