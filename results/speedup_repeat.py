@@ -4,11 +4,12 @@
 beside both, and compares the efficiencies point by point (issue 10: within 3 points for
 N >= 64, within 5 below).
 
-Usage: speedup_repeat.py [BUILD_DIR] [--out DIR] [--no-burner] [--set KEY=VALUE]... [--cpu-factor X|FILE]
+Usage: speedup_repeat.py [BUILD_DIR] [--out DIR] [--no-burner] [--set KEY=VALUE]... [--cpu-factor X|FILE] [--runs K]
 Writes DIR/run1, DIR/run2 (the studies' outputs) and DIR/speedup_repeat.md; DIR defaults to
 BUILD_DIR/speedup_repeat (never the checkout). --set goes to both studies (e.g.
 shim.compute_slots=0: without the compute gate); --cpu-factor fixes the factor of both instead of
-calibrating each (the difference is then the charging's alone).
+calibrating each (the difference is then the charging's alone); --runs K makes each study keep
+each point's fastest of K runs of its grid.
 """
 import csv
 import os
@@ -28,7 +29,7 @@ while args:
         out = args.pop(0)
     elif a == "--no-burner":
         burn = False
-    elif a in ("--set", "--cpu-factor"):
+    elif a in ("--set", "--cpu-factor", "--runs"):
         extra += [a, args.pop(0)]
     else:
         sys.exit(f"speedup_repeat.py: unknown argument {a}")
