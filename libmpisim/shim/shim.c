@@ -4,6 +4,7 @@
 #include "ms_model.h"   /* the wait modes */
 #include "shim.h"
 #include "trace_raw.h"
+#include "transport.h"
 
 #include <dlfcn.h>
 #include <linux/perf_event.h>
@@ -35,7 +36,7 @@ typedef struct ms_state {
     int active;                  /* connected to a server; wrappers do their work */
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int rank, size;
-    int fd;
+    ms_transport tp;             /* to the model server (transport.h) */
     ms_msg_welcome params;
     int64_t clock_ps;
     int64_t compute_ps, mpi_ps;
@@ -57,21 +58,13 @@ typedef struct ms_state {
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
-    /* outgoing batch */
-    char *out;
-    size_t out_len, out_cap;
-    /* incoming */
-    char *in;
-    size_t in_len, in_cap;
     /* the reply a blocked rank waits for */
     int resume_ready;
     int64_t resume_t;
     ms_msg_result *results;
     int results_cap, results_n;
     int fin_ok;
-    /* request table: open addressing on the MPI_Request value */
-    ms_rq **table;
-    size_t table_cap, table_used;
+    ms_rq_table table;           /* by the program's MPI_Request (reqtable.h) */
     ms_rq *free_rqs;
     ms_rq *deferred_head, *deferred_tail;
     int resolve_pending;         /* a RESOLVE came: held-back receives may be postable */
@@ -117,7 +110,7 @@ typedef struct cs_entry {
 struct cs_entry;
 static void trace_flush(void);
 static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
-static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
+static ms_state S = {.tp.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
 
 int ms_has_server(void) { return S.server; }
 
@@ -140,16 +133,13 @@ void ms_fatal(const char *fmt, ...)
     fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
     fflush(stderr);
     trace_flush();
-    if (S.fd >= 0) {
+    if (S.server && (S.tp.fd >= 0 || S.tp.shm)) {
         /* tell the server so the run's report says why it stopped */
-        ms_msg_header h = {MS_MSG_UNMODELLED, sizeof(ms_msg_text)};
         ms_msg_text t;
         memset(&t, 0, sizeof t);
         snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
-        ssize_t w1 = write(S.fd, &h, sizeof h);
-        ssize_t w2 = write(S.fd, &t, sizeof t);
-        (void)w1;
-        (void)w2;
+        S.tp.out_len = 0;   /* a partial batch would garble it */
+        if (ms_tp_put(&S.tp, MS_MSG_UNMODELLED, &t, sizeof t, NULL, 0) == 0) ms_tp_flush(&S.tp);
     }
     PMPI_Abort(MPI_COMM_WORLD, 3);
     _exit(3);
@@ -668,51 +658,22 @@ uint64_t ms_next_req_id(void) { return ++S.next_req; }
 /* ---------------------------------------------------------------------------------------- */
 /* transport */
 
-static void out_reserve(size_t more)
-{
-    if (S.out_len + more <= S.out_cap) return;
-    size_t cap = S.out_cap ? S.out_cap : 65536;
-    while (cap < S.out_len + more) cap *= 2;
-    char *p = realloc(S.out, cap);
-    if (!p) ms_fatal("out of memory for the report buffer");
-    S.out = p;
-    S.out_cap = cap;
-}
-
 static void flush_out(void)
 {
     if (!S.server) return;
-    size_t off = 0;
-    while (off < S.out_len) {
-        ssize_t w = write(S.fd, S.out + off, S.out_len - off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) {
-                struct pollfd p = {S.fd, POLLOUT, 0};
-                poll(&p, 1, 10);
-                continue;
-            }
-            S.active = 0;
-            ms_fatal("lost the connection to the model server (%s)", strerror(errno));
-        }
-        off += (size_t)w;
+    if (ms_tp_flush(&S.tp) < 0) {
+        S.active = 0;
+        S.server = 0;
+        ms_fatal("lost the connection to the model server (%s)", S.tp.shm ? "it ended" : strerror(errno));
     }
-    S.out_len = 0;
 }
 
 /* To the server only: what the trace has no use for (stall notices). */
 static void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (!S.server) return;
-    ms_msg_header h = {type, (uint32_t)(alen + blen)};
-    out_reserve(sizeof h + alen + blen);
-    memcpy(S.out + S.out_len, &h, sizeof h);
-    S.out_len += sizeof h;
-    if (alen) memcpy(S.out + S.out_len, a, alen);
-    S.out_len += alen;
-    if (blen) memcpy(S.out + S.out_len, b, blen);
-    S.out_len += blen;
-    if (S.out_len > (1u << 20)) flush_out();
+    if (ms_tp_put(&S.tp, type, a, alen, b, blen) < 0) ms_fatal("out of memory for the report buffer");
+    if (S.tp.out_len > (1u << 20)) flush_out();
 }
 
 static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
@@ -727,37 +688,23 @@ static void handle_message(uint32_t type, const char *p, uint32_t len);
 /* Read whatever the server has sent and act on it. wait_ms: how long to block for data. */
 static void service_server(int wait_ms)
 {
-    struct pollfd pfd = {S.fd, POLLIN, 0};
-    int n = poll(&pfd, 1, wait_ms);
-    if (n <= 0) return;
-    for (;;) {
-        if (S.in_cap - S.in_len < 65536) {
-            size_t cap = S.in_cap ? S.in_cap * 2 : 131072;
-            char *q = realloc(S.in, cap);
-            if (!q) ms_fatal("out of memory for the server's replies");
-            S.in = q;
-            S.in_cap = cap;
-        }
-        ssize_t r = read(S.fd, S.in + S.in_len, S.in_cap - S.in_len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) break;
-        if (r <= 0) {
-            S.active = 0;
-            ms_fatal("the model server closed the connection");
-        }
-        S.in_len += (size_t)r;
-        if ((size_t)r < S.in_cap - S.in_len + (size_t)r) break;
+    long got = ms_tp_read(&S.tp, wait_ms);
+    if (got < 0) {
+        S.active = 0;
+        S.server = 0;
+        ms_fatal("the model server closed the connection (or refused this rank)");
     }
+    if (!got) return;
+    ms_transport *t = &S.tp;
     size_t off = 0;
-    while (S.in_len - off >= sizeof(ms_msg_header)) {
+    while (t->in_len - off >= sizeof(ms_msg_header)) {
         ms_msg_header h;
-        memcpy(&h, S.in + off, sizeof h);
-        if (S.in_len - off < sizeof h + h.length) break;
-        handle_message(h.type, S.in + off + sizeof h, h.length);
+        memcpy(&h, t->in + off, sizeof h);
+        if (t->in_len - off - sizeof h < h.length) break;
+        handle_message(h.type, t->in + off + sizeof h, h.length);
         off += sizeof h + h.length;
     }
-    memmove(S.in, S.in + off, S.in_len - off);
-    S.in_len -= off;
+    ms_tp_consume(t, off);
 }
 
 static void handle_message(uint32_t type, const char *p, uint32_t len)
@@ -848,11 +795,19 @@ void ms_progress(void)
 }
 
 /* Waiting loops poll without sleeping for shim.spin_polls rounds, yielding the CPU between
- * polls, then sleep 1 ms per poll: the server's answer usually comes within microseconds, and a
- * sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us per
- * ping-pong round trip). */
+ * polls, then sleep up to 1 ms per poll: the server's answer usually comes within microseconds,
+ * and a sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us
+ * per ping-pong round trip). Over shared memory a quarter of the rounds: the server's doorbell
+ * wakes a sleeping rank as soon as its answer is written (a futex, no poll timeout to wait out),
+ * so spinning longer only takes the CPU from the server and the other ranks (bench_shim.py on 2
+ * cores: 100 rounds 26 us, 400 rounds 25-34 us, 25 rounds 63-85 us per round trip). */
 static int backoff_ms(unsigned spins)
 {
+    if (S.tp.shm) {
+        if (spins >= (unsigned)S.params.spin_polls / 4u) return 1;
+        if (spins) sched_yield();
+        return 0;
+    }
     if (spins < (unsigned)S.params.spin_polls) {
         if (spins) sched_yield();
         return 0;
@@ -1151,68 +1106,18 @@ void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const u
 /* ---------------------------------------------------------------------------------------- */
 /* request table */
 
-static size_t hash_ptr(const void *p)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-#define TOMBSTONE ((ms_rq *)1)
-
-static void table_grow(void)
-{
-    size_t cap = S.table_cap ? S.table_cap * 2 : 1024;
-    ms_rq **t = calloc(cap, sizeof *t);
-    if (!t) ms_fatal("out of memory for the request table");
-    for (size_t i = 0; i < S.table_cap; i++) {
-        ms_rq *r = S.table[i];
-        if (r && r != TOMBSTONE) {
-            size_t j = hash_ptr(r->user) & (cap - 1);
-            while (t[j]) j = (j + 1) & (cap - 1);
-            t[j] = r;
-        }
-    }
-    free(S.table);
-    S.table = t;
-    S.table_cap = cap;
-}
-
 void ms_rq_index(ms_rq *r)
 {
     if (getenv("MPISIM_DEBUG")) {
         ms_rq *o = ms_rq_find(r->user);
         if (o) fprintf(stderr, "mpisim-debug: rank %d: handle %p of request %llu (kind %d) already names request %llu (kind %d)\n", S.rank, (void *)r->user, (unsigned long long)r->id, r->kind, (unsigned long long)o->id, o->kind);
     }
-    if ((S.table_used + 1) * 2 > S.table_cap) table_grow();
-    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
-    while (S.table[j] && S.table[j] != TOMBSTONE) j = (j + 1) & (S.table_cap - 1);
-    S.table[j] = r;
-    S.table_used++;
+    if (ms_rqt_index(&S.table, r) < 0) ms_fatal("out of memory for the request table");
 }
 
-ms_rq *ms_rq_find(MPI_Request user)
-{
-    if (!S.table_cap) return NULL;
-    size_t j = hash_ptr(user) & (S.table_cap - 1);
-    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
-        if (S.table[j] != TOMBSTONE && S.table[j]->user == user) return S.table[j];
-    return NULL;
-}
+ms_rq *ms_rq_find(MPI_Request user) { return ms_rqt_find(&S.table, user); }
 
-void ms_rq_unindex(ms_rq *r)
-{
-    if (!S.table_cap) return;
-    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
-    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
-        if (S.table[j] == r) {
-            S.table[j] = TOMBSTONE;
-            S.table_used--; /* tombstones are cleared at the next growth */
-            return;
-        }
-}
+void ms_rq_unindex(ms_rq *r) { ms_rqt_unindex(&S.table, r); }
 
 static ms_rq *find_by_id(uint64_t id)
 {
@@ -1220,9 +1125,7 @@ static ms_rq *find_by_id(uint64_t id)
      * deferred list first, it is short. */
     for (ms_rq *r = S.deferred_head; r; r = r->next_deferred)
         if (r->id == id) return r;
-    for (size_t i = 0; i < S.table_cap; i++)
-        if (S.table[i] && S.table[i] != TOMBSTONE && S.table[i]->id == id) return S.table[i];
-    return NULL;
+    return ms_rqt_find_id(&S.table, id);
 }
 
 ms_rq *ms_rq_new(int kind)
@@ -1310,9 +1213,9 @@ void ms_stash_keep(const ms_rq *c)
 {
     int src = c->status.MPI_SOURCE, tag = c->status.MPI_TAG, count = 0, size = 0, pos = 0;
     /* a real receive for the same triple already posted has taken the next message instead */
-    for (size_t j = 0; j < S.table_cap; j++) {
-        ms_rq *q = S.table[j];
-        if (q && q != TOMBSTONE && q != c && q->kind == MS_RQ_RECV && q->real_posted && !q->real_done &&
+    for (size_t j = 0; j < S.table.cap; j++) {
+        ms_rq *q = ms_rqt_at(&S.table, j);
+        if (q && q != c && q->kind == MS_RQ_RECV && q->real_posted && !q->real_done &&
             same_triple(q, c->comm, src, tag))
             ms_fatal("MPI_Cancel: the real MPI delivered a message (source %d, tag %d) to a receive the model "
                      "cancelled, and a later receive for the same source and tag is already posted; this "
@@ -1585,34 +1488,6 @@ void ms_unmodelled_done(ms_fn_id fn)
 /* ---------------------------------------------------------------------------------------- */
 /* lifecycle */
 
-static int connect_server(const char *spec)
-{
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || (size_t)(colon - spec) >= sizeof host) return -1;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
-    int fd = -1;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0) continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd >= 0) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    return fd;
-}
-
 /* The rank's CPU binding as a list of ranges, e.g. "0-1" (recorded in the report) */
 static void cpu_list(char *out, size_t len)
 {
@@ -1659,8 +1534,14 @@ static void start_session(void)
         S.params.spin_polls = MS_DEFAULT_SPIN_POLLS;
         S.server = 0;
     } else {
-        S.fd = connect_server(server);
-        if (S.fd < 0) ms_fatal("cannot connect to the model server at %s", server);
+        /* on the server's host its shared segment; elsewhere (or refused: another host's
+         * segment of the same name cannot exist, it is random) TCP */
+        const char *shm = getenv("MPISIM_SHM");
+        char why[256] = "";
+        ms_tp_init(&S.tp);
+        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0) &&
+            ms_tp_connect_tcp(&S.tp, server) < 0)
+            ms_fatal("cannot connect to the model server at %s%s%s", server, why[0] ? "; " : "", why);
         ms_msg_hello h;
         memset(&h, 0, sizeof h);
         h.magic = MS_PROTO_MAGIC;
@@ -1677,18 +1558,17 @@ static void start_session(void)
         flush_out();
         /* the WELCOME is the only message that can come now */
         ms_msg_header hdr;
-        size_t got = 0;
-        char buf[sizeof hdr + sizeof(ms_msg_welcome)];
-        while (got < sizeof buf) {
-            ssize_t r = read(S.fd, buf + got, sizeof buf - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) ms_fatal("the model server refused this rank (wrong secret or rank?)");
-            got += (size_t)r;
-        }
-        memcpy(&hdr, buf, sizeof hdr);
+        size_t len;
+        while (!(len = ms_tp_next(&S.tp)))
+            if (ms_tp_read(&S.tp, 100) < 0) {
+                S.server = 0;
+                ms_fatal("the model server refused this rank (wrong secret or rank?)");
+            }
+        memcpy(&hdr, S.tp.in, sizeof hdr);
         if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
             ms_fatal("unexpected first reply from the model server");
-        memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
+        memcpy(&S.params, S.tp.in + sizeof hdr, sizeof S.params);
+        ms_tp_consume(&S.tp, len);
     }
     S.cs_depth = S.params.callsite_depth < 1 ? 1
                  : S.params.callsite_depth > MS_CS_MAX_DEPTH ? MS_CS_MAX_DEPTH : S.params.callsite_depth;
@@ -1824,8 +1704,7 @@ int MPI_Finalize(void)
     ms_real_wait_end(&w);
     S.active = 0;
     S.depth--;
-    if (S.fd >= 0) close(S.fd);
-    S.fd = -1;
+    ms_tp_close(&S.tp);
     trace_flush();
     if (S.trace_fd >= 0) close(S.trace_fd);
     S.trace_fd = -1;
