@@ -4,13 +4,16 @@
  *            posted one MPI_Irecv per sender and waits for all of them (MPI_Waitall).
  *   fan-out: rank 0 sends S bytes to every other rank (MPI_Isend to ranks 1..P-1 in order, then
  *            MPI_Waitall); every other rank receives with a blocking MPI_Recv.
+ *   --fanout bcast: rank 0 sends the same S bytes to every rank with one MPI_Bcast (seed 001's
+ *            fan-out, which conventional GigE ran on its switches' multicast hardware).
  *   Each repetition of each operation starts after an MPI_Barrier. Every rank records MPI_Wtime
  *   right after the barrier (start) and when its own part is complete (end).
- *   duration_s = max over ranks of end - min over ranks of start: the time until the last data
- *   is delivered (it assumes MPI_Wtime is one clock for all ranks, which holds under the
+ *   duration_s = max over ranks of end - min over ranks of start (fan-out: rank 0's start): the
+ *   time until the last data is delivered (it assumes MPI_Wtime is one clock for all ranks, which holds under the
  *   simulator and for ranks on one host); root_s = end - start on rank 0 alone.
  *
- * Usage: fan [--size S] [--reps K] [--op in|out|both]      (defaults: 2048, 3, both)
+ * Usage: fan [--size S] [--reps K] [--op in|out|both] [--fanout isend|bcast]
+ *        (defaults: 2048, 3, both, isend)
  *
  * Output (rank 0):
  *   # fan procs=<P> bytes=<S> reps=<K>
@@ -24,18 +27,20 @@
  */
 #include "common.h"
 
-static const char *const USAGE = "fan [--size S] [--reps K] [--op in|out|both]";
+static const char *const USAGE = "fan [--size S] [--reps K] [--op in|out|both] [--fanout isend|bcast]";
 
 enum { TAG_FANIN = 301, TAG_FANOUT = 302 };
 
 static uint64_t msg_seed(int op, long rep, int peer) { return ((uint64_t)op << 40) ^ ((uint64_t)rep << 20) ^ (uint64_t)peer; }
 
-/* Reduce (start, end) to rank 0 and print one CSV row. */
+/* Reduce (start, end) to rank 0 and print one CSV row. A fan-out counts from the root's start
+ * (no data moves before it; ranks leave the barrier at different times). */
 static void report(const char *op, long size, int procs, long rep, double start, double end)
 {
     double smin = 0.0, emax = 0.0;
     MPI_Reduce(&start, &smin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
     MPI_Reduce(&end, &emax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (!strcmp(op, "fanout")) smin = start;   /* rank 0's own, where it is printed */
     if (app_world_rank() == 0) {
         printf("%s,%ld,%d,%ld,%.9e,%.9e\n", op, size, procs, rep, emax - smin, end - start);
         fflush(stdout);
@@ -49,7 +54,7 @@ int main(int argc, char **argv)
     const int procs = app_world_size();
 
     long size = 2048, reps = 3;
-    int do_in = 1, do_out = 1;
+    int do_in = 1, do_out = 1, bcast = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
@@ -73,6 +78,14 @@ int main(int argc, char **argv)
             } else {
                 app_usage_error("fan", USAGE, "--op needs in, out or both");
             }
+            i++;
+        } else if (strcmp(a, "--fanout") == 0) {
+            if (v != NULL && strcmp(v, "isend") == 0)
+                bcast = 0;
+            else if (v != NULL && strcmp(v, "bcast") == 0)
+                bcast = 1;
+            else
+                app_usage_error("fan", USAGE, "--fanout needs isend or bcast");
             i++;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             app_help(USAGE);
@@ -128,13 +141,15 @@ int main(int argc, char **argv)
         for (long rep = 0; rep < reps; rep++) {
             if (rank == 0) {
                 for (int r = 1; r < procs; r++)
-                    app_fill_pattern(buf + sz * (size_t)r, sz, msg_seed(2, rep, r));
+                    app_fill_pattern(buf + sz * (size_t)r, sz, msg_seed(2, rep, bcast ? 0 : r));
             } else {
                 memset(buf, 0, sz);
             }
             MPI_Barrier(MPI_COMM_WORLD);
             double start = MPI_Wtime();
-            if (rank == 0) {
+            if (bcast) {   /* one buffer for all: rank 0's slot 1 (any slot holds the same pattern) */
+                MPI_Bcast(rank == 0 ? buf + (procs > 1 ? sz : 0) : buf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
+            } else if (rank == 0) {
                 for (int r = 1; r < procs; r++)
                     MPI_Isend(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANOUT, MPI_COMM_WORLD, &reqs[r - 1]);
                 if (procs > 1)
@@ -144,7 +159,7 @@ int main(int argc, char **argv)
             }
             double end = MPI_Wtime();
             if (rank != 0) {
-                size_t bad = app_check_pattern(buf, sz, msg_seed(2, rep, rank));
+                size_t bad = app_check_pattern(buf, sz, msg_seed(2, rep, bcast ? 0 : rank));
                 if (bad) {
                     fprintf(stderr, "fan: fan-out rep %ld: rank %d received %zu wrong bytes\n", rep, rank, bad);
                     errors++;

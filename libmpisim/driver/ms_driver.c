@@ -547,15 +547,8 @@ int64_t ms_driver_horizon(const ms_driver *d)
 
 static int engine_failed(ms_driver *d, char *err, size_t errlen)
 {
-    nm_stats st;
-    nm_network_stats(d->net, &st);
-    nm_routing_info ri;
-    nm_topology_routing_info(d->topo, &ri);
-    if (st.deadlocks)
-        return fail(err, errlen,
-                    "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free "
-                    "(%s); run with network.routing=auto or updown", (double)st.deadlock_time * 1e-6, ri.routing,
-                    nm_topology_name(d->topo), ri.check_message);
+    /* netmodel words a network deadlock (routing, topology, the checker's cycle, what to use) */
+    if (err && errlen && nm_network_deadlock_reason(d->net, err, errlen)) return -1;
     const char *why = ms_model_last_error(d->model, NULL);
     return fail(err, errlen, "the network engine '%s' failed: %s", nm_network_engine_name(d->net),
                 why ? why : "no reason given");

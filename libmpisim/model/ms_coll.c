@@ -23,10 +23,10 @@ static const char *const mpi_names[MS_COLL_COUNT] = {
     "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Neighbor_*"};
 
 /* Algorithm tables: index 0 is "auto". */
-#define MAXALG 4
+#define MAXALG 5
 static const char *const alg_names[MS_COLL_COUNT][MAXALG] = {
     /* barrier */ {"auto", "dissemination", NULL, NULL},
-    /* bcast */ {"auto", "binomial", "scatter_doubling_allgather", "scatter_ring_allgather"},
+    /* bcast */ {"auto", "binomial", "scatter_doubling_allgather", "scatter_ring_allgather", "multicast"},
     /* reduce */ {"auto", "binomial", "reduce_scatter_gather", NULL},
     /* allreduce */ {"auto", "recursive_doubling", "reduce_scatter_allgather", NULL},
     /* gather */ {"auto", "binomial", "linear", NULL},
@@ -44,7 +44,7 @@ static const char *const alg_names[MS_COLL_COUNT][MAXALG] = {
 };
 static const char *const alg_choices[MS_COLL_COUNT] = {
     "auto|dissemination",
-    "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather",
+    "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather|multicast",
     "auto|binomial|reduce_scatter_gather",
     "auto|recursive_doubling|reduce_scatter_allgather",
     "auto|binomial|linear",
@@ -63,7 +63,7 @@ static const char *const alg_choices[MS_COLL_COUNT] = {
 
 /* Algorithm ids per kind (index into alg_names). */
 enum { BAR_DISSEM = 1 };
-enum { BC_BINOMIAL = 1, BC_SCATTER_RD = 2, BC_SCATTER_RING = 3 };
+enum { BC_BINOMIAL = 1, BC_SCATTER_RD = 2, BC_SCATTER_RING = 3, BC_MULTICAST = 4 };
 enum { RED_BINOMIAL = 1, RED_RSG = 2 };
 enum { AR_RD = 1, AR_RSAG = 2 };
 enum { GS_BINOMIAL = 1, GS_LINEAR = 2 };
@@ -226,6 +226,20 @@ static void gen_bcast_binomial(ms_coll_plan *p, int P, int me, int root, uint64_
         if (rel + mask < P) p_send(p, (me + mask) % P, bytes);
         mask >>= 1;
     }
+}
+
+/* The root sends to every member in one step (in rank order after it); the model sends these as
+ * one switch multicast where the network has one (seed 001 Fan results: "Conventional GigE
+ * multicast hardware"), else as one message each. */
+static void gen_bcast_multicast(ms_coll_plan *p, int P, int me, int root, uint64_t bytes)
+{
+    if (P < 2) return;
+    step_begin(p);
+    if (me != root) {
+        op_add(p, root, 0, bytes);
+        return;
+    }
+    for (int i = 1; i < P; i++) op_add(p, (root + i) % P, 1, bytes);
 }
 
 /* Bytes of chunks [a, a+n) of a buffer cut into chunks of ss bytes (the last ones short/empty). */
@@ -822,6 +836,7 @@ int ms_coll_generate(ms_coll_plan *p, ms_coll_kind kind, int alg, int P, int me,
     case MS_COLL_BARRIER: gen_barrier(p, P, me); break;
     case MS_COLL_BCAST:
         if (alg == BC_BINOMIAL) gen_bcast_binomial(p, P, me, root, bytes);
+        else if (alg == BC_MULTICAST) gen_bcast_multicast(p, P, me, root, bytes);
         else if (alg == BC_SCATTER_RD) gen_bcast_scatter_rd(p, P, me, root, bytes);
         else gen_bcast_scatter_ring(p, P, me, root, bytes);
         break;

@@ -47,7 +47,7 @@ static const nm_key_def mpi_keys[] = {
     {"mpi.coll." n ".algorithm", NM_KEY_STRING, "", "auto", "MPICH 3.x defaults (auto)",           \
      "algorithm of MPI_" n "; auto = MPICH's choice by size and message length", choices, 0}
     COLL_KEY("barrier", "auto|dissemination"),
-    COLL_KEY("bcast", "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather"),
+    COLL_KEY("bcast", "auto|binomial|scatter_doubling_allgather|scatter_ring_allgather|multicast"),
     COLL_KEY("reduce", "auto|binomial|reduce_scatter_gather"),
     COLL_KEY("allreduce", "auto|recursive_doubling|reduce_scatter_allgather"),
     COLL_KEY("gather", "auto|binomial|linear"),
@@ -76,7 +76,7 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
 #define PK_BITS 3
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -141,11 +141,21 @@ typedef struct ms_msg {
  * ACK) first, then message starts (eager data, RTS) in posting order, then rendezvous data. A
  * response thus waits for one packet, not for a whole message going the other way. */
 enum { NQ_RESP = 0, NQ_START, NQ_BULK, NQ_COUNT };
+/* Eager messages of one multicast bcast step (equal sizes, one sender): their data goes out as one
+ * switch multicast per packet (nm_network_inject_multicast). */
+typedef struct mc_group {
+    uint32_t n;
+    int *dst;                 /* destination hosts of the current packet */
+    uint64_t *cookie;
+    uint32_t msg[];
+} mc_group;
+
 typedef struct nic_job {
     uint32_t msg;
     uint8_t kind;
     uint32_t left;            /* packets still to send */
     uint64_t off;             /* bytes already sent (data) */
+    mc_group *grp;            /* a multicast: msg is its first message */
 } nic_job;
 typedef struct nic_queue {
     nic_job *v;
@@ -247,6 +257,9 @@ struct ms_model {
     int in_run, in_cb;
     uint64_t errors, clamped;
     char last_err[256];
+    mc_group *mc_collect;     /* while a multicast bcast step posts its sends: its eager messages */
+    ms_time_t mc_tinj;
+    int mc_ok;                /* the network multicasts (nm_network_has_multicast) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -763,6 +776,33 @@ static void net_inject(ms_model *m, ms_msg *g, int k, uint64_t payload, ms_time_
     }
 }
 
+static void mc_group_free(mc_group *c);
+
+/* One data packet of every message of a multicast group, sent as one network multicast. */
+static void net_inject_mcast(ms_model *m, mc_group *c, uint64_t payload, ms_time_t t, int port)
+{
+    ms_msg *g0 = msg_at(m, c->msg[0]);
+    int from = ms_host_port_host(m->host, g0->sh, port);
+    for (uint32_t i = 0; i < c->n; i++) {
+        ms_msg *g = msg_at(m, c->msg[i]);
+        g->pending++;
+        c->dst[i] = ms_host_port_host(m->host, g->dh, port);
+        c->cookie[i] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)PK_DATA;
+    }
+    ms_time_t now = nm_network_now(m->net);
+    if (t < now) {
+        m->clamped++;
+        t = now;
+    }
+    m->tn_valid = 0;
+    int rc = nm_network_inject_multicast(m->net, from, (int)c->n, c->dst, c->cookie, payload, t);
+    if (rc < 0) {
+        model_error(m, "nm_network_inject_multicast(host %d -> %u hosts, %" PRIu64 " B, t=%" PRId64 ") failed (%d)",
+                    from, c->n, payload, t, rc);
+        for (uint32_t i = 0; i < c->n; i++) packet_done(m, msg_at(m, c->msg[i]), PK_DATA, t);
+    }
+}
+
 /* Packet (g, k) is complete at its receiver at T >= now: at once, or by an EV_PKT event. The
  * caller holds a reference for it, which packet_done releases. */
 static void packet_done_at(ms_model *m, ms_msg *g, int k, ms_time_t T, ms_time_t now)
@@ -806,12 +846,23 @@ static void do_nic(ms_model *m, int node, ms_time_t t)
     }
     int port = 0;
     ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
-    g->pending++;
-    net_inject(m, g, j->kind, payload, wire, port);
+    mc_group *c = j->grp;
+    if (c) {
+        net_inject_mcast(m, c, payload, wire, port);
+    } else {
+        g->pending++;
+        net_inject(m, g, j->kind, payload, wire, port);
+    }
     if (--j->left == 0) {
         q->head = (q->head + 1) % q->cap;
         q->n--;
-        msg_unref(m, g);   /* the scheduled-injection reference, held by the job */
+        /* the scheduled-injection references, held by the job */
+        if (c) {
+            for (uint32_t i = 0; i < c->n; i++) msg_unref(m, msg_at(m, c->msg[i]));
+            mc_group_free(c);
+        } else {
+            msg_unref(m, g);
+        }
     }
     push_internal(m, next, EV_NIC, NULL, (uint64_t)node);
 }
@@ -828,7 +879,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         return;
     }
     int node = (k == PK_CTS || k == PK_ACK) ? g->dh : g->sh;
-    nic_job j = {g->idx, (uint8_t)k, 1, 0};
+    nic_job j = {g->idx, (uint8_t)k, 1, 0, NULL};
     int cls = NQ_RESP;
     if (k == PK_DATA) {
         uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
@@ -908,7 +959,14 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         m->nic_free[g->sh] = tinj + m->gap;
     }
     if (eager) {
-        schedule_inject(m, g, PK_DATA, tinj);
+        mc_group *c = m->mc_collect;
+        if (c && g->sh != g->dh) {   /* a multicast step: injected with the others (coll_step_start) */
+            if (c->n == 0) m->mc_tinj = tinj;
+            g->pending++;
+            c->msg[c->n++] = g->idx;
+        } else {
+            schedule_inject(m, g, PK_DATA, tinj);
+        }
         if (r->mode == MS_SEND_SYNC) {
             g->sreq = r;
         } else {
@@ -959,6 +1017,36 @@ static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
 
 static void coll_finish_step(ms_model *m, coll_member *cm);
 
+static void mc_group_free(mc_group *c)
+{
+    if (!c) return;
+    free(c->dst);
+    free(c->cookie);
+    free(c);
+}
+
+/* A multicast step's messages take their sender's NIC as one job (EV_MCAST). */
+static void do_mcast(ms_model *m, mc_group *c, ms_time_t t)
+{
+    ms_msg *g = msg_at(m, c->msg[0]);
+    uint64_t total = g->bytes + (uint64_t)m->env_bytes, pp = (uint64_t)m->pkt_payload;
+    uint32_t npk = (uint32_t)(total ? (total + pp - 1) / pp : 1);
+    for (uint32_t i = 0; i < c->n; i++) msg_at(m, c->msg[i])->pkts_left = npk;
+    nic_job j = {g->idx, PK_DATA, npk, 0, c};
+    int node = g->sh;
+    if (nic_push(&m->nic[node].q[NQ_START], &j) != 0) {
+        model_error(m, "out of memory (NIC queue)");
+        for (uint32_t i = 0; i < c->n; i++) msg_unref(m, msg_at(m, c->msg[i]));
+        mc_group_free(c);
+        return;
+    }
+    nic_state *ns = &m->nic[node];
+    if (!ns->busy) {
+        ns->busy = 1;
+        do_nic(m, node, t);
+    }
+}
+
 static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
 {
     cm->step_start = s;
@@ -973,6 +1061,21 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
     }
     const ms_coll_step *st = &cm->plan.steps[cm->step];
     cm->pending = (uint32_t)st->nops + 1;
+    /* the root's step of a multicast bcast on a network that multicasts: collect its eager sends */
+    if (m->mc_ok && cm->kind == MS_COLL_BCAST && st->nops > 1 &&
+        !strcmp(ms_coll_algorithm_name(MS_COLL_BCAST, cm->plan.alg), "multicast")) {
+        m->mc_collect = calloc(1, sizeof(mc_group) + st->nops * sizeof(uint32_t));
+        if (m->mc_collect) {
+            m->mc_collect->dst = malloc(st->nops * sizeof(int));
+            m->mc_collect->cookie = malloc(st->nops * sizeof(uint64_t));
+            if (!m->mc_collect->dst || !m->mc_collect->cookie) {
+                free(m->mc_collect->dst);
+                free(m->mc_collect->cookie);
+                free(m->mc_collect);
+                m->mc_collect = NULL;
+            }
+        }
+    }
     for (size_t i = 0; i < st->nops; i++) {
         const ms_coll_op *op = &cm->plan.ops[st->first_op + i];
         ms_req *r = req_new(m);
@@ -996,6 +1099,10 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
             do_recv(m, r, s);
         }
     }
+    mc_group *c = m->mc_collect;
+    m->mc_collect = NULL;
+    if (c && c->n > 0) push_internal(m, m->mc_tinj, EV_MCAST, c, 0);
+    else if (c) mc_group_free(c);
     if (--cm->pending == 0) coll_finish_step(m, cm);
 }
 
@@ -1171,6 +1278,7 @@ static void process(ms_model *m, const ms_event *e)
     case EV_CANCEL: do_cancel(m, e->p, e->t); break;
     case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
     case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
+    case EV_MCAST: do_mcast(m, e->p, e->t); break;
     default: break;
     }
 }
@@ -1322,6 +1430,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     }
     m->nhosts = ms_host_nodes(m->host);
     m->ports = ms_host_ports(m->host);
+    m->mc_ok = nm_network_has_multicast(net) && m->ports == 1;
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
     m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
     if (!m->nic_free || !m->nic) goto oom;
@@ -1370,7 +1479,11 @@ void ms_model_destroy(ms_model *m)
     free(m->nic_free);
     if (m->nic) {
         for (int i = 0; i < m->nhosts; i++)
-            for (int q = 0; q < NQ_COUNT; q++) free(m->nic[i].q[q].v);
+            for (int q = 0; q < NQ_COUNT; q++) {
+                nic_queue *nq = &m->nic[i].q[q];
+                for (size_t k = 0; k < nq->n; k++) mc_group_free(nq->v[(nq->head + k) % nq->cap].grp);
+                free(nq->v);
+            }
     }
     free(m->nic);
     ms_host_destroy(m->host);

@@ -167,6 +167,14 @@ int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payl
                       nm_time_t t, uint64_t cookie);
 /* Time of the next pending engine event, NM_TIME_NEVER when idle. */
 nm_time_t nm_network_next_time(const nm_network *net);
+/* A multicast: one packet of `payload` bytes from src to each of dst[0..n-1] (distinct hosts, not
+ * src), cookies[i] returned with dst[i]'s delivery. Where the switches multicast (engine ethernet
+ * with ethernet.multicast = 1) it is sent once and copied where the routes part; elsewhere it is
+ * n packets injected at t in the order given. Returns 0, or negative as nm_network_inject. */
+int nm_network_inject_multicast(nm_network *net, int src, int n, const int *dst, const uint64_t *cookies,
+                                uint64_t payload, nm_time_t t);
+/* 1 when nm_network_inject_multicast sends one packet copied by the switches. */
+int nm_network_has_multicast(const nm_network *net);
 /* Process every event with time < limit (delivery callbacks are made from inside). */
 int nm_network_run_until(nm_network *net, nm_time_t limit);
 /* Run until no event is pending. */
@@ -186,6 +194,10 @@ const char *nm_network_engine_name(const nm_network *net);
  * channels (myrinet, analytic) and routes that failed the deadlock checker; 0 otherwise (the
  * packet engines ethernet, avici and sci queue whole packets and cannot). Say so before a run. */
 int nm_network_may_deadlock(const nm_network *net);
+/* Why a run stopped on this network: after a network deadlock, "the network deadlocked at virtual
+ * time X us: routing R on T is not deadlock-free (cycle); run with network.routing=auto or
+ * updown" (returns 1); else nothing is written (returns 0). */
+int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len);
 
 typedef struct nm_stats {
     uint64_t packets_injected, packets_delivered, packets_dropped;

@@ -55,6 +55,24 @@ typedef struct unit {
     int next;                   /* queue / free-list link */
 } unit;
 
+/* A multicast (Ethernet switch multicast): the union of the routes to its destinations as a tree
+ * of steps; a frame is copied where the tree branches. Leaves (st.server < 0) are destinations. */
+typedef struct mnode {
+    step st;
+    int parent, child, sibling;
+    int dst;                    /* leaf: index in the destination list */
+} mnode;
+
+typedef struct mcast {
+    mnode *node;
+    int nnode, capnode;
+    int ndst, dst_left;         /* destinations, and those not yet finished */
+    int *dst, *left;            /* per destination: host, frames still to arrive */
+    uint64_t *cookie;
+    nm_time_t *last;
+    char *dropped;
+} mcast;
+
 typedef struct packet {
     int src, dst;
     uint64_t payload, cookie;
@@ -62,6 +80,7 @@ typedef struct packet {
     int units_left, echo_left, dropped;
     int npath, necho;           /* steps of the path (and of the echo path, SCI) */
     int next_free;
+    mcast *mc;                  /* a multicast (units' stepi is then a tree node), else NULL */
 } packet;
 
 typedef struct pengine {
@@ -81,8 +100,10 @@ typedef struct pengine {
     double fabric_bps;
     int64_t flit_payload, flit_header;
     nm_time_t hop_latency, lc_latency;
+    int multicast;              /* ethernet: switches replicate multicast frames */
     int gige;                   /* avici: hosts on GigE (1) or on the fabric (0) */
     int ingress_delay;          /* avici gige: the host's GigE send is a delay, not a queue */
+    double gige_bps;            /* avici gige: the hosts' GigE links */
     double blink_bps;
     int64_t sci_payload, sci_overhead, sci_echo, sci_header;
     nm_time_t sci_node_latency;
@@ -123,6 +144,12 @@ static const nm_key_def packet_keys[] = {
      "bytes held in a switch from one input link above which that link is paused", NULL, NM_KEY_POSITIVE},
     {"ethernet.pause_low", NM_KEY_INT, "B", "32768", "guess",
      "bytes held from a paused input link below which it is resumed", NULL, NM_KEY_NONNEG},
+    {"ethernet.multicast", NM_KEY_INT, "", "0",
+     "seed 001 Fan results ('Conventional GigE multicast hardware'); IEEE 802.1D (a multicast frame is "
+     "forwarded on the ports of the spanning tree that lead to its group)",
+     "1: a multicast (nm_network_inject_multicast, the MPI model's bcast algorithm 'multicast') is sent "
+     "once and copied by the switches where the routes to its destinations part; 0: one unicast per "
+     "destination", NULL, NM_KEY_NONNEG},
     {"ethernet.switch_latency", NM_KEY_INT, "ps", "0",
      "seed 001 Characterization results ('No conventional switch latency, 10-30 us')",
      "store-and-forward forwarding delay per switch (a frame waits this long after its last bit)", NULL,
@@ -141,6 +168,9 @@ static const nm_key_def packet_keys[] = {
     {"avici.hosts", NM_KEY_STRING, "", "fabric", "seed 001 (Avici fabric vs Avici GigE)",
      "how hosts attach: fabric (directly, at the fabric rate) or gige (Gigabit Ethernet frames on the "
      "host links; line cards store and forward them)", "fabric|gige", 0},
+    {"avici.gige_rate", NM_KEY_DOUBLE, "b/s", "1e9", "seed 001 (Avici GigE: hosts on Gigabit Ethernet line-card ports)",
+     "rate of the hosts' links when avici.hosts = gige (network.link_rate is then the rate at which a "
+     "host's NIC hands frames to its line card)", NULL, NM_KEY_POSITIVE},
     {"avici.gige_ingress", NM_KEY_STRING, "", "link", "IEEE 802.3 (a host's link sends one frame at a time)",
      "gige hosts: link (the host's frames queue on its GigE link) or delay (each frame reaches the "
      "line card one frame time after it is sent, no queueing: seed 001's interface layer, whose "
@@ -235,10 +265,42 @@ static int pkt_alloc(pengine *E)
     return E->npk++;
 }
 
+static void mcast_free(mcast *mc)
+{
+    if (!mc) return;
+    free(mc->node);
+    free(mc->dst);
+    free(mc->left);
+    free(mc->cookie);
+    free(mc->last);
+    free(mc->dropped);
+    free(mc);
+}
+
 static void pkt_free(pengine *E, int i)
 {
+    mcast_free(E->pk[i].mc);
+    E->pk[i].mc = NULL;
     E->pk[i].next_free = E->free_pk;
     E->free_pk = i;
+}
+
+/* Make room for paths of len steps: every packet slot's path moves to the longer stride (a
+ * callback's injection may call this, like pkt_alloc's realloc: steps are re-read by index). */
+static int paths_fit(pengine *E, int len)
+{
+    if (len <= E->maxpath) return 0;
+    size_t slots = 2 * (size_t)E->cappk;
+    if (slots) {
+        step *ns = malloc(slots * (size_t)len * sizeof *ns);
+        if (!ns) return -1;
+        for (size_t i = 0; i < slots; i++)
+            memcpy(ns + i * (size_t)len, E->paths + i * (size_t)E->maxpath, (size_t)E->maxpath * sizeof *ns);
+        free(E->paths);
+        E->paths = ns;
+    }
+    E->maxpath = len;
+    return 0;
 }
 
 static step *path_of(pengine *E, int p, int echo)
@@ -276,8 +338,6 @@ static inline nm_time_t bytes_time(double bps, int64_t bytes)
     return (nm_time_t)llround((double)bytes * 8e12 / bps);
 }
 
-static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
-
 static int64_t frame_wire(const pengine *E, int64_t payload)
 {
     int64_t f = payload + E->eth_header;
@@ -294,7 +354,7 @@ static int64_t flit_bytes(const pengine *E, int64_t bytes)
 }
 
 static nm_time_t chan_prop(const pengine *E, int c) { return E->topo->links[c / 2].prop_ps; }
-static double chan_bps(const pengine *E, int c) { return E->topo->links[c / 2].rate_bps; }
+static double chan_bps(const pengine *E, int c) { return E->sv[c].bps; }
 
 /* ---- the core ----------------------------------------------------------------------------- */
 
@@ -303,12 +363,61 @@ static int launch(pengine *E, int p, int kind, int64_t bytes, int64_t fbytes, in
 
 static inline int64_t unit_size(const server *S, const unit *U) { return S->fabric ? U->fbytes : U->bytes; }
 
+/* Server s carries `size` bytes of a unit that came in through `ingress` (or -1) until `end`: a
+ * delay server only gives back the bytes' count in the switch, a queueing one is busy until then. */
+static inline int occupy(pengine *E, int s, int64_t size, int ingress, nm_time_t end)
+{
+    server *S = &E->sv[s];
+    if (S->infinite) {
+        if (ingress >= 0) E->ing_bytes[ingress] -= size;
+        return 0;
+    }
+    S->busy = 1;
+    S->cur_ingress = ingress;
+    S->cur_bytes = size;
+    return push(E, end, EV_DONE, s, 0);
+}
+
+/* A multicast frame on server s from t: store-and-forward (the ethernet engine), then one copy
+ * per branch of the tree below its node. */
+static int serve_mcast(pengine *E, int s, int u, nm_time_t t)
+{
+    server *S = &E->sv[s];
+    int64_t size = unit_size(S, &E->un[u]);
+    mcast *mc = E->pk[E->un[u].pkt].mc;
+    const mnode *nd = &mc->node[E->un[u].stepi];
+    nm_time_t svc = bytes_time(S->bps, size);
+    nm_time_t end = t + svc;
+    nm_time_t rx_end = end - bytes_time(S->bps, E->un[u].tail_bytes);
+    if (rx_end < t) rx_end = t;
+    S->busy_total += end - t;
+    if (s < 2 * E->topo->nlinks) E->st.char_hops += (uint64_t)size;
+    int ingress = nd->st.acct && nd->parent >= 0 ? mc->node[nd->parent].st.server : -1;
+    nm_time_t arrive = rx_end + nd->st.lat;
+    int first = nd->child;
+    for (int c = mc->node[first].sibling; c >= 0; c = mc->node[c].sibling) {
+        int v = unit_alloc(E);   /* may move E->un */
+        if (v < 0) return -1;
+        E->un[v] = E->un[u];
+        E->un[v].stepi = c;
+        E->un[v].tail = arrive;
+        if (push(E, arrive, EV_ARRIVE, v, 0) != 0) return -1;
+    }
+    E->un[u].stepi = first;
+    E->un[u].tail = arrive;
+    if (push(E, arrive, EV_ARRIVE, u, 0) != 0) return -1;
+    return occupy(E, s, size, ingress, end);
+}
+
+static void mcast_done(pengine *E, int p, int node, nm_time_t t, int dropped);
+
 /* Serve unit u (already out of any queue) on server s from t. */
 static int serve(pengine *E, int s, int u, nm_time_t t)
 {
     server *S = &E->sv[s];
     unit *U = &E->un[u];
     packet *P = &E->pk[U->pkt];
+    if (P->mc) return serve_mcast(E, s, u, t);
     const step *path = path_of(E, U->pkt, U->kind);
     const step *st = &path[U->stepi];
     int npath = U->kind ? P->necho : P->npath;
@@ -333,14 +442,7 @@ static int serve(pengine *E, int s, int u, nm_time_t t)
     U->tail = tail_next;
     U->stepi++;
     if (push(E, arrive, EV_ARRIVE, u, 0) != 0) return -1;
-    if (S->infinite) {
-        if (ingress >= 0) E->ing_bytes[ingress] -= size;
-        return 0;
-    }
-    S->busy = 1;
-    S->cur_ingress = ingress;
-    S->cur_bytes = size;
-    return push(E, end, EV_DONE, s, 0);
+    return occupy(E, s, size, ingress, end);
 }
 
 /* Serve the first waiting unit of server s at t. */
@@ -357,12 +459,34 @@ static int server_start(pengine *E, int s, nm_time_t t)
     return serve(E, s, u, t);
 }
 
+/* Queue unit u, whose step is st (ingress: the server it came from, or -1), at st's server. Inlined
+ * into the hot unicast path (a call there cost 5 % of the sci engine's instructions). */
+static inline __attribute__((always_inline)) int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t);
+
+/* A multicast frame reaches tree node stepi: a destination, or a server to queue at. */
+static int mcast_arrive(pengine *E, int u, nm_time_t t)
+{
+    unit *U = &E->un[u];
+    int p = U->pkt;
+    mcast *mc = E->pk[p].mc;
+    const mnode *nd = &mc->node[U->stepi];
+    if (nd->st.server < 0) {
+        int node = U->stepi;
+        unit_free(E, u);
+        mcast_done(E, p, node, t, 0);
+        return 0;
+    }
+    int ingress = nd->parent >= 0 ? mc->node[nd->parent].st.server : -1;
+    return enqueue(E, u, &nd->st, nd->st.acct ? ingress : -1, t);
+}
+
 /* Unit u reaches step u->stepi of its path at t (its head if the step is cut-through, else its
  * tail). */
 static int unit_arrive(pengine *E, int u, nm_time_t t)
 {
     unit *U = &E->un[u];
     packet *P = &E->pk[U->pkt];
+    if (P->mc) return mcast_arrive(E, u, t);
     int npath = U->kind ? P->necho : P->npath;
     if (U->stepi == npath) {   /* wholly at the destination */
         int p = U->pkt, kind = U->kind;
@@ -379,19 +503,27 @@ static int unit_arrive(pengine *E, int u, nm_time_t t)
         return 0;
     }
     const step *st = &path_of(E, U->pkt, U->kind)[U->stepi];
+    int ingress = st->acct && U->stepi > 0 ? path_of(E, U->pkt, U->kind)[U->stepi - 1].server : -1;
+    return enqueue(E, u, st, ingress, t);
+}
+
+static inline __attribute__((always_inline)) int enqueue(pengine *E, int u, const step *st, int ingress, nm_time_t t)
+{
+    unit *U = &E->un[u];
     int s = st->server;
     server *S = &E->sv[s];
     if (S->infinite) return serve(E, s, u, t);
     int64_t size = unit_size(S, U);
     if (st->acct && E->queue_bytes > 0 && S->qbytes + size > E->queue_bytes) {
         /* tail drop at a full output queue */
-        int p = U->pkt;
+        int p = U->pkt, node = U->stepi;
         unit_free(E, u);
-        packet_unit_done(E, p, t, 1);
+        if (E->pk[p].mc) mcast_done(E, p, node, t, 1);
+        else packet_unit_done(E, p, t, 1);
         return 0;
     }
-    if (st->acct && U->stepi > 0) {
-        int in = path_of(E, U->pkt, U->kind)[U->stepi - 1].server;
+    if (ingress >= 0) {
+        int in = ingress;
         E->ing_bytes[in] += size;
         if (E->pause && !E->ing_xoff[in] && E->ing_bytes[in] > E->pause_high) {
             E->ing_xoff[in] = 1;
@@ -425,6 +557,47 @@ static int server_done(pengine *E, int s, nm_time_t t)
         S->cur_ingress = -1;
     }
     return S->paused ? 0 : server_start(E, s, t);
+}
+
+/* A multicast frame is done at tree node `node`: delivered there (a leaf), or dropped there (every
+ * destination below it loses it). A destination whose frames are all in is delivered or dropped;
+ * the packet is freed when every destination is. */
+static void mcast_done(pengine *E, int p, int node, nm_time_t t, int dropped)
+{
+    mcast *mc = E->pk[p].mc;
+    /* walk the subtree of `node` (a leaf is its own subtree) */
+    int x = node;
+    for (;;) {
+        const mnode *nd = &mc->node[x];
+        if (nd->st.server < 0) {
+            int i = nd->dst;
+            if (dropped) mc->dropped[i] = 1;
+            if (t > mc->last[i]) mc->last[i] = t;
+            if (--mc->left[i] == 0) {
+                nm_delivery d = {E->pk[p].src, mc->dst[i], E->pk[p].payload, E->pk[p].inject, mc->last[i],
+                                 mc->cookie[i]};
+                if (mc->dropped[i]) {
+                    E->st.packets_dropped++;
+                    nm_network_drop_(E->net, &d);
+                } else {
+                    E->st.packets_delivered++;
+                    E->st.payload_bytes_delivered += E->pk[p].payload;
+                    nm_network_deliver_(E->net, &d);
+                }
+                mc = E->pk[p].mc;   /* the callback may have injected and moved the pool */
+                mc->dst_left--;
+            }
+        }
+        /* next node in preorder within the subtree */
+        if (mc->node[x].child >= 0 && mc->node[x].st.server >= 0) {
+            x = mc->node[x].child;
+            continue;
+        }
+        while (x != node && mc->node[x].sibling < 0) x = mc->node[x].parent;
+        if (x == node) break;
+        x = mc->node[x].sibling;
+    }
+    if (mc->dst_left == 0) pkt_free(E, p);
 }
 
 static void packet_unit_done(pengine *E, int p, nm_time_t t, int dropped)
@@ -547,6 +720,7 @@ static void pe_destroy(void *e)
 {
     pengine *E = e;
     if (!E) return;
+    for (int i = 0; i < E->npk; i++) mcast_free(E->pk[i].mc);   /* freed packets hold NULL */
     free(E->sv);
     free(E->ing_xoff);
     free(E->ing_bytes);
@@ -557,8 +731,43 @@ static void pe_destroy(void *e)
     free(E);
 }
 
+/* Ethernet forwards on a loop-free spanning tree (802.1D; seed 001 "Spanning tree => no mesh"):
+ * the switch graph, with parallel links between two switches counted once (a trunk, 802.3ad),
+ * must be a forest. 0, or -1 with the first link that closes a loop. */
+static int ethernet_tree_check(const nm_topology *t, char *err, size_t errlen)
+{
+    int ns = t->nswitches, rc = 0;
+    int *up = malloc((size_t)(ns > 0 ? ns : 1) * sizeof *up);
+    if (!up) return -1;
+    for (int i = 0; i < ns; i++) up[i] = i;
+    for (int l = 0; l < t->nlinks && rc == 0; l++) {
+        const nm_link *L = &t->links[l];
+        if (L->a_kind != NM_NODE_SWITCH || L->b_kind != NM_NODE_SWITCH) continue;
+        int a = L->a_id, b = L->b_id, trunk = 0;
+        for (int k = 0; k < l && !trunk; k++) {   /* an earlier link between the same two switches */
+            const nm_link *K = &t->links[k];
+            trunk = K->a_kind == NM_NODE_SWITCH && K->b_kind == NM_NODE_SWITCH &&
+                    ((K->a_id == a && K->b_id == b) || (K->a_id == b && K->b_id == a));
+        }
+        if (trunk) continue;
+        int ra = a, rb = b;
+        while (up[ra] != ra) ra = up[ra];
+        while (up[rb] != rb) rb = up[rb];
+        if (ra == rb) {
+            nm_set_err(err, errlen, "network.engine 'ethernet' forwards on a loop-free spanning tree, but topology '%s' "
+                       "has a loop of switches closed by the link %s - %s (parallel links between two switches are a "
+                       "trunk and allowed)", t->name, t->switch_names[a], t->switch_names[b]);
+            rc = -1;
+        }
+        up[ra] = rb;
+    }
+    free(up);
+    return rc;
+}
+
 static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err, size_t errlen)
 {
+    if (kind == KIND_ETHERNET && ethernet_tree_check(topo, err, errlen) != 0) return NULL;
     if (kind == KIND_SCI && topo->gen_kind != NM_GEN_SCI) {
         nm_set_err(err, errlen, "network.engine 'sci' needs a topology from the sci-torus:R:F generator (got '%s')",
                    topo->name);
@@ -584,6 +793,7 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
     E->pause_high = KI("ethernet.pause_high");
     E->pause_low = KI("ethernet.pause_low");
     E->switch_latency = KI("ethernet.switch_latency");
+    E->multicast = kind == KIND_ETHERNET && KI("ethernet.multicast");
     E->fabric_bps = nm_config_double(cfg, "avici.fabric_rate");
     E->flit_payload = KI("avici.flit_payload");
     E->flit_header = KI("avici.flit_header");
@@ -591,6 +801,7 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
     E->lc_latency = KI("avici.linecard_latency");
     E->gige = !strcmp(nm_config_string(cfg, "avici.hosts"), "gige");
     E->ingress_delay = !strcmp(nm_config_string(cfg, "avici.gige_ingress"), "delay");
+    E->gige_bps = nm_config_double(cfg, "avici.gige_rate");
     E->blink_bps = nm_config_double(cfg, "sci.blink_rate");
     E->sci_payload = KI("sci.payload_bytes");
     E->sci_overhead = KI("sci.request_overhead");
@@ -622,18 +833,17 @@ static void *pe_create(int kind, const nm_config *cfg, const nm_topology *topo, 
         else S->bps = kind == KIND_AVICI ? E->fabric_bps : E->blink_bps;
         S->fabric = s >= nch;
     }
-    if (kind == KIND_AVICI && E->gige && E->ingress_delay)
-        for (int h = 0; h < topo->nhosts; h++)
-            if (topo->hosts[h].link >= 0)
-                E->sv[nm_channel_leaving(topo, topo->hosts[h].link, NM_NODE_HOST, h)].infinite = 1;
-    /* longest path: every channel of the longest route, or the SCI ring walk */
-    int longest = 4;
-    if (kind == KIND_ETHERNET)
-        for (int a = 0; a < topo->nhosts; a++)
-            for (int b = 0; b < topo->nhosts; b++)
-                if (a != b && nm_route_get(topo, a, b)->nchannels > longest) longest = nm_route_get(topo, a, b)->nchannels;
-    if (kind == KIND_SCI) longest = topo->gen_ndims * (topo->gen_dims[0] + 1) + 2;
-    E->maxpath = longest;
+    if (kind == KIND_AVICI && E->gige)   /* GigE host ports, both ways */
+        for (int h = 0; h < topo->nhosts; h++) {
+            int l = topo->hosts[h].link;
+            if (l < 0) continue;
+            E->sv[2 * l].bps = E->sv[2 * l + 1].bps = E->gige_bps;
+            if (E->ingress_delay) E->sv[nm_channel_leaving(topo, l, NM_NODE_HOST, h)].infinite = 1;
+        }
+    /* steps per path: avici's are at most 4, SCI's the ring walk; ethernet's grow to the longest
+     * route injected so far (paths_fit), so that creating a 4096-host network does not compute
+     * every pair's route */
+    E->maxpath = kind == KIND_SCI ? topo->gen_ndims * (topo->gen_dims[0] + 1) + 2 : 4;
     return E;
 }
 
@@ -662,10 +872,11 @@ static int launch(pengine *E, int p, int kind, int64_t bytes, int64_t fbytes, in
 static int pe_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, uint64_t cookie)
 {
     pengine *E = e;
+    if (E->kind == KIND_ETHERNET && paths_fit(E, nm_route_get(E->topo, src, dst)->nchannels) != 0) return -5;
     int p = pkt_alloc(E);
     if (p < 0) return -5;
     packet *P = &E->pk[p];
-    *P = (packet){src, dst, payload, cookie, t, t, 0, 0, 0, 0, 0, -1};
+    *P = (packet){src, dst, payload, cookie, t, t, 0, 0, 0, 0, 0, -1, NULL};
     step *path = path_of(E, p, 0);
     int n = -1;
     if (E->kind == KIND_ETHERNET) n = ethernet_path(E, src, dst, path);
@@ -707,6 +918,87 @@ static int pe_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, u
             rc |= launch(E, p, 0, f + E->sci_overhead, f + E->sci_overhead, 0, t);
         } while (left > 0);
     }
+    return rc ? -5 : 0;
+}
+
+static int mc_node(mcast *mc, step st, int parent, int dst)
+{
+    if (mc->nnode == mc->capnode) {
+        int nc = mc->capnode ? 2 * mc->capnode : 16;
+        mnode *nn = realloc(mc->node, (size_t)nc * sizeof *nn);
+        if (!nn) return -1;
+        mc->node = nn;
+        mc->capnode = nc;
+    }
+    int x = mc->nnode++;
+    mc->node[x] = (mnode){st, parent, -1, -1, dst};
+    if (parent >= 0) {   /* append as the parent's last child */
+        int *c = &mc->node[parent].child;
+        while (*c >= 0) c = &mc->node[*c].sibling;
+        *c = x;
+    }
+    return x;
+}
+
+static int pe_has_multicast(const void *e) { return ((const pengine *)e)->multicast; }
+
+/* One multicast packet from src to dst[0..n-1]: the union of their routes (a tree: the switches
+ * forward on the spanning tree) carries each frame once per branch. */
+static int pe_inject_multicast(void *e, int src, int n, const int *dst, const uint64_t *cookies, uint64_t payload,
+                               nm_time_t t)
+{
+    pengine *E = e;
+    if (!E->multicast || n < 1) return -7;
+    int p = pkt_alloc(E);
+    if (p < 0) return -5;
+    packet *P = &E->pk[p];
+    *P = (packet){src, dst[0], payload, cookies[0], t, t, 0, 0, 0, 0, 0, -1, NULL};
+    mcast *mc = calloc(1, sizeof *mc);
+    int frames = (int)(payload ? (payload + (uint64_t)E->mtu - 1) / (uint64_t)E->mtu : 1);
+    if (mc) {
+        mc->ndst = mc->dst_left = n;
+        mc->dst = malloc((size_t)n * sizeof *mc->dst);
+        mc->left = malloc((size_t)n * sizeof *mc->left);
+        mc->cookie = malloc((size_t)n * sizeof *mc->cookie);
+        mc->last = malloc((size_t)n * sizeof *mc->last);
+        mc->dropped = calloc((size_t)n, 1);
+    }
+    P->mc = mc;
+    if (!mc || !mc->dst || !mc->left || !mc->cookie || !mc->last || !mc->dropped) {
+        pkt_free(E, p);
+        return -5;
+    }
+    for (int i = 0; i < n; i++) {
+        mc->dst[i] = dst[i];
+        mc->left[i] = frames;
+        mc->cookie[i] = cookies[i];
+        mc->last[i] = t;
+        const nm_route *r = nm_route_get(E->topo, src, dst[i]);
+        int cur = -1;
+        for (int k = 0; k < r->nchannels; k++) {
+            int c = r->channel[k], x = -1;
+            for (int y = cur >= 0 ? mc->node[cur].child : (mc->nnode ? 0 : -1); y >= 0; y = mc->node[y].sibling)
+                if (mc->node[y].st.server == c) x = y;
+            if (x < 0) {
+                nm_time_t lat = chan_prop(E, c) + (k + 1 < r->nchannels ? E->switch_latency : 0);
+                x = mc_node(mc, (step){c, 0, 1, (char)(k > 0), lat}, cur, -1);
+                if (x < 0) { pkt_free(E, p); return -5; }
+            }
+            cur = x;
+        }
+        if (cur < 0 || mc_node(mc, (step){-1, 0, 0, 0, 0}, cur, i) < 0) {
+            pkt_free(E, p);
+            return -6;
+        }
+    }
+    E->st.packets_injected += (uint64_t)n;
+    int64_t left = (int64_t)payload;
+    int rc = 0;
+    do {
+        int64_t f = left < E->mtu ? left : E->mtu;
+        left -= f;
+        rc |= launch(E, p, 0, frame_wire(E, f), frame_wire(E, f), E->eth_ifg, t);
+    } while (left > 0);
     return rc ? -5 : 0;
 }
 
@@ -752,15 +1044,16 @@ static size_t pe_link_busy(const void *e, nm_time_t *busy, size_t max)
     return n;
 }
 
+/* run_instants NULL: nm_network_run_instants steps these engines one instant at a time */
 const nm_engine_ops nm_engine_ethernet = {
     "ethernet", eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
+    .run_instants = NULL, .has_multicast = pe_has_multicast, .inject_multicast = pe_inject_multicast,
 };
 const nm_engine_ops nm_engine_avici = {
     "avici", avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
+    .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };
 const nm_engine_ops nm_engine_sci = {
     "sci", sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
-    NULL,   /* run_instants: nm_network_run_instants steps one instant at a time */
+    .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };

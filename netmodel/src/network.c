@@ -108,6 +108,29 @@ int nm_network_inject(nm_network *net, int src, int dst, uint64_t payload, nm_ti
     return net->ops->inject(net->eng, src, dst, payload, t, cookie);
 }
 
+int nm_network_has_multicast(const nm_network *net)
+{
+    return net && net->ops->has_multicast && net->ops->has_multicast(net->eng);
+}
+
+int nm_network_inject_multicast(nm_network *net, int src, int n, const int *dst, const uint64_t *cookies,
+                                uint64_t payload, nm_time_t t)
+{
+    if (!net || n < 0 || (n > 0 && (!dst || !cookies))) return -1;
+    const nm_topology *tp = net->topo;
+    for (int i = 0; i < n; i++) {
+        if (src < 0 || dst[i] < 0 || src >= tp->nhosts || dst[i] >= tp->nhosts || src == dst[i]) return -2;
+        if (nm_route_get(tp, src, dst[i])->nhops < 0) return -3;
+    }
+    if (t < net->ops->now(net->eng)) return -4;
+    if (n > 0 && nm_network_has_multicast(net)) return net->ops->inject_multicast(net->eng, src, n, dst, cookies, payload, t);
+    for (int i = 0; i < n; i++) {   /* no switch multicast: one packet per destination, in order */
+        int rc = net->ops->inject(net->eng, src, dst[i], payload, t, cookies[i]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
 nm_time_t nm_network_next_time(const nm_network *net)
 {
     return net ? net->ops->next_time(net->eng) : NM_TIME_NEVER;
@@ -141,6 +164,20 @@ void nm_network_stop_before(nm_network *net, nm_time_t t)
 nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net->eng) : 0; }
 
 const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->name : ""; }
+
+int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len)
+{
+    nm_stats st;
+    nm_network_stats(net, &st);
+    if (!net || !st.deadlocks) return 0;
+    nm_routing_info ri;
+    nm_topology_routing_info(net->topo, &ri);
+    snprintf(buf, len,
+             "the network deadlocked at virtual time %.3f us: routing '%s' on '%s' is not deadlock-free (%s); run with "
+             "network.routing=auto or updown",
+             (double)st.deadlock_time * 1e-6, ri.routing, nm_topology_name(net->topo), ri.check_message);
+    return 1;
+}
 
 int nm_network_may_deadlock(const nm_network *net)
 {

@@ -105,6 +105,10 @@ typedef struct nm_engine_ops {
     /* nm_network_run_instants; *stop may be lowered by callbacks while it runs. NULL: the
      * network steps the engine one instant at a time with run_until. */
     int (*run_instants)(void *eng, nm_time_t limit, const nm_time_t *stop);
+    /* Optional (NULL: none): switch multicast, see nm_network_inject_multicast. */
+    int (*has_multicast)(const void *eng);
+    int (*inject_multicast)(void *eng, int src, int n, const int *dst, const uint64_t *cookies, uint64_t payload,
+                            nm_time_t t);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */

@@ -1,5 +1,5 @@
 /* synth_tool: write synthetic traces for the Python tests and for trying the CLI.
- *   synth_tool h5 pingpong|stencil|fan NRANKS ITERS BYTES COMPUTE_PS OUT.h5
+ *   synth_tool h5 pingpong|stencil|fan|fan-bcast NRANKS ITERS BYTES COMPUTE_PS OUT.h5
  *   synth_tool raw pingpong|stencil|fan NRANKS ITERS BYTES COMPUTE_PS OUTDIR   (raw rank files + meta.json) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,8 @@ int main(int argc, char **argv)
     int64_t comp = strtoll(argv[6], NULL, 10);
     ms_trace *t = !strcmp(argv[2], "pingpong") ? synth_pingpong(iters, bytes, comp)
                   : !strcmp(argv[2], "stencil") ? synth_stencil(n, iters, bytes, comp)
-                  : !strcmp(argv[2], "fan") ? synth_fan(n, iters, bytes) : NULL;
+                  : !strcmp(argv[2], "fan") ? synth_fan(n, iters, bytes)
+                  : !strcmp(argv[2], "fan-bcast") ? synth_fan_bcast(n, iters, bytes) : NULL;
     if (!t) {
         fprintf(stderr, "synth_tool: unknown shape %s\n", argv[2]);
         return 2;

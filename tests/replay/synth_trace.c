@@ -35,7 +35,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 static const char *const names[SY_NFN] = {"MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall",
                                           "MPI_Barrier", "MPI_Finalize", "MPI_Wait", "MPI_Probe",
-                                          "MPI_Comm_split", "MPI_Allreduce"};
+                                          "MPI_Comm_split", "MPI_Allreduce", "MPI_Bcast"};
 
 synth *synth_new(int nranks)
 {
@@ -334,6 +334,22 @@ ms_trace *synth_fan(int nranks, int reps, uint64_t bytes)
     }
     for (int r = 0; r < nranks; r++) synth_finalize(s, r);
     free(q);
+    return synth_finish(s);
+}
+
+ms_trace *synth_fan_bcast(int nranks, int reps, uint64_t bytes)
+{
+    synth *s = synth_new(nranks);
+    for (int rep = 0; rep < reps; rep++) {
+        for (int r = 0; r < nranks; r++) barrier(s, r);
+        for (int r = 0; r < nranks; r++) {
+            synth_call(s, r, SY_BCAST, 0);
+            uint64_t q = synth_icoll(s, r, MS_COLL_BCAST, 0, bytes, MS_COMM_WORLD);
+            synth_wait(s, r, MS_WAIT_ALL, 1, &q, 0);
+            synth_exit(s, r, SY_BCAST);
+        }
+    }
+    for (int r = 0; r < nranks; r++) synth_finalize(s, r);
     return synth_finish(s);
 }
 

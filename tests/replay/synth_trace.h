@@ -15,7 +15,7 @@ typedef struct synth synth;
 
 /* Function ids of synthetic traces (their /fn_names). */
 enum { SY_SEND = 0, SY_RECV, SY_ISEND, SY_IRECV, SY_WAITALL, SY_BARRIER, SY_FINALIZE, SY_WAIT, SY_PROBE,
-       SY_COMM_SPLIT, SY_ALLREDUCE, SY_NFN };
+       SY_COMM_SPLIT, SY_ALLREDUCE, SY_BCAST, SY_NFN };
 
 synth *synth_new(int nranks);
 /* Finish: the trace (owned by the caller, ms_trace_free). The builder is freed. */
@@ -53,6 +53,8 @@ ms_trace *synth_pingpong(int iters, uint64_t bytes, int64_t compute_ps);
 ms_trace *synth_stencil(int nranks, int iters, uint64_t bytes, int64_t compute_ps);
 /* fan-in then fan-out (apps/fan): reps x (barrier, nranks-1 sends to 0, barrier, 0 sends to all). */
 ms_trace *synth_fan(int nranks, int reps, uint64_t bytes);
+/* Seed 001's fan-out as one MPI_Bcast of `bytes` from rank 0, after a barrier, `reps` times. */
+ms_trace *synth_fan_bcast(int nranks, int reps, uint64_t bytes);
 
 /* Serialize one rank of a trace as a raw rank file (trace_raw.h layout); malloc'd bytes. */
 unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len);
