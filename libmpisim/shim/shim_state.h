@@ -39,6 +39,8 @@ typedef struct ms_state {
     int ck_woken;                /* the current gap follows a switched-out MPI call */
     uint32_t last_exit_seq;      /* ... at the last exit: a different one at entry = switched out */
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
+    struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
+    int rp_on;                   /* shim.return_path = measured */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
     /* the reply a blocked rank waits for */
