@@ -516,7 +516,7 @@ static int launch_and_serve(const run_opts *o_)
         }
     }
     ms_server *s = NULL;
-    char endpoint[512] = "";
+    char endpoint[512] = "", shm_name[64] = "";
     if (!o.capture_only) {
         s = ms_server_create();
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
@@ -527,6 +527,12 @@ static int launch_and_serve(const run_opts *o_)
         if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
         else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
         if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
+        /* ranks on this host attach to the shared segment; those elsewhere (--listen) use TCP */
+        if (!strcmp(nm_config_string(cfg, "shim.transport"), "shm") &&
+            ms_server_shm(s, shm_name, sizeof shm_name, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
             return 2;
         }
@@ -582,6 +588,10 @@ static int launch_and_serve(const run_opts *o_)
         av[k++] = "MPISIM_SERVER";
         av[k++] = "-x";
         av[k++] = "MPISIM_SECRET";
+        if (shm_name[0]) {
+            av[k++] = "-x";
+            av[k++] = "MPISIM_SHM";
+        }
     } else {
         av[k++] = "-x";
         av[k++] = "MPISIM_COMPUTE";
@@ -612,6 +622,7 @@ static int launch_and_serve(const run_opts *o_)
         if (!o.capture_only) {
             setenv("MPISIM_SERVER", endpoint, 1);
             setenv("MPISIM_SECRET", ms_server_secret(s), 1);
+            if (shm_name[0]) setenv("MPISIM_SHM", shm_name, 1);
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
             setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);

@@ -44,8 +44,14 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          NULL, NM_KEY_NONNEG},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
-         "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
+         "sleeps (over shim.transport = shm a rank polls a quarter of them and the server none: a doorbell "
+         "wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
          "0..1e9", 0},
+        {"shim.transport", NM_KEY_STRING, "", "shm",
+         "project choice (issue 13: a model round trip through a socket costs tens of microseconds)",
+         "how ranks on the model server's host talk to it: a shared-memory ring per rank woken by a futex "
+         "(shm), or TCP as ranks on other hosts always do (tcp)",
+         "shm|tcp", 0},
         {"shim.compute_slots", NM_KEY_STRING, "ranks", "auto",
          "project choice (docs/architecture.md, The compute gate); auto: hwloc's cores the job may use, else the "
          "affinity mask of mpisim run",

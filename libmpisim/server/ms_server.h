@@ -30,6 +30,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
  * "host:port" for MPISIM_SERVER. */
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len,
                      char *err, size_t errlen);
+/* Create the run's shared segment for ranks on this host (ms_shm.h): mode 0600, a random name
+ * (into name, for MPISIM_SHM), unlinked once every rank has attached. Ranks that cannot open it
+ * (another host) connect by TCP; each authenticates with the secret either way. After configure. */
+int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen);
 /* Every model call of the run, one line each (ms_driver_set_call_log); after configure. */
 void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user);
 /* A summary of the real machine (hwloc), recorded in the report. */

@@ -24,7 +24,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +36,7 @@
 #include "ms_model.h"
 #include "protocol.h"
 #include "ms_report.h"
+#include "ms_shm.h"
 #include "fn_names_gen.h"
 
 
@@ -47,7 +51,9 @@ typedef struct unmodelled_count {
 } unmodelled_count;
 
 typedef struct rank_info {
-    int fd;
+    int fd;                      /* TCP connection, or -1 */
+    int shm;                     /* 1: attached through the shared segment (its slot is the rank's) */
+    int shm_closed;              /* its process has gone, or it finished and has its FIN_OK */
     buf in, out;
     int pid;
     char host[64];
@@ -120,6 +126,14 @@ struct ms_server {
     double next_debug;
     double describe_deadline;
     char err[512];
+    /* the shared-memory transport (ms_shm.h): ranks on this host */
+    void *shm;
+    size_t shm_bytes;
+    char shm_name[64];
+    int shm_unlinked;
+    int tcp_ranks, shm_ranks;    /* connected through each */
+    double next_pid_check;
+    uint64_t shm_waits, shm_wakes;   /* the server's futex sleeps (report: transport) */
 };
 
 static double wall_now(void)
@@ -156,11 +170,29 @@ static int buf_put(buf *b, const void *p, size_t n)
 
 static void send_msg(rank_info *r, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (r->fd < 0) return;
+    if (r->fd < 0 && (!r->shm || r->shm_closed)) return;
     ms_msg_header h = {type, (uint32_t)(alen + blen)};
     buf_put(&r->out, &h, sizeof h);
     if (alen) buf_put(&r->out, a, alen);
     if (blen) buf_put(&r->out, b, blen);
+}
+
+/* A shared-memory rank: what fits in its down ring now (the rest on the next turn), then its
+ * doorbell. The server never waits for a rank. */
+static void flush_shm(ms_server *s, int rank)
+{
+    rank_info *r = &s->ranks[rank];
+    if (!r->out.len) return;
+    if (r->shm_closed) {
+        r->out.len = 0;
+        return;
+    }
+    ms_shm_slot *sl = ms_shm_slot_at(s->shm, rank);
+    size_t w = ms_ring_write(s->shm, &sl->down, r->out.p, r->out.len);
+    if (!w) return;
+    memmove(r->out.p, r->out.p + w, r->out.len - w);
+    r->out.len -= w;
+    ms_bell_ring(&sl->rank_bell);
 }
 
 static void flush_rank(rank_info *r)
@@ -179,6 +211,15 @@ static void flush_rank(rank_info *r)
     }
     r->out.len = 0;
 }
+
+/* Whatever the rank's transport: what is batched for it goes out now (or as its ring drains). */
+static void flush_to(ms_server *s, int rank)
+{
+    if (s->ranks[rank].shm) flush_shm(s, rank);
+    else flush_rank(&s->ranks[rank]);
+}
+
+static int rank_live(const rank_info *r) { return r->fd >= 0 || (r->shm && !r->shm_closed); }
 
 /* ---------------------------------------------------------------------------------------- */
 
@@ -378,6 +419,10 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+    if (r->shm) {
+        r->shm_closed = 1;
+        r->out.len = 0;
+    }
     if (ms_driver_state(s->drv, rank) != MS_RANK_FINISHED && ms_driver_state(s->drv, rank) != MS_RANK_DEAD &&
         ms_driver_state(s->drv, rank) != MS_RANK_STOPPED) {
         /* the driver tells a rank that died (the first to end on its own) from those the launcher
@@ -673,6 +718,41 @@ static void drop_pending(ms_server *s, size_t i, const char *why)
     s->pending[i] = s->pending[--s->npending];
 }
 
+/* Whether a HELLO may join this run (NULL) or why not. */
+static const char *check_hello(ms_server *s, const ms_msg_header *h, const ms_msg_hello *hello)
+{
+    if (h->type != MS_MSG_HELLO || h->length != sizeof *hello || hello->magic != MS_PROTO_MAGIC)
+        return "not an mpisim rank";
+    if (hello->version != MS_PROTO_VERSION || hello->sizes_check != ms_proto_sizes_check())
+        return "a rank built from another mpisim version";
+    if (!secret_equal(hello->secret, s->secret)) return "wrong secret (a rank of another run?)";
+    if (hello->rank < 0 || hello->rank >= s->nranks || hello->size != s->nranks)
+        return "rank or job size does not match this run";
+    if (ms_driver_state(s->drv, hello->rank) != MS_RANK_UNCONNECTED) return "this rank is already connected";
+    return NULL;
+}
+
+/* Every rank has attached (either way): nobody else may open the segment by its name. */
+static void all_attached(ms_server *s)
+{
+    if (!s->shm || s->shm_unlinked || s->tcp_ranks + s->shm_ranks < s->nranks) return;
+    shm_unlink(s->shm_name);
+    s->shm_unlinked = 1;
+}
+
+static void accept_rank(ms_server *s, rank_info *r, const ms_msg_hello *hello)
+{
+    r->pid = hello->pid;
+    memcpy(r->host, hello->hostname, sizeof r->host);
+    r->host[sizeof r->host - 1] = 0;
+    memcpy(r->binding, hello->binding, sizeof r->binding);
+    r->binding[sizeof r->binding - 1] = 0;
+    ms_driver_connect(s->drv, hello->rank);
+    s->nconnected++;
+    s->last_connect = wall_now();
+    send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
+}
+
 /* A connection that has not yet said who it is. */
 static void read_pending(ms_server *s, size_t i)
 {
@@ -690,40 +770,139 @@ static void read_pending(ms_server *s, size_t i)
     ms_msg_hello hello;
     memcpy(&h, c->in.p, sizeof h);
     memcpy(&hello, c->in.p + sizeof h, sizeof hello);
-    if (h.type != MS_MSG_HELLO || h.length != sizeof hello || hello.magic != MS_PROTO_MAGIC) {
-        drop_pending(s, i, "not an mpisim rank");
-        return;
-    }
-    if (hello.version != MS_PROTO_VERSION || hello.sizes_check != ms_proto_sizes_check()) {
-        drop_pending(s, i, "a rank built from another mpisim version");
-        return;
-    }
-    if (!secret_equal(hello.secret, s->secret)) {
-        drop_pending(s, i, "wrong secret (a rank of another run?)");
-        return;
-    }
-    if (hello.rank < 0 || hello.rank >= s->nranks || hello.size != s->nranks) {
-        drop_pending(s, i, "rank or job size does not match this run");
+    const char *why = check_hello(s, &h, &hello);
+    if (why) {
+        drop_pending(s, i, why);
         return;
     }
     rank_info *r = &s->ranks[hello.rank];
-    if (ms_driver_state(s->drv, hello.rank) != MS_RANK_UNCONNECTED) {
-        drop_pending(s, i, "this rank is already connected");
-        return;
-    }
     r->fd = c->fd;
-    r->pid = hello.pid;
-    memcpy(r->host, hello.hostname, sizeof r->host);
-    r->host[sizeof r->host - 1] = 0;
-    memcpy(r->binding, hello.binding, sizeof r->binding);
-    r->binding[sizeof r->binding - 1] = 0;
-    ms_driver_connect(s->drv, hello.rank);
-    s->nconnected++;
-    s->last_connect = wall_now();
-    send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
+    accept_rank(s, r, &hello);
     flush_rank(r);
+    s->tcp_ranks++;
     c->fd = -1;
     drop_pending(s, i, NULL);
+    all_attached(s);
+}
+
+/* ---- the shared-memory transport ---------------------------------------------------------- */
+
+/* Slot `rank` has bytes up (a HELLO from a rank attaching, or messages of an attached rank), or
+ * its rank left. */
+static void read_shm_rank(ms_server *s, int rank)
+{
+    rank_info *r = &s->ranks[rank];
+    ms_shm_slot *sl = ms_shm_slot_at(s->shm, rank);
+    uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+    if (r->shm_closed || state == MS_SLOT_REFUSED) return;
+    for (;;) {
+        if (r->in.cap - r->in.len < 65536) {
+            size_t cap = r->in.cap ? r->in.cap * 2 : 131072;
+            char *q = realloc(r->in.p, cap);
+            if (!q) return;
+            r->in.p = q;
+            r->in.cap = cap;
+        }
+        size_t n = ms_ring_read(s->shm, &sl->up, r->in.p + r->in.len, r->in.cap - r->in.len);
+        r->in.len += n;
+        if (n == 0 || r->in.len < r->in.cap) break;
+    }
+    if (!r->shm) {
+        /* authenticated as a TCP connection is: the slot says which rank it is, the HELLO must agree */
+        ms_msg_header h;
+        ms_msg_hello hello;
+        if (r->in.len < sizeof h + sizeof hello) return;
+        memcpy(&h, r->in.p, sizeof h);
+        memcpy(&hello, r->in.p + sizeof h, sizeof hello);
+        const char *why = check_hello(s, &h, &hello);
+        if (!why && (hello.rank != rank || r->fd >= 0)) why = "its slot in the shared segment is another rank's";
+        if (why) {
+            s->rejected_connections++;
+            fprintf(stderr, "mpisim: refused a rank attaching through shared memory: %s\n", why);
+            __atomic_store_n(&sl->state, MS_SLOT_REFUSED, __ATOMIC_RELEASE);
+            ms_bell_ring(&sl->rank_bell);
+            r->in.len = 0;
+            return;
+        }
+        r->shm = 1;
+        s->shm_ranks++;
+        memmove(r->in.p, r->in.p + sizeof h + sizeof hello, r->in.len - sizeof h - sizeof hello);
+        r->in.len -= sizeof h + sizeof hello;
+        accept_rank(s, r, &hello);
+        flush_shm(s, rank);
+        all_attached(s);
+    }
+    drain_input(s, rank);
+    if (state == MS_SLOT_CLOSED) {   /* read after the state: what it wrote before it left is in */
+        r->in.len = 0;
+        rank_gone(s, rank);
+    }
+}
+
+/* Read every slot written since the last look; how many there were. */
+static int read_shm(ms_server *s)
+{
+    int got = 0;
+    for (int w = 0; w < ms_shm_dirty_words(s->nranks); w++) {
+        uint64_t bits = ms_shm_take_dirty(s->shm, w);
+        while (bits) {
+            int b = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            read_shm_rank(s, w * 64 + b);
+            got++;
+        }
+    }
+    return got;
+}
+
+/* A rank attached through shared memory has no socket whose close says it died: look at its
+ * process now and then (it runs on this host, in this PID namespace). */
+static void check_shm_pids(ms_server *s, int launcher_done)
+{
+    for (int i = 0; i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (!r->shm || r->shm_closed) continue;
+        if (launcher_done || (r->pid > 0 && kill(r->pid, 0) < 0 && errno == ESRCH)) {
+            read_shm_rank(s, i);   /* what it wrote before it went */
+            if (!r->shm_closed) rank_gone(s, i);
+        }
+    }
+}
+
+int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen)
+{
+    /* The name is visible to every user in /dev/shm, so it carries a token of its own, not the
+     * secret the ranks present (which stays in their environment); mode 0600 keeps other users
+     * out, and the name goes once every rank has attached. */
+    unsigned char raw[8];
+    int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rfd < 0 || read(rfd, raw, sizeof raw) != (ssize_t)sizeof raw) {
+        if (rfd >= 0) close(rfd);
+        return fail(err, errlen, "cannot read /dev/urandom for the shared segment's name");
+    }
+    close(rfd);
+    int o = snprintf(s->shm_name, sizeof s->shm_name, "/mpisim-%d-", (int)getpid());
+    for (size_t i = 0; i < sizeof raw; i++) o += snprintf(s->shm_name + o, sizeof s->shm_name - (size_t)o, "%02x", raw[i]);
+    int fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return fail(err, errlen, "cannot create the shared segment %s: %s", s->shm_name, strerror(errno));
+    s->shm_bytes = ms_shm_bytes(s->nranks);
+    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->shm_bytes) < 0) {
+        int e = errno;
+        close(fd);
+        shm_unlink(s->shm_name);
+        return fail(err, errlen, "cannot size the shared segment: %s", strerror(e));
+    }
+    void *base = mmap(NULL, s->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        shm_unlink(s->shm_name);
+        return fail(err, errlen, "cannot map the shared segment: %s", strerror(errno));
+    }
+    ms_shm_init(base, s->nranks);
+    ((ms_shm_header *)base)->server_pid = (int32_t)getpid();
+    s->shm = base;
+    snprintf(name, len, "%s", s->shm_name);
+    return 0;
 }
 
 static void drop_oldest_pending(ms_server *s, const char *why)
@@ -787,7 +966,7 @@ static void start_describe(ms_server *s)
 static int described_all(const ms_server *s)
 {
     for (int i = 0; i < s->nranks; i++)
-        if (ms_driver_waiting(s->drv, i) && s->ranks[i].fd >= 0 && !s->ranks[i].callsite_text[0]) return 0;
+        if (ms_driver_waiting(s->drv, i) && rank_live(&s->ranks[i]) && !s->ranks[i].callsite_text[0]) return 0;
     return 1;
 }
 
@@ -954,9 +1133,8 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         }
         int live = 0;
         for (int i = 0; i < s->nranks; i++)
-            if (s->ranks[i].fd >= 0) live++;
+            if (rank_live(&s->ranks[i])) live++;
         if (child_done && !live) break;
-        if (child_done && live == 0 && s->npending == 0) break;
 
         if (s->stopped && !aborted_sent) {
             char text[MS_TEXT_MAX];
@@ -969,7 +1147,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1, text);
             for (int i = 0; i < s->nranks; i++) {
                 send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
-                flush_rank(&s->ranks[i]);
+                flush_to(s, i);
             }
             aborted_sent = 1;
         }
@@ -1000,16 +1178,44 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             pfds[nf] = (struct pollfd){s->pending[i].fd, POLLIN, 0};
             who[nf++] = -2 - (int)i;
         }
-        /* Just after traffic, while a rank waits for an answer, poll without sleeping (yielding
-         * the CPU to the ranks) for a while: the report it needs usually follows within
-         * microseconds, and waking a sleeping CPU costs tens of them on a virtual machine. While
-         * every rank computes, sleep: spinning beside them would slow the computation whose CPU
-         * time is being measured. */
-        int spin = idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
-        int n = poll(pfds, nf, spin ? 0 : child_done ? 200 : 20);
-        if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
-        if (n > 0) idle_polls = 0;
-        else if (spin && idle_polls++ < (unsigned)s->welcome.spin_polls) sched_yield();
+        int idle_ms = child_done ? 200 : 20;
+        int n;
+        if (s->shm) {
+            /* Ranks on this host write their rings and ring one doorbell: read what they wrote,
+             * then sleep on the doorbell (a futex; 1 ms at most while a TCP connection is open,
+             * whose sockets are polled between). The server does not spin: the waiting ranks do,
+             * briefly, and with more processes than cores a spinning server only delays the
+             * report it waits for (bench_shim.py: spinning 400 rounds gave no faster round trip
+             * and twice the context switches). */
+            ms_shm_header *hdr = s->shm;
+            uint32_t seen = ms_bell_seq(&hdr->server_bell);
+            int got = read_shm(s);
+            n = poll(pfds, nf, 0);
+            if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
+            if (!got && n <= 0) {
+                int tcp_open = nf > 1;
+                s->shm_waits++;
+                ms_bell_wait(&hdr->server_bell, seen, (int64_t)(tcp_open ? 1 : idle_ms) * 1000000, NULL, NULL);
+                if (tcp_open) n = poll(pfds, nf, 0);
+                read_shm(s);
+            }
+            double t = wall_now();
+            if (t >= s->next_pid_check) {
+                s->next_pid_check = t + 0.05;
+                check_shm_pids(s, 0);
+            }
+        } else {
+            /* Just after traffic, while a rank waits for an answer, poll without sleeping (yielding
+             * the CPU to the ranks) for a while: the report it needs usually follows within
+             * microseconds, and waking a sleeping CPU costs tens of them on a virtual machine. While
+             * every rank computes, sleep: spinning beside them would slow the computation whose CPU
+             * time is being measured. */
+            int spin = idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
+            n = poll(pfds, nf, spin ? 0 : idle_ms);
+            if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
+            if (n > 0) idle_polls = 0;
+            else if (spin && idle_polls++ < (unsigned)s->welcome.spin_polls) sched_yield();
+        }
         if (n > 0) {
             /* pending connections first (indices shift when one is dropped: go backwards) */
             for (size_t k = nf; k-- > 0;)
@@ -1050,8 +1256,9 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             watch_untimed(s, now);
             advance_engine(s);
         }
-        for (int i = 0; i < s->nranks; i++) flush_rank(&s->ranks[i]);
+        for (int i = 0; i < s->nranks; i++) flush_to(s, i);
     }
+    if (s->shm) check_shm_pids(s, 1);
     s->wall_end = wall_now();
     free(pfds);
     free(who);
@@ -1351,6 +1558,10 @@ void ms_server_destroy(ms_server *s)
     for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
     free(s->argv);
     if (s->listen_fd >= 0) close(s->listen_fd);
+    if (s->shm) {
+        if (!s->shm_unlinked) shm_unlink(s->shm_name);
+        munmap(s->shm, s->shm_bytes);
+    }
     ms_driver_destroy(s->drv);
     free(s);
 }

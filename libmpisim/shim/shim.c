@@ -1,8 +1,10 @@
-/* The shim's runtime: lifecycle, virtual clock, connection to the model server, request
- * table, and the loops that wait for the model while keeping the real MPI moving. */
+/* The shim's runtime: lifecycle, virtual clock, the link to the model server (batching and
+ * handling its messages over transport.c), requests, and the loops that wait for the model while
+ * keeping the real MPI moving. Trace capture, call sites, deferred receives and communicators are
+ * in their own files (shim_state.h). */
 #define _GNU_SOURCE
 #include "ms_model.h"   /* the wait modes */
-#include "shim.h"
+#include "shim_state.h"
 #include "gate.h"
 #include "trace_raw.h"
 
@@ -30,105 +32,10 @@
 #include <unistd.h>
 
 
-#define MS_CS_MAX_DEPTH 8
 
-typedef struct ms_state {
-    int active;                  /* connected to a server; wrappers do their work */
-    int depth;                   /* nesting of wrapped calls (re-entry guard) */
-    int rank, size;
-    int fd;
-    ms_msg_welcome params;
-    int64_t clock_ps;
-    int64_t compute_ps, mpi_ps;
-    int64_t call_start_ps;
-    int64_t last_exit_ns;        /* the rank's clock reading (clock_now) when its last MPI call returned */
-    int64_t last_exit_mono_ns;
-    /* the thread's CPU clock without a system call (clock_now): a task-clock perf event's page
-     * and its ring buffer of switch records */
-    volatile struct perf_event_mmap_page *ck_page;   /* NULL: every CPU-clock read is a system call */
-    const char *ck_data;         /* the ring buffer (overwrite mode) */
-    uint64_t ck_mask;            /* its size - 1 */
-    uint64_t ck_head0;           /* data_head while the buffer holds no record yet */
-    int ck_fd;
-    int64_t ck_origin_ns;        /* thread CPU clock - task clock: the system-call fallback's origin */
-    uint32_t ck_seq_now;         /* the page's lock at the last reading (1: read by system call) */
-    const void *site;            /* the program's call site of the current MPI call */
-    int ck_woken;                /* the current gap follows a switched-out MPI call */
-    uint32_t last_exit_seq;      /* ... at the last exit: a different one at entry = switched out */
-    ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
-    struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
-    int rp_on;                   /* shim.return_path = measured */
-    uint64_t calls, unmodelled_calls;
-    uint64_t next_req;
-    /* outgoing batch */
-    char *out;
-    size_t out_len, out_cap;
-    /* incoming */
-    char *in;
-    size_t in_len, in_cap;
-    /* the reply a blocked rank waits for */
-    int resume_ready;
-    int64_t resume_t;
-    ms_msg_result *results;
-    int results_cap, results_n;
-    int fin_ok;
-    /* request table: open addressing on the MPI_Request value */
-    ms_rq **table;
-    size_t table_cap, table_used;
-    ms_rq *free_rqs;
-    ms_rq *deferred_head, *deferred_tail;
-    int resolve_pending;         /* a RESOLVE came: held-back receives may be postable */
-    ms_rq **detached;
-    size_t detached_n, detached_cap;
-    /* communicators */
-    int comm_keyval;
-    MPI_Comm progress_comm;      /* private: Iprobe on it only drives progress */
-    ms_fn_id blocked_fn;
-    ms_fn_id cur_fn;             /* the MPI call being handled (stall reports) */
-    /* capture */
-    int trace_fd;                /* -1: not tracing */
-    char *tr;
-    size_t tr_len, tr_cap;
-    int64_t last_raw_compute_ns;
-    int64_t last_trace_flush_ns;
-    int server;                  /* 1: co-simulation; 0: capture only */
-    /* call sites */
-    int cs_depth;
-    uint64_t cur_pcs[MS_CS_MAX_DEPTH];
-    int cur_npcs;
-    /* the open MPI_Pcontrol region: level, start, and the site that opened it */
-    int pc_level;
-    int64_t pc_start_ps;
-    uint64_t pc_pcs[MS_CS_MAX_DEPTH];
-    int pc_npcs;
-    void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
-    int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
-    int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
-    uint64_t call_bytes;
-    struct cs_entry *cs;
-    size_t cs_cap, cs_used;
-} ms_state;
-
-typedef struct cs_entry {
-    uint64_t key;
-    uint64_t pcs[MS_CS_MAX_DEPTH];
-    int npcs, fn;
-    uint64_t calls, bytes;
-    int64_t time_ps;
-} cs_entry;
-
-struct cs_entry;
-static void trace_flush(void);
-static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
-static ms_state S = {.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
+ms_state ms_shim_state = {.tp.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
 
 int ms_has_server(void) { return S.server; }
-
-typedef struct ms_comm_info {
-    uint64_t id;
-    uint64_t children;           /* communicators created from this one so far */
-} ms_comm_info;
-static ms_comm_info world_info = {MS_COMM_WORLD_ID, 0}, self_info = {MS_COMM_SELF_ID, 0};
 
 /* ---------------------------------------------------------------------------------------- */
 /* errors */
@@ -143,239 +50,17 @@ void ms_fatal(const char *fmt, ...)
     fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
     fflush(stderr);
     trace_flush();
-    if (S.fd >= 0) {
+    if (S.server && (S.tp.fd >= 0 || S.tp.shm)) {
         /* tell the server so the run's report says why it stopped */
-        ms_msg_header h = {MS_MSG_UNMODELLED, sizeof(ms_msg_text)};
         ms_msg_text t;
         memset(&t, 0, sizeof t);
         snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
-        ssize_t w1 = write(S.fd, &h, sizeof h);
-        ssize_t w2 = write(S.fd, &t, sizeof t);
-        (void)w1;
-        (void)w2;
+        S.tp.out_len = 0;   /* a partial batch would garble it */
+        if (ms_tp_put(&S.tp, MS_MSG_UNMODELLED, &t, sizeof t, NULL, 0) == 0) ms_tp_flush(&S.tp);
     }
     /* a rank error (mpisim's exit code 4; 3 is a deadlock) */
     PMPI_Abort(MPI_COMM_WORLD, 4);
     _exit(4);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* trace capture: whole records appended to a per-rank file (trace_raw.h) */
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void trace_flush(void)
-{
-    size_t off = 0;
-    while (S.trace_fd >= 0 && off < S.tr_len) {
-        ssize_t w = write(S.trace_fd, S.tr + off, S.tr_len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            /* a full disk must not kill the program: stop tracing, say so once */
-            fprintf(stderr, "mpisim: rank %d: writing the trace failed (%s); tracing stops\n", S.rank,
-                    strerror(errno));
-            close(S.trace_fd);
-            S.trace_fd = -1;
-            break;
-        }
-        off += (size_t)w;
-    }
-    S.tr_len = 0;
-}
-
-static void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
-{
-    if (S.trace_fd < 0) return;
-    ms_msg_header h = {type, (uint32_t)(alen + blen)};
-    size_t need = sizeof h + alen + blen;
-    if (S.tr_len + need > S.tr_cap) {
-        size_t cap = S.tr_cap ? S.tr_cap : 2 * MS_TRACE_FLUSH_BYTES;
-        while (cap < S.tr_len + need) cap *= 2;
-        char *p = realloc(S.tr, cap);
-        if (!p) {
-            S.trace_fd = -1;
-            return;
-        }
-        S.tr = p;
-        S.tr_cap = cap;
-    }
-    memcpy(S.tr + S.tr_len, &h, sizeof h);
-    if (alen) memcpy(S.tr + S.tr_len + sizeof h, a, alen);
-    if (blen) memcpy(S.tr + S.tr_len + sizeof h + alen, b, blen);
-    S.tr_len += need;
-    if (S.tr_len >= MS_TRACE_FLUSH_BYTES) trace_flush();
-}
-
-static void cpu_list(char *out, size_t len);
-
-static void trace_open(void)
-{
-    const char *dir = getenv("MPISIM_TRACE_DIR");
-    if (!dir || !*dir) return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%06d.mstrace", dir, S.rank);
-    /* a new file in the directory mpisim created for this run: never an existing one, never
-     * through a link (another user's, or an earlier run's file) */
-    S.trace_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (S.trace_fd < 0)
-        ms_fatal("cannot create the trace %s: %s%s", path, strerror(errno),
-                 errno == EEXIST ? " (the trace directory must be new: mpisim creates one per run)" : "");
-    ms_trace_file_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, MS_TRACE_MAGIC, 8);
-    h.version = MS_PROTO_VERSION;
-    h.sizes_check = ms_proto_sizes_check();
-    h.rank = S.rank;
-    h.size = S.size;
-    h.pid = (int32_t)getpid();
-    h.cosim = S.server;
-    h.start_real_ns = mono_ns();
-    gethostname(h.hostname, sizeof h.hostname - 1);
-    ssize_t w = write(S.trace_fd, &h, sizeof h);
-    if (w != (ssize_t)sizeof h) ms_fatal("cannot write the trace header to %s", path);
-    /* the rank's CPU binding, for the trace's record of the machine */
-    snprintf(path, sizeof path, "%s/rank-%06d.binding", dir, S.rank);
-    int bfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    FILE *b = bfd >= 0 ? fdopen(bfd, "w") : NULL;
-    if (bfd >= 0 && !b) close(bfd);
-    if (b) {
-        char list[128];
-        cpu_list(list, sizeof list);
-        fprintf(b, "%s\n", list);
-        fclose(b);
-    }
-}
-
-/* Capture only: what the model would have answered, from the real MPI (times 0). */
-void ms_trace_resolution(const ms_rq *r)
-{
-    if (S.trace_fd < 0 || r->kind != MS_RQ_RECV) return;
-    int count = 0;
-    PMPI_Get_count(&r->status, MPI_BYTE, &count);
-    ms_msg_resolve m = {r->id, (uint64_t)(count < 0 ? 0 : count), r->status.MPI_SOURCE, r->status.MPI_TAG};
-    trace_put(MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* call sites: totals per (function, program frames), as mpiP reports them */
-
-static uint64_t cs_hash(int fn, const uint64_t *pcs, int n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)fn;
-    for (int i = 0; i < n; i++) {
-        h ^= pcs[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdULL;
-    }
-    return h | 1;
-}
-
-static void cs_add(int fn, uint64_t bytes, int64_t time_ps)
-{
-    if ((S.cs_used + 1) * 2 > S.cs_cap) {
-        size_t cap = S.cs_cap ? S.cs_cap * 2 : 256;
-        cs_entry *t = calloc(cap, sizeof *t);
-        if (!t) return;
-        for (size_t i = 0; i < S.cs_cap; i++)
-            if (S.cs[i].key) {
-                size_t j = S.cs[i].key & (cap - 1);
-                while (t[j].key) j = (j + 1) & (cap - 1);
-                t[j] = S.cs[i];
-            }
-        free(S.cs);
-        S.cs = t;
-        S.cs_cap = cap;
-    }
-    uint64_t key = cs_hash(fn, S.cur_pcs, S.cur_npcs);
-    size_t j = key & (S.cs_cap - 1);
-    while (S.cs[j].key && !(S.cs[j].key == key && S.cs[j].fn == fn && S.cs[j].npcs == S.cur_npcs &&
-                            !memcmp(S.cs[j].pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs)))
-        j = (j + 1) & (S.cs_cap - 1);
-    cs_entry *e = &S.cs[j];
-    if (!e->key) {
-        e->key = key;
-        e->fn = fn;
-        e->npcs = S.cur_npcs;
-        memcpy(e->pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs);
-        S.cs_used++;
-    }
-    e->calls++;
-    e->bytes += bytes;
-    e->time_ps += time_ps;
-}
-
-/* "symbol+0xoff (module+0xoff)" for each frame, innermost first; addr2line takes module+off */
-static void cs_text(const uint64_t *pcs, int n, char *out, size_t len)
-{
-    size_t off = 0;
-    out[0] = 0;
-    for (int i = 0; i < n && off + 1 < len; i++) {
-        Dl_info di;
-        /* a return address points after the call: look up the call instruction itself */
-        uintptr_t pc = (uintptr_t)pcs[i] - 1;
-        const char *sep = i ? " < " : "";
-        if (dladdr((void *)pc, &di) && di.dli_fname) {
-            const char *mod = strrchr(di.dli_fname, '/');
-            mod = mod ? mod + 1 : di.dli_fname;
-            /* symbols the dynamic table lacks (main, static functions): libunwind reads .symtab */
-            char name[128];
-            unw_word_t symoff = 0;
-            unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
-            if (!di.dli_sname && acc && acc->get_proc_name &&
-                acc->get_proc_name(unw_local_addr_space, (unw_word_t)pc, name, sizeof name, &symoff, NULL) == 0)
-                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx (%s+0x%lx)", sep, name,
-                                        (unsigned long)symoff, mod, (unsigned long)(pc - (uintptr_t)di.dli_fbase));
-            else if (di.dli_sname)
-                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx (%s+0x%lx)", sep, di.dli_sname,
-                                        (unsigned long)(pc - (uintptr_t)di.dli_saddr), mod,
-                                        (unsigned long)(pc - (uintptr_t)di.dli_fbase));
-            else
-                off += (size_t)snprintf(out + off, len - off, "%s%s+0x%lx", sep, mod,
-                                        (unsigned long)(pc - (uintptr_t)di.dli_fbase));
-        } else {
-            off += (size_t)snprintf(out + off, len - off, "%s0x%lx", sep, (unsigned long)pc);
-        }
-    }
-}
-
-static void capture_callsite(void *ret, int skip)
-{
-    if (S.cs_depth <= 1) {
-        S.cur_pcs[0] = (uint64_t)(uintptr_t)ret;
-        S.cur_npcs = 1;
-        return;
-    }
-    /* deeper sites: walk the stack with libunwind; frames 0-1 are this function and ms_enter,
-     * frame 2 is the wrapper, whose return address is `ret`; `skip` more for a Fortran binding
-     * in between */
-    void *frames[MS_CS_MAX_DEPTH + 3];
-    int n = unw_backtrace(frames, S.cs_depth + 3);
-    int k = 0;
-    for (int i = 3 + skip; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
-    if (k == 0) S.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
-    S.cur_npcs = k;
-}
-
-static void send_callsites(void)
-{
-    for (size_t i = 0; i < S.cs_cap; i++) {
-        cs_entry *e = &S.cs[i];
-        if (!e->key) continue;
-        ms_msg_site m;
-        memset(&m, 0, sizeof m);
-        m.fn = e->fn;
-        m.depth = e->npcs;
-        m.calls = e->calls;
-        m.bytes = e->bytes;
-        m.time_ps = e->time_ps;
-        m.pc0 = e->npcs ? e->pcs[0] : 0;
-        cs_text(e->pcs, e->npcs, m.text, sizeof m.text);
-        put_msg(MS_MSG_SITE, &m, sizeof m, NULL, 0);
-    }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -803,54 +488,25 @@ uint64_t ms_next_req_id(void) { return ++S.next_req; }
 /* ---------------------------------------------------------------------------------------- */
 /* transport */
 
-static void out_reserve(size_t more)
-{
-    if (S.out_len + more <= S.out_cap) return;
-    size_t cap = S.out_cap ? S.out_cap : 65536;
-    while (cap < S.out_len + more) cap *= 2;
-    char *p = realloc(S.out, cap);
-    if (!p) ms_fatal("out of memory for the report buffer");
-    S.out = p;
-    S.out_cap = cap;
-}
-
 static void flush_out(void)
 {
     if (!S.server) return;
-    size_t off = 0;
-    while (off < S.out_len) {
-        ssize_t w = write(S.fd, S.out + off, S.out_len - off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) {
-                struct pollfd p = {S.fd, POLLOUT, 0};
-                poll(&p, 1, 10);
-                continue;
-            }
-            S.active = 0;
-            ms_fatal("lost the connection to the model server (%s)", strerror(errno));
-        }
-        off += (size_t)w;
+    if (ms_tp_flush(&S.tp) < 0) {
+        S.active = 0;
+        S.server = 0;
+        ms_fatal("lost the connection to the model server (%s)", S.tp.shm ? "it ended" : strerror(errno));
     }
-    S.out_len = 0;
 }
 
 /* To the server only: what the trace has no use for (stall notices). */
 static void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (!S.server) return;
-    ms_msg_header h = {type, (uint32_t)(alen + blen)};
-    out_reserve(sizeof h + alen + blen);
-    memcpy(S.out + S.out_len, &h, sizeof h);
-    S.out_len += sizeof h;
-    if (alen) memcpy(S.out + S.out_len, a, alen);
-    S.out_len += alen;
-    if (blen) memcpy(S.out + S.out_len, b, blen);
-    S.out_len += blen;
-    if (S.out_len > (1u << 20)) flush_out();
+    if (ms_tp_put(&S.tp, type, a, alen, b, blen) < 0) ms_fatal("out of memory for the report buffer");
+    if (S.tp.out_len > (1u << 20)) flush_out();
 }
 
-static void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     trace_put(type, a, alen, b, blen);
     wire_put(type, a, alen, b, blen);
@@ -862,37 +518,23 @@ static void handle_message(uint32_t type, const char *p, uint32_t len);
 /* Read whatever the server has sent and act on it. wait_ms: how long to block for data. */
 static void service_server(int wait_ms)
 {
-    struct pollfd pfd = {S.fd, POLLIN, 0};
-    int n = poll(&pfd, 1, wait_ms);
-    if (n <= 0) return;
-    for (;;) {
-        if (S.in_cap - S.in_len < 65536) {
-            size_t cap = S.in_cap ? S.in_cap * 2 : 131072;
-            char *q = realloc(S.in, cap);
-            if (!q) ms_fatal("out of memory for the server's replies");
-            S.in = q;
-            S.in_cap = cap;
-        }
-        ssize_t r = read(S.fd, S.in + S.in_len, S.in_cap - S.in_len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) break;
-        if (r <= 0) {
-            S.active = 0;
-            ms_fatal("the model server closed the connection");
-        }
-        S.in_len += (size_t)r;
-        if ((size_t)r < S.in_cap - S.in_len + (size_t)r) break;
+    long got = ms_tp_read(&S.tp, wait_ms);
+    if (got < 0) {
+        S.active = 0;
+        S.server = 0;
+        ms_fatal("the model server closed the connection (or refused this rank)");
     }
+    if (!got) return;
+    ms_transport *t = &S.tp;
     size_t off = 0;
-    while (S.in_len - off >= sizeof(ms_msg_header)) {
+    while (t->in_len - off >= sizeof(ms_msg_header)) {
         ms_msg_header h;
-        memcpy(&h, S.in + off, sizeof h);
-        if (S.in_len - off < sizeof h + h.length) break;
-        handle_message(h.type, S.in + off + sizeof h, h.length);
+        memcpy(&h, t->in + off, sizeof h);
+        if (t->in_len - off - sizeof h < h.length) break;
+        handle_message(h.type, t->in + off + sizeof h, h.length);
         off += sizeof h + h.length;
     }
-    memmove(S.in, S.in + off, S.in_len - off);
-    S.in_len -= off;
+    ms_tp_consume(t, off);
 }
 
 static void handle_message(uint32_t type, const char *p, uint32_t len)
@@ -983,11 +625,19 @@ void ms_progress(void)
 }
 
 /* Waiting loops poll without sleeping for shim.spin_polls rounds, yielding the CPU between
- * polls, then sleep 1 ms per poll: the server's answer usually comes within microseconds, and a
- * sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us per
- * ping-pong round trip). */
+ * polls, then sleep up to 1 ms per poll: the server's answer usually comes within microseconds,
+ * and a sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us
+ * per ping-pong round trip). Over shared memory a quarter of the rounds: the server's doorbell
+ * wakes a sleeping rank as soon as its answer is written (a futex, no poll timeout to wait out),
+ * so spinning longer only takes the CPU from the server and the other ranks (bench_shim.py on 2
+ * cores: 100 rounds 26 us, 400 rounds 25-34 us, 25 rounds 63-85 us per round trip). */
 static int backoff_ms(unsigned spins)
 {
+    if (S.tp.shm) {
+        if (spins >= (unsigned)S.params.spin_polls / 4u) return 1;
+        if (spins) sched_yield();
+        return 0;
+    }
     if (spins < (unsigned)S.params.spin_polls) {
         if (spins) sched_yield();
         return 0;
@@ -1286,68 +936,18 @@ void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const u
 /* ---------------------------------------------------------------------------------------- */
 /* request table */
 
-static size_t hash_ptr(const void *p)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-#define TOMBSTONE ((ms_rq *)1)
-
-static void table_grow(void)
-{
-    size_t cap = S.table_cap ? S.table_cap * 2 : 1024;
-    ms_rq **t = calloc(cap, sizeof *t);
-    if (!t) ms_fatal("out of memory for the request table");
-    for (size_t i = 0; i < S.table_cap; i++) {
-        ms_rq *r = S.table[i];
-        if (r && r != TOMBSTONE) {
-            size_t j = hash_ptr(r->user) & (cap - 1);
-            while (t[j]) j = (j + 1) & (cap - 1);
-            t[j] = r;
-        }
-    }
-    free(S.table);
-    S.table = t;
-    S.table_cap = cap;
-}
-
 void ms_rq_index(ms_rq *r)
 {
     if (getenv("MPISIM_DEBUG")) {
         ms_rq *o = ms_rq_find(r->user);
         if (o) fprintf(stderr, "mpisim-debug: rank %d: handle %p of request %llu (kind %d) already names request %llu (kind %d)\n", S.rank, (void *)r->user, (unsigned long long)r->id, r->kind, (unsigned long long)o->id, o->kind);
     }
-    if ((S.table_used + 1) * 2 > S.table_cap) table_grow();
-    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
-    while (S.table[j] && S.table[j] != TOMBSTONE) j = (j + 1) & (S.table_cap - 1);
-    S.table[j] = r;
-    S.table_used++;
+    if (ms_rqt_index(&S.table, r) < 0) ms_fatal("out of memory for the request table");
 }
 
-ms_rq *ms_rq_find(MPI_Request user)
-{
-    if (!S.table_cap) return NULL;
-    size_t j = hash_ptr(user) & (S.table_cap - 1);
-    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
-        if (S.table[j] != TOMBSTONE && S.table[j]->user == user) return S.table[j];
-    return NULL;
-}
+ms_rq *ms_rq_find(MPI_Request user) { return ms_rqt_find(&S.table, user); }
 
-void ms_rq_unindex(ms_rq *r)
-{
-    if (!S.table_cap) return;
-    size_t j = hash_ptr(r->user) & (S.table_cap - 1);
-    for (size_t k = 0; k < S.table_cap && S.table[j]; k++, j = (j + 1) & (S.table_cap - 1))
-        if (S.table[j] == r) {
-            S.table[j] = TOMBSTONE;
-            S.table_used--; /* tombstones are cleared at the next growth */
-            return;
-        }
-}
+void ms_rq_unindex(ms_rq *r) { ms_rqt_unindex(&S.table, r); }
 
 static ms_rq *find_by_id(uint64_t id)
 {
@@ -1355,9 +955,7 @@ static ms_rq *find_by_id(uint64_t id)
      * deferred list first, it is short. */
     for (ms_rq *r = S.deferred_head; r; r = r->next_deferred)
         if (r->id == id) return r;
-    for (size_t i = 0; i < S.table_cap; i++)
-        if (S.table[i] && S.table[i] != TOMBSTONE && S.table[i]->id == id) return S.table[i];
-    return NULL;
+    return ms_rqt_find_id(&S.table, id);
 }
 
 ms_rq *ms_rq_new(int kind)
@@ -1398,273 +996,6 @@ void ms_detach_send(ms_rq *r)
     }
     S.detached[S.detached_n++] = r;
 }
-
-/* ---------------------------------------------------------------------------------------- */
-/* deferred receives: posted to the real MPI in the order the model matched them */
-
-void ms_defer_recv(ms_rq *r)
-{
-    r->deferred = 1;
-    r->next_deferred = NULL;
-    if (S.deferred_tail) S.deferred_tail->next_deferred = r;
-    else S.deferred_head = r;
-    S.deferred_tail = r;
-}
-
-int ms_recv_must_defer(uint64_t comm_id, int src, int tag)
-{
-    if (S.resolve_pending) ms_post_deferred();
-    for (ms_rq *q = S.deferred_head; q; q = q->next_deferred)
-        if (q->comm_id == comm_id && !q->model_cancelled && (q->src == MPI_ANY_SOURCE || q->src == src) &&
-            (q->tag == MPI_ANY_TAG || q->tag == tag))
-            return 1;
-    return 0;
-}
-
-/* Messages the real MPI delivered to receives the model cancelled (rare: the sender ran ahead in
- * real time of a cancel decided earlier in virtual time). Each is the earliest message of its
- * (communicator, source, tag) not yet received, so the next real receive posted for that triple
- * is the one the model matches it to. */
-typedef struct stash_entry {
-    MPI_Comm comm;
-    int src, tag;
-    int packed_bytes, bytes;
-    void *data;
-    struct stash_entry *next;
-} stash_entry;
-static stash_entry *stash_head;
-
-static int same_triple(const ms_rq *q, MPI_Comm comm, int src, int tag)
-{
-    int cmp = MPI_UNEQUAL;
-    if (q->comm != comm) PMPI_Comm_compare(q->comm, comm, &cmp);
-    return (q->comm == comm || cmp == MPI_IDENT) && q->src == src && q->tag == tag;
-}
-
-void ms_stash_keep(const ms_rq *c)
-{
-    int src = c->status.MPI_SOURCE, tag = c->status.MPI_TAG, count = 0, size = 0, pos = 0;
-    /* a real receive for the same triple already posted has taken the next message instead */
-    for (size_t j = 0; j < S.table_cap; j++) {
-        ms_rq *q = S.table[j];
-        if (q && q != TOMBSTONE && q != c && q->kind == MS_RQ_RECV && q->real_posted && !q->real_done &&
-            same_triple(q, c->comm, src, tag))
-            ms_fatal("MPI_Cancel: the real MPI delivered a message (source %d, tag %d) to a receive the model "
-                     "cancelled, and a later receive for the same source and tag is already posted; this "
-                     "reordering is not supported", src, tag);
-    }
-    PMPI_Get_count(&c->status, c->dtype, &count);
-    PMPI_Pack_size(count, c->dtype, c->comm, &size);
-    stash_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->data = malloc(size ? (size_t)size : 1))) ms_fatal("out of memory (cancel stash)");
-    PMPI_Pack(c->buf, count, c->dtype, e->data, size, &pos, c->comm);
-    PMPI_Get_count(&c->status, MPI_BYTE, &e->bytes);
-    e->comm = c->comm;
-    e->src = src;
-    e->tag = tag;
-    e->packed_bytes = pos;
-    stash_entry **tail = &stash_head;
-    while (*tail) tail = &(*tail)->next;
-    *tail = e;
-}
-
-int ms_post_real_recv(ms_rq *r)
-{
-    for (stash_entry **pe = &stash_head; *pe; pe = &(*pe)->next) {
-        stash_entry *e = *pe;
-        if (!same_triple(r, e->comm, e->src, e->tag)) continue;
-        int pos = 0, count = 0, size = 0;
-        PMPI_Type_size(r->dtype, &size);
-        count = size > 0 ? e->bytes / size : 0;
-        int rc = PMPI_Unpack(e->data, e->packed_bytes, &pos, r->buf, count, r->dtype, r->comm);
-        memset(&r->status, 0, sizeof r->status);
-        r->status.MPI_SOURCE = e->src;
-        r->status.MPI_TAG = e->tag;
-        r->status.MPI_ERROR = MPI_SUCCESS;
-        PMPI_Status_set_elements(&r->status, MPI_BYTE, e->bytes);
-        r->real = MPI_REQUEST_NULL;
-        r->real_posted = 1;
-        r->real_done = 1;
-        *pe = e->next;
-        free(e->data);
-        free(e);
-        return rc;
-    }
-    int rc = PMPI_Irecv(r->buf, r->count, r->dtype, r->src, r->tag, r->comm, &r->real);
-    if (rc == MPI_SUCCESS) r->real_posted = 1;
-    return rc;
-}
-
-void ms_post_deferred(void)
-{
-    S.resolve_pending = 0;
-    ms_rq *prev = NULL;
-    for (ms_rq *r = S.deferred_head; r;) {
-        ms_rq *next = r->next_deferred;
-        /* A receive goes once the model has matched it, in posting order. An earlier receive
-         * still unmatched cannot want the same message: it was posted first, so the model would
-         * have given it that message (or an earlier one of the same source and tag) first. An
-         * earlier one matched to the same source and tag goes first, in this same pass. So the
-         * real MPI, matching per (source, tag) in posting order, takes what the model took. */
-        if (r->model_cancelled || r->matched || r->model_done) {
-            /* a receive the model took back is never posted */
-            if (!r->model_cancelled) {
-                int rc = ms_post_real_recv(r);
-                if (rc != MPI_SUCCESS) ms_fatal("posting the real receive failed (error %d)", rc);
-            }
-            r->deferred = 0;
-            if (prev) prev->next_deferred = next;
-            else S.deferred_head = next;
-            if (S.deferred_tail == r) S.deferred_tail = prev;
-            r->next_deferred = NULL;
-        } else {
-            prev = r;
-        }
-        r = next;
-    }
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* communicators */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static ms_comm_info *comm_info(MPI_Comm comm)
-{
-    if (comm == MPI_COMM_WORLD) return &world_info;
-    if (comm == MPI_COMM_SELF) return &self_info;
-    void *v = NULL;
-    int found = 0;
-    PMPI_Comm_get_attr(comm, S.comm_keyval, &v, &found);
-    return found ? (ms_comm_info *)v : NULL;
-}
-
-uint64_t ms_comm_id(MPI_Comm comm)
-{
-    ms_comm_info *ci = comm_info(comm);
-    if (!ci) {
-        int inter = 0;
-        PMPI_Comm_test_inter(comm, &inter);
-        if (inter) ms_fatal("intercommunicators are not modelled yet");
-        ms_fatal("a communicator made by a call mpisim does not model was used");
-    }
-    return ci->id;
-}
-
-/* World ranks of a group's members, in group order (malloc'd). */
-static int32_t *group_world_ranks(MPI_Group g, int n)
-{
-    int *in = malloc(sizeof(int) * 2 * (size_t)(n + 1));
-    int32_t *w = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    if (!in || !w) ms_fatal("out of memory");
-    MPI_Group wg;
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    for (int i = 0; i < n; i++) in[i] = i;
-    PMPI_Group_translate_ranks(g, n, in, wg, in + n);
-    PMPI_Group_free(&wg);
-    for (int i = 0; i < n; i++) w[i] = in[n + i];
-    free(in);
-    return w;
-}
-
-/* A new communicator's model id: the same on every member, from what they all know. */
-static uint64_t comm_id_of(uint64_t seed, const int32_t *members, int n)
-{
-    int32_t minw = n ? members[0] : 0;
-    uint64_t h = seed;
-    for (int i = 0; i < n; i++) {
-        if (members[i] < minw) minw = members[i];
-        h = mix64(h ^ (uint64_t)(uint32_t)members[i]);
-    }
-    h = mix64(h ^ ((uint64_t)(uint32_t)minw << 32) ^ (uint64_t)(uint32_t)n);
-    return h <= MS_COMM_SELF_ID ? h + 2 : h;   /* 0 and 1 are world and self */
-}
-
-static void comm_add(uint64_t id, const int32_t *members, int n)
-{
-    ms_msg_comm_add m = {id, n, 0};
-    put_msg(MS_MSG_COMM_ADD, &m, sizeof m, members, sizeof(int32_t) * (size_t)n);
-}
-
-static void comm_attach(MPI_Comm comm, uint64_t id)
-{
-    ms_comm_info *ci = malloc(sizeof *ci);
-    if (!ci) ms_fatal("out of memory");
-    ci->id = id;
-    ci->children = 0;
-    PMPI_Comm_set_attr(comm, S.comm_keyval, ci);
-}
-
-int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
-{
-    ms_comm_info *pi = comm_info(parent);
-    if (!pi) ms_fatal("a communicator made by a call mpisim does not model was used");
-    uint64_t seq = ++pi->children; /* same on every member of parent: creation is collective */
-    if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
-    int n = 0;
-    MPI_Group g;
-    PMPI_Comm_size(newcomm, &n);
-    PMPI_Comm_group(newcomm, &g);
-    int32_t *members = group_world_ranks(g, n);
-    PMPI_Group_free(&g);
-    uint64_t id = comm_id_of(mix64(pi->id ^ mix64(seq)), members, n);
-    comm_attach(newcomm, id);
-    comm_add(id, members, n);
-    free(members);
-    return MPI_SUCCESS;
-}
-
-/* MPI_Comm_create_group is collective over the group only, so the parent's creation count
- * cannot name the new communicator: its id comes from the parent, the tag, the members and how
- * many times these three have made one before. The model learns the communicator first; the
- * members' creation is timed on it as comm creation is (an allreduce that they leave together). */
-static struct cg_seen { uint64_t key, count; } *cg_seen;
-static size_t cg_n, cg_cap;
-
-uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag)
-{
-    int n = 0;
-    PMPI_Group_size(group, &n);
-    int32_t *members = group_world_ranks(group, n);
-    uint64_t key = comm_id_of(mix64(ms_comm_id(parent) ^ mix64(0x6367ULL << 32 ^ (uint32_t)tag)), members, n);
-    size_t i = 0;
-    while (i < cg_n && cg_seen[i].key != key) i++;
-    if (i == cg_n) {
-        if (cg_n == cg_cap) {
-            size_t cap = cg_cap ? 2 * cg_cap : 16;
-            struct cg_seen *q = realloc(cg_seen, cap * sizeof *q);
-            if (!q) ms_fatal("out of memory");
-            cg_seen = q;
-            cg_cap = cap;
-        }
-        cg_seen[cg_n++] = (struct cg_seen){key, 0};
-    }
-    uint64_t id = comm_id_of(mix64(key ^ mix64(++cg_seen[i].count)), members, n);
-    comm_add(id, members, n);
-    free(members);
-    return id;
-}
-
-void ms_comm_attach(MPI_Comm comm, uint64_t id)
-{
-    if (comm != MPI_COMM_NULL) comm_attach(comm, id);
-}
-
-static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
-{
-    (void)comm;
-    (void)keyval;
-    (void)extra;
-    free(attr);
-    return MPI_SUCCESS;
-}
-
 
 /* ---------------------------------------------------------------------------------------- */
 /* unmodelled calls */
@@ -1720,36 +1051,8 @@ void ms_unmodelled_done(ms_fn_id fn)
 /* ---------------------------------------------------------------------------------------- */
 /* lifecycle */
 
-static int connect_server(const char *spec)
-{
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || (size_t)(colon - spec) >= sizeof host) return -1;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
-    int fd = -1;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0) continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd >= 0) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    return fd;
-}
-
 /* The rank's CPU binding as a list of ranges, e.g. "0-1" (recorded in the report) */
-static void cpu_list(char *out, size_t len)
+void cpu_list(char *out, size_t len)
 {
     cpu_set_t set;
     out[0] = 0;
@@ -1796,8 +1099,14 @@ static void start_session(void)
         S.params.return_path = !rp || !strcmp(rp, "measured");
         S.server = 0;
     } else {
-        S.fd = connect_server(server);
-        if (S.fd < 0) ms_fatal("cannot connect to the model server at %s", server);
+        /* on the server's host its shared segment; elsewhere (or refused: another host's
+         * segment of the same name cannot exist, it is random) TCP */
+        const char *shm = getenv("MPISIM_SHM");
+        char why[256] = "";
+        ms_tp_init(&S.tp);
+        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0) &&
+            ms_tp_connect_tcp(&S.tp, server) < 0)
+            ms_fatal("cannot connect to the model server at %s%s%s", server, why[0] ? "; " : "", why);
         ms_msg_hello h;
         memset(&h, 0, sizeof h);
         h.magic = MS_PROTO_MAGIC;
@@ -1814,18 +1123,17 @@ static void start_session(void)
         flush_out();
         /* the WELCOME is the only message that can come now */
         ms_msg_header hdr;
-        size_t got = 0;
-        char buf[sizeof hdr + sizeof(ms_msg_welcome)];
-        while (got < sizeof buf) {
-            ssize_t r = read(S.fd, buf + got, sizeof buf - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) ms_fatal("the model server refused this rank (wrong secret or rank?)");
-            got += (size_t)r;
-        }
-        memcpy(&hdr, buf, sizeof hdr);
+        size_t len;
+        while (!(len = ms_tp_next(&S.tp)))
+            if (ms_tp_read(&S.tp, 100) < 0) {
+                S.server = 0;
+                ms_fatal("the model server refused this rank (wrong secret or rank?)");
+            }
+        memcpy(&hdr, S.tp.in, sizeof hdr);
         if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
             ms_fatal("unexpected first reply from the model server");
-        memcpy(&S.params, buf + sizeof hdr, sizeof S.params);
+        memcpy(&S.params, S.tp.in + sizeof hdr, sizeof S.params);
+        ms_tp_consume(&S.tp, len);
     }
     S.cs_depth = S.params.callsite_depth < 1 ? 1
                  : S.params.callsite_depth > MS_CS_MAX_DEPTH ? MS_CS_MAX_DEPTH : S.params.callsite_depth;
@@ -1964,8 +1272,7 @@ int MPI_Finalize(void)
     ms_real_wait_end(&w);
     S.active = 0;
     S.depth--;
-    if (S.fd >= 0) close(S.fd);
-    S.fd = -1;
+    ms_tp_close(&S.tp);
     trace_flush();
     if (S.trace_fd >= 0) close(S.trace_fd);
     S.trace_fd = -1;

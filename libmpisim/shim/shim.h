@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "protocol.h"
+#include "reqtable.h"
 #include "wrappers_gen.h"
 
 #if defined(__GNUC__)
@@ -24,41 +25,6 @@
  * that the model has not yet released. Open MPI's shared-memory eager limit is 4 KiB including
  * its header (a 4096-byte payload already goes rendezvous), TCP's 64 KiB. */
 #define MS_REAL_EAGER_SAFE 1024
-
-/* A request the shim tracks: the model's id, and the real MPI request behind it (if posted). */
-typedef enum { MS_RQ_SEND = 1, MS_RQ_RECV, MS_RQ_COLL } ms_rq_kind;
-
-typedef struct ms_rq {
-    uint64_t id;                 /* model request id (per rank, never reused) */
-    MPI_Request user;            /* the handle the program holds */
-    MPI_Request real;            /* real request; MPI_REQUEST_NULL when not posted / done */
-    int kind;
-    int real_posted;             /* the real operation has been started */
-    int real_done;               /* the real operation has completed */
-    int user_is_grequest;        /* `user` is a generalized request standing in for `real` */
-    int deferred;                /* receive held back from the real MPI (docs/architecture.md) */
-    int resolved;                /* src/tag are known (named by the program, or decided by the model) */
-    int matched;                 /* the model has matched this receive: its real one may be posted */
-    int notify;                  /* the model was asked to say when it matches (MS_IRECV_NOTIFY) */
-    int model_done;              /* model said complete */
-    int detached_copy;           /* send from the shim's copy: user sees completion early */
-    int cancel_sent;             /* MPI_Cancel reported to the model */
-    int model_cancelled;         /* the model took the receive back: nothing is received */
-    int model_forgotten;         /* reported complete to the model's satisfaction: it dropped it */
-    /* receive arguments kept until the real receive can be posted */
-    void *buf;
-    int count;
-    MPI_Datatype dtype;
-    int src, tag;                /* a receive's source and tag; a send's destination and tag */
-    MPI_Comm comm;
-    uint64_t comm_id;
-    MPI_Status status;
-    void *copy;                  /* shim-owned copy of an eager send's data */
-    size_t copy_cap;
-    void *persist;               /* persistent request: its arguments and active operation */
-    struct ms_rq *next_deferred; /* FIFO of receives not yet posted, per process */
-    struct ms_rq *next_free;
-} ms_rq;
 
 /* The wrappers' entry and exit read the rank's clock: hidden, so that the calls between the two
  * readings bind directly inside the library instead of through the PLT (issue 10). */

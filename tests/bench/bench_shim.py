@@ -1,37 +1,66 @@
 #!/usr/bin/python3
 """Shim benchmark: median wall-clock cost the shim adds to one blocking ping-pong round trip.
 
-Usage: bench_shim.py [BUILD_DIR]   (default ../../build)
-Runs bin/bench_shim_rtt natively under mpirun, under `mpisim run --compute none`, and under mpisim
-with waiting loops that sleep at once (`shim.spin_polls=0`, the behaviour before spinning), three
-times each interleaved (the machine is shared and noisy), and prints the medians and differences.
+Usage: bench_shim.py [BUILD_DIR [PREVIOUS_BUILD_DIR]]   (default ../../build)
+Runs bin/bench_shim_rtt natively under mpirun and under `mpisim run --compute none` with the
+shared-memory transport (shim.transport=shm, the default), with TCP (shim.transport=tcp, as ranks
+on other hosts use), and with waiting loops that sleep at once (shim.spin_polls=0), five times
+each interleaved (the machine is shared and noisy), and prints the medians. With a previous build,
+its mpisim runs the same program in the same rounds, for a ratio measured in the same run.
+Also prints the context switches per model round trip (perf, when it is there).
 """
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../build")
+previous = sys.argv[2] if len(sys.argv) > 2 else None
 exe = os.path.join(build, "bin", "bench_shim_rtt")
-mpisim = os.path.join(build, "bin", "mpisim")
 root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+ROUND_TRIPS = 3000
+perf = shutil.which("perf")
 
 
 def median_of(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"median_rtt_us=([0-9.]+)", out).group(1))
+    """Median round trip (us) and the run's context switches (None without perf)."""
+    if perf:
+        cmd = [perf, "stat", "-x,", "-e", "context-switches", "--"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    cs = re.search(r"^([0-9]+),,context-switches", p.stderr, re.M)
+    return float(re.search(r"median_rtt_us=([0-9.]+)", p.stdout).group(1)), int(cs.group(1)) if cs else None
 
 
-native, shim, nospin = [], [], []
-sim = [mpisim, "run", "--compute", "none", "--report", "/dev/null"]
-for _ in range(3):
-    native.append(median_of(["mpirun", *root, "--oversubscribe", "-n", "2", exe, "3000"]))
-    shim.append(median_of(sim + ["-n", "2", "--", exe, "3000"]))
-    nospin.append(median_of(sim + ["--set", "shim.spin_polls=0", "-n", "2", "--", exe, "3000"]))
-n, s, z = statistics.median(native), statistics.median(shim), statistics.median(nospin)
-print(f"native median round trip: {n:.2f} us")
-print(f"under mpisim:             {s:.2f} us")
-print(f"  with shim.spin_polls=0: {z:.2f} us")
-print(f"shim cost per blocking ping-pong round trip: {s - n:.2f} us (4 MPI calls, 4 model round trips); "
-      f"{(z - n) / (s - n):.1f}x less than sleeping at once")
+def sim(b, *sets):
+    cmd = [os.path.join(b, "bin", "mpisim"), "run", "--compute", "none", "--report", "/dev/null"]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd + ["-n", "2", "--", exe, str(ROUND_TRIPS)]
+
+
+runs = {"native": ["mpirun", *root, "--oversubscribe", "-n", "2", exe, str(ROUND_TRIPS)],
+        "shm": sim(build),
+        "tcp": sim(build, "shim.transport=tcp"),
+        "shm, spin_polls=0": sim(build, "shim.spin_polls=0")}
+if previous:
+    runs["previous build"] = sim(previous)
+got = {k: [] for k in runs}
+for _ in range(5):
+    for k, cmd in runs.items():
+        got[k].append(median_of(cmd))
+med = {k: statistics.median(v[0] for v in got[k]) for k in runs}
+n = med["native"]
+for k in runs:
+    cs = [v[1] for v in got[k] if v[1] is not None]
+    extra = ""
+    if cs and k != "native":
+        # 4 model round trips per ping-pong round trip (two blocking calls on each rank)
+        extra = f", {statistics.median(cs) / (4 * ROUND_TRIPS):.2f} context switches per model round trip"
+    print(f"{k:>20}: {med[k]:8.2f} us per ping-pong round trip{'' if k == 'native' else f' (shim cost {med[k] - n:.2f} us)'}{extra}")
+s = med["shm"] - n
+print(f"shim cost per blocking message (half a round trip, one send and one receive): {s / 2:.2f} us over shm, "
+      f"{(med['tcp'] - n) / 2:.2f} us over tcp")
+if previous:
+    print(f"previous build / this build: {(med['previous build'] - n) / s:.2f}x shim cost per round trip")

@@ -1,8 +1,13 @@
 // The model server accepts only its own job's ranks: a connection with a wrong secret, a rank
-// outside the job, a wrong job size, a duplicate rank or garbage is refused and counted.
+// outside the job, a wrong job size, a duplicate rank or garbage is refused and counted; so is a
+// rank attaching through the shared segment, which only this user can open and which is gone
+// from the file system once every rank has attached.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -15,6 +20,7 @@
 extern "C" {
 #include "ms_server.h"
 #include "protocol.h"
+#include "transport.h"
 }
 
 namespace {
@@ -54,6 +60,32 @@ int hello(const std::string &endpoint, const char *secret, int rank, int size, b
     return ok;
 }
 
+ms_msg_hello make_hello(const char *secret, int rank, int size)
+{
+    ms_msg_hello m;
+    memset(&m, 0, sizeof m);
+    m.magic = MS_PROTO_MAGIC;
+    m.version = MS_PROTO_VERSION;
+    m.rank = rank;
+    m.size = size;
+    m.sizes_check = ms_proto_sizes_check();
+    memcpy(m.secret, secret, strnlen(secret, MS_SECRET_LEN));
+    return m;
+}
+
+// HELLO through a transport: 1 welcomed, 0 refused or closed.
+int hello_tp(ms_transport *t, const char *secret, int rank, int size)
+{
+    ms_msg_hello m = make_hello(secret, rank, size);
+    if (ms_tp_put(t, MS_MSG_HELLO, &m, sizeof m, nullptr, 0) < 0 || ms_tp_flush(t) < 0) return 0;
+    for (int i = 0; i < 100 && !ms_tp_next(t); i++)
+        if (ms_tp_read(t, 100) < 0) return 0;
+    ms_msg_header h;
+    if (!ms_tp_next(t)) return 0;
+    memcpy(&h, t->in, sizeof h);
+    return h.type == MS_MSG_WELCOME;
+}
+
 }  // namespace
 
 TEST(ServerAuth, RefusesEverythingButItsOwnRanks)
@@ -89,6 +121,74 @@ TEST(ServerAuth, RefusesEverythingButItsOwnRanks)
     std::string report(buf, len);
     free(buf);
     EXPECT_NE(report.find("\"rejected_connections\": 4"), std::string::npos) << report.substr(report.find("summary"));
+    ms_server_destroy(s);
+    nm_config_destroy(cfg);
+}
+
+TEST(ServerAuth, SharedSegmentIsPrivateAuthenticatedAndUnlinked)
+{
+    char err[1024] = "";
+    nm_config *cfg = nm_config_create();
+    ASSERT_EQ(ms_driver_register_keys(cfg, err, sizeof err), 0) << err;
+    ASSERT_EQ(nm_config_load_profile(cfg, "default", MPISIM_SOURCE_PROFILE_DIR, err, sizeof err), 0) << err;
+    ms_server *s = ms_server_create();
+    char *argv[] = {(char *)"prog"};
+    ASSERT_EQ(ms_server_configure(s, cfg, 2, 1, argv, err, sizeof err), 0) << err;
+    char endpoint[256], name[64];
+    ASSERT_EQ(ms_server_listen(s, "127.0.0.1", "127.0.0.1", endpoint, sizeof endpoint, err, sizeof err), 0) << err;
+    ASSERT_EQ(ms_server_shm(s, name, sizeof name, err, sizeof err), 0) << err;
+    int fd = shm_open(name, O_RDONLY, 0);
+    ASSERT_GE(fd, 0);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    close(fd);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "other users could open the segment";
+    EXPECT_EQ(std::string(name).find(ms_server_secret(s)), std::string::npos) << "the name shows the secret";
+    std::string secret = ms_server_secret(s), ep = endpoint, nm = name;
+    pid_t child = fork();
+    if (child == 0) {
+        int bad = 0;
+        char why[256];
+        ms_transport a, b, c;
+        ms_tp_init(&a);
+        ms_tp_init(&b);
+        ms_tp_init(&c);
+        // a wrong secret in rank 1's slot: refused, and the slot stays closed to everyone
+        if (ms_tp_attach_shm(&b, nm.c_str(), 1, why, sizeof why) != 0) _exit(10);
+        bad += hello_tp(&b, "0123456789abcdef0123456789abcdef", 1, 2) != 0;
+        // a HELLO naming another rank than its slot's: refused too
+        if (ms_tp_attach_shm(&a, nm.c_str(), 0, why, sizeof why) != 0) _exit(11);
+        bad += hello_tp(&a, secret.c_str(), 1, 2) != 0;
+        // rank 1's slot is taken: it connects by TCP, as a rank on another host does
+        bad += ms_tp_attach_shm(&c, nm.c_str(), 1, why, sizeof why) == 0;
+        if (ms_tp_connect_tcp(&c, ep.c_str()) != 0) _exit(12);
+        bad += hello_tp(&c, secret.c_str(), 1, 2) != 1;
+        // rank 0's slot was refused too: it connects by TCP as well
+        ms_transport d;
+        ms_tp_init(&d);
+        bad += ms_tp_attach_shm(&d, nm.c_str(), 0, why, sizeof why) == 0;
+        if (ms_tp_connect_tcp(&d, ep.c_str()) != 0) _exit(13);
+        bad += 16 * (hello_tp(&d, secret.c_str(), 0, 2) != 1);
+        // every rank has attached: the name is gone
+        for (int i = 0; i < 100 && shm_open(nm.c_str(), O_RDONLY, 0) >= 0; i++) usleep(10000);
+        bad += shm_open(nm.c_str(), O_RDONLY, 0) >= 0;
+        ms_tp_close(&d);
+        ms_tp_close(&c);
+        ms_tp_close(&b);
+        ms_tp_close(&a);
+        _exit(bad);
+    }
+    int status = 0;
+    ASSERT_EQ(ms_server_run(s, child, &status, err, sizeof err), 0) << err;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit " << WEXITSTATUS(status);
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ms_server_write_report(s, f);
+    fclose(f);
+    std::string report(buf, len);
+    free(buf);
+    EXPECT_NE(report.find("\"rejected_connections\": 2"), std::string::npos) << report.substr(report.find("summary"));
     ms_server_destroy(s);
     nm_config_destroy(cfg);
 }

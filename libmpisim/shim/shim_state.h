@@ -1,0 +1,117 @@
+/* The shim runtime's one process-wide state, shared by the files the runtime is split into
+ * (shim.c: lifecycle, clock, the server link and waiting loops; capture.c: trace capture;
+ * callsites.c: call-site totals; deferred.c: held-back receives; comms.c: communicators). A
+ * preloaded library has no caller to hold a handle, so the state is one struct; everything here
+ * is hidden inside libmpisim.so. The pieces that need no MPI and no state (transport.c,
+ * reqtable.c) have their own headers and unit tests. */
+#ifndef MS_SHIM_STATE_H
+#define MS_SHIM_STATE_H
+
+#include "shim.h"
+#include "transport.h"
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+
+#define MS_CS_MAX_DEPTH 8
+
+typedef struct ms_state {
+    int active;                  /* connected to a server; wrappers do their work */
+    int depth;                   /* nesting of wrapped calls (re-entry guard) */
+    int rank, size;
+    ms_transport tp;             /* to the model server (transport.h) */
+    ms_msg_welcome params;
+    int64_t clock_ps;
+    int64_t compute_ps, mpi_ps;
+    int64_t call_start_ps;
+    int64_t last_exit_ns;        /* the rank's clock reading (clock_now) when its last MPI call returned */
+    int64_t last_exit_mono_ns;
+    /* the thread's CPU clock without a system call (clock_now): a task-clock perf event's page
+     * and its ring buffer of switch records */
+    volatile struct perf_event_mmap_page *ck_page;   /* NULL: every CPU-clock read is a system call */
+    const char *ck_data;         /* the ring buffer (overwrite mode) */
+    uint64_t ck_mask;            /* its size - 1 */
+    uint64_t ck_head0;           /* data_head while the buffer holds no record yet */
+    int ck_fd;
+    int64_t ck_origin_ns;        /* thread CPU clock - task clock: the system-call fallback's origin */
+    uint32_t ck_seq_now;         /* the page's lock at the last reading (1: read by system call) */
+    const void *site;            /* the program's call site of the current MPI call */
+    int ck_woken;                /* the current gap follows a switched-out MPI call */
+    uint32_t last_exit_seq;      /* ... at the last exit: a different one at entry = switched out */
+    ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
+    struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
+    int rp_on;                   /* shim.return_path = measured */
+    uint64_t calls, unmodelled_calls;
+    uint64_t next_req;
+    /* the reply a blocked rank waits for */
+    int resume_ready;
+    int64_t resume_t;
+    ms_msg_result *results;
+    int results_cap, results_n;
+    int fin_ok;
+    ms_rq_table table;           /* by the program's MPI_Request (reqtable.h) */
+    ms_rq *free_rqs;
+    ms_rq *deferred_head, *deferred_tail;
+    int resolve_pending;         /* a RESOLVE came: held-back receives may be postable */
+    ms_rq **detached;
+    size_t detached_n, detached_cap;
+    /* communicators */
+    int comm_keyval;
+    MPI_Comm progress_comm;      /* private: Iprobe on it only drives progress */
+    ms_fn_id blocked_fn;
+    ms_fn_id cur_fn;             /* the MPI call being handled (stall reports) */
+    /* capture */
+    int trace_fd;                /* -1: not tracing */
+    char *tr;
+    size_t tr_len, tr_cap;
+    int64_t last_raw_compute_ns;
+    int64_t last_trace_flush_ns;
+    int server;                  /* 1: co-simulation; 0: capture only */
+    /* call sites */
+    int cs_depth;
+    uint64_t cur_pcs[MS_CS_MAX_DEPTH];
+    int cur_npcs;
+    /* the open MPI_Pcontrol region: level, start, and the site that opened it */
+    int pc_level;
+    int64_t pc_start_ps;
+    uint64_t pc_pcs[MS_CS_MAX_DEPTH];
+    int pc_npcs;
+    void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
+    int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
+    int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
+    uint64_t call_bytes;
+    struct cs_entry *cs;
+    size_t cs_cap, cs_used;
+} ms_state;
+
+typedef struct cs_entry {
+    uint64_t key;
+    uint64_t pcs[MS_CS_MAX_DEPTH];
+    int npcs, fn;
+    uint64_t calls, bytes;
+    int64_t time_ps;
+} cs_entry;
+
+MS_HIDDEN extern ms_state ms_shim_state;
+/* every file of the runtime says S for it, as shim.c always has */
+#define S ms_shim_state
+
+/* Hidden helpers one file of the runtime defines and another calls (their names kept from when
+ * they were static in shim.c; hidden, they never meet the program's symbols). */
+/* capture.c */
+MS_HIDDEN int64_t mono_ns(void);
+MS_HIDDEN void trace_flush(void);
+MS_HIDDEN void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+MS_HIDDEN void trace_open(void);
+/* callsites.c */
+MS_HIDDEN void cs_add(int fn, uint64_t bytes, int64_t time_ps);
+MS_HIDDEN void cs_text(const uint64_t *pcs, int n, char *out, size_t len);
+MS_HIDDEN void capture_callsite(void *ret, int skip);
+MS_HIDDEN void send_callsites(void);
+/* comms.c */
+MS_HIDDEN int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+/* shim.c */
+MS_HIDDEN void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+MS_HIDDEN void cpu_list(char *out, size_t len);
+
+#endif

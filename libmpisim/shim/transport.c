@@ -1,0 +1,264 @@
+/* The shim's connection to the model server: see transport.h. */
+#define _GNU_SOURCE
+#include "transport.h"
+#include "ms_shm.h"
+#include "protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void ms_tp_init(ms_transport *t)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+}
+
+int ms_tp_connect_tcp(ms_transport *t, const char *spec)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= sizeof host) return -1;
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = 0;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
+    int fd = -1;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    t->fd = fd;
+    return 0;
+}
+
+int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, size_t errlen)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open the shared segment %s: %s", name, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        /* not created by this user's server, or open to others: never trust it */
+        close(fd);
+        snprintf(err, errlen, "the shared segment %s is not this user's private segment", name);
+        return -1;
+    }
+    size_t bytes = (size_t)st.st_size;
+    void *base = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (base == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map the shared segment %s", name);
+        return -1;
+    }
+    const ms_shm_header *h = base;
+    if (ms_shm_check(base, bytes) < 0 || rank < 0 || rank >= h->nranks) {
+        munmap(base, bytes);
+        snprintf(err, errlen, "the shared segment %s is not a segment of this mpisim version for rank %d", name, rank);
+        return -1;
+    }
+    ms_shm_slot *sl = ms_shm_slot_at(base, rank);
+    uint32_t expect = MS_SLOT_FREE;
+    if (!__atomic_compare_exchange_n(&sl->state, &expect, MS_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        munmap(base, bytes);
+        snprintf(err, errlen, "slot %d of the shared segment is taken (two processes with one rank?)", rank);
+        return -1;
+    }
+    sl->pid = (int32_t)getpid();
+    t->shm = base;
+    t->shm_bytes = bytes;
+    t->slot = sl;
+    t->rank = rank;
+    t->server_pid = h->server_pid;
+    return 0;
+}
+
+int ms_tp_put(ms_transport *t, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    ms_msg_header h = {type, (uint32_t)(alen + blen)};
+    size_t need = t->out_len + sizeof h + alen + blen;
+    if (need > t->out_cap) {
+        size_t cap = t->out_cap ? t->out_cap : 65536;
+        while (cap < need) cap *= 2;
+        char *p = realloc(t->out, cap);
+        if (!p) return -1;
+        t->out = p;
+        t->out_cap = cap;
+    }
+    memcpy(t->out + t->out_len, &h, sizeof h);
+    t->out_len += sizeof h;
+    if (alen) memcpy(t->out + t->out_len, a, alen);
+    t->out_len += alen;
+    if (blen) memcpy(t->out + t->out_len, b, blen);
+    t->out_len += blen;
+    return 0;
+}
+
+static int refused(const ms_transport *t)
+{
+    return __atomic_load_n(&t->slot->state, __ATOMIC_ACQUIRE) == MS_SLOT_REFUSED;
+}
+
+/* After a sleep that saw nothing: is the server still there? (It has no socket whose close
+ * would tell us.) Once a second or so: a kill(2) per timed-out sleep would be a system call too. */
+static int server_gone(ms_transport *t)
+{
+    if (++t->quiet_waits % 256) return 0;
+    return t->server_pid > 0 && kill(t->server_pid, 0) < 0 && errno == ESRCH;
+}
+
+static int ring_has_room(void *arg)
+{
+    const ms_transport *t = arg;
+    return ms_ring_writable(&t->slot->up) > 0 || refused(t);
+}
+
+static int flush_shm(ms_transport *t)
+{
+    size_t off = 0;
+    while (off < t->out_len) {
+        if (refused(t)) return -1;
+        ms_ring *up = &t->slot->up;
+        uint32_t seen = ms_bell_seq(&up->space);
+        size_t w = ms_ring_write(t->shm, up, t->out + off, t->out_len - off);
+        if (w) {
+            off += w;
+            ms_shm_notify_server(t->shm, t->rank);
+            continue;
+        }
+        /* full: the server drains every written ring on its next turn */
+        if (!ms_bell_wait(&up->space, seen, 1000000, ring_has_room, t) && server_gone(t)) return -1;
+    }
+    t->out_len = 0;
+    return 0;
+}
+
+int ms_tp_flush(ms_transport *t)
+{
+    if (t->shm) return flush_shm(t);
+    size_t off = 0;
+    while (off < t->out_len) {
+        ssize_t w = write(t->fd, t->out + off, t->out_len - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                struct pollfd p = {t->fd, POLLOUT, 0};
+                poll(&p, 1, 10);
+                continue;
+            }
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    t->out_len = 0;
+    return 0;
+}
+
+static int in_reserve(ms_transport *t)
+{
+    if (t->in_cap - t->in_len >= 65536) return 0;
+    size_t cap = t->in_cap ? t->in_cap * 2 : 131072;
+    char *q = realloc(t->in, cap);
+    if (!q) return -1;
+    t->in = q;
+    t->in_cap = cap;
+    return 0;
+}
+
+static int down_ready(void *arg)
+{
+    const ms_transport *t = arg;
+    return ms_ring_readable(&t->slot->down) > 0 || refused(t);
+}
+
+static long read_shm(ms_transport *t, int wait_ms)
+{
+    ms_ring *down = &t->slot->down;
+    uint32_t seen = ms_bell_seq(&t->slot->rank_bell);
+    if (!ms_ring_readable(down) && wait_ms > 0) {
+        t->sleeps++;
+        if (ms_bell_wait(&t->slot->rank_bell, seen, (int64_t)wait_ms * 1000000, down_ready, t)) t->quiet_waits = 0;
+        else if (server_gone(t)) return -1;
+    }
+    if (refused(t)) return -1;
+    long got = 0;
+    for (;;) {
+        if (in_reserve(t) < 0) return -1;
+        size_t n = ms_ring_read(t->shm, down, t->in + t->in_len, t->in_cap - t->in_len);
+        t->in_len += n;
+        got += (long)n;
+        if (n == 0 || t->in_len < t->in_cap) break;
+    }
+    return got;
+}
+
+long ms_tp_read(ms_transport *t, int wait_ms)
+{
+    if (t->shm) return read_shm(t, wait_ms);
+    struct pollfd pfd = {t->fd, POLLIN, 0};
+    int n = poll(&pfd, 1, wait_ms);
+    if (n <= 0) return 0;
+    long got = 0;
+    for (;;) {
+        if (in_reserve(t) < 0) return -1;
+        ssize_t r = read(t->fd, t->in + t->in_len, t->in_cap - t->in_len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) break;
+        if (r <= 0) return -1;
+        t->in_len += (size_t)r;
+        got += r;
+        if (t->in_len < t->in_cap) break;
+    }
+    return got;
+}
+
+size_t ms_tp_next(const ms_transport *t)
+{
+    ms_msg_header h;
+    if (t->in_len < sizeof h) return 0;
+    memcpy(&h, t->in, sizeof h);
+    return t->in_len - sizeof h >= h.length ? sizeof h + h.length : 0;
+}
+
+void ms_tp_consume(ms_transport *t, size_t n)
+{
+    memmove(t->in, t->in + n, t->in_len - n);
+    t->in_len -= n;
+}
+
+void ms_tp_close(ms_transport *t)
+{
+    if (t->fd >= 0) close(t->fd);
+    if (t->shm) {
+        /* what a socket's close says: everything up the ring was the last */
+        __atomic_store_n(&t->slot->state, MS_SLOT_CLOSED, __ATOMIC_RELEASE);
+        ms_shm_notify_server(t->shm, t->rank);
+        munmap(t->shm, t->shm_bytes);
+    }
+    free(t->out);
+    free(t->in);
+    ms_tp_init(t);
+}
