@@ -478,6 +478,22 @@ static int machine_summary(char *out, size_t len)
     return cores;
 }
 
+
+/* len - 1 random hex digits into out (NUL-terminated); -1 when /dev/urandom cannot be read. */
+static int random_hex(char *out, size_t len)
+{
+    unsigned char raw[32];
+    size_t n = (len - 1) / 2;
+    out[0] = 0;
+    if (n > sizeof raw) n = sizeof raw;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t got = read(fd, raw, n);
+    close(fd);
+    if (got != (ssize_t)n) return -1;
+    for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
 static int launch_and_serve(const run_opts *o_)
 {
     run_opts o = *o_;
@@ -516,7 +532,7 @@ static int launch_and_serve(const run_opts *o_)
         }
     }
     ms_server *s = NULL;
-    char endpoint[512] = "", shm_name[64] = "";
+    char endpoint[512] = "", shm_name[64] = "", gate_token[33] = "";
     if (!o.capture_only) {
         s = ms_server_create();
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
@@ -536,6 +552,10 @@ static int launch_and_serve(const run_opts *o_)
             fprintf(stderr, "mpisim: %s\n", err);
             return 2;
         }
+        /* the compute gate's segments are named by a token of their own: a name in /dev/shm is
+         * visible to every user, the secret must not be */
+        if (random_hex(gate_token, sizeof gate_token) < 0)
+            fprintf(stderr, "mpisim: warning: cannot read /dev/urandom; the run has no compute gate\n");
     }
     if (s) ms_server_set_machine(s, machine);
     if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args) &&
@@ -592,6 +612,10 @@ static int launch_and_serve(const run_opts *o_)
             av[k++] = "-x";
             av[k++] = "MPISIM_SHM";
         }
+        if (gate_token[0]) {
+            av[k++] = "-x";
+            av[k++] = "MPISIM_GATE";
+        }
     } else {
         av[k++] = "-x";
         av[k++] = "MPISIM_COMPUTE";
@@ -623,6 +647,7 @@ static int launch_and_serve(const run_opts *o_)
             setenv("MPISIM_SERVER", endpoint, 1);
             setenv("MPISIM_SECRET", ms_server_secret(s), 1);
             if (shm_name[0]) setenv("MPISIM_SHM", shm_name, 1);
+            if (gate_token[0]) setenv("MPISIM_GATE", gate_token, 1);
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
             setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);

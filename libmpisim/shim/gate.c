@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,24 +101,30 @@ static void dispatch(void)
     }
 }
 
-static void segment_name(const char *secret, char *name, size_t len)
+static void segment_name(const char *token, char *name, size_t len)
 {
     char s[40];
     size_t k = 0;
-    for (const char *p = secret; *p && k + 1 < sizeof s; p++)   /* a name: letters and digits only */
+    for (const char *p = token; *p && k + 1 < sizeof s; p++)   /* a name: letters and digits only */
         if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) s[k++] = *p;
     s[k] = 0;
     snprintf(name, len, "/mpisim-gate-%s", s);
 }
 
-int ms_gate_open(const char *secret, int rank, int size, int slots, int64_t timeout_ns)
+int ms_gate_open(const char *token, int rank, int size, int slots, int64_t timeout_ns)
 {
     memset(&G, 0, sizeof G);
-    if (slots <= 0 || !secret || !*secret || rank < 0 || rank >= size) return -1;
+    if (slots <= 0 || !token || strlen(token) < 16 || rank < 0 || rank >= size) return -1;
     char name[64];
-    segment_name(secret, name, sizeof name);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    segment_name(token, name, sizeof name);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
+    /* the first rank of the host creates it; one that someone else planted is not ours */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        close(fd);
+        return -1;
+    }
     size_t len = sizeof(gate_shm) + (size_t)size * (sizeof(gate_rank) + sizeof(int32_t));
     /* every rank asks for the same length; ftruncate zero-fills, and zeros are a valid empty gate */
     if (ftruncate(fd, (off_t)len) != 0) {
@@ -141,11 +148,11 @@ int ms_gate_open(const char *secret, int rank, int size, int slots, int64_t time
     return 0;
 }
 
-void ms_gate_unlink(const char *secret)
+void ms_gate_unlink(const char *token)
 {
     if (!G.g) return;
     char name[64];
-    segment_name(secret, name, sizeof name);
+    segment_name(token, name, sizeof name);
     shm_unlink(name);   /* ENOENT: another rank of this host did it */
 }
 

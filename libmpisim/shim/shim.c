@@ -352,14 +352,15 @@ static void clock_stop(void)
 
 /* The compute gate (gate.c) for computation that is measured: every rank of the run opens its
  * host's segment, and once all have (a barrier) its name goes, so nothing is left behind. */
-static void gate_start(const char *secret)
+static void gate_start(void)
 {
     if (!S.server || S.params.compute_mode == MS_COMPUTE_NONE) return;
-    int on = ms_gate_open(secret, S.rank, S.size, S.params.compute_slots,
+    const char *token = getenv("MPISIM_GATE");   /* mpisim run's; without it, no gate */
+    int on = ms_gate_open(token, S.rank, S.size, S.params.compute_slots,
                           S.params.compute_slot_timeout_ps / 1000) == 0;
     PMPI_Barrier(MPI_COMM_WORLD);
     if (on) {
-        ms_gate_unlink(secret);
+        ms_gate_unlink(token);
         ms_gate_take(S.clock_ps);
     }
 }
@@ -1144,7 +1145,7 @@ static void start_session(void)
     S.wtime_last_ps = -1;
     S.active = 1;
     clock_start();
-    gate_start(secret);
+    gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
 }
