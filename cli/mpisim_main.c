@@ -479,6 +479,17 @@ static int machine_summary(char *out, size_t len)
 }
 
 
+/* The launcher of the running program, for forward_signal (a handler has no other way to it). */
+static volatile pid_t forward_to_launcher;
+
+static volatile sig_atomic_t forwarded_signal;
+
+static void forward_signal(int sig)
+{
+    forwarded_signal = sig;
+    if (forward_to_launcher > 0) kill(forward_to_launcher, sig == SIGHUP ? SIGTERM : sig);
+}
+
 /* len - 1 random hex digits into out (NUL-terminated); -1 when /dev/urandom cannot be read. */
 static int random_hex(char *out, size_t len)
 {
@@ -657,8 +668,17 @@ static int launch_and_serve(const run_opts *o_)
         fprintf(stderr, "mpisim: cannot run %s: %s\n", av[0], strerror(errno));
         _exit(127);
     }
-    /* the launcher forwards Ctrl-C to the ranks; we wait for them to go */
+    /* the launcher forwards Ctrl-C to the ranks; we wait for them to go. A SIGTERM or SIGHUP
+     * (a batch system's time limit, a closed terminal) goes to the launcher too, so that the run
+     * still ends with its report and leaves no shared segment behind */
     signal(SIGINT, SIG_IGN);
+    forward_to_launcher = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int status = 0, stalled_start = 0;
     int rc;
     if (s) {
@@ -670,6 +690,10 @@ static int launch_and_serve(const run_opts *o_)
     /* the exit code (README.md "Exit codes"): mpisim's own findings first (the launcher's code
      * then only says that mpisim stopped the ranks), else a report or trace that could not be
      * written, else the program's own code */
+    if (forwarded_signal)
+        fprintf(stderr, "mpisim: ended by %s: the ranks were stopped; the report keeps what the model recorded "
+                        "(call sites and charging come at MPI_Finalize)\n",
+                forwarded_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     int output_failed = 0;
     if (stalled_start) rc = MS_EXIT_RANK_ERROR;

@@ -449,6 +449,36 @@ def test_killed_rank():
         print(f"{' '.join(extra) or 'default'}: statuses {st}, exit 4")
 
 
+def test_terminated():
+    """SIGTERM to mpisim run (a batch system's time limit) goes to the launcher: the ranks end, the
+    report keeps what was recorded (the barriers so far), the exit code says the run did not
+    finish, and no shared segment is left in /dev/shm."""
+    import signal
+    import time
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
+    report = os.path.join(WORK, "term.json")
+    before = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-"))
+    p = subprocess.Popen([MPISIM, "run", "--report", report, "-n", "2", "--", exe],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        sys.exit("FAILED: mpisim did not end within 60 s of SIGTERM")
+    left = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-")) - before
+    rep = json.load(open(report)) if os.path.exists(report) else None
+    # the model's view survives (call sites and charging come at MPI_Finalize: a stopped rank's are lost)
+    barriers = min(r["collectives"] for r in rep["ranks"]) if rep else 0
+    if p.returncode == 0 or not rep or barriers < 2 or left:
+        sys.exit(f"FAILED: exit {p.returncode}, report {'written' if rep else 'missing'}, {barriers} barriers "
+                 f"recorded, segments left {sorted(left)}\n{err}")
+    if "ended by SIGTERM" not in err:
+        sys.exit(f"FAILED: the run does not say it was ended by SIGTERM\n{err}")
+    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, no segment left")
+
+
 def test_connect_timeout():
     """A rank that leaves before MPI_Init ends the run promptly, named; one that never reaches it
     (the others wait in MPI_Init for ever) is stopped after shim.connect_timeout, in a
