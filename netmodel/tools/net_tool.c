@@ -78,34 +78,66 @@ static int ilog2_exact(int n)
 }
 static int bit(int x, int i) { return (x >> i) & 1; }
 
-/* Destination of a permutation (seed 003 sec 5.6.2; seed 002 sec 5.2 for bit-reversal), on
- * n-bit host numbers; -1 if the name is unknown. Single-stage variants use the highest stage. */
-static int permute(const char *name, int s, int nb, int nhosts)
+/* Permutations (seed 003 sec 5.6.2; seed 002 sec 5.2 for bit-reversal) on n-bit host numbers;
+ * single-stage variants use the highest stage. */
+static int p_bit_reversal(int s, int nb, int n)
 {
+    (void)n;
     int d = 0;
-    if (!strcmp(name, "bit-reversal")) {
-        for (int i = 0; i < nb; i++) d |= bit(s, i) << (nb - 1 - i);
-    } else if (!strcmp(name, "complement")) {
-        d = (~s) & ((1 << nb) - 1);
-    } else if (!strcmp(name, "butterfly")) {          /* swap the highest and the lowest bit */
-        d = s & ~(1 | (1 << (nb - 1)));
-        d |= bit(s, 0) << (nb - 1) | bit(s, nb - 1);
-    } else if (!strcmp(name, "matrix-transpose") || !strcmp(name, "transpose")) {
-        int h = nb / 2;                               /* swap the two halves of the address */
-        d = ((s & ((1 << h) - 1)) << (nb - h)) | (s >> h);
-    } else if (!strcmp(name, "perfect-shuffle") || !strcmp(name, "shuffle")) {
-        d = ((s << 1) | bit(s, nb - 1)) & ((1 << nb) - 1);   /* rotate left by one */
-    } else if (!strcmp(name, "baseline")) {
-        d = (s >> 1) | (bit(s, 0) << (nb - 1));       /* rotate right by one */
-    } else if (!strcmp(name, "cube")) {
-        d = s ^ (1 << (nb - 1));                      /* complement the highest bit */
-    } else if (!strcmp(name, "neighbor")) {
-        d = s ^ 1;
-        if (d >= nhosts) d = s;
-    } else {
-        return -1;
-    }
+    for (int i = 0; i < nb; i++) d |= bit(s, i) << (nb - 1 - i);
     return d;
+}
+static int p_complement(int s, int nb, int n) { (void)n; return (~s) & ((1 << nb) - 1); }
+static int p_butterfly(int s, int nb, int n)   /* swap the highest and the lowest bit */
+{
+    (void)n;
+    return (s & ~(1 | (1 << (nb - 1)))) | bit(s, 0) << (nb - 1) | bit(s, nb - 1);
+}
+static int p_transpose(int s, int nb, int n)   /* swap the two halves of the address */
+{
+    (void)n;
+    int h = nb / 2;
+    return ((s & ((1 << h) - 1)) << (nb - h)) | (s >> h);
+}
+static int p_shuffle(int s, int nb, int n) { (void)n; return ((s << 1) | bit(s, nb - 1)) & ((1 << nb) - 1); }
+static int p_baseline(int s, int nb, int n) { (void)n; return (s >> 1) | (bit(s, 0) << (nb - 1)); }
+static int p_cube(int s, int nb, int n) { (void)n; return s ^ (1 << (nb - 1)); }
+static int p_neighbor(int s, int nb, int n)
+{
+    (void)nb;
+    int d = s ^ 1;
+    return d >= n ? s : d;
+}
+
+/* The traffic pattern registry (--traffic). */
+static const struct pattern {
+    nm_named id;   /* first member: the registry hands out &patterns[i].id */
+    int kind;
+    int (*perm)(int s, int nb, int nhosts);
+} patterns[] = {
+    {{"uniform", "uniform", "every other host with equal probability"}, TR_UNIFORM, NULL},
+    {{"hotspot", "hotspot:F", "a fraction F (or F %) of the packets to one host chosen at random (seed 002 sec 5.2)"},
+     TR_HOTSPOT, NULL},
+    {{"local", "local:L", "hosts at most L switches away, along up*/down* paths for updown and itb (seed 002 sec 5.2)"},
+     TR_LOCAL, NULL},
+    {{"bit-reversal", "bit-reversal", "destination = the source's bits reversed (seed 002 sec 5.2)"}, TR_PERM,
+     p_bit_reversal},
+    {{"butterfly", "butterfly", "swap the highest and the lowest bit (seed 003 sec 5.6.2)"}, TR_PERM, p_butterfly},
+    {{"complement", "complement", "every bit complemented (seed 003 sec 5.6.2)"}, TR_PERM, p_complement},
+    {{"matrix-transpose", "matrix-transpose", "swap the two halves of the address (seed 003 sec 5.6.2)"}, TR_PERM,
+     p_transpose},
+    {{"transpose", "transpose", "same as matrix-transpose"}, TR_PERM, p_transpose},
+    {{"perfect-shuffle", "perfect-shuffle", "rotate the address left by one (seed 003 sec 5.6.2)"}, TR_PERM,
+     p_shuffle},
+    {{"shuffle", "shuffle", "same as perfect-shuffle"}, TR_PERM, p_shuffle},
+    {{"baseline", "baseline", "rotate the address right by one (seed 003 sec 5.6.2)"}, TR_PERM, p_baseline},
+    {{"cube", "cube", "complement the highest bit (seed 003 sec 5.6.2)"}, TR_PERM, p_cube},
+    {{"neighbor", "neighbor", "complement the lowest bit"}, TR_PERM, p_neighbor},
+};
+
+static const nm_named *pattern_at(size_t i)
+{
+    return i < sizeof patterns / sizeof patterns[0] ? &patterns[i].id : NULL;
 }
 
 static int parse_time(const char *text, nm_time_t *out)
@@ -258,14 +290,24 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     int kind = TR_UNIFORM, hotspot = -1, local_l = 0;
     double hot_f = 0;
     uint64_t rng = (uint64_t)seed * 0x2545F4914F6CDD1DULL + 12345;
-    if (!strcmp(traffic, "uniform")) kind = TR_UNIFORM;
-    else if (!strncmp(traffic, "hotspot:", 8)) {
+    const struct pattern *pat = (const struct pattern *)nm_registry_find(pattern_at, traffic);
+    /* hotspot and local take their argument after ':', the others none */
+    if (!pat || (strchr(traffic, ':') != NULL) != (pat->kind == TR_HOTSPOT || pat->kind == TR_LOCAL)) {
+        char m[700];
+        if (pat) snprintf(m, sizeof m, "--traffic '%s': expected %s", traffic, pat->id.usage);
+        else nm_registry_unknown(pattern_at, "--traffic", traffic, m, sizeof m);
+        fprintf(errout, "%s: %s\n", prog, m);
+        rc = 2;
+        goto done;
+    }
+    if (pat->kind == TR_UNIFORM) kind = TR_UNIFORM;
+    else if (pat->kind == TR_HOTSPOT) {
         kind = TR_HOTSPOT;
         hot_f = atof(traffic + 8);
         if (hot_f > 1) hot_f /= 100.0;   /* a percentage */
         if (!(hot_f >= 0 && hot_f <= 1)) { fprintf(errout, "%s: hotspot fraction out of range\n", prog); rc = 2; goto done; }
         hotspot = (int)(splitmix(&rng) % (uint64_t)n);   /* chosen at random (seed 002 sec 5.2) */
-    } else if (!strncmp(traffic, "local:", 6)) {
+    } else if (pat->kind == TR_LOCAL) {
         kind = TR_LOCAL;
         local_l = atoi(traffic + 6);
         local_cnt = calloc((size_t)n + 1, sizeof *local_cnt);
@@ -287,10 +329,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
             rc = 2;
             goto done;
         }
-        for (int s = 0; s < n; s++) {
-            perm[s] = permute(traffic, s, nb, n);
-            if (perm[s] < 0) { fprintf(errout, "%s: unknown traffic pattern '%s'\n", prog, traffic); rc = 2; goto done; }
-        }
+        for (int s = 0; s < n; s++) perm[s] = pat->perm(s, nb, n);
     }
 
     /* generators: one pending generation per host; fixed rate has a random phase */
