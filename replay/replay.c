@@ -18,15 +18,7 @@
 #define MPISIM_VERSION "unknown"
 #endif
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && len) vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
 
 static double wall_now(void)
 {

@@ -23,6 +23,10 @@ typedef int64_t nm_time_t;           /* picoseconds */
 #define NM_TIME_NEVER INT64_MAX
 #define NM_PS_PER_S 1000000000000LL
 
+/* The error convention of every library here: a message (printf format) into the caller's buffer
+ * (none if err is NULL or errlen 0), and -1 to return. */
+int nm_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ------------------------------------------------------------------------------------------ */
 /* Configuration: typed keys with unit, default and source; INI profile files; --set overrides. */
 
