@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "nm_cmdline.h"
 #include "report_text.h"
 
 static double num(const json_t *obj, const char *key)
@@ -145,40 +146,36 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
     return ferror(out) ? -1 : 0;
 }
 
+static const nm_opt report_opts[] = {
+    {"top", 't', "N", "how many call sites (default 20)"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 int mpisim_report_main(int argc, char **argv)
 {
     const char *path = NULL;
     int top = 20;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim report", report_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        long n;
+        if (k == 't') {
+            if (nm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return 2;
+            top = (int)n;
+        } else if (k == 'h') {
             printf("usage: mpisim report [--top N] FILE.json\n"
                    "Prints a run report (mpisim run --report, mpisim replay --report) as mpiP's text\n"
                    "summary: per-rank App/MPI time and MPI%%, the N call sites with the most virtual time\n"
-                   "(default 20) with their least/mean/most over ranks, MPI_Pcontrol regions, and the\n"
-                   "message sizes per MPI call. Times are virtual.\n");
+                   "with their least/mean/most over ranks, MPI_Pcontrol regions, and the message sizes per\n"
+                   "MPI call. Times are virtual.\n");
+            nm_cmdline_print_options(report_opts, stdout);
             return 0;
-        }
-        if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v <= 0 || v > 1000000) {
-                fprintf(stderr, "mpisim report: --top wants a positive count, got '%s'\n", argv[i]);
-                return 2;
-            }
-            top = (int)v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "mpisim report: unknown option '%s' (see mpisim report --help)\n", argv[i]);
-            return 2;
-        } else if (!path) path = argv[i];
-        else {
-            fprintf(stderr, "mpisim report: one report at a time ('%s')\n", argv[i]);
-            return 2;
-        }
+        } else return 2;
     }
-    if (!path) {
-        fprintf(stderr, "usage: mpisim report [--top N] FILE.json\n");
-        return 2;
-    }
+    if (nm_cmdline_operands(&c, 1, 1, "report") < 0) return 2;
+    path = argv[nm_cmdline_operand(&c)];
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));

@@ -336,7 +336,20 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
     char canon[64];
     if (def->type == NM_KEY_STRING) {
         if (def->choices && !choice_ok(def->choices, v)) {
-            nm_set_err(msg, msglen, "expected one of %s, got '%s'", def->choices, v);
+            /* the nearest choice, as for key names: a third of the letters off at most */
+            char best[64] = "";
+            size_t bestd = (size_t)-1, vl = strlen(v);
+            for (const char *c = def->choices; *c;) {
+                size_t l = strcspn(c, "|");
+                char w[64];
+                snprintf(w, sizeof w, "%.*s", (int)l, c);
+                size_t d = nm_edit_distance(v, w);
+                if (d < bestd) { bestd = d; snprintf(best, sizeof best, "%s", w); }
+                c += l + (c[l] == '|');
+            }
+            int close = bestd > 0 && bestd * 3 <= vl;
+            nm_set_err(msg, msglen, "expected one of %s, got '%s'%s%s%s", def->choices, v,
+                       close ? " (did you mean '" : "", close ? best : "", close ? "'?)" : "");
             return -1;
         }
         char *t = nm_strdup(v);

@@ -7,7 +7,9 @@
 
 #include "netmodel.h"
 #include "nm_internal.h"
+#include "nm_cmdline.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -148,21 +150,41 @@ static int parse_time(const char *text, nm_time_t *out)
     return 0;
 }
 
+enum { O_PROFILE = 256, O_TOPOLOGY, O_ROUTING, O_SET, O_TRAFFIC, O_INTERARRIVAL, O_LOAD, O_PAYLOAD, O_SEED,
+       O_MAXOUT, O_WARMUP, O_MEASURE, O_JSON };
+
+static const nm_opt net_opts[] = {
+    NM_OPT_PROFILE(O_PROFILE),
+    {"topology", O_TOPOLOGY, "SPEC", "generator or topology file (default: the profile's network.topology)"},
+    NM_OPT_ROUTING(O_ROUTING),
+    NM_OPT_SET(O_SET),
+    {"traffic", O_TRAFFIC, "PATTERN", "destination pattern (below; default uniform)"},
+    {"interarrival", O_INTERARRIVAL, "uniform|exponential", "gaps between a host's packets (default uniform)"},
+    {"load", O_LOAD, "RATE", "offered load per host, a bit rate (default 160 Mb/s)"},
+    {"payload", O_PAYLOAD, "BYTES", "payload of every packet (default 64)"},
+    {"seed", O_SEED, "S", "seed of the traffic (default: network.seed)"},
+    {"max-outstanding", O_MAXOUT, "N", "packets a host may have in the network (default 8)"},
+    {"warmup", O_WARMUP, "TIME", "time before the measurement window (default 1 ms)"},
+    {"measure", O_MEASURE, "TIME", "length of the measurement window (default 10 ms)"},
+    {"json", O_JSON, NULL, "write the results as JSON"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void usage(FILE *f, const char *prog)
 {
-    fprintf(f,
-            "usage: %s --profile P --topology T [--routing shortest|updown|itb] [--set key=value]...\n"
-            "          [--traffic PATTERN]\n"
-            "          [--load BITS_PER_S_PER_HOST] [--payload BYTES] [--interarrival uniform|exponential]\n"
-            "          [--seed S] [--warmup T] [--measure T] [--max-outstanding N] [--json]\n"
-            "Routing (network.routing): shortest, updown (up*/down*, seed 002 sec 3) or itb (in-transit\n"
-            "buffers, sec 4); every routing is checked for deadlock freedom when it is built.\n"
-            "PATTERN: uniform, hotspot:F, local:L (destinations at most L switches away, along up*/down*\n"
-            "         paths for updown and itb), bit-reversal, butterfly, complement, matrix-transpose,\n"
-            "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
-            "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
-            "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n",
-            prog);
+    fprintf(f, "usage: %s [--profile P] [--topology T] [--traffic PATTERN] [options]\n"
+               "Network-only runs with synthetic traffic: accepted throughput, packet latency, drops and\n"
+               "link utilisation over a measurement window.\n", prog);
+    nm_cmdline_print_options(net_opts, f);
+    fputs("Routings (every routing is checked for deadlock freedom when it is built):\n", f);
+    nm_registry_print(nm_routing_at, f, "  ");
+    fputs("Traffic patterns (permutations need a power-of-two number of hosts):\n", f);
+    nm_registry_print(pattern_at, f, "  ");
+    fputs("Topology generators (or a topology file, format in netmodel/README.md):\n", f);
+    nm_registry_print(nm_topology_generator_at, f, "  ");
+    fputs("Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
+          "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n", f);
 }
 
 int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
@@ -187,51 +209,68 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     nm_time_t *busy0 = NULL, *busy1 = NULL;
     if (!sets) { fprintf(errout, "%s: out of memory\n", prog); return 1; }
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV                                                              \
-    do {                                                                   \
-        if (!v) { fprintf(errout, "%s: %s needs a value\n", prog, a); rc = 2; goto done; } \
-        i++;                                                               \
-    } while (0)
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(out, prog); rc = 0; goto done; }
-        else if (!strcmp(a, "--profile")) { NEEDV; profile = v; }
-        else if (!strcmp(a, "--topology")) { NEEDV; topo_spec = v; }
-        else if (!strcmp(a, "--routing")) { NEEDV; routing = v; }
-        else if (!strcmp(a, "--set")) { NEEDV; sets[nsets++] = v; }
-        else if (!strcmp(a, "--traffic")) { NEEDV; traffic = v; }
-        else if (!strcmp(a, "--interarrival")) { NEEDV; inter = v; }
-        else if (!strcmp(a, "--load")) {
-            NEEDV;
+    char progname[64];
+    snprintf(progname, sizeof progname, "%s%s", strcmp(prog, "net") ? "" : "mpisim ", prog);
+    nm_cmdline cl;
+    nm_cmdline_init(&cl, progname, net_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&cl, &v)) != -1;) {
+        double q;
+        long l;
+        switch (k) {
+        case 'h': usage(out, progname); rc = 0; goto done;
+        case O_JSON: json = 1; break;
+        case O_PROFILE: profile = v; break;
+        case O_TOPOLOGY: topo_spec = v; break;
+        case O_ROUTING:
+            if ((rc = nm_cmdline_choice(&cl, k, nm_routing_at, v)) != 0) goto done;
+            routing = v;
+            break;
+        case O_SET: sets[nsets++] = v; break;
+        case O_TRAFFIC: traffic = v; break;
+        case O_INTERARRIVAL:
+            if (strcmp(v, "uniform") && strcmp(v, "exponential")) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected uniform or exponential");
+                goto done;
+            }
+            inter = v;
+            break;
+        case O_LOAD:
             if (nm_parse_quantity("b/s", v, &load) != 0 || !(load > 0)) {
-                fprintf(errout, "%s: --load '%s' is not a positive bit rate\n", prog, v); rc = 2; goto done;
+                rc = nm_cmdline_bad(&cl, k, v, "expected a positive bit rate (e.g. 160Mb/s)");
+                goto done;
             }
-        } else if (!strcmp(a, "--payload")) {
-            NEEDV;
-            double p;
-            if (nm_parse_quantity("B", v, &p) != 0 || !(p >= 0) || p > 1e9) {
-                fprintf(errout, "%s: --payload '%s' is not a byte count\n", prog, v); rc = 2; goto done;
+            break;
+        case O_PAYLOAD:
+            if (nm_parse_quantity("B", v, &q) != 0 || !(q >= 0) || q > 1e9) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected a byte count");
+                goto done;
             }
-            payload = llround(p);
-        } else if (!strcmp(a, "--seed")) { NEEDV; seed = atoll(v); }
-        else if (!strcmp(a, "--max-outstanding")) { NEEDV; max_out = atoll(v); if (max_out < 1) max_out = 1; }
-        else if (!strcmp(a, "--warmup") || !strcmp(a, "--measure")) {
-            NEEDV;
+            payload = llround(q);
+            break;
+        case O_SEED:
+            if ((rc = nm_cmdline_long(&cl, k, v, 0, LONG_MAX, &l)) != 0) goto done;
+            seed = l;
+            break;
+        case O_MAXOUT:
+            if ((rc = nm_cmdline_long(&cl, k, v, 1, 1000000, &l)) != 0) goto done;
+            max_out = l;
+            break;
+        case O_WARMUP:
+        case O_MEASURE: {
             nm_time_t t;
-            if (parse_time(v, &t) != 0) { fprintf(errout, "%s: %s '%s' is not a time\n", prog, a, v); rc = 2; goto done; }
-            if (!strcmp(a, "--warmup")) warmup = t; else measure = t;
-        } else {
-            fprintf(errout, "%s: unknown argument '%s'\n", prog, a);
-            usage(errout, prog);
-            rc = 2;
-            goto done;
+            if (parse_time(v, &t) != 0) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected a time (e.g. 2ms)");
+                goto done;
+            }
+            if (k == O_WARMUP) warmup = t;
+            else measure = t;
+            break;
         }
-#undef NEEDV
+        default: rc = 2; goto done;
+        }
     }
-    if (strcmp(inter, "uniform") && strcmp(inter, "exponential")) {
-        fprintf(errout, "%s: --interarrival must be uniform or exponential\n", prog);
+    if (nm_cmdline_operands(&cl, 0, 0, "") < 0) {
         rc = 2;
         goto done;
     }
