@@ -389,6 +389,18 @@ static int launch_and_serve(const run_opts *o_)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
+    char machine[512];
+    int cores = machine_summary(machine, sizeof machine);
+    /* the compute gate's auto: the cores hwloc says this job may use (its cpuset) */
+    static char slots_set[64], slots_origin[64];
+    if (cores > 0 && !strcmp(nm_config_string(cfg, "shim.compute_slots"), "auto")) {
+        snprintf(slots_set, sizeof slots_set, "shim.compute_slots=%d", cores);
+        snprintf(slots_origin, sizeof slots_origin, "auto: hwloc, the cores this job may use");
+        if (nm_config_set(cfg, slots_set, slots_origin, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
+        }
+    }
     ms_server *s = NULL;
     char endpoint[512] = "";
     if (!o.capture_only) {
@@ -405,8 +417,6 @@ static int launch_and_serve(const run_opts *o_)
             return 2;
         }
     }
-    char machine[512];
-    int cores = machine_summary(machine, sizeof machine);
     if (s) ms_server_set_machine(s, machine);
     if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args) &&
         strcmp(nm_config_string(cfg, "shim.compute"), "none") != 0)   /* none: nothing to charge */
@@ -453,6 +463,8 @@ static int launch_and_serve(const run_opts *o_)
     } else {
         av[k++] = "-x";
         av[k++] = "MPISIM_COMPUTE";
+        av[k++] = "-x";
+        av[k++] = "MPISIM_RETURN_PATH";
     }
     if (o.trace) {
         av[k++] = "-x";
@@ -480,6 +492,7 @@ static int launch_and_serve(const run_opts *o_)
             setenv("MPISIM_SECRET", ms_server_secret(s), 1);
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
+            setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);
         }
         if (o.trace) setenv("MPISIM_TRACE_DIR", trace_dir, 1);
         execvp(av[0], (char *const *)av);

@@ -17,11 +17,14 @@ computation at all (--compute none: the communication alone); the factor that ma
 mean equal the testbed's follows, since time = factor x computation + communication; (3) the
 whole study with that factor, fixed (a file passed to --cpu-factor); (4) the tables.
 
-Usage: seed000_validation.py [BUILD_DIR] [--out DIR] [--factor-file F]
+Usage: seed000_validation.py [BUILD_DIR] [--out DIR] [--factor-file F] [--set KEY=VALUE]... [--burner]
   --factor-file F: skip (1)-(2) and use a factor file written by an earlier run
+  --set KEY=VALUE: passed to every study (e.g. shim.compute_slots=0: without the compute gate)
+  --burner: run a CPU-bound job beside the whole validation (the repeatability check)
 Writes DIR/seed000_validation.md (tables), DIR/seed000_validation.png, DIR/fitted_factor.txt and
 the studies' folders; DIR defaults to BUILD_DIR/seed000_validation (never the checkout).
 """
+import atexit
 import csv
 import os
 import re
@@ -38,12 +41,17 @@ args = sys.argv[1:]
 here = os.path.dirname(os.path.abspath(__file__))
 build = args.pop(0) if args and not args[0].startswith("--") else os.path.join(here, "..", "build")
 out, factor_file = os.path.join(build, "seed000_validation"), None
+sets, burn = [], False
 while args:
     a = args.pop(0)
     if a == "--out":
         out = args.pop(0)
     elif a == "--factor-file":
         factor_file = args.pop(0)
+    elif a == "--set":
+        sets += ["--set", args.pop(0)]
+    elif a == "--burner":
+        burn = True
     else:
         sys.exit(f"seed000_validation.py: unknown argument {a}")
 os.makedirs(out, exist_ok=True)
@@ -52,7 +60,7 @@ mpisim = os.path.join(build, "bin", "mpisim")
 
 def study(name, *extra):
     d = os.path.join(out, name)
-    subprocess.run([mpisim, "study", "speedup", "--out", d, *extra], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([mpisim, "study", "speedup", "--out", d, *extra, *sets], check=True, stdout=subprocess.DEVNULL)
     rows = list(csv.DictReader(open(os.path.join(d, "speedup.csv"))))
     return d, {(int(r["P"]), int(r["N"])): float(r["time_s"]) * 1e3 for r in rows}
 
@@ -62,6 +70,16 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
+burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"]) if burn else None
+
+
+def stop_burner():
+    if burner and burner.poll() is None:
+        burner.kill()
+        burner.wait()
+
+
+atexit.register(stop_burner)
 fit_lines = []
 if not factor_file:
     d, _ = study("calibration", "--procs", "1", "--sizes", "144")
@@ -85,11 +103,14 @@ if not factor_file:
     print("\n".join(fit_lines))
 
 d, t = study("study", "--procs", "1,2,4,8,16", "--sizes", SIZES, "--runs", RUNS, "--cpu-factor", factor_file)
+stop_burner()
 factor = open(factor_file).read().splitlines()
 sizes = sorted({n for _, n in t})
 procs = sorted({p for p, _ in t})
 L = ["# Seed 000 sec 4.2: matrix multiply, Figs. 6 and 7", "",
      "Regenerate: `results/seed000_validation.py [BUILD_DIR] [--out DIR]`. Profile `seed000-sbus` (the default).",
+     f"Options: {' '.join(sets) if sets else 'defaults (compute gate on)'}"
+     f"{'; a CPU-bound job ran beside' if burn else ''}.",
      f"CPU factor {float(factor[0]):.2f} ({factor[1]}).", ""] + fit_lines + [""]
 L += ["## Fig. 6: execution time (ms)", "", "| N | " + " | ".join(f"{p} node{'s' if p > 1 else ''}" for p in procs) + " |",
       "|---" * (len(procs) + 1) + "|"]

@@ -4,37 +4,46 @@
 beside both, and compares the efficiencies point by point (issue 10: within 3 points for
 N >= 64, within 5 below).
 
-Usage: speedup_repeat.py [BUILD_DIR] [--out DIR] [--no-burner]
+Usage: speedup_repeat.py [BUILD_DIR] [--out DIR] [--no-burner] [--set KEY=VALUE]... [--cpu-factor X|FILE] [--runs K]
 Writes DIR/run1, DIR/run2 (the studies' outputs) and DIR/speedup_repeat.md; DIR defaults to
-BUILD_DIR/speedup_repeat (never the checkout).
+BUILD_DIR/speedup_repeat (never the checkout). --set goes to both studies (e.g.
+shim.compute_slots=0: without the compute gate); --cpu-factor fixes the factor of both instead of
+calibrating each (the difference is then the charging's alone); --runs K makes each study keep
+each point's fastest of K runs of its grid.
 """
 import csv
 import os
 import subprocess
 import sys
+import time
 
 args = sys.argv[1:]
 here = os.path.dirname(os.path.abspath(__file__))
 build = args.pop(0) if args and not args[0].startswith("--") else os.path.join(here, "..", "build")
 out = os.path.join(build, "speedup_repeat")
 burn = True
+extra = []
 while args:
     a = args.pop(0)
     if a == "--out":
         out = args.pop(0)
     elif a == "--no-burner":
         burn = False
+    elif a in ("--set", "--cpu-factor", "--runs"):
+        extra += [a, args.pop(0)]
     else:
         sys.exit(f"speedup_repeat.py: unknown argument {a}")
 os.makedirs(out, exist_ok=True)
 mpisim = os.path.join(build, "bin", "mpisim")
 
 burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"]) if burn else None
-tables, factors = [], []
+tables, factors, walls = [], [], []
 try:
     for k in (1, 2):
         d = os.path.join(out, f"run{k}")
-        subprocess.run([mpisim, "study", "speedup", "--procs", "1,2,4,8", "--out", d], check=True)
+        t0 = time.monotonic()
+        subprocess.run([mpisim, "study", "speedup", "--procs", "1,2,4,8", "--out", d] + extra, check=True)
+        walls.append(time.monotonic() - t0)
         rows = {(int(r["P"]), int(r["N"])): r for r in csv.DictReader(open(os.path.join(d, "speedup.csv")))}
         tables.append(rows)
         factors.append(open(os.path.join(d, "cpu_factor.txt")).read().splitlines())
@@ -45,6 +54,8 @@ finally:
 
 a, b = tables
 lines = ["# Two consecutive studies" + (" beside a CPU-bound job" if burn else ""), "",
+         f"Options of both studies: {' '.join(extra) if extra else '(defaults)'}; wall time "
+         f"{walls[0]:.0f} s and {walls[1]:.0f} s", "",
          f"CPU factors: run 1 {float(factors[0][0]):.2f}, run 2 {float(factors[1][0]):.2f} ({factors[0][1]})", "",
          "| P | N | run 1 time (ms) | run 2 time (ms) | run 1 eff. | run 2 eff. | diff (points) | bound |",
          "|---|---|---|---|---|---|---|---|"]

@@ -38,6 +38,26 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
          "sleeps; 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
          NULL, 0},
+        {"shim.compute_slots", NM_KEY_STRING, "ranks", "auto",
+         "project choice (docs/architecture.md, The compute gate); auto: hwloc's cores the job may use, else the "
+         "affinity mask of mpisim run",
+         "at most this many ranks of a host compute (run the program's code between MPI calls) at once; the others "
+         "sleep until a slot is free, least virtual clock first, so that ranks outnumbering the cores do not "
+         "time-slice and evict each other's caches while they compute; auto: the cores the job may use; 0: no gate",
+         NULL, 0},
+        {"shim.return_path", NM_KEY_STRING, "", "measured",
+         "project choice, measured (docs/architecture.md, The cold return path)",
+         "a computation interval that follows an MPI call during which the rank was switched out starts on "
+         "cold caches: measured takes off the excess measured on the rank while it runs (per pair of call "
+         "sites, the least switched interval minus the least unswitched one, never below the latter); off "
+         "charges it as computation",
+         "measured|off", 0},
+        {"shim.compute_slot_timeout", NM_KEY_INT, "ps", "1000000000000",
+         "project choice (docs/architecture.md, The compute gate: programs that wait outside MPI)",
+         "a rank that waits this long for a compute slot while no rank of its host leaves computation computes "
+         "anyway, and the host's gate gets one slot more for the rest of the run (a measurement warning says so): "
+         "the ranks holding the slots may be waiting for it outside MPI (shared memory, files, untimed windows)",
+         NULL, NM_KEY_POSITIVE},
     };
     if (nm_config_register(cfg, shim_keys, sizeof shim_keys / sizeof shim_keys[0], err, errlen) < 0) return -1;
     return ms_model_register_keys(cfg, err, errlen);

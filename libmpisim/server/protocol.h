@@ -84,6 +84,9 @@ typedef struct ms_msg_welcome {
     int32_t callsite_depth;      /* frames of the program's stack that name a call site */
     int32_t spin_polls;          /* polls without sleeping before a waiting loop sleeps */
     int64_t wtime_stall_ps;      /* compute none: what an MPI_Wtime call that finds the clock unmoved adds */
+    int32_t compute_slots;       /* the compute gate: ranks of a host computing at once (0: no gate) */
+    int32_t return_path;         /* 1: take the cold return path's measured excess off switched gaps */
+    int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
     int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
 } ms_msg_welcome;
 
@@ -153,7 +156,7 @@ typedef enum {
 
 typedef struct ms_msg_charging {
     int32_t method;              /* ms_charging_method */
-    int32_t pad;
+    int32_t gate_slots;          /* the host's compute-gate slots at the end (0: no gate) */
     int64_t baseline_ns;         /* subtracted from each gap: an empty gap's charge, measured at start */
     uint64_t page_misses;        /* task-clock readings that fell back to the system call */
     uint64_t woken_gaps;         /* gaps after an MPI call during which the thread was switched out */
@@ -162,9 +165,14 @@ typedef struct ms_msg_charging {
     uint64_t descheduled_gaps;   /* of which the thread was scheduled out at least once */
     uint64_t syscalls;           /* CPU-clock system calls made */
     int64_t raw_ns;              /* the gaps as measured, before the baselines */
-    int64_t compensated_ns;      /* taken off by the baselines */
+    int64_t compensated_ns;      /* taken off: the baselines and the cold return path's excess */
     int64_t wall_ns;             /* CLOCK_MONOTONIC time of the gaps */
     int64_t descheduled_ns;      /* wall time in gaps during which the thread did not run */
+    uint64_t gate_waits;         /* returns to the program that waited for a compute slot */
+    int64_t gate_wait_ns;        /* wall time of those waits (not charged) */
+    uint64_t gate_timeouts;      /* waits that gave up and widened the gate */
+    int64_t woken_charged_ns;    /* charged for the gaps after a switched-out call (after all compensation) */
+    int64_t return_comp_ns;      /* taken off those gaps as the cold return path's measured penalty */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

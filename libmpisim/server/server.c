@@ -256,6 +256,20 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     if (w->spin_polls < 0) return fail(err, errlen, "shim.spin_polls must be >= 0 (got %d)", w->spin_polls);
+    const char *slots = nm_config_string(cfg, "shim.compute_slots");
+    if (!strcmp(slots, "auto")) {
+        /* `mpisim run` resolves auto with hwloc; without it, the CPUs this process may use */
+        cpu_set_t set;
+        w->compute_slots = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    } else {
+        char *end;
+        long v = strtol(slots, &end, 10);
+        if (end == slots || *end || v < 0 || v > 1000000)
+            return fail(err, errlen, "shim.compute_slots wants auto, 0 (no gate) or a number of ranks, got '%s'", slots);
+        w->compute_slots = (int32_t)v;
+    }
+    w->compute_slot_timeout_ps = nm_config_int(cfg, "shim.compute_slot_timeout");
+    w->return_path = !strcmp(nm_config_string(cfg, "shim.return_path"), "measured");
     return 0;
 }
 
@@ -862,11 +876,14 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
     fprintf(f,
             ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"page_misses\": %llu, \"woken_gaps\": %llu, \"woken_raw_ns\": %lld, \"gaps\": %llu, "
             "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
-            "\"wall_ns\": %lld, \"descheduled_ns\": %lld}",
-            m, (long long)c->baseline_ns, (unsigned long long)c->page_misses, 
+            "\"wall_ns\": %lld, \"descheduled_ns\": %lld, \"woken_charged_ns\": %lld, \"return_comp_ns\": %lld, "
+            "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
+            m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
             (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
-            (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns);
+            (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns,
+            (long long)c->woken_charged_ns, (long long)c->return_comp_ns, (int)c->gate_slots,
+            (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }
 
 /* Why this run's charged computation may mislead (docs/architecture.md "Warnings"), from the
@@ -874,7 +891,8 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
 int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
 {
     double gaps = 0, woken = 0, raw = 0, woken_raw = 0, wall = 0, desched = 0, misses = 0, base = 0;
-    int n = 0, syscall_ranks = 0;
+    double timeouts = 0, charged = 0, woken_charged = 0, rcomp = 0;
+    int n = 0, syscall_ranks = 0, slots1 = 0;
     for (int i = 0; i < s->nranks; i++) {
         const ms_msg_charging *c = &s->ranks[i].fin.charging;
         if (!s->ranks[i].finalized || c->method == MS_CHARGING_NONE) continue;
@@ -888,6 +906,11 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         misses += (double)c->page_misses;
         if (c->baseline_ns > base) base = (double)c->baseline_ns;
         if (c->method == MS_CHARGING_SYSCALL) syscall_ranks++;
+        timeouts += (double)c->gate_timeouts;
+        charged += (double)(c->raw_ns - c->compensated_ns);
+        woken_charged += (double)c->woken_charged_ns;
+        rcomp += (double)c->return_comp_ns;
+        if (c->gate_slots > slots1) slots1 = c->gate_slots;
     }
     int k = 0;
     size_t off = 0;
@@ -904,17 +927,32 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
              "threads than cores (ranks, the model server, other jobs); CPU time is charged, but a shared core's "
              "caches and the hypervisor's share make it less reliable",
              100 * desched / wall);
-    /* gaps after a switched-out MPI call start on cold caches: compare their mean with the others' */
+    /* gaps after a switched-out MPI call start on cold caches: compare their mean with the others',
+     * and say how much of the charge they are (docs/architecture.md "The cold return path") */
+    double share = charged > 0 ? 100 * woken_charged / charged : 0;
     if (gaps - woken >= 10 && woken >= 10 && raw > 0) {
         double excess = woken_raw / woken - (raw - woken_raw) / (gaps - woken);
         if (excess > 0 && excess * woken / raw > 0.05)
             WARN("%.0f of %.0f computation intervals followed an MPI call during which the rank was switched out; "
-                 "they took %.0f ns more on average than the others (cold caches), %.0f %% of all computation charged",
-                 woken, gaps, excess, 100 * excess * woken / raw);
-    }
+                 "they took %.0f ns more on average than the others (cold caches), %.0f %% of all computation "
+                 "measured; %.0f %% of the computation charged followed a switch (the cold return path's measured "
+                 "excess took %.0f us off it)",
+                 woken, gaps, excess, 100 * excess * woken / raw, share, rcomp / 1e3);
+    } else if (woken >= 10 && woken > 0.9 * gaps && share > 5 && woken_charged / woken < 20000)
+        /* short intervals (under 20 us on average): a cold start of ~1 us is more than 5 % of each */
+        WARN("%.0f of %.0f computation intervals followed an MPI call during which the rank was switched out, too "
+             "few did not to measure what the cold caches cost them: %.0f %% of the computation charged followed a "
+             "switch, its cold start charged as computation (%.0f ns per interval charged on average)",
+             woken, gaps, share, woken_charged / woken);
     if (base > 100)
         WARN("a clock reading costs up to %.0f ns (charging baseline): every interval's share of it is estimated, "
              "not measured", base);
+    if (timeouts > 0)
+        WARN("%.0f wait(s) for a compute slot gave up after shim.compute_slot_timeout with no rank leaving "
+             "computation (the ranks holding the slots seemed to wait outside MPI: shared memory, files, untimed "
+             "windows); the gate widened to %d slots, and ranks computing together beyond the cores make the "
+             "charged CPU time less reliable",
+             timeouts, slots1);
     if (syscall_ranks)
         WARN("%d rank(s) read their CPU time by a system call (no perf events: perf_event_paranoid, a container's "
              "seccomp?): short intervals are charged imprecisely", syscall_ranks);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ms_model.h"   /* the wait modes */
 #include "shim.h"
+#include "gate.h"
 #include "trace_raw.h"
 
 #include <dlfcn.h>
@@ -55,6 +56,8 @@ typedef struct ms_state {
     int ck_woken;                /* the current gap follows a switched-out MPI call */
     uint32_t last_exit_seq;      /* ... at the last exit: a different one at entry = switched out */
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
+    struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
+    int rp_on;                   /* shim.return_path = measured */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
     /* outgoing batch */
@@ -541,6 +544,94 @@ static void clock_calibrate(void)
     S.ck.page_misses = 0;
 }
 
+/* The cold return path (docs/architecture.md "The cold return path"). A gap that follows an MPI
+ * call during which the rank was switched out starts on caches and TLBs that other processes
+ * evicted: the way back into the program and its first instructions cost more than the same
+ * code warm. The excess is measured on this rank while it runs, per pair of call sites (the call
+ * the gap follows, the call it ends in: the same code in between): the least of the pair's
+ * recent gaps that followed a switch minus the least of its recent gaps that did not. Minima
+ * (not means) because the program's own work varies and only inflates a gap; recent (the pair's
+ * last RP_HORIZON occurrences) so that work that grows over the run does not pass for a
+ * penalty; no estimate until both kinds have RP_MIN samples in that horizon, nor where the
+ * unswitched gaps' own spread (median - least) is as large as the excess. A switched gap is
+ * charged its measured time minus that excess, never below the least recent warm gap of its
+ * pair (nor above what was measured). Gaps during which the rank was also switched out are
+ * charged, not sampled. */
+enum { RP_PAIRS = 512, RP_RING = 16, RP_HORIZON = 64, RP_MIN = 4 };
+typedef struct rp_ring {
+    int64_t ns[RP_RING];
+    uint32_t seq[RP_RING];       /* the pair's occurrence number of each sample */
+    uint32_t n;
+} rp_ring;
+typedef struct rp_pair {
+    uint64_t key;                /* 0: free */
+    uint32_t seq;
+    rp_ring warm, cold;
+} rp_pair;
+
+static rp_pair *rp_find(uint64_t key)
+{
+    if (!S.rp) return NULL;
+    key |= 1;   /* never 0 */
+    uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    for (unsigned i = 0; i < 8; i++) {   /* a full neighbourhood: the pair is not measured */
+        rp_pair *p = &S.rp[(h + i) & (RP_PAIRS - 1)];
+        if (p->key == key) return p;
+        if (!p->key) {
+            p->key = key;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void rp_put(rp_ring *r, int64_t ns, uint32_t seq)
+{
+    r->ns[r->n % RP_RING] = ns;
+    r->seq[r->n % RP_RING] = seq;
+    r->n++;
+}
+
+/* The least and the median of the ring's samples within the horizon; 0 if fewer than RP_MIN. */
+static int rp_stats(const rp_ring *r, uint32_t now, int64_t *min, int64_t *median)
+{
+    int64_t v[RP_RING];
+    int k = 0;
+    for (uint32_t i = 0; i < RP_RING && i < r->n; i++)
+        if (now - r->seq[i] <= RP_HORIZON) {
+            int j = k++;   /* insertion sort: at most 16 */
+            while (j > 0 && v[j - 1] > r->ns[i]) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = r->ns[i];
+        }
+    if (k < RP_MIN) return 0;
+    *min = v[0];
+    *median = v[k / 2];
+    return 1;
+}
+
+/* The charge of a gap of d ns (after the baseline) ending at `site`. */
+static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
+{
+    rp_pair *p = S.rp_on ? rp_find((uint64_t)(uintptr_t)S.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
+    if (!p) return d;
+    uint32_t now = ++p->seq;
+    int64_t c = d;
+    int64_t warm, warm_med, cold, cold_med;
+    /* only where the pair's work is steady enough to resolve the excess: the unswitched gaps'
+     * median within the excess of their least (work that varies as much as the excess would
+     * pass for it) */
+    if (woken && rp_stats(&p->warm, now, &warm, &warm_med) && rp_stats(&p->cold, now, &cold, &cold_med) &&
+        cold - warm > warm_med - warm) {
+        c = d - (cold - warm);
+        if (c < warm) c = d < warm ? d : warm;
+    }
+    if (!desched) rp_put(woken ? &p->cold : &p->warm, d, now);
+    return c;
+}
+
 static void clock_start(void)
 {
     memset(&S.ck, 0, sizeof S.ck);
@@ -553,6 +644,9 @@ static void clock_start(void)
     if (S.params.compute_mode == MS_COMPUTE_WALL) S.ck.method = MS_CHARGING_WALL;
     else S.ck.method = clock_open_page() == 0 ? MS_CHARGING_TASK_CLOCK : MS_CHARGING_SYSCALL;
     clock_calibrate();
+    /* allocated once; without the memory the gaps are charged as measured */
+    S.rp_on = S.params.return_path && S.ck.method == MS_CHARGING_TASK_CLOCK;
+    if (S.rp_on && !S.rp) S.rp = calloc(RP_PAIRS, sizeof *S.rp);
 }
 
 static void clock_stop(void)
@@ -564,25 +658,57 @@ static void clock_stop(void)
     ck_owner = 0;
 }
 
-/* Computation since the last MPI call returned, in ns of the measured clock, compensated. */
-static int64_t clock_gap(int64_t now, int64_t mono)
+/* The compute gate (gate.c) for computation that is measured: every rank of the run opens its
+ * host's segment, and once all have (a barrier) its name goes, so nothing is left behind. */
+static void gate_start(const char *secret)
+{
+    if (!S.server || S.params.compute_mode == MS_COMPUTE_NONE) return;
+    int on = ms_gate_open(secret, S.rank, S.size, S.params.compute_slots,
+                          S.params.compute_slot_timeout_ps / 1000) == 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (on) {
+        ms_gate_unlink(secret);
+        ms_gate_take(S.clock_ps);
+    }
+}
+
+static void gate_stats_into(ms_msg_charging *c)
+{
+    ms_gate_stats g;
+    ms_gate_get_stats(&g);
+    c->gate_slots = g.slots;
+    c->gate_waits = g.waits;
+    c->gate_wait_ns = g.wait_ns;
+    c->gate_timeouts = g.timeouts;
+}
+
+/* Computation since the last MPI call returned, in ns of the measured clock, compensated.
+ * site: the call the gap ends in. */
+static int64_t clock_gap(int64_t now, int64_t mono, const void *site)
 {
     int64_t raw = now - S.last_exit_ns;
     if (raw < 0) raw = 0;
     int64_t wall = mono - S.last_exit_mono_ns;
     int64_t base = S.ck.baseline_ns;
     int64_t d = raw > base ? raw - base : 0;
+    int desched = S.ck.method == MS_CHARGING_TASK_CLOCK && S.ck_seq_now != S.last_exit_seq;
+    int woken = S.ck_woken;
+    S.ck_woken = 0;
+    int64_t c = rp_charge(d, site, woken, desched);
     S.ck.gaps++;
     S.ck.raw_ns += raw;
-    if (S.ck_woken) S.ck.woken_raw_ns += raw;
-    S.ck_woken = 0;
-    S.ck.compensated_ns += raw - d;
+    S.ck.compensated_ns += raw - c;
+    if (woken) {
+        S.ck.woken_raw_ns += raw;
+        S.ck.woken_charged_ns += c;
+        S.ck.return_comp_ns += d - c;
+    }
     S.ck.wall_ns += wall;
-    if (S.ck.method == MS_CHARGING_TASK_CLOCK && S.ck_seq_now != S.last_exit_seq) {
+    if (desched) {
         S.ck.descheduled_gaps++;
         if (wall > raw) S.ck.descheduled_ns += wall - raw;
     }
-    return d;
+    return c;
 }
 
 int ms_bypass(void) { return !S.active || S.depth > 0; }
@@ -599,11 +725,12 @@ void ms_enter(ms_fn_id fn, void *callsite)
         int64_t mono = 0;
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             int64_t now = clock_now(&mono);
-            d = clock_gap(now, mono);
+            d = clock_gap(now, mono, callsite);
             ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
             S.clock_ps += ps;
             S.compute_ps += ps;
         }
+        ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
         if (S.extra_compute_ps) {
             ps += S.extra_compute_ps;
             S.clock_ps += S.extra_compute_ps;
@@ -645,6 +772,7 @@ void ms_exit(ms_fn_id fn, int rc)
         }
         /* last, so that none of the shim's work falls into the gap */
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
+            ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
             if (S.ck_page && S.ck_page->lock != S.ck_seq_now) clock_woken(__builtin_return_address(0));
             S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
             S.last_exit_seq = S.ck_seq_now;
@@ -1657,6 +1785,8 @@ static void start_session(void)
         const char *d = getenv("MPISIM_CALLSITE_DEPTH");
         S.params.callsite_depth = d ? atoi(d) : 1;
         S.params.spin_polls = MS_DEFAULT_SPIN_POLLS;
+        const char *rp = getenv("MPISIM_RETURN_PATH");
+        S.params.return_path = !rp || !strcmp(rp, "measured");
         S.server = 0;
     } else {
         S.fd = connect_server(server);
@@ -1699,6 +1829,7 @@ static void start_session(void)
     S.wtime_last_ps = -1;
     S.active = 1;
     clock_start();
+    gate_start(secret);
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
 }
@@ -1807,6 +1938,8 @@ int MPI_Finalize(void)
     f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
     f.calls = S.calls;
     f.unmodelled_calls = S.unmodelled_calls;
+    ms_gate_close();   /* the slot went back at ms_enter; nothing is taken after Finalize */
+    gate_stats_into(&S.ck);
     f.charging = S.ck;
     pcontrol_close_region();
     send_callsites();

@@ -199,6 +199,81 @@ def test_charged_overhead():
         sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
 
 
+def test_return_path_growing():
+    """Computation after switched-out calls is charged in full by the cold return path's
+    compensation (shim.return_path = measured), even when the switched gaps are the heaviest:
+    growing_work's rank 0 does the same work in two runs, the second with its later calls
+    switched out (rank 1 sleeps before every other exchange of the second half)."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/growing_work.c"), os.path.join(WORK, "growing_work"))
+
+    def rank0(tag, sleep_us):
+        _, r = mpisim_run(2, [exe, "300", "20000", str(sleep_us)], compute="cpu",
+                          sets=["shim.cpu_factor=1", "shim.return_path=measured"],
+                          report=os.path.join(WORK, f"g{tag}.json"))
+        x = r["ranks"][0]
+        return x["compute_ps"] / 1e3, x["charging"]
+
+    # CPU time on a shared machine only inflates: the least of three interleaved runs of each
+    plain, switched = [], []
+    for k in range(3):
+        plain.append(rank0(f"p{k}", 0))
+        switched.append(rank0(f"s{k}", 3000))
+    a, _ = min(plain, key=lambda t: t[0])
+    b, cb = min(switched, key=lambda t: t[0])
+    comp = max(c["return_comp_ns"] for _, c in switched)
+    woken = min(c["woken_gaps"] for _, c in switched)
+    print(f"rank 0 charged {a / 1e6:.3f} ms without switches, {b / 1e6:.3f} ms with its later calls switched out "
+          f"(ratio {b / a:.3f}; {woken} of {cb['gaps']} gaps followed a switch; the return path's compensation "
+          f"took off at most {comp / 1e3:.1f} us in a run)")
+    if woken < 50:
+        sys.exit("FAILED: the sleeps did not switch rank 0 out: the test tests nothing")
+    # the compensation takes off at most the measured cold excess (~0.1-1 us per switched gap);
+    # mistaking the growth for it would take off tens of microseconds per gap
+    if b < 0.95 * a or comp > 0.02 * b:
+        sys.exit("FAILED: computation after switched-out calls was not charged in full")
+
+
+def test_compute_gate():
+    """The compute gate: with one slot, ranks that compute at the same time take turns (and
+    still get the same CPU time charged); ranks that wait for each other outside MPI are not
+    deadlocked: the wait gives up after shim.compute_slot_timeout, the gate widens and the report
+    warns."""
+    burn = mpicc(os.path.join(SRC, "tests/shim/progs/init_burn.c"), os.path.join(WORK, "init_burn"))
+    per = {}
+    for slots in ("1", "0"):
+        # a long timeout: on a loaded machine a rank may take long to finish its turn
+        _, r = mpisim_run(4, [burn, "20000000"], compute="cpu",
+                          sets=[f"shim.compute_slots={slots}", "shim.compute_slot_timeout=60 s"],
+                          report=os.path.join(WORK, f"gate{slots}.json"))
+        cs = [x["charging"] for x in r["ranks"]]
+        per[slots] = sorted(x["compute_ps"] for x in r["ranks"])[2] / 1e9
+        if slots == "1":
+            waits = sum(c["gate_waits"] for c in cs)
+            # ranks start within milliseconds of each other and compute ~20 ms each: at least one
+            # must find the slot taken
+            if any(c["gate_slots"] != 1 for c in cs) or waits < 1 or sum(c["gate_timeouts"] for c in cs):
+                sys.exit(f"FAILED: 4 ranks burning under one slot: {cs}")
+            print(f"one slot: {waits} waits for a slot, {sum(c['gate_wait_ns'] for c in cs) / 1e6:.1f} ms waited")
+        elif any(c["gate_slots"] != 0 or c["gate_waits"] for c in cs):
+            sys.exit(f"FAILED: compute_slots=0 still gated: {cs}")
+    print(f"median compute per rank: one slot {per['1']:.2f} ms, no gate {per['0']:.2f} ms")
+    if not 0.7 <= per["1"] / per["0"] <= 1.3:
+        sys.exit("FAILED: waiting for a slot was charged as computation?")
+
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/outside_wait.c"), os.path.join(WORK, "outside_wait"))
+    d = tempfile.mkdtemp(prefix="gate-", dir=WORK)
+    p, r = mpisim_run(2, [exe, d], compute="cpu",
+                      sets=["shim.compute_slots=1", "shim.compute_slot_timeout=200 ms"],
+                      report=os.path.join(WORK, "outside.json"))
+    assert "outside_wait=ok" in p.stdout, p.stdout
+    cs = [x["charging"] for x in r["ranks"]]
+    warn = [w for w in r.get("measurement_warnings", []) if "compute slot" in w]
+    print(f"waiting outside MPI under one slot: {sum(c['gate_timeouts'] for c in cs)} timeout(s), gate widened to "
+          f"{max(c['gate_slots'] for c in cs)}; warning: {warn[:1]}")
+    if sum(c["gate_timeouts"] for c in cs) < 1 or max(c["gate_slots"] for c in cs) < 2 or not warn:
+        sys.exit("FAILED: expected a timeout, a wider gate and a measurement warning")
+
+
 def test_unlinked_program():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/burn.c"), os.path.join(WORK, "burn"))
     ldd = run(["ldd", exe]).stdout
