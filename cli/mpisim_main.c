@@ -20,6 +20,7 @@
 #include "ms_server.h"
 #include "exit_codes.h"
 #include "netmodel.h"
+#include "nm_cmdline.h"
 #include "study.h"
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
@@ -29,28 +30,32 @@
 #include "report_text.h"
 #include "timeline.h"
 
+/* The subcommands, for the global usage, "did you mean" and the completion's list. */
+static const nm_named subcommands[] = {
+    {"run", "run [options] -n N -- PROGRAM [ARGS...]", "co-simulate an MPI program on a modelled network"},
+    {"trace", "trace [options] -n N -- PROGRAM [ARGS...]", "capture an MPI program's calls to an HDF5 trace"},
+    {"trace-recover", "trace-recover RAW_DIR OUT.h5", "convert the raw files a crashed run left"},
+    {"replay", "replay TRACE.h5 [options]", "play a trace through the model, offline"},
+    {"sweep", "sweep TRACE.h5 --vary KEY=V1,V2,... [options]", "replay a trace over a grid of configurations"},
+    {"net", "net [options]", "network-only runs with synthetic traffic"},
+    {"study", "study speedup [options]", "the speedup study of seed 000 sec 4"},
+    {"config", "config [options]", "print or describe the resolved configuration"},
+    {"timeline", "timeline TRACE.h5 -o FILE.json", "write a Chrome/Perfetto timeline of a trace"},
+    {"report", "report [--top N] REPORT.json", "print a report as an mpiP-style text summary"},
+    {"version", "version", "print the version"},
+};
+
+static const nm_named *subcommand_at(size_t i)
+{
+    return i < sizeof subcommands / sizeof subcommands[0] ? &subcommands[i] : NULL;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpisim run [--profile NAME|FILE] [--set key=value]... [--compute cpu|wall|none]\n"
-            "                  [--routing shortest|updown|itb]\n"
-            "                  [--cpu-factor X [--cpu-factor-source TEXT]] [--report FILE] [--mpirun PATH] [--mpirun-arg ARG]...\n"
-            "                  [--listen ADDR] [--server-address HOST] [--bind none|core|socket]\n"
-            "                  [--trace F.h5 [--replace-trace]] [--timeline F.json] -n N -- PROGRAM [ARGS...]\n"
-            "       mpisim trace [--output F.h5] [--compute M] -n N -- PROGRAM [ARGS...]   (capture only)\n"
-            "       mpisim run --trace F.h5 ...                      (capture during a co-simulation)\n"
-            "       mpisim trace-recover RAW_DIR OUT.h5             (after a crash)\n"
-            "       mpisim replay TRACE [--profile P] [--set k=v]... [--cpu-scale X] [--report F]\n"
-            "       mpisim sweep TRACE --vary key=v1,v2,... [--jobs J] [--out F.csv]\n"
-            "       mpisim net --profile P --topology T [options]      (network-only traffic study)\n"
-            "       mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16]\n"
-            "                  [--sizes 32:144:16] [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile]\n"
-            "                  [--out DIR]\n"
-            "       mpisim config [--profile P] [--set k=v]...     (print the resolved configuration)\n"
-            "       mpisim timeline TRACE.h5 -o FILE.json           (Chrome/Perfetto trace-event timeline)\n"
-            "       mpisim report [--top N] REPORT.json             (mpiP-style text summary of a report)\n"
-            "       mpisim version\n"
-            "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
+    fputs("usage: mpisim COMMAND [options] (mpisim COMMAND --help describes each)\n", f);
+    const nm_named *c;
+    for (size_t i = 0; (c = subcommand_at(i)) != NULL; i++) fprintf(f, "  %-48s %s\n", c->usage, c->help);
+    fprintf(f, "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
             mpisim_profile_path() ? mpisim_profile_path() : "../share/mpisim/configs beside the command");
 }
 
@@ -158,9 +163,52 @@ nm_config *mpisim_load_config(const char *profile, const char **sets, int nsets,
     return cfg;
 }
 
-static int parse_run(int argc, char **argv, run_opts *o)
+enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_CPU_FACTOR, O_CPU_FACTOR_SOURCE, O_REPORT, O_TRACE,
+       O_TIMELINE, O_MPIRUN, O_MPIRUN_ARG, O_LISTEN, O_BIND, O_SERVER_ADDRESS, O_JSON, O_DESCRIBE,
+       O_REPLACE_TRACE };
+
+static const nm_opt run_opts_table[] = {
+    {"np", 'n', "N", "number of ranks (required)"},
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    NM_OPT_ROUTING(O_ROUTING),
+    {"compute", O_COMPUTE, "cpu|wall|none", "how computation between MPI calls is charged (shim.compute)"},
+    {"cpu-factor", O_CPU_FACTOR, "X", "scale the host's compute time by X (shim.cpu_factor)"},
+    {"cpu-factor-source", O_CPU_FACTOR_SOURCE, "TEXT", "where --cpu-factor came from, recorded as its origin"},
+    {"report", O_REPORT, "FILE|-", "JSON report (default mpisim-report.json)"},
+    {"trace", 'o', "FILE.h5", "also capture an HDF5 trace (trace: default mpisim-trace.h5); -o, --output too"},
+    {"output", 'o', "FILE.h5", "the same as --trace"},
+    {"replace-trace", O_REPLACE_TRACE, NULL, "replace the FILE.h5.raw directory a run that did not finish left"},
+    {"timeline", O_TIMELINE, "FILE.json", "write a Chrome/Perfetto timeline of the run"},
+    {"mpirun", O_MPIRUN, "PATH", "the mpirun to launch with"},
+    {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
+    {"listen", O_LISTEN, "ADDR", "address the model server listens on (default 127.0.0.1)"},
+    {"server-address", O_SERVER_ADDRESS, "HOST", "address the ranks connect to (default: the listen address)"},
+    {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
+static void run_usage(FILE *f, int capture_only)
+{
+    if (capture_only)
+        fputs("usage: mpisim trace [options] -n N [--] PROGRAM [ARGS...]\n"
+              "Runs the program under Open MPI with the shim preloaded and records every MPI call to an HDF5\n"
+              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay.\n", f);
+    else
+        fputs("usage: mpisim run [options] -n N [--] PROGRAM [ARGS...]\n"
+              "Runs the program under Open MPI with the shim preloaded while the model server says how long\n"
+              "it would have taken on the modelled network (virtual time); writes a JSON report.\n", f);
+    nm_cmdline_print_options(run_opts_table, f);
+    fputs("Routings:\n", f);
+    nm_registry_print(nm_routing_at, f, "  ");
+    fputs("Options end at the first operand (or --): the program and its own arguments follow.\n", f);
+}
+
+static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
 {
     memset(o, 0, sizeof *o);
+    o->capture_only = capture_only;
     o->sets = calloc((size_t)argc + 2, sizeof *o->sets);
     o->mpirun_args = calloc((size_t)argc + 1, sizeof *o->mpirun_args);
     if (!o->sets || !o->mpirun_args) {
@@ -170,70 +218,51 @@ static int parse_run(int argc, char **argv, run_opts *o)
     o->report = "mpisim-report.json";
     o->listen = "127.0.0.1";
     o->advertise = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-#define NEXT()                                                                                                     \
-    do {                                                                                                           \
-        if (i + 1 >= argc) {                                                                                       \
-            fprintf(stderr, "mpisim run: %s needs a value\n", a);                                                  \
-            return -1;                                                                                             \
-        }                                                                                                          \
-    } while (0)
-        if (!strcmp(a, "--")) {
-            o->prog = argv + i + 1;
-            o->nprog = argc - i - 1;
-            break;
-        } else if (!strcmp(a, "--profile")) { NEXT(); o->profile = argv[++i]; }
-        else if (!strcmp(a, "--set")) { NEXT(); o->sets[o->nsets++] = argv[++i]; }
-        else if (!strcmp(a, "--routing")) {
-            static char set[64];
-            NEXT();
-            snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
-            o->sets[o->nsets++] = set;
-        }
-        else if (!strcmp(a, "--compute")) { NEXT(); o->compute = argv[++i]; }
-        else if (!strcmp(a, "--cpu-factor")) { NEXT(); o->cpu_factor = argv[++i]; }
-        else if (!strcmp(a, "--cpu-factor-source")) { NEXT(); o->cpu_factor_source = argv[++i]; }
-        else if (!strcmp(a, "--report")) { NEXT(); o->report = argv[++i]; }
-        else if (!strcmp(a, "--trace") || !strcmp(a, "--output") || !strcmp(a, "-o")) { NEXT(); o->trace = argv[++i]; }
-        else if (!strcmp(a, "--timeline")) { NEXT(); o->timeline = argv[++i]; }
-        else if (!strcmp(a, "--replace-trace")) o->replace_trace = 1;
-        else if (!strcmp(a, "--mpirun")) { NEXT(); o->mpirun = argv[++i]; }
-        else if (!strcmp(a, "--mpirun-arg")) { NEXT(); o->mpirun_args[o->nmpirun_args++] = argv[++i]; }
-        else if (!strcmp(a, "--listen")) { NEXT(); o->listen = argv[++i]; }
-        else if (!strcmp(a, "--bind")) {
-            NEXT();
-            o->bind = argv[++i];
-            if (strcmp(o->bind, "none") && strcmp(o->bind, "core") && strcmp(o->bind, "socket")) {
-                fprintf(stderr, "mpisim run: --bind wants none, core or socket, got '%s'\n", o->bind);
-                return -1;
-            }
-        }
-        else if (!strcmp(a, "--server-address")) { NEXT(); o->advertise = argv[++i]; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
-            NEXT();
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1000000) {
-                fprintf(stderr, "mpisim run: -n wants a positive number of ranks, got '%s'\n", argv[i]);
-                return -1;
-            }
+    nm_cmdline c;
+    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", run_opts_table, argc, argv, 1);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        long n;
+        switch (k) {
+        case 'h': run_usage(stdout, capture_only); exit(0);
+        case 'n':
+            if (nm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return -1;
             o->nranks = (int)n;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        } else {
-            fprintf(stderr, "mpisim run: unknown option '%s' (the program goes after --)\n", a);
-            return -1;
+            break;
+        case O_PROFILE: o->profile = v; break;
+        case O_SET: o->sets[o->nsets++] = v; break;
+        case O_ROUTING:
+            if (!(o->sets[o->nsets++] = nm_cmdline_routing(&c, k, v))) return -1;
+            break;
+        case O_COMPUTE: o->compute = v; break;
+        case O_CPU_FACTOR: o->cpu_factor = v; break;
+        case O_CPU_FACTOR_SOURCE: o->cpu_factor_source = v; break;
+        case O_REPORT: o->report = v; break;
+        case 'o': o->trace = v; break;
+        case O_REPLACE_TRACE: o->replace_trace = 1; break;
+        case O_TIMELINE: o->timeline = v; break;
+        case O_MPIRUN: o->mpirun = v; break;
+        case O_MPIRUN_ARG: o->mpirun_args[o->nmpirun_args++] = v; break;
+        case O_LISTEN: o->listen = v; break;
+        case O_BIND:
+            if (strcmp(v, "none") && strcmp(v, "core") && strcmp(v, "socket"))
+                return nm_cmdline_bad(&c, k, v, "expected none, core or socket"), -1;
+            o->bind = v;
+            break;
+        case O_SERVER_ADDRESS: o->advertise = v; break;
+        default: return -1;
         }
-#undef NEXT
     }
+    int first = nm_cmdline_operand(&c);   /* the program and its arguments */
+    o->prog = argv + first;
+    o->nprog = argc - first;
     if (!o->nprog) {
-        fprintf(stderr, "mpisim run: no program given (mpisim run -n N -- PROGRAM [ARGS...])\n");
+        fprintf(stderr, "%s: no program given (mpisim %s -n N -- PROGRAM [ARGS...])\n", c.prog,
+                capture_only ? "trace" : "run");
         return -1;
     }
     if (!o->nranks) {
-        fprintf(stderr, "mpisim run: say how many ranks with -n N\n");
+        fprintf(stderr, "%s: say how many ranks with -n N\n", c.prog);
         return -1;
     }
     return 0;
@@ -438,7 +467,7 @@ static int launch_and_serve(const run_opts *o);
 static int cmd_run(int argc, char **argv)
 {
     run_opts o;
-    if (parse_run(argc, argv, &o) < 0) return 2;
+    if (parse_run(argc, argv, &o, 0) < 0) return 2;
     return launch_and_serve(&o);
 }
 
@@ -446,8 +475,7 @@ static int cmd_run(int argc, char **argv)
 static int cmd_trace(int argc, char **argv)
 {
     run_opts o;
-    if (parse_run(argc, argv, &o) < 0) return 2;
-    o.capture_only = 1;
+    if (parse_run(argc, argv, &o, 1) < 0) return 2;
     if (!o.trace) o.trace = "mpisim-trace.h5";
     return launch_and_serve(&o);
 }
@@ -746,6 +774,15 @@ static int launch_and_serve(const run_opts *o_)
     return rc;
 }
 
+static const nm_opt config_opts[] = {
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    {"json", O_JSON, NULL, "write it as the reports carry it"},
+    {"describe", O_DESCRIBE, NULL, "print each key's (or the KEY operand's) help, type, unit, default and source"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static int cmd_config(int argc, char **argv)
 {
     const char *profile = NULL;
@@ -756,26 +793,30 @@ static int cmd_config(int argc, char **argv)
     }
     int nsets = 0, json = 0, describe = 0;
     const char *describe_key = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
-        else if (!strcmp(argv[i], "--set") && i + 1 < argc) sets[nsets++] = argv[++i];
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--describe")) {
-            describe = 1;
-            if (i + 1 < argc && argv[i + 1][0] != '-') describe_key = argv[++i];
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: mpisim config [--profile NAME|FILE] [--set key=value]... [--json | --describe [KEY]]\n"
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim config", config_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        switch (k) {
+        case O_PROFILE: profile = v; break;
+        case O_SET: sets[nsets++] = v; break;
+        case O_JSON: json = 1; break;
+        case O_DESCRIBE: describe = 1; break;
+        case 'h':
+            printf("usage: mpisim config [--profile NAME|FILE] [--set KEY=VALUE]... [--json | --describe [KEY]]\n"
                    "Prints the resolved configuration: every key's value, unit and source (the default's\n"
-                   "citation, file:line of a profile, or --set). --json writes it as the reports carry it;\n"
-                   "--describe prints each key's (or KEY's) help, type, unit, default and its source.\n");
+                   "citation, file:line of a profile, or --set).\n");
+            nm_cmdline_print_options(config_opts, stdout);
             free(sets);
             return 0;
-        } else {
-            fprintf(stderr, "mpisim config: unknown option '%s' (see mpisim config --help)\n", argv[i]);
-            free(sets);
-            return 2;
+        default: free(sets); return 2;
         }
     }
+    if (nm_cmdline_operands(&c, 0, describe, "KEY") < 0) {
+        free(sets);
+        return 2;
+    }
+    if (describe && nm_cmdline_operand(&c) < argc) describe_key = argv[nm_cmdline_operand(&c)];
     char err[1024];
     nm_config *cfg = mpisim_load_config(profile, sets, nsets, err, sizeof err);
     free(sets);
@@ -802,10 +843,19 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "config")) return cmd_config(argc - 2, argv + 2);
-    if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
+    /* each subcommand gets argv[0] = its name, as getopt_long expects */
+    int sc = argc - 1;
+    char **sv = argv + 1;
+    if (!strcmp(cmd, "run")) return cmd_run(sc, sv);
+    if (!strcmp(cmd, "config")) return cmd_config(sc, sv);
+    if (!strcmp(cmd, "trace")) return cmd_trace(sc, sv);
     if (!strcmp(cmd, "trace-recover")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: mpisim trace-recover RAW_DIR OUT.h5\n"
+                   "Converts the raw per-rank files a run left in RAW_DIR (F.h5.raw, after a crash) into an\n"
+                   "HDF5 trace.\n");
+            return 0;
+        }
         if (argc != 4) {
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
             return MS_EXIT_USAGE;
@@ -813,13 +863,13 @@ int main(int argc, char **argv)
         int rc = finish_trace(argv[2], argv[3]);   /* a partial trace is converted: 0 */
         return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
-    if (!strcmp(cmd, "replay")) return mpisim_replay_main(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(argc - 2, argv + 2);
-    if (!strcmp(cmd, "study")) return mpisim_study_main(argc - 2, argv + 2);
-    if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(argc - 2, argv + 2);
-    if (!strcmp(cmd, "report")) return mpisim_report_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);
+    if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(sc, sv);
+    if (!strcmp(cmd, "study")) return mpisim_study_main(sc, sv);
+    if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(sc, sv);
+    if (!strcmp(cmd, "report")) return mpisim_report_main(sc, sv);
 #ifdef MPISIM_HAVE_NET_TOOL
-    if (!strcmp(cmd, "net")) return nm_net_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "net")) return nm_net_main(sc, sv, stdout, stderr);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mpisim %s\n", MPISIM_VERSION);
@@ -829,7 +879,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "mpisim: unknown command '%s'\n", cmd);
+    const char *s = nm_registry_suggest(subcommand_at, cmd);
+    fprintf(stderr, "mpisim: unknown command '%s'%s%s%s\n", cmd, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
     usage(stderr);
     return 2;
 }

@@ -16,6 +16,7 @@
 
 #include "ms_replay.h"
 #include "ms_trace.h"
+#include "nm_cmdline.h"
 
 /* Everything a subcommand allocates is released when it returns, on every path. */
 typedef struct owned {
@@ -71,52 +72,44 @@ typedef struct common_opts {
     ms_replay_opts ro;
 } common_opts;
 
-/* Parse one shared option at argv[*i]; 1 if consumed, 0 if not ours, -1 on error. */
-static int common_opt(const char *cmd, int argc, char **argv, int *i, common_opts *o)
+/* The options of replay and sweep: those both take first, then each one's own. */
+enum { O_PROFILE = 256, O_SET, O_ROUTING, O_CPU_SCALE, O_WILDCARDS, O_REPORT, O_TIMELINE, O_VARY, O_MERGE_TIMEOUT };
+#define COMMON_OPTS                                                                                                \
+    {"profile", O_PROFILE, "NAME|FILE", "use this profile instead of the trace's recorded configuration"},        \
+    NM_OPT_SET(O_SET), NM_OPT_ROUTING(O_ROUTING),                                                                   \
+    {"cpu-scale", O_CPU_SCALE, "X", "scale the recorded computation by X >= 0 (default 1)"},                      \
+    {"wildcards", O_WILDCARDS, "recorded|virtual", "wildcard receives match as recorded, or by virtual time"}
+
+/* One shared option (key k, value v): 1 if consumed, 0 if not ours, -1 on a bad value. */
+static int common_opt(const nm_cmdline *c, int k, const char *v, common_opts *o)
 {
-    const char *a = argv[*i];
-    int has = *i + 1 < argc;
-    if (!strcmp(a, "--routing")) {
-        /* issue 6: the routing is chosen by --routing wherever a network is built */
-        static char set[64];
-        if (!has) {
-            fprintf(stderr, "mpisim %s: --routing needs shortest, updown or itb\n", cmd);
-            return -1;
-        }
-        snprintf(set, sizeof set, "network.routing=%s", argv[++*i]);
-        o->sets[o->nsets++] = set;
-        return 1;
-    }
-    if (!strcmp(a, "--profile") || !strcmp(a, "--set") || !strcmp(a, "--cpu-scale") || !strcmp(a, "--wildcards")) {
-        if (!has) {
-            fprintf(stderr, "mpisim %s: %s needs a value\n", cmd, a);
-            return -1;
-        }
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--profile")) o->profile = v;
-        else if (!strcmp(a, "--set")) o->sets[o->nsets++] = v;
-        else if (!strcmp(a, "--cpu-scale")) {
-            char *end;
-            o->ro.cpu_scale = strtod(v, &end);
-            if (*end || !(o->ro.cpu_scale >= 0)) {
-                fprintf(stderr, "mpisim %s: --cpu-scale wants a number >= 0, got '%s'\n", cmd, v);
-                return -1;
-            }
-        } else {
-            if (!strcmp(v, "recorded")) o->ro.wildcards = MS_WILDCARDS_RECORDED;
-            else if (!strcmp(v, "virtual")) o->ro.wildcards = MS_WILDCARDS_VIRTUAL;
-            else {
-                fprintf(stderr, "mpisim %s: --wildcards is recorded or virtual, got '%s'\n", cmd, v);
-                return -1;
-            }
-        }
-        return 1;
-    }
-    if (a[0] != '-' && !o->trace) {
-        o->trace = a;
+    switch (k) {
+    case O_PROFILE: o->profile = v; return 1;
+    case O_SET: o->sets[o->nsets++] = v; return 1;
+    case O_ROUTING:   /* issue 6: the routing is chosen by --routing wherever a network is built */
+        return (o->sets[o->nsets++] = nm_cmdline_routing(c, k, v)) ? 1 : -1;
+    case O_CPU_SCALE: return nm_cmdline_double(c, k, v, 0, &o->ro.cpu_scale) == 0 ? 1 : -1;
+    case O_WILDCARDS:
+        if (!strcmp(v, "recorded")) o->ro.wildcards = MS_WILDCARDS_RECORDED;
+        else if (!strcmp(v, "virtual")) o->ro.wildcards = MS_WILDCARDS_VIRTUAL;
+        else return nm_cmdline_bad(c, k, v, "expected recorded or virtual"), -1;
         return 1;
     }
     return 0;
+}
+
+/* The one TRACE operand; -1 (after a message) if there is none or more. */
+static int trace_operand(const nm_cmdline *c, char **argv, common_opts *o)
+{
+    if (nm_cmdline_operands(c, 1, 1, "trace") < 0) return -1;
+    o->trace = argv[nm_cmdline_operand(c)];
+    return 0;
+}
+
+static void print_routings(FILE *f)
+{
+    fputs("Routings:\n", f);
+    nm_registry_print(nm_routing_at, f, "  ");
 }
 
 static void print_warnings(const char *cmd, const char *w)
@@ -133,13 +126,22 @@ static void print_warnings(const char *cmd, const char *w)
 
 /* ---- replay --------------------------------------------------------------------------------- */
 
+static const nm_opt replay_opts[] = {
+    COMMON_OPTS,
+    {"report", O_REPORT, "FILE|-", "JSON report (default mpisim-replay.json; - for standard output)"},
+    {"timeline", O_TIMELINE, "FILE.csv", "every MPI call's virtual entry and exit time per rank"},
+    {"quiet", 'q', NULL, "print nothing but errors"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void replay_usage(FILE *f)
 {
-    fprintf(f, "usage: mpisim replay TRACE.h5 [--profile P] [--set key=value]... [--cpu-scale X]\n"
-               "                    [--wildcards recorded|virtual] [--report FILE|-] [--timeline FILE.csv] [--quiet]\n"
+    fprintf(f, "usage: mpisim replay TRACE.h5 [options]\n"
                "Plays a trace (mpisim trace / run --trace) through the model. The configuration is the\n"
-               "trace's recorded one unless --profile names another; --set overrides keys. --timeline writes\n"
-               "every MPI call's virtual entry and exit time per rank (CSV).\n");
+               "trace's recorded one unless --profile names another; --set overrides keys.\n");
+    nm_cmdline_print_options(replay_opts, f);
+    print_routings(f);
 }
 
 static void warn_now(void *user, const char *text)
@@ -156,26 +158,22 @@ static int replay_main(int argc, char **argv)
     o.sets = own(calloc((size_t)argc + 1, sizeof *o.sets), free);
     const char *report = "mpisim-replay.json", *timeline = NULL;
     int quiet = 0;
-    for (int i = 0; i < argc; i++) {
-        int c = common_opt("replay", argc, argv, &i, &o);
-        if (c < 0) return 2;
-        if (c) continue;
-        if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
-        else if (!strcmp(argv[i], "--timeline") && i + 1 < argc) timeline = argv[++i];
-        else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            replay_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "mpisim replay: unknown argument '%s'\n", argv[i]);
-            replay_usage(stderr);
-            return 2;
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim replay", replay_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        int used = common_opt(&c, k, v, &o);
+        if (used < 0) return 2;
+        if (used) continue;
+        switch (k) {
+        case O_REPORT: report = v; break;
+        case O_TIMELINE: timeline = v; break;
+        case 'q': quiet = 1; break;
+        case 'h': replay_usage(stdout); return 0;
+        default: return 2;
         }
     }
-    if (!o.trace) {
-        replay_usage(stderr);
-        return 2;
-    }
+    if (trace_operand(&c, argv, &o) != 0) return 2;
     char err[2048], warn[4096];
     ms_trace *t = own(ms_trace_read_h5(o.trace, err, sizeof err), free_trace);
     if (!t) {
@@ -254,16 +252,26 @@ typedef struct vary {
     int n;
 } vary;
 
+static const nm_opt sweep_opts[] = {
+    COMMON_OPTS,
+    {"vary", O_VARY, "KEY=V1,V2,...", "values of one key (repeatable; the key cpu_scale varies --cpu-scale)"},
+    {"jobs", 'j', "J", "worker processes (default: the cores)"},
+    {"out", 'o', "FILE.csv", "the table (default: standard output)"},
+    {"merge-timeout", O_MERGE_TIMEOUT, "S", "under mpirun: how long rank 0 waits for the others' parts"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void sweep_usage(FILE *f)
 {
     fprintf(f,
-            "usage: mpisim sweep TRACE.h5 --vary key=v1,v2,... [--vary key2=...]... [--jobs J] [--profile P]\n"
-            "                   [--set key=value]... [--cpu-scale X] [--wildcards recorded|virtual]\n"
-            "                   [--out FILE.csv] [--merge-timeout S]\n"
-            "Replays every combination of the varied values (the key cpu_scale varies --cpu-scale) in J\n"
-            "worker processes (default: the cores) and writes one CSV row per point. Under\n"
-            "`mpirun -n K mpisim sweep ...` the points are divided among the K ranks, each writes\n"
-            "FILE.csv.part<R>, and rank 0 merges them into FILE.csv (FILE must be on a shared file system).\n");
+            "usage: mpisim sweep TRACE.h5 --vary KEY=V1,V2,... [--vary KEY2=...]... [options]\n"
+            "Replays every combination of the varied values in J worker processes and writes one CSV row\n"
+            "per point. Under `mpirun -n K mpisim sweep ...` the points are divided among the K ranks, each\n"
+            "writes FILE.csv.part<R>, and rank 0 merges them into FILE.csv (FILE must be on a shared file\n"
+            "system).\n");
+    nm_cmdline_print_options(sweep_opts, f);
+    print_routings(f);
 }
 
 static int csv_field(char *out, size_t len, const char *s)
@@ -566,56 +574,45 @@ static int sweep_main(int argc, char **argv)
     const char *out = NULL;
     int jobs = 0;
     double merge_timeout = 86400;
-    for (int i = 0; i < argc; i++) {
-        int c = common_opt("sweep", argc, argv, &i, &s.o);
-        if (c < 0) return 2;
-        if (c) continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            sweep_usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "mpisim sweep: unknown argument or missing value '%s'\n", a);
-            sweep_usage(stderr);
-            return 2;
-        }
-        if (!strcmp(a, "--vary")) {
-            char *spec = own(strdup(argv[++i]), free);
-            char *eq = strchr(spec, '=');
-            if (!eq || eq == spec || !eq[1]) {
-                fprintf(stderr, "mpisim sweep: --vary wants key=v1,v2,..., got '%s'\n", spec);
-                return 2;
-            }
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim sweep", sweep_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        int used = common_opt(&c, k, v, &s.o);
+        if (used < 0) return 2;
+        if (used) continue;
+        long n;
+        switch (k) {
+        case 'h': sweep_usage(stdout); return 0;
+        case O_VARY: {
+            char *spec = own(strdup(v), free);
+            char *eq = spec ? strchr(spec, '=') : NULL;
+            if (!eq || eq == spec || !eq[1]) return nm_cmdline_bad(&c, k, v, "expected KEY=V1,V2,...");
             *eq = 0;
-            vary *v = &s.v[s.nv++];
-            v->key = spec;
-            v->values = own(calloc(strlen(eq + 1) + 1, sizeof *v->values), free);
-            for (char *tok = strtok(eq + 1, ","); tok; tok = strtok(NULL, ",")) v->values[v->n++] = tok;
-            if (!v->n) {
-                fprintf(stderr, "mpisim sweep: --vary %s has no values\n", spec);
-                return 2;
-            }
-        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-            jobs = atoi(argv[++i]);
-            if (jobs < 1) {
-                fprintf(stderr, "mpisim sweep: --jobs wants a positive number\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--merge-timeout")) {
-            merge_timeout = atof(argv[++i]);
-        } else {
-            fprintf(stderr, "mpisim sweep: unknown argument '%s'\n", a);
-            sweep_usage(stderr);
-            return 2;
+            vary *w = &s.v[s.nv++];
+            w->key = spec;
+            w->values = own(calloc(strlen(eq + 1) + 1, sizeof *w->values), free);
+            for (char *tok = strtok(eq + 1, ","); tok; tok = strtok(NULL, ",")) w->values[w->n++] = tok;
+            if (!w->n) return nm_cmdline_bad(&c, k, v, "no values");
+            break;
+        }
+        case 'j':
+            if (nm_cmdline_long(&c, k, v, 1, 4096, &n) != 0) return 2;
+            jobs = (int)n;
+            break;
+        case 'o': out = v; break;
+        case O_MERGE_TIMEOUT:
+            if (nm_cmdline_double(&c, k, v, 0, &merge_timeout) != 0) return 2;
+            break;
+        default: return 2;
         }
     }
-    if (!s.o.trace || !s.nv) {
-        sweep_usage(stderr);
+    if (trace_operand(&c, argv, &s.o) != 0) return 2;
+    if (!s.nv) {
+        fprintf(stderr, "mpisim sweep: say what to vary with --vary KEY=V1,V2,...; see mpisim sweep --help\n");
         return 2;
     }
+
     if (s.nv > 64) {
         fprintf(stderr, "mpisim sweep: at most 64 --vary keys\n");
         return 2;

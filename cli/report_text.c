@@ -9,20 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "exit_codes.h"
-#include "ms_json.h"
+#include "nm_cmdline.h"
 #include "report_text.h"
 
-static double num(const ms_json *obj, const char *key)
+static double num(const json_t *obj, const char *key)
 {
-    const ms_json *v = ms_json_get(obj, key);
-    return v && v->type == MS_JSON_NUM ? v->num : 0.0;
+    return json_number_value(json_object_get(obj, key));   /* 0 when absent or not a number */
 }
 
-static const char *str(const ms_json *obj, const char *key)
+static const char *str(const json_t *obj, const char *key)
 {
-    const ms_json *v = ms_json_get(obj, key);
-    return v && v->type == MS_JSON_STR ? v->str : "";
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
 }
 
 static int is_region(const char *call) { return !strcmp(call, "MPI_Pcontrol region"); }
@@ -40,21 +41,25 @@ static int by_bytes(const void *a, const void *b)
 
 int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *err, size_t errlen)
 {
-    ms_json *root = ms_json_parse(text, len, err, errlen);
-    if (!root) return -1;
-    if (root->type != MS_JSON_OBJ || strcmp(str(root, "schema"), "mpisim-report/1")) {
-        snprintf(err, errlen, "not an mpisim report (schema mpisim-report/1)");
-        ms_json_free(root);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
         return -1;
     }
-    const ms_json *prog = ms_json_get(root, "program");
-    const ms_json *ranks = ms_json_get(root, "ranks");
-    const ms_json *sites = ms_json_get(root, "callsites");
-    const ms_json *summary = ms_json_get(root, "summary");
+    if (!json_is_object(root) || strcmp(str(root, "schema"), "mpisim-report/1")) {
+        snprintf(err, errlen, "not an mpisim report (schema mpisim-report/1)");
+        json_decref(root);
+        return -1;
+    }
+    const json_t *prog = json_object_get(root, "program");
+    const json_t *ranks = json_object_get(root, "ranks");
+    const json_t *sites = json_object_get(root, "callsites");
+    const json_t *summary = json_object_get(root, "summary");
 
     fputs("@ mpisim report (virtual time)\n@ Command        :", out);
-    for (size_t i = 0; prog && prog->type == MS_JSON_ARR && i < prog->n; i++)
-        if (prog->items[i].type == MS_JSON_STR) fprintf(out, " %s", prog->items[i].str);
+    for (size_t i = 0; i < json_array_size(prog); i++)
+        if (json_is_string(json_array_get(prog, i))) fprintf(out, " %s", json_string_value(json_array_get(prog, i)));
     fprintf(out, "\n@ Ranks          : %d\n@ Network        : %s (%s engine)\n", (int)num(root, "nranks"),
             str(root, "topology"), str(root, "engine"));
     if (summary)
@@ -67,9 +72,9 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
           "@--- MPI Time (seconds) ----------------------------------------------------\n"
           "---------------------------------------------------------------------------\n"
           "Task    AppTime    MPITime     MPI%   Compute      Calls  Status\n", out);
-    size_t nr = ranks && ranks->type == MS_JSON_ARR ? ranks->n : 0;
+    size_t nr = json_array_size(ranks);   /* 0 when absent or not an array */
     for (size_t i = 0; i < nr; i++) {
-        const ms_json *r = &ranks->items[i];
+        const json_t *r = json_array_get(ranks, i);
         double app = num(r, "virtual_end_ps") * 1e-12, mpi = num(r, "mpi_ps") * 1e-12;
         app_sum += app;
         mpi_sum += mpi;
@@ -79,14 +84,14 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
     if (nr) fprintf(out, "   * %10.6f %10.6f %8.2f\n", app_sum, mpi_sum, app_sum > 0 ? 100.0 * mpi_sum / app_sum : 0.0);
 
     /* call sites, most virtual time first (the report is sorted so) */
-    size_t ns = sites && sites->type == MS_JSON_ARR ? sites->n : 0;
+    size_t ns = json_array_size(sites);
     fputs("\n---------------------------------------------------------------------------\n"
           "@--- Callsites: top by virtual time -------------------------------------\n"
           "---------------------------------------------------------------------------\n"
           "Call                     Calls   Time(ms)  App%   MPI%  Rank min/mean/max (ms)  Site\n", out);
     int shown = 0;
     for (size_t i = 0; i < ns && shown < top; i++) {
-        const ms_json *s = &sites->items[i];
+        const json_t *s = json_array_get(sites, i);
         if (is_region(str(s, "call"))) continue;
         double t = num(s, "time_ps") * 1e-9, nrk = num(s, "ranks");
         fprintf(out, "%-22s %7.0f %10.4f %5.2f %6.2f  %6.4f/%6.4f/%6.4f  %s\n", str(s, "call"), num(s, "calls"), t,
@@ -97,7 +102,7 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
 
     int regions = 0;
     for (size_t i = 0; i < ns; i++) {
-        const ms_json *s = &sites->items[i];
+        const json_t *s = json_array_get(sites, i);
         if (!is_region(str(s, "call"))) continue;
         if (!regions++)
             fputs("\n---------------------------------------------------------------------------\n"
@@ -114,11 +119,11 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
     size_t nc = 0;
     if (!cs) {
         snprintf(err, errlen, "out of memory");
-        ms_json_free(root);
+        json_decref(root);
         return -1;
     }
     for (size_t i = 0; i < ns; i++) {
-        const ms_json *s = &sites->items[i];
+        const json_t *s = json_array_get(sites, i);
         if (num(s, "bytes") <= 0) continue;
         size_t k;
         for (k = 0; k < nc && strcmp(cs[k].call, str(s, "call")); k++) {}
@@ -138,44 +143,40 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
         fprintf(out, "%-22s %7.0f %12.0f %10.1f %8.2f\n", cs[k].call, cs[k].calls, cs[k].bytes,
                 cs[k].calls > 0 ? cs[k].bytes / cs[k].calls : 0.0, all > 0 ? 100.0 * cs[k].bytes / all : 0.0);
     free(cs);
-    ms_json_free(root);
+    json_decref(root);
     return ferror(out) ? -1 : 0;
 }
+
+static const nm_opt report_opts[] = {
+    {"top", 't', "N", "how many call sites (default 20)"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
 
 int mpisim_report_main(int argc, char **argv)
 {
     const char *path = NULL;
     int top = 20;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim report", report_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        long n;
+        if (k == 't') {
+            if (nm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return 2;
+            top = (int)n;
+        } else if (k == 'h') {
             printf("usage: mpisim report [--top N] FILE.json\n"
                    "Prints a run report (mpisim run --report, mpisim replay --report) as mpiP's text\n"
                    "summary: per-rank App/MPI time and MPI%%, the N call sites with the most virtual time\n"
-                   "(default 20) with their least/mean/most over ranks, MPI_Pcontrol regions, and the\n"
-                   "message sizes per MPI call. Times are virtual.\n");
+                   "with their least/mean/most over ranks, MPI_Pcontrol regions, and the message sizes per\n"
+                   "MPI call. Times are virtual.\n");
+            nm_cmdline_print_options(report_opts, stdout);
             return 0;
-        }
-        if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v <= 0 || v > 1000000) {
-                fprintf(stderr, "mpisim report: --top wants a positive count, got '%s'\n", argv[i]);
-                return 2;
-            }
-            top = (int)v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "mpisim report: unknown option '%s' (see mpisim report --help)\n", argv[i]);
-            return 2;
-        } else if (!path) path = argv[i];
-        else {
-            fprintf(stderr, "mpisim report: one report at a time ('%s')\n", argv[i]);
-            return 2;
-        }
+        } else return 2;
     }
-    if (!path) {
-        fprintf(stderr, "usage: mpisim report [--top N] FILE.json\n");
-        return 2;
-    }
+    if (nm_cmdline_operands(&c, 1, 1, "report") < 0) return 2;
+    path = argv[nm_cmdline_operand(&c)];
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));

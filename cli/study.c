@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nm_cmdline.h"
 #include "study.h"
 
 /* Seed 000's testbed (170 MHz UltraSPARC, MPI on the BullDog MCP) per int32 multiply-add of
@@ -217,22 +218,43 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     return 0;
 }
 
-static void usage(void)
+enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES };
+static const nm_opt study_options[] = {
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    NM_OPT_ROUTING(O_ROUTING),
+    {"procs", O_PROCS, "1,2,4,8,16", "the process counts"},
+    {"sizes", O_SIZES, "FIRST:LAST:STEP", "the matrix sizes, or a list (default 32:144:16)"},
+    {"compute", O_COMPUTE, "cpu|wall|none", "how computation is charged (default cpu)"},
+    {"cpu-factor", O_CPU_FACTOR, "calibrate|X|FILE|profile",
+     "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
+     "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
+     "a file; X: a number; profile: the profile's shim.cpu_factor"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting (default 1)"},
+    {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
+static void usage(FILE *f)
 {
-    fprintf(stderr, "usage: mpisim study speedup [--profile P] [--set k=v]... [--procs 1,2,4,8,16] [--sizes 32:144:16]\n"
-                    "                            [--compute cpu|wall|none] [--cpu-factor calibrate|X|FILE|profile] [--runs K] [--out DIR]\n"
-                    "  --cpu-factor calibrate (default): seed 000's testbed time per multiply-add (%.0f ns) over this\n"
-                    "      machine's, measured with matmul's own P = 1 run; written to DIR/cpu_factor.txt\n"
-                    "  --cpu-factor FILE: reuse such a file (the same factor, the same table); X: a number;\n"
-                    "      profile: the profile's shim.cpu_factor\n"
-                    "  --runs K: run the grid K times in a row, each point's fastest counting (default 1)\n",
-            SEED000_NS_PER_MAC);
+    fprintf(f, "usage: mpisim study speedup [options]\n"
+               "The speedup study of seed 000 sec 4: matmul co-simulated over a grid of process counts and\n"
+               "matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
+    nm_cmdline_print_options(study_options, f);
+    fputs("Routings:\n", f);
+    nm_registry_print(nm_routing_at, f, "  ");
 }
 
 int mpisim_study_main(int argc, char **argv)
 {
-    if (argc < 1 || strcmp(argv[0], "speedup")) {
-        usage();
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "speedup")) {
+        fprintf(stderr, "mpisim study: name the study: speedup (the only one)\n");
+        usage(stderr);
         return 2;
     }
     study_opts o = {0};
@@ -242,48 +264,36 @@ int mpisim_study_main(int argc, char **argv)
     o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
     int procs[64], sizes[256];
     int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "mpisim study: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--profile")) o.profile = argv[++i];
-        else if (!strcmp(a, "--set")) o.sets[o.nsets++] = argv[++i];
-        else if (!strcmp(a, "--routing")) {
-            static char set[64];
-            snprintf(set, sizeof set, "network.routing=%s", argv[++i]);
-            o.sets[o.nsets++] = set;
-        }
-        else if (!strcmp(a, "--compute")) o.compute = argv[++i];
-        else if (!strcmp(a, "--out")) outdir = argv[++i];
-        else if (!strcmp(a, "--cpu-factor")) cpu_factor_arg = argv[++i];
-        else if (!strcmp(a, "--runs")) {
-            runs = atoi(argv[++i]);
-            if (runs < 1 || runs > 20) {
-                fprintf(stderr, "mpisim study: --runs wants 1 to 20\n");
-                return 2;
-            }
-        }
-        else if (!strcmp(a, "--procs")) {
-            if ((np = parse_list(argv[++i], procs, 64)) <= 0) {
-                fprintf(stderr, "mpisim study: --procs wants a list like 1,2,4\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--sizes")) {
-            if ((ns = parse_range(argv[++i], sizes, 256)) <= 0) {
-                fprintf(stderr, "mpisim study: --sizes wants FIRST:LAST:STEP or a list\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "mpisim study: unknown option '%s'\n", a);
-            return 2;
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim study speedup", study_options, argc - 1, argv + 1, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        long n;
+        switch (k) {
+        case 'h': usage(stdout); return 0;
+        case O_PROFILE: o.profile = v; break;
+        case O_SET: o.sets[o.nsets++] = v; break;
+        case O_ROUTING:
+            if (!(o.sets[o.nsets++] = nm_cmdline_routing(&c, k, v))) return 2;
+            break;
+        case O_COMPUTE: o.compute = v; break;
+        case O_OUT: outdir = v; break;
+        case O_CPU_FACTOR: cpu_factor_arg = v; break;
+        case O_RUNS:
+            if (nm_cmdline_long(&c, k, v, 1, 20, &n) != 0) return 2;
+            runs = (int)n;
+            break;
+        case O_PROCS:
+            if ((np = parse_list(v, procs, 64)) <= 0) return nm_cmdline_bad(&c, k, v, "expected a list like 1,2,4");
+            break;
+        case O_SIZES:
+            if ((ns = parse_range(v, sizes, 256)) <= 0)
+                return nm_cmdline_bad(&c, k, v, "expected FIRST:LAST:STEP or a list");
+            break;
+        default: return 2;
         }
     }
+    if (nm_cmdline_operands(&c, 0, 0, "") < 0) return 2;
     /* validate the configuration once, before 40 runs */
     char err[1024];
     nm_config *cfg = mpisim_load_config(o.profile, o.sets, o.nsets, err, sizeof err);

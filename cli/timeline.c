@@ -20,6 +20,7 @@
 #include "exit_codes.h"
 #include "ms_trace.h"
 #include "netmodel.h"
+#include "nm_cmdline.h"
 #include "timeline.h"
 
 typedef struct msg_end {
@@ -281,31 +282,35 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
     return rc ? -2 : 0;
 }
 
+static const nm_opt timeline_opts[] = {
+    {"output", 'o', "FILE.json", "where the timeline goes (required; - for standard output)"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 int mpisim_timeline_main(int argc, char **argv)
 {
     const char *trace = NULL, *out = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim timeline", timeline_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        if (k == 'o') out = v;
+        else if (k == 'h') {
             printf("usage: mpisim timeline TRACE.h5 -o FILE.json\n"
                    "Writes the trace in the Chrome/Perfetto trace-event format (open it in ui.perfetto.dev\n"
                    "or chrome://tracing): one track per rank, MPI calls and computation as slices,\n"
                    "point-to-point messages as flow arrows, MPI_Pcontrol regions on a second track.\n"
                    "Times are virtual for traces recorded in a co-simulation (mpisim run --trace), real\n"
-                   "for capture-only ones (mpisim trace). -o - writes to standard output.\n");
+                   "for capture-only ones (mpisim trace).\n");
+            nm_cmdline_print_options(timeline_opts, stdout);
             return 0;
-        }
-        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) out = argv[++i];
-        else if (argv[i][0] == '-' && strcmp(argv[i], "-")) {
-            fprintf(stderr, "mpisim timeline: unknown option '%s' (see mpisim timeline --help)\n", argv[i]);
-            return 2;
-        } else if (!trace) trace = argv[i];
-        else {
-            fprintf(stderr, "mpisim timeline: one trace at a time ('%s')\n", argv[i]);
-            return 2;
-        }
+        } else return 2;
     }
-    if (!trace || !out) {
-        fprintf(stderr, "usage: mpisim timeline TRACE.h5 -o FILE.json\n");
+    if (nm_cmdline_operands(&c, 1, 1, "trace") < 0) return 2;
+    trace = argv[nm_cmdline_operand(&c)];
+    if (!out) {
+        fprintf(stderr, "mpisim timeline: say where the timeline goes with -o FILE.json (- for standard output)\n");
         return 2;
     }
     char err[2048];

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "ms_driver.h"
-#include "ms_json.h"
+#include <jansson.h>
 #include "ms_model.h"
 #include "ms_report.h"
 
@@ -18,15 +18,7 @@
 #define MPISIM_VERSION "unknown"
 #endif
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && len) vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
 
 static double wall_now(void)
 {
@@ -37,42 +29,54 @@ static double wall_now(void)
 
 /* ---- configuration -------------------------------------------------------------------------- */
 
+/* A recorded value {"value": v, ...} or v, as the text --set would give (a string, or a number
+ * printed so that it reads back as the same number); 0, -1 for anything else, -2 if too long. */
+static int value_text(const json_t *v, char *out, size_t len)
+{
+    if (json_is_object(v)) v = json_object_get(v, "value");
+    if (json_is_string(v)) return json_string_length(v) < len ? (memcpy(out, json_string_value(v), json_string_length(v) + 1), 0) : -2;
+    if (json_is_integer(v)) return snprintf(out, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v)), 0;
+    if (json_is_real(v)) return snprintf(out, len, "%.17g", json_real_value(v)), 0;
+    return -1;
+}
+
 /* Apply the recorded configuration {"key": {"value": v, ...}, ...} (or {"key": v}). */
 static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size_t wlen, char *err, size_t errlen)
 {
-    char jerr[256];
-    ms_json *j = ms_json_parse(json, strlen(json), jerr, sizeof jerr);
-    if (!j) return fail(err, errlen, "the trace's recorded configuration: %s", jerr);
+    json_error_t jerr;
+    json_t *j = json_loads(json, 0, &jerr);
+    if (!j) return fail(err, errlen, "the trace's recorded configuration: line %d column %d: %s", jerr.line, jerr.column,
+                        jerr.text);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return fail(err, errlen, "the trace's recorded configuration is not an object");
+    }
     int rc = 0;
     size_t wo = warnings && wlen ? strlen(warnings) : 0;
-    for (size_t i = 0; j->type == MS_JSON_OBJ && i < j->n; i++) {
-        const char *key = j->keys[i];
-        const ms_json *v = &j->items[i];
-        if (v->type == MS_JSON_OBJ) v = ms_json_get(v, "value");
-        if (!v || (v->type != MS_JSON_STR && v->type != MS_JSON_NUM)) continue;
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        char a[4096];
+        int n = snprintf(a, sizeof a, "%s=", key), vt = -2;
+        if (n > 0 && (size_t)n < sizeof a) vt = value_text(v, a + n, sizeof a - (size_t)n);
+        if (vt == -1) continue;   /* not a value (a nested object of another kind): nothing to set */
+        if (vt == -2) {
+            rc = fail(err, errlen, "the trace's recorded configuration: key %.64s: value too long", key);
+            break;
+        }
         if (!nm_config_has(cfg, key)) {
             if (warnings && wo < wlen)
                 wo += (size_t)snprintf(warnings + wo, wlen - wo, "%sthe trace's configuration key %s is unknown to "
                                        "this build (ignored)", wo ? "\n" : "", key);
             continue;
         }
-        size_t n = strlen(key) + strlen(v->str) + 2;
-        char *a = malloc(n);
-        if (!a) {
-            rc = fail(err, errlen, "out of memory");
-            break;
-        }
-        snprintf(a, n, "%s=%s", key, v->str);
         char e2[512];
         if (nm_config_set(cfg, a, "trace", e2, sizeof e2) < 0) {
             rc = fail(err, errlen, "the trace's recorded configuration: %s", e2);
-            free(a);
             break;
         }
-        free(a);
     }
-    if (rc == 0 && j->type != MS_JSON_OBJ) rc = fail(err, errlen, "the trace's recorded configuration is not an object");
-    ms_json_free(j);
+    json_decref(j);
     return rc;
 }
 
@@ -104,13 +108,10 @@ fail:
 static void recorded_value(const ms_trace *t, const char *key, char *out, size_t len)
 {
     out[0] = 0;
-    if (!t->config_json) return;
-    ms_json *j = ms_json_parse(t->config_json, strlen(t->config_json), NULL, 0);
-    if (!j) return;
-    const ms_json *v = ms_json_get(j, key);
-    if (v && v->type == MS_JSON_OBJ) v = ms_json_get(v, "value");
-    if (v && (v->type == MS_JSON_STR || v->type == MS_JSON_NUM)) snprintf(out, len, "%s", v->str);
-    ms_json_free(j);
+    json_t *j = t->config_json ? json_loads(t->config_json, 0, NULL) : NULL;
+    const json_t *v = json_object_get(j, key);
+    if (v && value_text(v, out, len) != 0) out[0] = 0;
+    json_decref(j);
 }
 
 /* ---- the replay engine ---------------------------------------------------------------------- */

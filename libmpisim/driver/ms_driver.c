@@ -60,15 +60,7 @@ struct ms_driver {
     ms_resolution rv[64];
 };
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && len) vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
 
 /* ---- the call log ----------------------------------------------------------------------------- */
 
@@ -267,6 +259,10 @@ ms_driver *ms_driver_create(const nm_config *cfg, int nranks, char *err, size_t 
     if (!d->net) goto fail;
     d->model = ms_model_create(cfg, d->net, nranks, NULL, err, errlen);
     if (!d->model) goto fail;
+    if (nm_config_lookup_error(cfg)) {   /* the model or the host read a key never registered: a code defect */
+        fail(err, errlen, "the MPI model: %s", nm_config_lookup_error(cfg));
+        goto fail;
+    }
     ms_model_set_resume(d->model, on_model_resume, d);
     d->r = calloc((size_t)nranks, sizeof *d->r);
     if (!d->r) {

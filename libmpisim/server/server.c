@@ -143,15 +143,7 @@ static double wall_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && len) vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
 
 static int buf_put(buf *b, const void *p, size_t n)
 {

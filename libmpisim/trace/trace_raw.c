@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ms_json.h"
+#include <jansson.h>
 #include "protocol.h"
 #include "trace_raw.h"
 
@@ -554,49 +554,51 @@ static int read_meta(const char *dir, ms_trace *t, int *nranks, char *err, size_
     char *text;
     size_t len;
     if (ms_trace_read_file(path, &text, &len, err, errlen) < 0) return -1;
-    char jerr[256];
-    ms_json *j = ms_json_parse(text, len, jerr, sizeof jerr);
+    json_error_t jerr;
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!j) {
         free(text);
-        return ms_trace_fail(err, errlen, "%s: %s", path, jerr);
+        return ms_trace_fail(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
     }
     int rc = -1;
-    if (j->type != MS_JSON_OBJ) {
+    if (!json_is_object(j)) {
         ms_trace_fail(err, errlen, "%s: not a JSON object", path);
         goto out;
     }
-    const ms_json *v;
-    if ((v = ms_json_get(j, "nranks")) && v->type == MS_JSON_NUM) {
-        if (v->num < 1 || v->num > 1e7) {
-            ms_trace_fail(err, errlen, "%s: nranks %s is out of range", path, v->str);
+    const json_t *v;
+    if ((v = json_object_get(j, "nranks")) && json_is_number(v)) {
+        if (json_number_value(v) < 1 || json_number_value(v) > 1e7) {
+            ms_trace_fail(err, errlen, "%s: nranks %g is out of range", path, json_number_value(v));
             goto out;
         }
-        *nranks = (int)v->num;
+        *nranks = (int)json_number_value(v);
     }
-    if ((v = ms_json_get(j, "program")) && v->type == MS_JSON_ARR) {
-        t->program = calloc(v->n + 1, sizeof *t->program);
+    if ((v = json_object_get(j, "program")) && json_is_array(v)) {
+        t->program = calloc(json_array_size(v) + 1, sizeof *t->program);
         if (!t->program) goto oom;
-        for (size_t i = 0; i < v->n; i++) {
-            const ms_json *a = &v->items[i];
-            t->program[i] = a->type == MS_JSON_STR ? dup_str(a->str) : ms_json_source(a, text);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            const json_t *a = json_array_get(v, i);
+            t->program[i] = json_is_string(a) ? dup_str(json_string_value(a)) : json_dumps(a, JSON_ENCODE_ANY);
             if (!t->program[i]) goto oom;
             t->nprogram++;
         }
     }
-    if ((v = ms_json_get(j, "config")) && v->type == MS_JSON_OBJ)
-        if (!(t->config_json = ms_json_source(v, text))) goto oom;
-    if ((v = ms_json_get(j, "machine")) && v->type != MS_JSON_NULL)
-        if (!(t->machine = v->type == MS_JSON_STR ? dup_str(v->str) : ms_json_source(v, text))) goto oom;
-    if ((v = ms_json_get(j, "bindings")) && v->type != MS_JSON_NULL)
-        if (!(t->bindings_json = ms_json_source(v, text))) goto oom;
-    if ((v = ms_json_get(j, "mpisim_version")) && v->type == MS_JSON_STR)
-        if (!(t->mpisim_version = dup_str(v->str))) goto oom;
+    /* kept as JSON text (the trace stores it so): one line, keys in the file's order */
+    if ((v = json_object_get(j, "config")) && json_is_object(v))
+        if (!(t->config_json = json_dumps(v, 0))) goto oom;
+    if ((v = json_object_get(j, "machine")) && !json_is_null(v))
+        if (!(t->machine = json_is_string(v) ? dup_str(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY)))
+            goto oom;
+    if ((v = json_object_get(j, "bindings")) && !json_is_null(v))
+        if (!(t->bindings_json = json_dumps(v, JSON_ENCODE_ANY))) goto oom;
+    if ((v = json_object_get(j, "mpisim_version")) && json_is_string(v))
+        if (!(t->mpisim_version = dup_str(json_string_value(v)))) goto oom;
     rc = 0;
     goto out;
 oom:
     ms_trace_fail(err, errlen, "%s: out of memory", path);
 out:
-    ms_json_free(j);
+    json_decref(j);
     free(text);
     return rc;
 }

@@ -23,6 +23,10 @@ typedef int64_t nm_time_t;           /* picoseconds */
 #define NM_TIME_NEVER INT64_MAX
 #define NM_PS_PER_S 1000000000000LL
 
+/* The error convention of every library here: a message (printf format) into the caller's buffer
+ * (none if err is NULL or errlen 0), and -1 to return. */
+int nm_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ------------------------------------------------------------------------------------------ */
 /* Configuration: typed keys with unit, default and source; INI profile files; --set overrides. */
 
@@ -74,9 +78,15 @@ int nm_config_search_path(char *out, size_t len);
 /* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
 
-int64_t nm_config_int(const nm_config *cfg, const char *name);     /* aborts the lookup: 0 if unknown */
+/* Typed lookups. A name that was never registered is a defect in the calling code, not in the
+ * user's input: debug builds assert; release builds return 0 / 0.0 / "" and keep the first such
+ * name, which nm_config_lookup_error reports and nm_topology_load / nm_network_create (and the
+ * MPI model) turn into an error, so that a typo in code never passes as a silent 0. */
+int64_t nm_config_int(const nm_config *cfg, const char *name);
 double nm_config_double(const nm_config *cfg, const char *name);
 const char *nm_config_string(const nm_config *cfg, const char *name);
+/* "lookup of unregistered key 'x'" after such a lookup, else NULL. */
+const char *nm_config_lookup_error(const nm_config *cfg);
 int nm_config_has(const nm_config *cfg, const char *name);
 /* The resolved configuration as a JSON object: {"key": {"value": v, "unit": u, "source": s}, ...}
  * where source is the default's citation or "file:line" / "--set" of the value in force. */
@@ -99,6 +109,35 @@ const char *nm_config_key_at(const nm_config *cfg, size_t i);
 const char *nm_config_value_text(const nm_config *cfg, const char *name);
 const char *nm_config_unit(const nm_config *cfg, const char *name);
 const char *nm_config_origin(const nm_config *cfg, const char *name);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Registries: the names that network.engine, network.routing and network.topology (and the
+ * tools' options) accept, each with its usage and one line of help, as BookSim and CODES keep
+ * theirs. Choice lists, key help, usage texts and "did you mean" come from here, so that a name
+ * added to a registry is offered everywhere at once. A registry is read by index: entry i, NULL
+ * past the last. */
+typedef struct nm_named {
+    const char *name;         /* e.g. "torus2d" */
+    const char *usage;        /* e.g. "torus2d:X:Y:K" (the name alone when it takes no argument) */
+    const char *help;         /* one line */
+} nm_named;
+typedef const nm_named *(*nm_registry)(size_t i);
+const nm_named *nm_engine_at(size_t i);              /* packet engines built into this netmodel */
+const nm_named *nm_routing_at(size_t i);             /* route computations, "auto" first */
+const nm_named *nm_topology_generator_at(size_t i);  /* topology generators */
+/* The entry named `name` (before any ':' arguments), NULL if none. */
+const nm_named *nm_registry_find(nm_registry r, const char *name);
+/* The names joined by sep ("a|b|c", "a, b, c"), or usages when `usage` is set; the length written
+ * (truncated to fit len; -1 if it did not fit). */
+int nm_registry_names(nm_registry r, const char *sep, int usage, char *buf, size_t len);
+/* "NAME  HELP" lines, one per entry, for usage texts and --help. */
+void nm_registry_print(nm_registry r, FILE *out, const char *indent);
+/* The entry nearest to a mistyped name (a third of its letters off at most), NULL if none. */
+const char *nm_registry_suggest(nm_registry r, const char *name);
+/* "what 'v' is not one of a, b, c (did you mean 'x'?)" into buf, for options and keys. */
+void nm_registry_unknown(nm_registry r, const char *what, const char *v, char *buf, size_t len);
+/* Edit distance of two short strings (at most 127 characters; larger: SIZE_MAX). */
+size_t nm_edit_distance(const char *a, const char *b);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Topology: hosts, switches, full-duplex links between numbered ports; source routes.        */

@@ -7,6 +7,7 @@
 #include "nm_internal.h"
 
 #include <ini.h>
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -30,20 +31,14 @@
 /* netmodel's own keys. Citations name the seed file and its table or section. */
 
 static const nm_key_def nm_network_keys[] = {
+    /* help and choices of these three are filled from the registries (registry_keys below) */
     {"network.engine", NM_KEY_STRING, "", "analytic",
      "mpisim design: built-in fallback; every shipped profile selects myrinet (seed 000 sec. 2)",
-     "packet engine: analytic (closed-form, cut-through with reservation), myrinet "
-     "(character-level wormhole), ethernet (store-and-forward switches, 802.3x pause), avici (torus "
-     "fabric of line cards) or sci (SCI ringlets and tori)", "analytic|myrinet|ethernet|avici|sci", 0},
+     "packet engine", NULL, 0},
     {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
-     "generator (crossbar:N, auto:N, triangle18, system96, array:S:K, ring:S:K:L, clos64) or "
-     "topology file; 'auto' = auto:<number of hosts needed>", NULL, 0},
+     "topology file or generator ('auto' = auto:<number of hosts needed>)", NULL, 0},
     {"network.routing", NM_KEY_STRING, "", "auto", "mpisim design (issue 12: a default that cannot deadlock); seed 002 sec 3-4",
-     "route computation: auto (shortest when its routes cannot deadlock on this engine, else updown), "
-     "shortest (BFS over switches, may deadlock), updown (up*/down* with "
-     "load-balanced route choice as GM simple_routes) or itb (random minimal paths split by "
-     "in-transit buffers)",
-     "auto|shortest|updown|itb", 0},
+     "route computation", NULL, 0},
     {"network.updown_root", NM_KEY_STRING, "", "auto", "seed 002 sec 3 (BFS spanning tree from a root)",
      "root switch of the up*/down* orientation: a switch number, or auto (OpenSM up/down rule: a "
      "switch seeing over 90% of hosts at one hop count; else the switch with the least total "
@@ -133,6 +128,9 @@ struct nm_config {
     nm_entry *e;
     size_t n, cap;
     char skip[128];             /* "|a|b|": sections of other layers a profile may hold, not read here */
+    nm_key_def *own_defs;       /* netmodel's keys, with the registries' help and choices */
+    char *own_text;             /* that help and those choices */
+    char lookup_error[160];     /* the first typed lookup of a name never registered (a code defect) */
 };
 
 /* ---- units ---------------------------------------------------------------------------- */
@@ -271,28 +269,6 @@ static nm_entry *find(const nm_config *cfg, const char *name)
     return NULL;
 }
 
-/* Edit distance (Levenshtein) of two short names, for "did you mean" */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 127 || lb > 127) return (size_t)-1;
-    size_t row[128];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const char *nm_config_suggest(const nm_config *cfg, const char *name)
 {
     if (!cfg || !name) return NULL;
@@ -300,11 +276,11 @@ const char *nm_config_suggest(const nm_config *cfg, const char *name)
     size_t bestd = (size_t)-1, len = strlen(name);
     for (size_t i = 0; i < cfg->n; i++) {
         const char *k = cfg->e[i].def->name;
-        size_t d = edit_distance(name, k);
+        size_t d = nm_edit_distance(name, k);
         /* a key named without its section ("link_rate" for "network.link_rate") */
         const char *dot = strrchr(k, '.');
         if (dot && !strchr(name, '.')) {
-            size_t d2 = edit_distance(name, dot + 1);
+            size_t d2 = nm_edit_distance(name, dot + 1);
             if (d2 < d) d = d2;
         }
         if (d < bestd) {
@@ -372,7 +348,20 @@ static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, do
     char canon[64];
     if (def->type == NM_KEY_STRING) {
         if (def->choices && !choice_ok(def->choices, v)) {
-            nm_set_err(msg, msglen, "expected one of %s, got '%s'", def->choices, v);
+            /* the nearest choice, as for key names: a third of the letters off at most */
+            char best[64] = "";
+            size_t bestd = (size_t)-1, vl = strlen(v);
+            for (const char *c = def->choices; *c;) {
+                size_t l = strcspn(c, "|");
+                char w[64];
+                snprintf(w, sizeof w, "%.*s", (int)l, c);
+                size_t d = nm_edit_distance(v, w);
+                if (d < bestd) { bestd = d; snprintf(best, sizeof best, "%s", w); }
+                c += l + (c[l] == '|');
+            }
+            int close = bestd > 0 && bestd * 3 <= vl;
+            nm_set_err(msg, msglen, "expected one of %s, got '%s'%s%s%s", def->choices, v,
+                       close ? " (did you mean '" : "", close ? best : "", close ? "'?)" : "");
             return -1;
         }
         char *t = nm_strdup(v);
@@ -515,13 +504,54 @@ int nm_config_skip_sections(nm_config *cfg, const char *sections)
     return 0;
 }
 
+/* A copy of netmodel's keys in which network.engine, network.routing and network.topology take
+ * their help ("NAME (HELP), ...") and choices from the registries, so that neither can go stale. */
+static int registry_keys(nm_config *cfg)
+{
+    static const struct { const char *key; nm_registry r; int choices; } regs[] = {
+        {"network.engine", nm_engine_at, 1},
+        {"network.routing", nm_routing_at, 1},
+        {"network.topology", nm_topology_generator_at, 0},   /* a file path is allowed too */
+    };
+    size_t nk = sizeof nm_network_keys / sizeof nm_network_keys[0], cap = 8192, used = 0;
+    cfg->own_defs = malloc(sizeof nm_network_keys);
+    cfg->own_text = malloc(cap);
+    if (!cfg->own_defs || !cfg->own_text) return -1;
+    memcpy(cfg->own_defs, nm_network_keys, sizeof nm_network_keys);
+    for (size_t k = 0; k < nk; k++) {
+        nm_key_def *d = &cfg->own_defs[k];
+        for (size_t j = 0; j < sizeof regs / sizeof regs[0]; j++) {
+            if (strcmp(d->name, regs[j].key)) continue;
+            char *help = cfg->own_text + used;
+            int w = snprintf(help, cap - used, "%s: ", d->help);
+            const nm_named *e;
+            for (size_t i = 0; w >= 0 && (size_t)w < cap - used && (e = regs[j].r(i)) != NULL; i++) {
+                int x = snprintf(help + w, cap - used - (size_t)w, "%s%s (%s)", i ? "; " : "", e->usage, e->help);
+                w = x < 0 ? -1 : w + x;
+            }
+            if (w < 0 || (size_t)w + 1 >= cap - used) return -1;
+            used += (size_t)w + 1;
+            d->help = help;
+            if (regs[j].choices) {
+                char *ch = cfg->own_text + used;
+                int c = nm_registry_names(regs[j].r, "|", 0, ch, cap - used);
+                if (c < 0 || (size_t)c + 1 >= cap - used) return -1;
+                used += (size_t)c + 1;
+                d->choices = ch;
+            }
+        }
+    }
+    return 0;
+}
+
 nm_config *nm_config_create(void)
 {
     nm_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg) return NULL;
     char err[256];
-    if (nm_config_register(cfg, nm_network_keys, sizeof nm_network_keys / sizeof nm_network_keys[0],
-                           err, sizeof err) != 0) {
+    if (registry_keys(cfg) != 0 ||
+        nm_config_register(cfg, cfg->own_defs, sizeof nm_network_keys / sizeof nm_network_keys[0], err,
+                           sizeof err) != 0) {
         nm_config_destroy(cfg);
         return NULL;
     }
@@ -542,6 +572,8 @@ void nm_config_destroy(nm_config *cfg)
         free(cfg->e[i].origin);
     }
     free(cfg->e);
+    free(cfg->own_defs);
+    free(cfg->own_text);
     free(cfg);
 }
 
@@ -970,9 +1002,32 @@ int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, ch
 
 /* ---- lookups ---------------------------------------------------------------------------- */
 
-int64_t nm_config_int(const nm_config *cfg, const char *name)
+/* A typed lookup of a name never registered: a defect in the calling code. Debug builds stop at
+ * it; release builds keep the first such name for nm_config_lookup_error (the config is always
+ * allocated by nm_config_create, so writing through the cast is defined). */
+static const nm_entry *find_typed(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find(cfg, name);
+    if (!e && cfg) {
+        nm_config *w = (nm_config *)cfg;
+        if (!w->lookup_error[0])
+            snprintf(w->lookup_error, sizeof w->lookup_error, "lookup of unregistered configuration key '%s'",
+                     name ? name : "(null)");
+#ifndef NM_CONFIG_LOOKUP_NO_ASSERT
+        assert(!"nm_config lookup of a key that was never registered");
+#endif
+    }
+    return e;
+}
+
+const char *nm_config_lookup_error(const nm_config *cfg)
+{
+    return cfg && cfg->lookup_error[0] ? cfg->lookup_error : NULL;
+}
+
+int64_t nm_config_int(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0;
     if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e->dval);
     return e->ival;
@@ -980,14 +1035,14 @@ int64_t nm_config_int(const nm_config *cfg, const char *name)
 
 double nm_config_double(const nm_config *cfg, const char *name)
 {
-    const nm_entry *e = find(cfg, name);
+    const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0.0;
     return e->def->type == NM_KEY_INT ? (double)e->ival : e->dval;
 }
 
 const char *nm_config_string(const nm_config *cfg, const char *name)
 {
-    const nm_entry *e = find(cfg, name);
+    const nm_entry *e = find_typed(cfg, name);
     return e ? e->text : "";
 }
 

@@ -358,6 +358,6 @@ static size_t an_link_busy(const void *e, nm_time_t *busy, size_t max)
 }
 
 const nm_engine_ops nm_engine_analytic = {
-    "analytic", an_create, an_destroy, an_inject, an_next_time, an_run_until, an_now, an_stats, an_link_busy,
+    {"analytic", "analytic", "closed-form, cut-through with channel reservation"}, 1, an_create, an_destroy, an_inject, an_next_time, an_run_until, an_now, an_stats, an_link_busy,
     .run_instants = an_run_instants,
 };

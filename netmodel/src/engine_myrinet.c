@@ -1467,7 +1467,7 @@ static size_t eng_link_busy(const void *p, nm_time_t *busy, size_t max)
 }
 
 const nm_engine_ops nm_engine_myrinet = {
-    "myrinet", eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
+    {"myrinet", "myrinet", "character-level wormhole with slack buffers, STOP/GO (seed 000)"}, 1, eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
     eng_link_busy, .run_instants = eng_run_instants,
 };
 

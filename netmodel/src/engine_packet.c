@@ -1046,14 +1046,14 @@ static size_t pe_link_busy(const void *e, nm_time_t *busy, size_t max)
 
 /* run_instants NULL: nm_network_run_instants steps these engines one instant at a time */
 const nm_engine_ops nm_engine_ethernet = {
-    "ethernet", eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    {"ethernet", "ethernet", "store-and-forward switches with 802.3x pause (seed 001)"}, 0, eth_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
     .run_instants = NULL, .has_multicast = pe_has_multicast, .inject_multicast = pe_inject_multicast,
 };
 const nm_engine_ops nm_engine_avici = {
-    "avici", avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    {"avici", "avici", "torus fabric of line cards (seed 001's Avici router)"}, 0, avici_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
     .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };
 const nm_engine_ops nm_engine_sci = {
-    "sci", sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
+    {"sci", "sci", "SCI ringlets and k-ary n-cubes of rings (seed 004)"}, 0, sci_create, pe_destroy, pe_inject, pe_next_time, pe_run_until, pe_now, pe_stats, pe_link_busy,
     .run_instants = NULL, .has_multicast = NULL, .inject_multicast = NULL,
 };

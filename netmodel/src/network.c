@@ -43,10 +43,22 @@ int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+const nm_named *nm_engine_at(size_t i)
+{
+    return i < sizeof engines / sizeof engines[0] ? &engines[i]->id : NULL;
+}
+
+static const nm_engine_ops *engine_named(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof engines / sizeof engines[0]; i++)
+        if (!strcmp(engines[i]->id.name, name)) return engines[i];
+    return NULL;
+}
+
 int nm_engine_blocks(const char *engine)
 {
-    /* the packet engines queue whole units at servers and never hold a channel waiting */
-    return !(engine && (!strcmp(engine, "ethernet") || !strcmp(engine, "avici") || !strcmp(engine, "sci")));
+    const nm_engine_ops *ops = engine_named(engine);
+    return ops ? ops->blocks : 1;
 }
 
 nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, char *err, size_t errlen)
@@ -56,16 +68,11 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
         return NULL;
     }
     const char *name = nm_config_string(cfg, "network.engine");
-    const nm_engine_ops *ops = NULL;
-    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
-        if (!strcmp(engines[i]->name, name)) ops = engines[i];
+    const nm_engine_ops *ops = engine_named(name);
     if (!ops) {
-        nm_set_err(err, errlen, "network.engine '%s' is not built into this netmodel (%s: %s)", name,
-                nm_config_origin(cfg, "network.engine"), "available: analytic"
-#ifdef NM_HAVE_MYRINET
-                ", myrinet"
-#endif
-                ", ethernet, avici, sci");
+        char m[400];
+        nm_registry_unknown(nm_engine_at, "network.engine", name, m, sizeof m);
+        nm_set_err(err, errlen, "%s (%s; engines built into this netmodel)", m, nm_config_origin(cfg, "network.engine"));
         return NULL;
     }
     nm_network *net = calloc(1, sizeof *net);
@@ -78,6 +85,11 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
     net->eng = ops->create(cfg, topo, net, err, errlen);
     if (!net->eng) {
         free(net);
+        return NULL;
+    }
+    if (nm_config_lookup_error(cfg)) {   /* a typo in an engine's code, never a silent 0 */
+        nm_set_err(err, errlen, "network.engine '%s': %s", name, nm_config_lookup_error(cfg));
+        nm_network_destroy(net);
         return NULL;
     }
     return net;
@@ -163,7 +175,7 @@ void nm_network_stop_before(nm_network *net, nm_time_t t)
 
 nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net->eng) : 0; }
 
-const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->name : ""; }
+const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->id.name : ""; }
 
 int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len)
 {
@@ -181,7 +193,7 @@ int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len)
 
 int nm_network_may_deadlock(const nm_network *net)
 {
-    return net && net->topo->route_check_ok == 0 && nm_engine_blocks(net->ops->name);
+    return net && net->topo->route_check_ok == 0 && net->ops->blocks;
 }
 
 void nm_network_stats(const nm_network *net, nm_stats *out)

@@ -93,7 +93,10 @@ const nm_route *nm_route_get(const nm_topology *t, int src, int dst);
 
 /* Engines implement this table; nm_network dispatches on network.engine. */
 typedef struct nm_engine_ops {
-    const char *name;
+    nm_named id;              /* its entry in the engine registry (network.engine) */
+    /* 1 if it holds channels while a packet is blocked (wormhole), so that routes with a
+     * channel-dependency cycle can deadlock; 0 for engines that queue whole packets */
+    int blocks;
     void *(*create)(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err, size_t errlen);
     void (*destroy)(void *eng);
     int (*inject)(void *eng, int src, int dst, uint64_t payload, nm_time_t t, uint64_t cookie);
@@ -208,9 +211,10 @@ extern const nm_engine_ops nm_engine_avici;
 extern const nm_engine_ops nm_engine_sci;
 /* Their keys (sections [ethernet], [avici], [sci]); 0 or -1 with a message. */
 int nm_packet_register_keys(nm_config *cfg, char *err, size_t errlen);
-/* 1 if the named engine holds channels while a packet is blocked (wormhole: myrinet, analytic),
- * so that routes with a channel-dependency cycle can deadlock; 0 for the packet engines. */
+/* The engine's `blocks` (nm_engine_ops) by network.engine's name; 1 for an unknown name. */
 int nm_engine_blocks(const char *engine);
+/* The routing registry's name of an NM_ROUTING_* kind. */
+const char *nm_routing_name(int kind);
 /* Routes by an explicit routing name (nm_routes_compute reads network.routing). */
 int nm_routes_compute_as(nm_topology *topo, const nm_config *cfg, const char *routing, char *err, size_t errlen);
 extern const nm_engine_ops nm_engine_myrinet;

@@ -15,6 +15,17 @@ void nm_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+int nm_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 char *nm_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;

@@ -1134,7 +1134,7 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
 {
     if (!t || !o) return -1;
     memset(o, 0, sizeof *o);
-    o->routing = t->routing == NM_ROUTING_ITB ? "itb" : t->routing == NM_ROUTING_UPDOWN ? "updown" : "shortest";
+    o->routing = nm_routing_name(t->routing);
     o->updown_root = t->updown_root;
     o->deadlock_free = t->route_check_ok == 1;
     o->check_message = t->route_check_msg;
@@ -1164,6 +1164,31 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
         o->itb_per_route = itb / n;
     }
     return 0;
+}
+
+/* The routing registry (network.routing). `kind` is the NM_ROUTING_* it builds; auto is decided
+ * by topology.c (shortest, then updown if shortest routes could deadlock on the engine). */
+static const struct routing_entry {
+    nm_named id;
+    int kind;
+} routings[] = {
+    {{"auto", "auto", "shortest when its routes cannot deadlock on this engine, else updown"}, -1},
+    {{"shortest", "shortest", "BFS over switches (may deadlock on cyclic networks)"}, NM_ROUTING_SHORTEST},
+    {{"updown", "updown", "up*/down* with load-balanced route choice as GM simple_routes (seed 002 sec 3)"},
+     NM_ROUTING_UPDOWN},
+    {{"itb", "itb", "random minimal paths split by in-transit buffers (seed 002 sec 4)"}, NM_ROUTING_ITB},
+};
+
+const nm_named *nm_routing_at(size_t i)
+{
+    return i < sizeof routings / sizeof routings[0] ? &routings[i].id : NULL;
+}
+
+const char *nm_routing_name(int kind)
+{
+    for (size_t i = 0; i < sizeof routings / sizeof routings[0]; i++)
+        if (routings[i].kind == kind) return routings[i].id.name;
+    return "shortest";
 }
 
 int nm_routes_compute(nm_topology *t, const nm_config *cfg, char *err, size_t errlen)
@@ -1229,16 +1254,18 @@ int nm_routes_compute_as(nm_topology *t, const nm_config *cfg, const char *routi
     const char *ties = cfg ? nm_config_string(cfg, "network.route_ties") : "lowest";
     R->spread = !strcmp(ties, "spread") || (!strcmp(ties, "auto") && t->prefer_spread);
     R->seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
-    if (!strcmp(routing, "shortest")) {
+    const nm_named *id = nm_registry_find(nm_routing_at, routing);
+    int kind = id ? ((const struct routing_entry *)id)->kind : -1;   /* id is the entry's first member */
+    if (kind < 0) {
+        nm_registry_unknown(nm_routing_at, "network.routing", routing, err, errlen);
+        return -1;
+    }
+    if (kind == NM_ROUTING_SHORTEST) {
         t->routing = NM_ROUTING_SHORTEST;
         R->kind = NM_ROUTING_SHORTEST;
         return 0;
     }
-    if (strcmp(routing, "updown") && strcmp(routing, "itb")) {
-        nm_set_err(err, errlen, "network.routing '%s' is not one of shortest|updown|itb", routing);
-        return -1;
-    }
-    t->routing = !strcmp(routing, "itb") ? NM_ROUTING_ITB : NM_ROUTING_UPDOWN;
+    t->routing = kind;
     if (t->routing == NM_ROUTING_ITB && itb_path_fewest(cfg, err, errlen, &R->fewest) != 0) return -1;
     /* the distances between all switch pairs: a BFS from each */
     double nsw = t->nswitches;

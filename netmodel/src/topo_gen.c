@@ -432,149 +432,178 @@ static int gen_sci_torus(gen *g, int R, int F)
     return attach(g, n);
 }
 
+/* ---- the registry (network.topology) ------------------------------------------------------
+ * Each generator checks its arguments (n of them in a[]; n = -1: the arguments did not parse)
+ * and builds. 0, or -1 with a message naming the spec. */
+typedef int (*gen_fn)(gen *g, const char *spec, int n, const long *a);
+
+#define BAD(...) (nm_set_err(g->err, g->errlen, __VA_ARGS__), -1)
+
+static int mk_crossbar(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 1 || a[0] < 1 || a[0] > 256) return BAD("topology '%s': expected crossbar:N with 1 <= N <= 256", spec);
+    return gen_crossbar(g, (int)a[0], (int)a[0]);
+}
+
+static int mk_auto(gen *g, const char *spec, int n, const long *a)
+{
+    long ports = nm_config_int(g->cfg, "network.switch_ports");
+    if (n != 1 || a[0] < 1) return BAD("topology '%s': expected auto:N with N >= 1 (the number of hosts)", spec);
+    if (a[0] <= ports && ports <= 256) return gen_crossbar(g, (int)ports, (int)a[0]);
+    if (a[0] <= 18) return gen_triangle18(g, (int)a[0]);
+    if (a[0] <= 96) return gen_system96(g, (int)a[0]);
+    if (a[0] <= 1024) return gen_clos(g, (int)a[0]);
+    return BAD("topology '%s': the default Clos of 16-port switches holds up to 1024 hosts; name a generator or a "
+               "topology file", spec);
+}
+
+static int mk_triangle18(gen *g, const char *spec, int n, const long *a)
+{
+    if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 18)) || n < 0)
+        return BAD("topology '%s': expected triangle18 or triangle18:N with 1 <= N <= 18", spec);
+    return gen_triangle18(g, n == 1 ? (int)a[0] : 18);
+}
+
+static int mk_system96(gen *g, const char *spec, int n, const long *a)
+{
+    if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 96)) || n < 0)
+        return BAD("topology '%s': expected system96 or system96:N with 1 <= N <= 96", spec);
+    return gen_system96(g, n == 1 ? (int)a[0] : 96);
+}
+
+static int mk_clos64(gen *g, const char *spec, int n, const long *a)
+{
+    if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 64)) || n < 0)
+        return BAD("topology '%s': expected clos64 or clos64:N with 1 <= N <= 64", spec);
+    g->t->prefer_spread = 1;
+    return gen_clos64(g, n == 1 ? (int)a[0] : 64);
+}
+
+static int mk_array(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 2 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[1] > (a[0] > 1 ? 14 : 16))
+        return BAD("topology '%s': expected array:S:K with S >= 1 16-port switches and 1 <= K <= 14 hosts each (2 "
+                   "ports go to the neighbours)", spec);
+    return gen_array(g, (int)a[0], (int)a[1]);
+}
+
+static int mk_ring(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 3 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[2] < 1 || a[1] + 2 * a[2] > 16)
+        return BAD("topology '%s': expected ring:S:K:L with S >= 1 16-port switches, K >= 1 hosts and L >= 1 links "
+                   "to each neighbour, K + 2L <= 16", spec);
+    if (a[2] > 1) g->t->prefer_spread = 1;
+    return gen_ring(g, (int)a[0], (int)a[1], (int)a[2]);
+}
+
+static int torus2d_args(gen *g, const char *spec, int n, const long *a, const char *name)
+{
+    if (n != 3 || a[0] < 1 || a[1] < 1 || a[0] * a[1] > 65536 || a[2] < 1 || a[2] > 248)
+        return BAD("topology '%s': expected %s:X:Y:K with an X x Y torus of switches and K >= 1 hosts on each", spec,
+                   name);
+    return 0;
+}
+
+static int mk_torus2d(gen *g, const char *spec, int n, const long *a)
+{
+    if (torus2d_args(g, spec, n, a, "torus2d") != 0) return -1;
+    return gen_torus2d(g, (int)a[0], (int)a[1], (int)a[2], 0);
+}
+
+static int mk_torus2d_express(gen *g, const char *spec, int n, const long *a)
+{
+    if (torus2d_args(g, spec, n, a, "torus2d-express") != 0) return -1;
+    return gen_torus2d(g, (int)a[0], (int)a[1], (int)a[2], 1);
+}
+
+static int mk_cplant(gen *g, const char *spec, int n, const long *a)
+{
+    (void)a;
+    if (n != 0) return BAD("topology '%s': expected cplant (no arguments)", spec);
+    return gen_cplant(g);
+}
+
+static int mk_irregular(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 2 || a[0] < 2 || a[0] > 4096)
+        return BAD("topology '%s': expected irregular:S:SEED with 2 <= S <= 4096 8-port switches", spec);
+    return gen_irregular(g, (int)a[0], a[1]);
+}
+
+static int mk_clos(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 1 || a[0] < 1 || a[0] > 1024) return BAD("topology '%s': expected clos:N with 1 <= N <= 1024 hosts", spec);
+    return gen_clos(g, (int)a[0]);
+}
+
+static int mk_gige_tree(gen *g, const char *spec, int n, const long *a)
+{
+    if (n != 3 || a[0] < 1 || a[0] > 256 || a[1] < 1 || a[2] < 1 || a[1] + a[2] > 256 || a[0] * a[2] > 256)
+        return BAD("topology '%s': expected gige-tree:E:H:T with E >= 1 edge switches of H >= 1 hosts, each with T >= "
+                   "1 trunk links to the central switch (H + T <= 256, E T <= 256)", spec);
+    return gen_gige_tree(g, (int)a[0], (int)a[1], (int)a[2]);
+}
+
+static int mk_avici(gen *g, const char *spec, int n, const long *a)
+{
+    if ((n != 3 && n != 4) || a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] * a[1] * a[2] > 65536 ||
+        (n == 4 && (a[3] < 1 || a[3] > 250)))
+        return BAD("topology '%s': expected avici:X:Y:Z or avici:X:Y:Z:K, an X x Y x Z torus of line cards with K "
+                   "hosts each (default 1)", spec);
+    return gen_avici(g, (int)a[0], (int)a[1], (int)a[2], n == 4 ? (int)a[3] : 1);
+}
+
+static int mk_sci_torus(gen *g, const char *spec, int n, const long *a)
+{
+    long nodes = 1;
+    for (long d = 0; n == 2 && d < a[1] && nodes <= 65536; d++) nodes *= a[0];
+    if (n != 2 || a[0] < 2 || a[1] < 1 || a[1] > 4 || nodes > 65536)
+        return BAD("topology '%s': expected sci-torus:R:F, an R-ary F-cube of SCI rings (R >= 2, 1 <= F <= 4, R^F <= "
+                   "65536 nodes; F = 1 is a ring)", spec);
+    return gen_sci_torus(g, (int)a[0], (int)a[1]);
+}
+
+static const struct generator {
+    nm_named id;     /* first member: the registry hands out &generators[i].id */
+    gen_fn make;
+} generators[] = {
+    {{"auto", "auto:N", "the default testbed for N hosts: a network.switch_ports crossbar up to that many, "
+                        "triangle18 up to 18, system96 up to 96, clos up to 1024"}, mk_auto},
+    {{"crossbar", "crossbar:N", "one N-port switch with N hosts (seed 000 sec 3.1)"}, mk_crossbar},
+    {{"triangle18", "triangle18[:N]", "three 8-port switches in a triangle, 18 hosts (seed 000 sec 2.1)"},
+     mk_triangle18},
+    {{"system96", "system96[:N]", "six 16-host triangle clusters joined by one 8-port switch (seed 000 sec 2.1)"}, mk_system96},
+    {{"clos64", "clos64[:N]", "a 64-host Clos of sixteen 16-port switches (seed 004 sec 4.1)"}, mk_clos64},
+    {{"clos", "clos:N", "a Clos of 16-port switches for up to 1024 hosts"}, mk_clos},
+    {{"array", "array:S:K", "a line of S 16-port switches with K hosts each (seed 004 sec 4.1)"}, mk_array},
+    {{"ring", "ring:S:K:L", "a ring of S 16-port switches, K hosts each, L links to each neighbour (seed 004 sec 4.1)"}, mk_ring},
+    {{"torus2d", "torus2d:X:Y:K", "an X x Y torus of 16-port switches with K hosts each (seed 002 sec 5.1)"}, mk_torus2d},
+    {{"torus2d-express", "torus2d-express:X:Y:K", "torus2d plus express channels to the second-order neighbours (seed 002 sec 5.1)"},
+     mk_torus2d_express},
+    {{"cplant", "cplant", "the CPlant network: 50 16-port switches, 400 hosts (seed 002 sec 5.1)"}, mk_cplant},
+    {{"irregular", "irregular:S:SEED", "S 8-port switches with 4 hosts each, wired at random from SEED (seed 002 sec 5.1)"},
+     mk_irregular},
+    {{"gige-tree", "gige-tree:E:H:T", "E Gigabit Ethernet edge switches of H hosts, T trunks each to a central "
+                                      "switch (seed 001)"}, mk_gige_tree},
+    {{"avici", "avici:X:Y:Z[:K]", "an X x Y x Z torus of Avici line cards, K hosts each (seed 001)"}, mk_avici},
+    {{"sci-torus", "sci-torus:R:F", "an R-ary F-cube of SCI ringlets (seed 004 sec 3.1); needs network.engine = sci"}, mk_sci_torus},
+};
+
+const nm_named *nm_topology_generator_at(size_t i)
+{
+    return i < sizeof generators / sizeof generators[0] ? &generators[i].id : NULL;
+}
+
 int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, char *err, size_t errlen)
 {
     char name[32];
     long a[4] = {0, 0, 0, 0};
     int n = split_spec(spec, name, sizeof name, a);
-    static const char *const known[] = {"crossbar", "auto",    "triangle18",      "system96", "clos64",
-                                        "array",    "ring",    "torus2d",         "torus2d-express",
-                                        "cplant",   "irregular", "clos",          "gige-tree", "avici",
-                                        "sci-torus"};
-    int which = -1;
-    for (int i = 0; i < (int)(sizeof known / sizeof known[0]); i++)
-        if (!strcmp(name, known[i])) which = i;
-    if (which < 0) {
-        /* "crossbar:x" with a bad argument still names a generator */
-        const char *colon = strchr(spec, ':');
-        for (int i = 0; colon && i < (int)(sizeof known / sizeof known[0]); i++)
-            if (strlen(known[i]) == (size_t)(colon - spec) && !strncmp(spec, known[i], strlen(known[i]))) which = i;
-        if (which < 0) return 1;
-        n = -1;
-    }
+    /* "crossbar:x" with a bad argument still names a generator (n = -1: its usage is the error) */
+    const nm_named *id = nm_registry_find(nm_topology_generator_at, spec);
+    if (!id) return 1;
     gen g = {t, cfg, NULL, 0, 0, err, errlen};
-    int rc = -1;
-    switch (which) {
-    case 0: /* crossbar:N */
-        if (n != 1 || a[0] < 1 || a[0] > 256) {
-            nm_set_err(err, errlen, "topology '%s': expected crossbar:N with 1 <= N <= 256", spec);
-            break;
-        }
-        rc = gen_crossbar(&g, (int)a[0], (int)a[0]);
-        break;
-    case 1: { /* auto:N — the default testbed of seed 000 for N hosts */
-        long ports = nm_config_int(cfg, "network.switch_ports");
-        if (n != 1 || a[0] < 1) {
-            nm_set_err(err, errlen, "topology '%s': expected auto:N with N >= 1 (the number of hosts)", spec);
-            break;
-        }
-        if (a[0] <= ports && ports <= 256) rc = gen_crossbar(&g, (int)ports, (int)a[0]);
-        else if (a[0] <= 18) rc = gen_triangle18(&g, (int)a[0]);
-        else if (a[0] <= 96) rc = gen_system96(&g, (int)a[0]);
-        else if (a[0] <= 1024) rc = gen_clos(&g, (int)a[0]);
-        else nm_set_err(err, errlen, "topology '%s': the default Clos of 16-port switches holds up to 1024 "
-                     "hosts; name a generator or a topology file", spec);
-        break;
-    }
-    case 2: /* triangle18[:N] */
-        if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 18)) || n < 0) {
-            nm_set_err(err, errlen, "topology '%s': expected triangle18 or triangle18:N with 1 <= N <= 18", spec);
-            break;
-        }
-        rc = gen_triangle18(&g, n == 1 ? (int)a[0] : 18);
-        break;
-    case 3: /* system96[:N] */
-        if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 96)) || n < 0) {
-            nm_set_err(err, errlen, "topology '%s': expected system96 or system96:N with 1 <= N <= 96", spec);
-            break;
-        }
-        rc = gen_system96(&g, n == 1 ? (int)a[0] : 96);
-        break;
-    case 4: /* clos64[:N] */
-        if (n > 1 || (n == 1 && (a[0] < 1 || a[0] > 64)) || n < 0) {
-            nm_set_err(err, errlen, "topology '%s': expected clos64 or clos64:N with 1 <= N <= 64", spec);
-            break;
-        }
-        rc = gen_clos64(&g, n == 1 ? (int)a[0] : 64);
-        t->prefer_spread = 1;
-        break;
-    case 5: /* array:S:K */
-        if (n != 2 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[1] > (a[0] > 1 ? 14 : 16)) {
-            nm_set_err(err, errlen, "topology '%s': expected array:S:K with S >= 1 16-port switches and "
-                    "1 <= K <= 14 hosts each (2 ports go to the neighbours)", spec);
-            break;
-        }
-        rc = gen_array(&g, (int)a[0], (int)a[1]);
-        break;
-    case 6: /* ring:S:K:L */
-        if (n != 3 || a[0] < 1 || a[0] > 4096 || a[1] < 1 || a[2] < 1 || a[1] + 2 * a[2] > 16) {
-            nm_set_err(err, errlen, "topology '%s': expected ring:S:K:L with S >= 1 16-port switches, K >= 1 "
-                    "hosts and L >= 1 links to each neighbour, K + 2L <= 16", spec);
-            break;
-        }
-        rc = gen_ring(&g, (int)a[0], (int)a[1], (int)a[2]);
-        if (a[2] > 1) t->prefer_spread = 1;
-        break;
-    case 7: /* torus2d:X:Y:K */
-    case 8: /* torus2d-express:X:Y:K */
-        if (n != 3 || a[0] < 1 || a[1] < 1 || a[0] * a[1] > 65536 || a[2] < 1 || a[2] > 248) {
-            nm_set_err(err, errlen, "topology '%s': expected %s:X:Y:K with an X x Y torus of switches and "
-                    "K >= 1 hosts on each", spec, known[which]);
-            break;
-        }
-        rc = gen_torus2d(&g, (int)a[0], (int)a[1], (int)a[2], which == 8);
-        break;
-    case 9: /* cplant */
-        if (n != 0) {
-            nm_set_err(err, errlen, "topology '%s': expected cplant (no arguments)", spec);
-            break;
-        }
-        rc = gen_cplant(&g);
-        break;
-    case 10: /* irregular:S:SEED */
-        if (n != 2 || a[0] < 2 || a[0] > 4096) {
-            nm_set_err(err, errlen, "topology '%s': expected irregular:S:SEED with 2 <= S <= 4096 8-port "
-                    "switches", spec);
-            break;
-        }
-        rc = gen_irregular(&g, (int)a[0], a[1]);
-        break;
-    case 11: /* clos:N */
-        if (n != 1 || a[0] < 1 || a[0] > 1024) {
-            nm_set_err(err, errlen, "topology '%s': expected clos:N with 1 <= N <= 1024 hosts", spec);
-            break;
-        }
-        rc = gen_clos(&g, (int)a[0]);
-        break;
-    case 12: /* gige-tree:E:H:T */
-        if (n != 3 || a[0] < 1 || a[0] > 256 || a[1] < 1 || a[2] < 1 || a[1] + a[2] > 256 || a[0] * a[2] > 256) {
-            nm_set_err(err, errlen, "topology '%s': expected gige-tree:E:H:T with E >= 1 edge switches of H >= 1 "
-                    "hosts, each with T >= 1 trunk links to the central switch (H + T <= 256, E T <= 256)", spec);
-            break;
-        }
-        rc = gen_gige_tree(&g, (int)a[0], (int)a[1], (int)a[2]);
-        break;
-    case 13: /* avici:X:Y:Z[:K] */
-        if ((n != 3 && n != 4) || a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] * a[1] * a[2] > 65536 ||
-            (n == 4 && (a[3] < 1 || a[3] > 250))) {
-            nm_set_err(err, errlen, "topology '%s': expected avici:X:Y:Z or avici:X:Y:Z:K, an X x Y x Z torus of "
-                    "line cards with K hosts each (default 1)", spec);
-            break;
-        }
-        rc = gen_avici(&g, (int)a[0], (int)a[1], (int)a[2], n == 4 ? (int)a[3] : 1);
-        break;
-    case 14: { /* sci-torus:R:F */
-        long nodes = 1;
-        for (long d = 0; n == 2 && d < a[1] && nodes <= 65536; d++) nodes *= a[0];
-        if (n != 2 || a[0] < 2 || a[1] < 1 || a[1] > 4 || nodes > 65536) {
-            nm_set_err(err, errlen, "topology '%s': expected sci-torus:R:F, an R-ary F-cube of SCI rings "
-                    "(R >= 2, 1 <= F <= 4, R^F <= 65536 nodes; F = 1 is a ring)", spec);
-            break;
-        }
-        rc = gen_sci_torus(&g, (int)a[0], (int)a[1]);
-        break;
-    }
-    }
+    int rc = ((const struct generator *)id)->make(&g, spec, n, a);
     free(g.slots);
     return rc == 0 ? 0 : -1;
 }

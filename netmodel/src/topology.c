@@ -465,7 +465,7 @@ static int run_checker(nm_topology *t, const char *what, char *err, size_t errle
     char m[320];
     if (nm_routes_check(t, m, sizeof m) == 0 || t->routing == NM_ROUTING_SHORTEST) return 0;
     nm_set_err(err, errlen, "%s: routing '%s' failed the deadlock checker: %s", what,
-            t->routing == NM_ROUTING_ITB ? "itb" : "updown", m);
+            nm_routing_name(t->routing), m);
     return -1;
 }
 
@@ -626,6 +626,11 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
             t = NULL;
         }
     } else {
+        nm_topology_destroy(t);
+        t = NULL;
+    }
+    if (t && nm_config_lookup_error(cfg)) {   /* a typo in netmodel's code, never a silent 0 */
+        nm_set_err(err, errlen, "topology '%s': %s", spec, nm_config_lookup_error(cfg));
         nm_topology_destroy(t);
         t = NULL;
     }

@@ -7,7 +7,9 @@
 
 #include "netmodel.h"
 #include "nm_internal.h"
+#include "nm_cmdline.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,34 +80,66 @@ static int ilog2_exact(int n)
 }
 static int bit(int x, int i) { return (x >> i) & 1; }
 
-/* Destination of a permutation (seed 003 sec 5.6.2; seed 002 sec 5.2 for bit-reversal), on
- * n-bit host numbers; -1 if the name is unknown. Single-stage variants use the highest stage. */
-static int permute(const char *name, int s, int nb, int nhosts)
+/* Permutations (seed 003 sec 5.6.2; seed 002 sec 5.2 for bit-reversal) on n-bit host numbers;
+ * single-stage variants use the highest stage. */
+static int p_bit_reversal(int s, int nb, int n)
 {
+    (void)n;
     int d = 0;
-    if (!strcmp(name, "bit-reversal")) {
-        for (int i = 0; i < nb; i++) d |= bit(s, i) << (nb - 1 - i);
-    } else if (!strcmp(name, "complement")) {
-        d = (~s) & ((1 << nb) - 1);
-    } else if (!strcmp(name, "butterfly")) {          /* swap the highest and the lowest bit */
-        d = s & ~(1 | (1 << (nb - 1)));
-        d |= bit(s, 0) << (nb - 1) | bit(s, nb - 1);
-    } else if (!strcmp(name, "matrix-transpose") || !strcmp(name, "transpose")) {
-        int h = nb / 2;                               /* swap the two halves of the address */
-        d = ((s & ((1 << h) - 1)) << (nb - h)) | (s >> h);
-    } else if (!strcmp(name, "perfect-shuffle") || !strcmp(name, "shuffle")) {
-        d = ((s << 1) | bit(s, nb - 1)) & ((1 << nb) - 1);   /* rotate left by one */
-    } else if (!strcmp(name, "baseline")) {
-        d = (s >> 1) | (bit(s, 0) << (nb - 1));       /* rotate right by one */
-    } else if (!strcmp(name, "cube")) {
-        d = s ^ (1 << (nb - 1));                      /* complement the highest bit */
-    } else if (!strcmp(name, "neighbor")) {
-        d = s ^ 1;
-        if (d >= nhosts) d = s;
-    } else {
-        return -1;
-    }
+    for (int i = 0; i < nb; i++) d |= bit(s, i) << (nb - 1 - i);
     return d;
+}
+static int p_complement(int s, int nb, int n) { (void)n; return (~s) & ((1 << nb) - 1); }
+static int p_butterfly(int s, int nb, int n)   /* swap the highest and the lowest bit */
+{
+    (void)n;
+    return (s & ~(1 | (1 << (nb - 1)))) | bit(s, 0) << (nb - 1) | bit(s, nb - 1);
+}
+static int p_transpose(int s, int nb, int n)   /* swap the two halves of the address */
+{
+    (void)n;
+    int h = nb / 2;
+    return ((s & ((1 << h) - 1)) << (nb - h)) | (s >> h);
+}
+static int p_shuffle(int s, int nb, int n) { (void)n; return ((s << 1) | bit(s, nb - 1)) & ((1 << nb) - 1); }
+static int p_baseline(int s, int nb, int n) { (void)n; return (s >> 1) | (bit(s, 0) << (nb - 1)); }
+static int p_cube(int s, int nb, int n) { (void)n; return s ^ (1 << (nb - 1)); }
+static int p_neighbor(int s, int nb, int n)
+{
+    (void)nb;
+    int d = s ^ 1;
+    return d >= n ? s : d;
+}
+
+/* The traffic pattern registry (--traffic). */
+static const struct pattern {
+    nm_named id;   /* first member: the registry hands out &patterns[i].id */
+    int kind;
+    int (*perm)(int s, int nb, int nhosts);
+} patterns[] = {
+    {{"uniform", "uniform", "every other host with equal probability"}, TR_UNIFORM, NULL},
+    {{"hotspot", "hotspot:F", "a fraction F (or F %) of the packets to one host chosen at random (seed 002 sec 5.2)"},
+     TR_HOTSPOT, NULL},
+    {{"local", "local:L", "hosts at most L switches away, along up*/down* paths for updown and itb (seed 002 sec 5.2)"},
+     TR_LOCAL, NULL},
+    {{"bit-reversal", "bit-reversal", "destination = the source's bits reversed (seed 002 sec 5.2)"}, TR_PERM,
+     p_bit_reversal},
+    {{"butterfly", "butterfly", "swap the highest and the lowest bit (seed 003 sec 5.6.2)"}, TR_PERM, p_butterfly},
+    {{"complement", "complement", "every bit complemented (seed 003 sec 5.6.2)"}, TR_PERM, p_complement},
+    {{"matrix-transpose", "matrix-transpose", "swap the two halves of the address (seed 003 sec 5.6.2)"}, TR_PERM,
+     p_transpose},
+    {{"transpose", "transpose", "same as matrix-transpose"}, TR_PERM, p_transpose},
+    {{"perfect-shuffle", "perfect-shuffle", "rotate the address left by one (seed 003 sec 5.6.2)"}, TR_PERM,
+     p_shuffle},
+    {{"shuffle", "shuffle", "same as perfect-shuffle"}, TR_PERM, p_shuffle},
+    {{"baseline", "baseline", "rotate the address right by one (seed 003 sec 5.6.2)"}, TR_PERM, p_baseline},
+    {{"cube", "cube", "complement the highest bit (seed 003 sec 5.6.2)"}, TR_PERM, p_cube},
+    {{"neighbor", "neighbor", "complement the lowest bit"}, TR_PERM, p_neighbor},
+};
+
+static const nm_named *pattern_at(size_t i)
+{
+    return i < sizeof patterns / sizeof patterns[0] ? &patterns[i].id : NULL;
 }
 
 static int parse_time(const char *text, nm_time_t *out)
@@ -116,21 +150,41 @@ static int parse_time(const char *text, nm_time_t *out)
     return 0;
 }
 
+enum { O_PROFILE = 256, O_TOPOLOGY, O_ROUTING, O_SET, O_TRAFFIC, O_INTERARRIVAL, O_LOAD, O_PAYLOAD, O_SEED,
+       O_MAXOUT, O_WARMUP, O_MEASURE, O_JSON };
+
+static const nm_opt net_opts[] = {
+    NM_OPT_PROFILE(O_PROFILE),
+    {"topology", O_TOPOLOGY, "SPEC", "generator or topology file (default: the profile's network.topology)"},
+    NM_OPT_ROUTING(O_ROUTING),
+    NM_OPT_SET(O_SET),
+    {"traffic", O_TRAFFIC, "PATTERN", "destination pattern (below; default uniform)"},
+    {"interarrival", O_INTERARRIVAL, "uniform|exponential", "gaps between a host's packets (default uniform)"},
+    {"load", O_LOAD, "RATE", "offered load per host, a bit rate (default 160 Mb/s)"},
+    {"payload", O_PAYLOAD, "BYTES", "payload of every packet (default 64)"},
+    {"seed", O_SEED, "S", "seed of the traffic (default: network.seed)"},
+    {"max-outstanding", O_MAXOUT, "N", "packets a host may have in the network (default 8)"},
+    {"warmup", O_WARMUP, "TIME", "time before the measurement window (default 1 ms)"},
+    {"measure", O_MEASURE, "TIME", "length of the measurement window (default 10 ms)"},
+    {"json", O_JSON, NULL, "write the results as JSON"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void usage(FILE *f, const char *prog)
 {
-    fprintf(f,
-            "usage: %s --profile P --topology T [--routing shortest|updown|itb] [--set key=value]...\n"
-            "          [--traffic PATTERN]\n"
-            "          [--load BITS_PER_S_PER_HOST] [--payload BYTES] [--interarrival uniform|exponential]\n"
-            "          [--seed S] [--warmup T] [--measure T] [--max-outstanding N] [--json]\n"
-            "Routing (network.routing): shortest, updown (up*/down*, seed 002 sec 3) or itb (in-transit\n"
-            "buffers, sec 4); every routing is checked for deadlock freedom when it is built.\n"
-            "PATTERN: uniform, hotspot:F, local:L (destinations at most L switches away, along up*/down*\n"
-            "         paths for updown and itb), bit-reversal, butterfly, complement, matrix-transpose,\n"
-            "         perfect-shuffle, baseline, cube, neighbor (seed 002 sec 5.2, seed 003 sec 5.6).\n"
-            "Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
-            "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n",
-            prog);
+    fprintf(f, "usage: %s [--profile P] [--topology T] [--traffic PATTERN] [options]\n"
+               "Network-only runs with synthetic traffic: accepted throughput, packet latency, drops and\n"
+               "link utilisation over a measurement window.\n", prog);
+    nm_cmdline_print_options(net_opts, f);
+    fputs("Routings (every routing is checked for deadlock freedom when it is built):\n", f);
+    nm_registry_print(nm_routing_at, f, "  ");
+    fputs("Traffic patterns (permutations need a power-of-two number of hosts):\n", f);
+    nm_registry_print(pattern_at, f, "  ");
+    fputs("Topology generators (or a topology file, format in netmodel/README.md):\n", f);
+    nm_registry_print(nm_topology_generator_at, f, "  ");
+    fputs("Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
+          "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n", f);
 }
 
 int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
@@ -155,51 +209,68 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     nm_time_t *busy0 = NULL, *busy1 = NULL;
     if (!sets) { fprintf(errout, "%s: out of memory\n", prog); return 1; }
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV                                                              \
-    do {                                                                   \
-        if (!v) { fprintf(errout, "%s: %s needs a value\n", prog, a); rc = 2; goto done; } \
-        i++;                                                               \
-    } while (0)
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(out, prog); rc = 0; goto done; }
-        else if (!strcmp(a, "--profile")) { NEEDV; profile = v; }
-        else if (!strcmp(a, "--topology")) { NEEDV; topo_spec = v; }
-        else if (!strcmp(a, "--routing")) { NEEDV; routing = v; }
-        else if (!strcmp(a, "--set")) { NEEDV; sets[nsets++] = v; }
-        else if (!strcmp(a, "--traffic")) { NEEDV; traffic = v; }
-        else if (!strcmp(a, "--interarrival")) { NEEDV; inter = v; }
-        else if (!strcmp(a, "--load")) {
-            NEEDV;
+    char progname[64];
+    snprintf(progname, sizeof progname, "%s%s", strcmp(prog, "net") ? "" : "mpisim ", prog);
+    nm_cmdline cl;
+    nm_cmdline_init(&cl, progname, net_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&cl, &v)) != -1;) {
+        double q;
+        long l;
+        switch (k) {
+        case 'h': usage(out, progname); rc = 0; goto done;
+        case O_JSON: json = 1; break;
+        case O_PROFILE: profile = v; break;
+        case O_TOPOLOGY: topo_spec = v; break;
+        case O_ROUTING:
+            if ((rc = nm_cmdline_choice(&cl, k, nm_routing_at, v)) != 0) goto done;
+            routing = v;
+            break;
+        case O_SET: sets[nsets++] = v; break;
+        case O_TRAFFIC: traffic = v; break;
+        case O_INTERARRIVAL:
+            if (strcmp(v, "uniform") && strcmp(v, "exponential")) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected uniform or exponential");
+                goto done;
+            }
+            inter = v;
+            break;
+        case O_LOAD:
             if (nm_parse_quantity("b/s", v, &load) != 0 || !(load > 0)) {
-                fprintf(errout, "%s: --load '%s' is not a positive bit rate\n", prog, v); rc = 2; goto done;
+                rc = nm_cmdline_bad(&cl, k, v, "expected a positive bit rate (e.g. 160Mb/s)");
+                goto done;
             }
-        } else if (!strcmp(a, "--payload")) {
-            NEEDV;
-            double p;
-            if (nm_parse_quantity("B", v, &p) != 0 || !(p >= 0) || p > 1e9) {
-                fprintf(errout, "%s: --payload '%s' is not a byte count\n", prog, v); rc = 2; goto done;
+            break;
+        case O_PAYLOAD:
+            if (nm_parse_quantity("B", v, &q) != 0 || !(q >= 0) || q > 1e9) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected a byte count");
+                goto done;
             }
-            payload = llround(p);
-        } else if (!strcmp(a, "--seed")) { NEEDV; seed = atoll(v); }
-        else if (!strcmp(a, "--max-outstanding")) { NEEDV; max_out = atoll(v); if (max_out < 1) max_out = 1; }
-        else if (!strcmp(a, "--warmup") || !strcmp(a, "--measure")) {
-            NEEDV;
+            payload = llround(q);
+            break;
+        case O_SEED:
+            if ((rc = nm_cmdline_long(&cl, k, v, 0, LONG_MAX, &l)) != 0) goto done;
+            seed = l;
+            break;
+        case O_MAXOUT:
+            if ((rc = nm_cmdline_long(&cl, k, v, 1, 1000000, &l)) != 0) goto done;
+            max_out = l;
+            break;
+        case O_WARMUP:
+        case O_MEASURE: {
             nm_time_t t;
-            if (parse_time(v, &t) != 0) { fprintf(errout, "%s: %s '%s' is not a time\n", prog, a, v); rc = 2; goto done; }
-            if (!strcmp(a, "--warmup")) warmup = t; else measure = t;
-        } else {
-            fprintf(errout, "%s: unknown argument '%s'\n", prog, a);
-            usage(errout, prog);
-            rc = 2;
-            goto done;
+            if (parse_time(v, &t) != 0) {
+                rc = nm_cmdline_bad(&cl, k, v, "expected a time (e.g. 2ms)");
+                goto done;
+            }
+            if (k == O_WARMUP) warmup = t;
+            else measure = t;
+            break;
         }
-#undef NEEDV
+        default: rc = 2; goto done;
+        }
     }
-    if (strcmp(inter, "uniform") && strcmp(inter, "exponential")) {
-        fprintf(errout, "%s: --interarrival must be uniform or exponential\n", prog);
+    if (nm_cmdline_operands(&cl, 0, 0, "") < 0) {
         rc = 2;
         goto done;
     }
@@ -259,14 +330,24 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     int kind = TR_UNIFORM, hotspot = -1, local_l = 0;
     double hot_f = 0;
     uint64_t rng = (uint64_t)seed * 0x2545F4914F6CDD1DULL + 12345;
-    if (!strcmp(traffic, "uniform")) kind = TR_UNIFORM;
-    else if (!strncmp(traffic, "hotspot:", 8)) {
+    const struct pattern *pat = (const struct pattern *)nm_registry_find(pattern_at, traffic);
+    /* hotspot and local take their argument after ':', the others none */
+    if (!pat || (strchr(traffic, ':') != NULL) != (pat->kind == TR_HOTSPOT || pat->kind == TR_LOCAL)) {
+        char m[700];
+        if (pat) snprintf(m, sizeof m, "--traffic '%s': expected %s", traffic, pat->id.usage);
+        else nm_registry_unknown(pattern_at, "--traffic", traffic, m, sizeof m);
+        fprintf(errout, "%s: %s\n", prog, m);
+        rc = 2;
+        goto done;
+    }
+    if (pat->kind == TR_UNIFORM) kind = TR_UNIFORM;
+    else if (pat->kind == TR_HOTSPOT) {
         kind = TR_HOTSPOT;
         hot_f = atof(traffic + 8);
         if (hot_f > 1) hot_f /= 100.0;   /* a percentage */
         if (!(hot_f >= 0 && hot_f <= 1)) { fprintf(errout, "%s: hotspot fraction out of range\n", prog); rc = 2; goto done; }
         hotspot = (int)(splitmix(&rng) % (uint64_t)n);   /* chosen at random (seed 002 sec 5.2) */
-    } else if (!strncmp(traffic, "local:", 6)) {
+    } else if (pat->kind == TR_LOCAL) {
         kind = TR_LOCAL;
         local_l = atoi(traffic + 6);
         local_cnt = calloc((size_t)n + 1, sizeof *local_cnt);
@@ -288,10 +369,7 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
             rc = 2;
             goto done;
         }
-        for (int s = 0; s < n; s++) {
-            perm[s] = permute(traffic, s, nb, n);
-            if (perm[s] < 0) { fprintf(errout, "%s: unknown traffic pattern '%s'\n", prog, traffic); rc = 2; goto done; }
-        }
+        for (int s = 0; s < n; s++) perm[s] = pat->perm(s, nb, n);
     }
 
     /* generators: one pending generation per host; fixed rate has a random phase */

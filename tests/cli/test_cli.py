@@ -127,9 +127,48 @@ def timeline_and_report():
 
 
 def help_():
-    for sub in ("timeline", "report"):
-        p = run([MPISIM, sub, "--help"])
-        check(p.returncode == 0 and f"mpisim {sub}" in p.stdout, f"mpisim {sub} --help")
+    # every subcommand's --help exits 0 and documents its own options (and only its own usage)
+    own = {"run": ["--np", "--mpirun-arg", "--routing", "--timeline"], "trace": ["--output", "--np"],
+           "replay": ["--cpu-scale", "--wildcards", "--report", "--quiet", "--routing"],
+           "sweep": ["--vary", "--jobs", "--merge-timeout"], "config": ["--describe", "--json"],
+           "timeline": ["--output"], "report": ["--top"], "net": ["--traffic", "--max-outstanding", "--routing"],
+           "study": ["--procs", "--sizes", "--cpu-factor", "--runs"], "trace-recover": ["RAW_DIR"]}
+    for sub, opts in own.items():
+        p = run([MPISIM, sub, "--help"], check=False)
+        check(p.returncode == 0 and p.stdout.startswith(f"usage: mpisim {sub}"), f"mpisim {sub} --help exits 0")
+        for o in opts:
+            check(o in p.stdout, f"mpisim {sub} --help documents {o}")
+    p = run([MPISIM, "run", "--help"])
+    check("--vary" not in p.stdout and "torus2d" not in p.stdout, "run --help is run's, not the global synopsis")
+    p = run([MPISIM, "net", "--help"])
+    for name in ("torus2d:X:Y:K", "cplant", "irregular:S:SEED", "sci-torus:R:F", "bit-reversal", "updown"):
+        check(name in p.stdout, f"net --help lists {name} from the registries")
+    # a bad value names the option and lists the registry's choices; exit 2 (a usage error)
+    for sub in (["replay", "--routing", "foo", "T.h5"], ["run", "--routing", "foo", "-n", "1", "--", "true"],
+                ["sweep", "--routing", "foo", "T.h5"], ["study", "speedup", "--routing", "foo"],
+                ["net", "--routing", "foo"]):
+        p = run([MPISIM] + sub, check=False)
+        check(p.returncode == 2 and "--routing 'foo' is not one of auto, shortest, updown, itb" in p.stderr,
+              f"mpisim {sub[0]} --routing foo blames --routing: {p.stderr.strip()}")
+    p = run([MPISIM, "replay", "--routing", "updwn", "T.h5"], check=False)
+    check(p.returncode == 2 and "did you mean 'updown'" in p.stderr, "--routing updwn suggests updown")
+    p = run([MPISIM, "replay", "--cpu-scale", "x", "T.h5"], check=False)
+    check(p.returncode == 2 and "--cpu-scale 'x'" in p.stderr, "a bad number names its option")
+    p = run([MPISIM, "replay", "--profile"], check=False)
+    check(p.returncode == 2 and "--profile needs a value" in p.stderr, "a missing value names its option")
+    # unknown options and commands: did you mean
+    for argv, want in ((["replay", "--rotuing", "x", "T.h5"], "--routing"), (["run", "--mpirun-args", "x"], "--mpirun-arg"),
+                       (["report", "--tpo", "3", "r.json"], "--top"), (["net", "--trafic", "uniform"], "--traffic")):
+        p = run([MPISIM] + argv, check=False)
+        check(p.returncode == 2 and f"did you mean '{want}'" in p.stderr, f"mpisim {' '.join(argv)} suggests {want}")
+    p = run([MPISIM, "config", "--set", "network.routing=updwn"], check=False)
+    check(p.returncode == 2 and "did you mean 'updown'" in p.stderr, "a mistyped choice of a key gets a suggestion")
+    p = run(["bash", "-n", os.path.join(SRC, "cli", "mpisim.bash-completion")], check=False)
+    check(p.returncode == 0, "the bash completion parses")
+    p = run([MPISIM, "replya"], check=False)
+    check(p.returncode == 2 and "did you mean 'replay'" in p.stderr, "a mistyped command gets a suggestion")
+    p = run([MPISIM, "net", "--traffic", "compliment", "--topology", "crossbar:4"], check=False)
+    check(p.returncode == 2 and "did you mean 'complement'" in p.stderr, "a mistyped traffic pattern gets a suggestion")
     p = run([MPISIM, "--help"])
     check("timeline" in p.stdout and "report" in p.stdout, "mpisim --help lists timeline and report")
     p = run([MPISIM, "timeline", "--frobnicate"], check=False)

@@ -1,34 +1,28 @@
-/* libFuzzer harness: the JSON reader (meta.json of a raw trace, a trace's recorded configuration). */
+/* libFuzzer harness: a raw trace directory's meta.json, read by the trace library (jansson
+ * parses it; what is fuzzed is our reading of what it returns: job size, program, configuration,
+ * bindings). The input becomes DIR/meta.json of a directory with no rank files. */
 #include "fuzz_util.h"
-#include "ms_json.h"
+#include "ms_trace.h"
 
-static void walk(const ms_json *v, const char *text, size_t len, int depth)
-{
-    if (depth > 1000 || v->start > v->end || v->end > len) abort();
-    if (v->type == MS_JSON_OBJ || v->type == MS_JSON_ARR) {
-        for (size_t i = 0; i < v->n; i++) {
-            if (v->type == MS_JSON_OBJ && !v->keys[i]) abort();
-            walk(&v->items[i], text, len, depth + 1);
-        }
-    }
-}
+#include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
 {
-    char *text = malloc(len + 1);
-    if (!text) return 0;
-    memcpy(text, data, len);
-    text[len] = 0;
-    char err[256] = "";
-    ms_json *j = ms_json_parse(text, len, err, sizeof err);
-    if (j) {
-        walk(j, text, len, 0);
-        char *src = ms_json_source(j, text);
-        free(src);
-        ms_json_free(j);
-    } else {
-        fuzz_check_error(err, NULL);
+    static char dir[256];
+    if (!dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/mpisim-fuzz-meta-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        if (mkdir(dir, 0700) != 0) abort();
     }
-    free(text);
+    char path[300];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) abort();
+    if (len && fwrite(data, 1, len, f) != len) abort();
+    if (fclose(f) != 0) abort();
+    char err[1024] = "";
+    ms_trace *t = ms_trace_read_dir(dir, err, sizeof err);
+    if (t) ms_trace_free(t);
+    else fuzz_check_error(err, NULL);
     return 0;
 }

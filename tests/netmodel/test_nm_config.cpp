@@ -47,7 +47,7 @@ TEST(Config, DefaultsHaveUnitsAndCitations)
     EXPECT_STREQ(nm_config_string(k.c, "network.route_ties"), "auto");
     EXPECT_TRUE(nm_config_has(k.c, "profile.description"));
     EXPECT_FALSE(nm_config_has(k.c, "network.nope"));
-    EXPECT_EQ(nm_config_int(k.c, "network.nope"), 0);
+    EXPECT_EQ(nm_config_lookup_error(k.c), nullptr);
     // every key has a unit string and an origin
     for (size_t i = 0; i < nm_config_count(k.c); i++) {
         const char *key = nm_config_key_at(k.c, i);
@@ -375,3 +375,68 @@ TEST(Config, JsonIsValidAndComplete)
 }
 
 }  // namespace
+
+// A typed lookup of a name that was never registered is a defect in code: debug builds stop at
+// it, release builds keep it and the next topology or network built from the configuration fails
+// with it, so it never passes as a silent 0.
+TEST(ConfigLookup, UnregisteredNameFailsLoudly)
+{
+#ifndef NDEBUG
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH({
+        nm_config *c = nm_config_create();
+        (void)nm_config_int(c, "network.link_rat");
+    }, "never registered");
+#else
+    Cfg k;
+    EXPECT_EQ(nm_config_int(k.c, "network.link_rat"), 0);
+    EXPECT_EQ(nm_config_double(k.c, "network.nope"), 0.0);
+    ASSERT_NE(nm_config_lookup_error(k.c), nullptr);
+    EXPECT_NE(std::string(nm_config_lookup_error(k.c)).find("'network.link_rat'"), std::string::npos);
+    char err[512] = "";
+    nm_topology *t = nm_topology_load("crossbar:4", k.c, err, sizeof err);
+    EXPECT_EQ(t, nullptr);
+    EXPECT_NE(std::string(err).find("unregistered configuration key 'network.link_rat'"), std::string::npos) << err;
+    nm_topology_destroy(t);
+#endif
+}
+
+// Choice lists, key help and errors come from the registries.
+TEST(Registries, KeyHelpAndChoicesComeFromThem)
+{
+    Cfg k;
+    char buf[4096];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    char err[256] = "";
+    ASSERT_EQ(nm_config_describe(k.c, "network.topology", f, err, sizeof err), 0) << err;
+    fclose(f);
+    std::string topo(buf);
+    const nm_named *e;
+    size_t n = 0;
+    for (size_t i = 0; (e = nm_topology_generator_at(i)) != nullptr; i++, n++)
+        EXPECT_NE(topo.find(e->usage), std::string::npos) << e->usage;
+    EXPECT_GE(n, 15u);
+    for (const char *g : {"torus2d:X:Y:K", "cplant", "irregular:S:SEED", "avici:X:Y:Z[:K]", "sci-torus:R:F"})
+        EXPECT_NE(topo.find(g), std::string::npos) << g;
+    // every generator in the registry builds (its usage with small arguments)
+    EXPECT_NE(nm_registry_find(nm_topology_generator_at, "torus2d:2:2:1"), nullptr);
+    EXPECT_EQ(nm_registry_find(nm_topology_generator_at, "torus3d:2:2:1"), nullptr);
+    EXPECT_STREQ(nm_registry_suggest(nm_topology_generator_at, "toruss2d:2:2:1"), "torus2d");
+    EXPECT_STREQ(nm_registry_suggest(nm_routing_at, "updwn"), "updown");
+    EXPECT_EQ(nm_registry_suggest(nm_routing_at, "foo"), nullptr);
+
+    // network.routing's choices are the registry's
+    std::string bad = set_err(k.c, "network.routing=foo");
+    EXPECT_NE(bad.find("auto|shortest|updown|itb"), std::string::npos) << bad;
+    char names[256];
+    ASSERT_GT(nm_registry_names(nm_engine_at, "|", 0, names, sizeof names), 0);
+    EXPECT_NE(std::string(names).find("analytic"), std::string::npos);
+    EXPECT_NE(std::string(names).find("sci"), std::string::npos);
+    bad = set_err(k.c, "network.engine=ethernett");
+    EXPECT_NE(bad.find(names), std::string::npos) << bad;
+
+    char m[512];
+    nm_registry_unknown(nm_routing_at, "--routing", "updwn", m, sizeof m);
+    EXPECT_EQ(std::string(m), "--routing 'updwn' is not one of auto, shortest, updown, itb (did you mean 'updown'?)");
+}
+
