@@ -230,7 +230,7 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting (default 1)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting (default 3)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -260,7 +260,7 @@ int mpisim_study_main(int argc, char **argv)
     study_opts o = {0};
     o.compute = "cpu";
     const char *outdir = NULL, *cpu_factor_arg = "calibrate";
-    int runs = 1;
+    int runs = 3;   /* one slow spell of a shared machine would otherwise decide a point (issue 10) */
     o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
     int procs[64], sizes[256];
     int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);
