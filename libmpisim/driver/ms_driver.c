@@ -476,8 +476,12 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
     }
     case MS_EV_WAIT: {
         if (e->flags & MS_EV_FLAG_REJOIN) {
-            /* back from an untimed call: the model may have moved on meanwhile */
-            int64_t now = nm_network_now(d->net);
+            /* back from an untimed call: the model may have moved on meanwhile (the rank did not
+             * hold the horizon). It goes on at the model's time, which runs ahead of the network's
+             * (posts, collective steps and resumes are the model's own events), and at least at
+             * the network's next instant, so that its first send is not clamped. */
+            int64_t now = ms_model_now(d->model), net = nm_network_now(d->net);
+            if (net > now) now = net;
             if (d->log) logline(d, rank, "rejoin t=%" PRId64, e->t);
             resume(d, rank, e->t > now ? e->t : now, NULL, 0);
             return 0;

@@ -1325,6 +1325,8 @@ ms_time_t ms_model_next_time(const ms_model *m)
     return tm < tn ? tm : tn;
 }
 
+ms_time_t ms_model_now(const ms_model *m) { return m ? m->now : 0; }
+
 int ms_model_run_until(ms_model *m, ms_time_t limit)
 {
     if (!m || m->in_run) return -1;

@@ -153,6 +153,9 @@ int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr);
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */
 int ms_model_run_until(ms_model *m, ms_time_t limit);  /* process every event with time < limit */
+/* The model's present time: the latest instant it has processed (its own events and the
+ * network's). A rank may post from this time on, never before it. */
+ms_time_t ms_model_now(const ms_model *m);
 
 /* Per-rank accounting and diagnostics. */
 typedef struct ms_rank_stats {

@@ -583,6 +583,41 @@ TEST(Driver, RejoinAfterAnUntimedCallGoesOnAtOnce)
     EXPECT_EQ(ms_driver_state(x.d, 0), MS_RANK_RUNNING);
 }
 
+// A rank in an untimed call does not hold the horizon back, so the model moves on without it:
+// here to rank 1's receive posted at 1 us, a model event the network never sees. The rank comes
+// back at the model's time, not the network's (still 0), nor its own clock before the call, or its
+// next post is refused as "before the model's time" (cosim_mpiio under load).
+TEST(Driver, RejoinIsNeverBeforeTheModelsTime)
+{
+    Drv x(2);
+    ms_driver_connect(x.d, 0);
+    ms_driver_connect(x.d, 1);
+    x.apply(0, event(MS_EV_CLOCK, 500));
+    ms_driver_event u{};
+    u.kind = MS_EV_UNTIMED;
+    x.apply(0, u);
+    x.apply(1, event(MS_EV_IRECV, 1000000, 1, 0, 8));
+    uint64_t q = 1;
+    x.apply(1, wait_on(1000000, &q, 1));
+    x.advance();
+    ASSERT_GE(ms_model_now(ms_driver_model(x.d)), 1000000) << "the model ran past the untimed rank";
+    x.apply(0, wait_on(600, nullptr, 0, MS_EV_FLAG_REJOIN));
+    ASSERT_EQ(x.resumes.size(), 1u);
+    EXPECT_EQ(x.resumes[0].first, 0);
+    EXPECT_GE(x.resumes[0].second, ms_model_now(ms_driver_model(x.d)));
+    EXPECT_EQ(ms_driver_horizon(x.d), x.resumes[0].second) << "the rank holds the horizon from its rejoin time";
+    ASSERT_EQ(x.apply(0, event(MS_EV_ISEND, x.resumes[0].second, 1, 1, 8)), 0) << "its next post is accepted";
+    x.apply(0, wait_on(x.resumes[0].second, &q, 1));
+    for (int i = 0; i < 10 && x.resumes.size() < 2; i++) x.advance();
+    ASSERT_EQ(x.resumes.size(), 2u);
+    EXPECT_EQ(x.resumes[1].first, 0) << "the eager send completes";
+    x.apply(0, event(MS_EV_FINALIZE, x.resumes[1].second));
+    for (int i = 0; i < 10 && x.resumes.size() < 3; i++) x.advance();
+    ASSERT_EQ(x.resumes.size(), 3u);
+    EXPECT_EQ(x.resumes[2].first, 1) << "the message is received";
+    EXPECT_GT(x.resumes[2].second, x.resumes[0].second);
+}
+
 TEST(Driver, StallIsADeadlockOrARankThatDied)
 {
     for (int die = 0; die < 2; die++) {
