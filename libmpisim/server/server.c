@@ -115,6 +115,7 @@ struct ms_server {
     double last_connect;         /* wall time of the run's start or of the last rank's hello */
     double connect_timeout_s;    /* shim.connect_timeout */
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
+    double ranks_gone_at;        /* every rank connected and has gone (finalized, died), launcher still running */
     double next_watch;           /* next look at the unconnected ranks' processes */
     int watches;
     double accept_backoff;
@@ -1127,6 +1128,19 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         for (int i = 0; i < s->nranks; i++)
             if (rank_live(&s->ranks[i])) live++;
         if (child_done && !live) break;
+        /* every rank has gone but the launcher has not: Open MPI can hang in its own shutdown (seen
+         * under --enable-recovery with a dead peer, ranks inside PMPI_Finalize). Nothing is left to
+         * model, so after a generous grace the launcher is asked to end (SIGKILL 5 s later), rather
+         * than mpisim waiting for ever and leaving it behind when someone kills mpisim */
+        if (!child_done && !live && child > 0 && connected_all(s)) {
+            if (s->ranks_gone_at == 0) s->ranks_gone_at = wall_now();
+            else if (s->kill_launcher_at == 0 && wall_now() > s->ranks_gone_at + 60.0) {
+                fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; "
+                                "ending it\n");
+                kill(child, SIGTERM);
+                s->kill_launcher_at = wall_now();
+            }
+        }
 
         if (s->stopped && !aborted_sent) {
             char text[MS_TEXT_MAX];
