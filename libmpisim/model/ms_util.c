@@ -157,6 +157,10 @@ static inline int ev_less(const ms_event *a, const ms_event *b) { return key_of(
 /* The same; kept apart because the children's comparison must not become a branch. */
 static inline size_t ev_less_nb(const ms_event *a, const ms_event *b) { return (size_t)(key_of(a) < key_of(b)); }
 
+/* A 4-ary heap: half the levels of a binary one (the events of a model are a few hundred: four
+ * levels instead of eight), the children of a node side by side. */
+#define ARITY 4
+
 int ms_heap_push(ms_heap *h, const ms_event *ev)
 {
     if (h->n == h->cap) {
@@ -167,9 +171,10 @@ int ms_heap_push(ms_heap *h, const ms_event *ev)
         h->cap = nc;
     }
     size_t i = h->n++;
+    ev_key k = key_of(ev);
     while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ev_less(ev, &h->e[parent])) break;
+        size_t parent = (i - 1) / ARITY;
+        if (!(k < key_of(&h->e[parent]))) break;
         h->e[i] = h->e[parent];
         i = parent;
     }
@@ -177,28 +182,41 @@ int ms_heap_push(ms_heap *h, const ms_event *ev)
     return 0;
 }
 
-/* Floyd's variant: the hole left by the root goes down the path of smaller children to a leaf (one
- * comparison per level), then the last event rises from there (it usually belongs near the bottom). */
+/* Floyd's variant: the hole left by the root goes down the path of least children to a leaf (the
+ * least of four found without branches), then the last event rises from there (it usually belongs
+ * near the bottom). */
 void ms_heap_pop(ms_heap *h, ms_event *out)
 {
     *out = h->e[0];
     ms_event last = h->e[--h->n];
     size_t i = 0, n = h->n;
     if (!n) return;
+    ms_event *e = h->e;
     for (;;) {
-        size_t c = 2 * i + 1;
-        if (c + 1 < n) c += ev_less_nb(&h->e[c + 1], &h->e[c]);
-        else if (c >= n) break;
-        h->e[i] = h->e[c];
+        size_t c = ARITY * i + 1;
+        if (c + ARITY <= n) {
+            size_t a = c + ev_less_nb(&e[c + 1], &e[c]);
+            size_t b = c + 2 + ev_less_nb(&e[c + 3], &e[c + 2]);
+            c = ev_less_nb(&e[b], &e[a]) ? b : a;
+        } else if (c < n) {
+            size_t best = c;
+            for (size_t j = c + 1; j < n; j++)
+                if (ev_less(&e[j], &e[best])) best = j;
+            c = best;
+        } else {
+            break;
+        }
+        e[i] = e[c];
         i = c;
     }
+    ev_key k = key_of(&last);
     while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!ev_less(&last, &h->e[p])) break;
-        h->e[i] = h->e[p];
+        size_t p = (i - 1) / ARITY;
+        if (!(k < key_of(&e[p]))) break;
+        e[i] = e[p];
         i = p;
     }
-    h->e[i] = last;
+    e[i] = last;
 }
 
 void ms_heap_free(ms_heap *h)
