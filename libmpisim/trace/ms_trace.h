@@ -161,9 +161,10 @@ int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len);
 /* ---- HDF5 --------------------------------------------------------------------------------- */
 
 int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen);
-/* Reads in a forked child with a time limit (ms_trace_read_limit_s): HDF5 1.10 itself can
- * overflow a buffer, loop or crash on a damaged file, so a damaged file is an error naming it,
- * never a crash or a hang of the caller. */
+/* Reads in a forked child with a time limit (ms_trace_read_limit_s, counted from the child's last
+ * progress: it sends rank after rank) and a memory bound: HDF5 1.10 itself can overflow a buffer,
+ * loop or crash on a damaged file, so a damaged file is an error naming it, never a crash or a
+ * hang of the caller. */
 ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen);
 /* The same in this process (what the child runs; fuzzing and tests). */
 ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen);

@@ -424,7 +424,7 @@ out:
     return rc;
 }
 
-ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
+ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *user, char *err, size_t errlen)
 {
     h5_quiet q;
     quiet_on(&q);
@@ -488,6 +488,10 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
         goto fail;
     }
     t->nranks = nr;
+    if (each && each(user, t, -1) < 0) {
+        snprintf(what, sizeof what, "cannot pass its metadata on");
+        goto fail;
+    }
     g = H5Gopen2(f, "ranks", H5P_DEFAULT);
     if (g < 0) {
         snprintf(what, sizeof what, "no group /ranks");
@@ -523,6 +527,13 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
         }
         H5Gclose(gr);
         gr = -1;
+        if (each) {   /* passed on and forgotten: the caller keeps one rank at a time */
+            if (each(user, t, i) < 0) {
+                snprintf(what, sizeof what, "cannot pass /ranks/%d on", i);
+                goto fail;
+            }
+            ms_trace_rank_free(r);
+        }
     }
     H5Gclose(g);
     g = -1;
@@ -532,7 +543,7 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
     H5Tclose(rt);
     H5Tclose(ct);
     quiet_off(&q);
-    if (ms_trace_validate(t, path, err, errlen) < 0) {
+    if (!each && ms_trace_validate(t, path, err, errlen) < 0) {   /* else the caller validates what it keeps */
         ms_trace_free(t);
         return NULL;
     }
@@ -548,6 +559,11 @@ fail:
     ms_trace_fail(err, errlen, "%s: %s", path, what);
     ms_trace_free(t);
     return NULL;
+}
+
+ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
+{
+    return ms_trace_read_h5_each(path, NULL, NULL, err, errlen);
 }
 
 /* ---- conversion ----------------------------------------------------------------------------- */
