@@ -212,6 +212,7 @@ typedef struct rank_state {
     uint64_t gen;
     size_t wn, wcap, nundet;
     ms_req **wreqs;
+    ms_req **win;             /* active requests by id modulo REQ_WIN (req_find), allocated at the first */
     ms_req_result *res;
     size_t rescap;
     /* probe */
@@ -246,7 +247,8 @@ struct ms_model {
     void *user;
     ms_heap heap;
     uint64_t seq0, post_seq;
-    ms_hmap reqs, comms, cranks, mqs;
+    ms_hmap reqs, comms, cranks, mqs;   /* reqs: the active requests no rank's window holds */
+    size_t nreqs;                       /* active user requests */
     size_t mq_limit;          /* match queues kept (empty ones too) before a sweep of the empty ones */
     int tn_valid;             /* in ms_model_run_until: tn_cache = nm_network_next_time (no inject or run since) */
     ms_time_t tn_cache;
@@ -429,6 +431,37 @@ static ms_req *req_new(ms_model *m)
     return r;
 }
 static void req_free(ms_model *m, ms_req *r) { ms_pool_release(&m->reqpool, r->pidx); }
+
+/* Active user requests by (rank, id). A rank's ids come from one counter (the shim's, the trace's)
+ * and few are in flight at once, so nearly all of them sit in a small window per rank at their id
+ * modulo REQ_WIN: a lookup is one load and a compare, where the hash map took a hash, a probe and,
+ * for a removal, a shift of the probe chain. An id whose place is taken (by an older request still
+ * active) goes to the hash map. */
+#define REQ_WIN 64
+static ms_req *req_find(const ms_model *m, int rank, uint64_t id)
+{
+    ms_req **w = m->ranks[rank].win;
+    ms_req *r = w ? w[id & (REQ_WIN - 1)] : NULL;
+    if (r && r->id == id) return r;
+    return m->reqs.n ? ms_hmap_get(&m->reqs, (uint64_t)rank, id) : NULL;
+}
+static int req_index(ms_model *m, int rank, ms_req *r)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (!rs->win && !(rs->win = calloc(REQ_WIN, sizeof *rs->win))) return -1;
+    ms_req **slot = &rs->win[r->id & (REQ_WIN - 1)];
+    if (!*slot) *slot = r;
+    else if (ms_hmap_put(&m->reqs, (uint64_t)rank, r->id, r) != 0) return -1;
+    m->nreqs++;
+    return 0;
+}
+static void req_unindex(ms_model *m, ms_req *r)
+{
+    ms_req **slot = &m->ranks[r->rank].win[r->id & (REQ_WIN - 1)];
+    if (*slot == r) *slot = NULL;
+    else ms_hmap_del(&m->reqs, (uint64_t)r->rank, r->id);
+    m->nreqs--;
+}
 
 /* ---- match queues ---------------------------------------------------------------------------- */
 
@@ -1132,7 +1165,7 @@ static void determine(ms_model *m, ms_req *r, ms_time_t T)
         return;
     }
     if (r->forget) {   /* freed by the program: nobody will ask */
-        ms_hmap_del(&m->reqs, (uint64_t)r->rank, r->id);
+        req_unindex(m, r);
         req_free(m, r);
         return;
     }
@@ -1200,7 +1233,7 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
             ms_req *r = rs->wreqs[i];
             r->in_wait = 0;
             if (res[i].completed && rs->wmode != MS_TEST_PEEK) {
-                ms_hmap_del(&m->reqs, (uint64_t)rank, r->id);
+                req_unindex(m, r);
                 req_free(m, r);
             }
         }
@@ -1464,6 +1497,14 @@ void ms_model_destroy(ms_model *m)
             free(r->cm);
         }
     }
+    for (int k = 0; m->ranks && k < m->nranks; k++)
+        for (size_t i = 0; m->ranks[k].win && i < REQ_WIN; i++) {
+            ms_req *r = m->ranks[k].win[i];
+            if (r && r->kind == REQ_COLL && r->cm) {
+                ms_coll_plan_free(&r->cm->plan);
+                free(r->cm);
+            }
+        }
     for (size_t i = 0; i < m->ncomms; i++) {
         free(m->commv[i]->members);
         free(m->commv[i]->coll_seq);
@@ -1473,6 +1514,7 @@ void ms_model_destroy(ms_model *m)
     if (m->ranks) {
         for (int r = 0; r < m->nranks; r++) {
             free(m->ranks[r].wreqs);
+            free(m->ranks[r].win);
             free(m->ranks[r].res);
             free(m->ranks[r].resol);
         }
@@ -1540,7 +1582,7 @@ static int check_rank(ms_model *m, int rank, ms_time_t t, const char *verb, char
 }
 
 static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_t req, ms_comm **c_out,
-                      int *crank_out, ms_hhint *hint, char *err, size_t errlen)
+                      int *crank_out, char *err, size_t errlen)
 {
     if (check_rank(m, rank, t, "posts", err, errlen)) return -1;
     ms_comm *c = comm_get(m, comm);
@@ -1553,7 +1595,7 @@ static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_
         set_err(err, errlen, "rank %d is not a member of communicator %" PRIu64, rank, comm);
         return -1;
     }
-    if (ms_hmap_get_hint(&m->reqs, (uint64_t)rank, req, hint)) {
+    if (req_find(m, rank, req)) {
         set_err(err, errlen, "rank %d: request %" PRIu64 " is already active", rank, req);
         return -1;
     }
@@ -1562,16 +1604,18 @@ static int check_post(ms_model *m, int rank, ms_time_t t, uint64_t comm, uint64_
     return 0;
 }
 
-static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, const ms_hhint *hint, char *err, size_t errlen)
+static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, char *err, size_t errlen)
 {
     ms_req *r = req_new(m);
-    if (!r || ms_hmap_put_hint(&m->reqs, (uint64_t)rank, id, r, hint) != 0) {
+    if (r) {
+        r->id = id;
+        r->rank = rank;
+    }
+    if (!r || req_index(m, rank, r) != 0) {
         if (r) req_free(m, r);
         set_err(err, errlen, "out of memory");
         return NULL;
     }
-    r->id = id;
-    r->rank = rank;
     return r;
 }
 
@@ -1580,8 +1624,7 @@ int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    ms_hhint hint;
-    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
     if (dst != MS_PROC_NULL && (dst < 0 || dst >= c->size)) {
         set_err(err, errlen, "rank %d: send to rank %d of communicator %" PRIu64 " (size %d)", rank, dst, comm, c->size);
         return -1;
@@ -1594,7 +1637,7 @@ int ms_model_isend(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         set_err(err, errlen, "rank %d: bad send mode %d", rank, (int)mode);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
     if (!r) return -1;
     r->kind = REQ_SEND;
     r->mode = (uint8_t)mode;
@@ -1615,8 +1658,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    ms_hhint hint;
-    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
     if (src != MS_PROC_NULL && src != MS_ANY_SOURCE && (src < 0 || src >= c->size)) {
         set_err(err, errlen, "rank %d: receive from rank %d of communicator %" PRIu64 " (size %d)", rank, src, comm,
                 c->size);
@@ -1626,7 +1668,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         set_err(err, errlen, "rank %d: receive with tag %d", rank, tag);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
     if (!r) return -1;
     r->kind = REQ_RECV;
     r->comm = comm;
@@ -1645,7 +1687,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
 {
     if (!m || rank < 0 || rank >= m->nranks) return -1;
-    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    ms_req *r = req_find(m, rank, req);
     if (!r || (r->kind != REQ_SEND && r->kind != REQ_RECV)) return -1;
     r->buf = addr;
     return 0;
@@ -1654,7 +1696,7 @@ int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
 int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req)
 {
     if (!m || rank < 0 || rank >= m->nranks) return -1;
-    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    ms_req *r = req_find(m, rank, req);
     if (!r || r->kind != REQ_RECV) return -1;
     r->notify = 1;
     return 0;
@@ -1666,7 +1708,7 @@ int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errle
         set_err(err, errlen, "bad rank %d", rank);
         return -1;
     }
-    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    ms_req *r = req_find(m, rank, req);
     if (!r || r->in_wait) {
         set_err(err, errlen, "rank %d: MPI_Request_free of request %" PRIu64 ", which is %s", rank, req,
                 r ? "being waited for" : "not active");
@@ -1677,7 +1719,7 @@ int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errle
         return -1;
     }
     if (r->done != NEVER) {   /* already complete: forget it now */
-        ms_hmap_del(&m->reqs, (uint64_t)rank, req);
+        req_unindex(m, r);
         req_free(m, r);
     } else {
         r->forget = 1;
@@ -1688,7 +1730,7 @@ int ms_model_forget(ms_model *m, int rank, uint64_t req, char *err, size_t errle
 int ms_model_cancel(ms_model *m, int rank, ms_time_t t, uint64_t req, char *err, size_t errlen)
 {
     if (check_rank(m, rank, t, "cancels", err, errlen)) return -1;
-    ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, req);
+    ms_req *r = req_find(m, rank, req);
     if (!r) {
         set_err(err, errlen, "rank %d: MPI_Cancel of request %" PRIu64 ", which is not active", rank, req);
         return -1;
@@ -1703,8 +1745,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
 {
     ms_comm *c;
     int cr;
-    ms_hhint hint;
-    if (check_post(m, rank, t, comm, req, &c, &cr, &hint, err, errlen)) return -1;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
     if (!args || (unsigned)args->kind >= MS_COLL_COUNT) {
         set_err(err, errlen, "rank %d: bad collective", rank);
         return -1;
@@ -1737,7 +1778,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
                 ms_coll_mpi_name(args->kind), comm, c->size, args->root);
         return -1;
     }
-    ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
     if (!r) {
         ms_coll_plan_free(&cm->plan);
         free(cm);
@@ -1785,7 +1826,7 @@ int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t 
         rs->wcap = n;
     }
     for (size_t i = 0; i < n; i++) {
-        ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, reqs[i]);
+        ms_req *r = req_find(m, rank, reqs[i]);
         if (!r || r->in_wait) {
             for (size_t j = 0; j < i; j++) rs->wreqs[j]->in_wait = 0;
             set_err(err, errlen, "rank %d: request %" PRIu64 " is %s", rank, reqs[i],
@@ -1898,7 +1939,7 @@ void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out)
     if (m && rank >= 0 && rank < m->nranks) *out = m->ranks[rank].st;
 }
 
-size_t ms_model_active_requests(const ms_model *m) { return m ? m->reqs.n : 0; }
+size_t ms_model_active_requests(const ms_model *m) { return m ? m->nreqs : 0; }
 
 int ms_model_rank_blocked(const ms_model *m, int rank)
 {

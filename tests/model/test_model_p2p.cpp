@@ -633,3 +633,46 @@ TEST(ModelP2P, PeekLeavesTheRequest)
     EXPECT_EQ(s.log[1].back().t, 300000000 + POLL);
     EXPECT_EQ(ms_model_active_requests(s.m), 0u);
 }
+
+// Many requests in flight whose ids share the model's per-rank window slots (id modulo 64) and
+// ids far apart: each completes with its own message, a completed id may be used again, an id
+// still active is refused, and none is left at the end.
+TEST(ModelP2P, ManyRequestsWithCollidingIds)
+{
+    const int N = 200;
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < N; i++) ids.push_back(1 + 64 * (uint64_t)i + (i % 3 == 2 ? (uint64_t)1 << 40 : 0));
+    Sim s(2);
+    std::vector<uint64_t> first(ids.begin(), ids.begin() + N / 2), second(ids.begin() + N / 2, ids.end());
+    for (int i = 0; i < N; i++) {
+        s.prog[0].push_back(isend(ids[i], 1, i, 8));
+        s.prog[1].push_back(irecv(ids[i], 0, N - 1 - i));   // tags in the other order: every one waits
+    }
+    s.prog[0].push_back(wait(ids));
+    s.prog[1].push_back(wait(second));   // the later half first: slots freed out of order
+    s.prog[1].push_back(wait(first));
+    s.prog[1].push_back(irecv(ids[0], 0, 7777));   // a completed id, used again
+    s.prog[0].push_back(isend(ids[0], 1, 7777, 16));
+    s.prog[0].push_back(wait({ids[0]}));
+    s.prog[1].push_back(wait({ids[0]}));
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    for (int i = 1; i < N; i++) {
+        const auto &r = s.result(1, ids[i]);
+        EXPECT_EQ(r.tag, N - 1 - i) << i;
+        EXPECT_EQ(r.source, 0);
+    }
+    EXPECT_EQ(s.result(1, ids[0]).tag, 7777);
+    EXPECT_EQ(s.result(1, ids[0]).bytes, 16u);
+    EXPECT_EQ(ms_model_active_requests(s.m), 0u);
+    // an id that is active cannot be posted again, wherever the model keeps it
+    Sim d(2);
+    char err[256];
+    for (uint64_t id : {ids[0], ids[1], ids[2]})
+        ASSERT_EQ(ms_model_irecv(d.m, 1, 0, id, MS_COMM_WORLD, 0, 1, 0, err, sizeof err), 0) << err;
+    for (uint64_t id : {ids[0], ids[1], ids[2]}) {
+        EXPECT_LT(ms_model_irecv(d.m, 1, 0, id, MS_COMM_WORLD, 0, 1, 0, err, sizeof err), 0) << id;
+        EXPECT_NE(std::string(err).find("already active"), std::string::npos) << err;
+    }
+    EXPECT_EQ(ms_model_active_requests(d.m), 3u);
+}
