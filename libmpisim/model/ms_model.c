@@ -569,10 +569,9 @@ static void unexp_unlink(ms_model *m, ms_msg *g)
 }
 static int tag_ok(int64_t want, int64_t have) { return want == MS_ANY_TAG || want == have; }
 
-/* Earliest-arrived unexpected message for (ctx, dst, src, tag), or NULL. */
-static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int64_t tag)
+/* Earliest-arrived unexpected message of queue q (that of src) with tag, or NULL. */
+static ms_msg *unexp_find_in(const ms_mq *q, int src, int64_t tag)
 {
-    ms_mq *q = mq_find(m, ctx, dst, src);
     if (!q) return NULL;
     if (src == MS_ANY_SOURCE) {
         for (ms_msg *g = q->uh; g; g = g->an)
@@ -582,6 +581,12 @@ static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int6
             if (tag_ok(tag, g->tag)) return g;
     }
     return NULL;
+}
+
+/* Earliest-arrived unexpected message for (ctx, dst, src, tag), or NULL. */
+static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int64_t tag)
+{
+    return unexp_find_in(mq_find(m, ctx, dst, src), src, tag);
 }
 
 /* ---- messages -------------------------------------------------------------------------------- */
@@ -1021,13 +1026,14 @@ static void do_recv(ms_model *m, ms_req *r, ms_time_t t)
         determine(m, r, t);
         return;
     }
-    ms_msg *g = unexp_find(m, r->ctx, r->rank, r->peer, r->tag);
+    ms_mq *q = mq_find(m, r->ctx, r->rank, r->peer);   /* one lookup for the search and the post */
+    ms_msg *g = unexp_find_in(q, r->peer, r->tag);
     if (g) {
         unexp_unlink(m, g);
         match(m, g, r, tmax(t, g->arrival));
         return;
     }
-    ms_mq *q = mq_get(m, r->ctx, r->rank, r->peer);
+    if (!q) q = mq_get(m, r->ctx, r->rank, r->peer);
     if (!q) { model_error(m, "out of memory (match queues)"); return; }
     r->post_seq = m->post_seq++;
     posted_append(q, r);
