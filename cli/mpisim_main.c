@@ -399,7 +399,8 @@ static int make_trace_dir(const char *trace, int replace, char *dir, size_t len,
     return -1;
 }
 
-static int finish_trace(const char *dir, const char *trace)
+/* remove_raw: the run made `dir` itself (trace-recover's is the user's, and stays) */
+static int finish_trace(const char *dir, const char *trace, int remove_raw)
 {
     char err[1024];
     int rc = ms_trace_convert(dir, trace, err, sizeof err);
@@ -407,10 +408,15 @@ static int finish_trace(const char *dir, const char *trace)
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
         return rc;   /* -1 reading the raw files, -2 writing the trace */
     }
-    if (rc > 0)
+    if (rc > 0) {
+        /* kept: the raw files are what the ranks wrote, should someone want to look */
         fprintf(stderr, "mpisim: trace %s is partial: %s; they are in it without records (a replay says 'partial "
-                        "trace')\n", trace, err);
-    else fprintf(stderr, "mpisim: trace %s\n", trace);
+                        "trace'); the raw files stay in %s\n", trace, err, dir);
+        return 0;
+    }
+    fprintf(stderr, "mpisim: trace %s\n", trace);
+    /* everything is in the HDF5 file now: the raw files would only be in the next run's way */
+    if (remove_raw && remove_raw_dir(dir, err, sizeof err) < 0) fprintf(stderr, "mpisim: warning: %s\n", err);
     return 0;
 }
 
@@ -753,7 +759,7 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
         fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
-    if (o.trace && finish_trace(trace_dir, o.trace) < 0) output_failed = 1;
+    if (o.trace && finish_trace(trace_dir, o.trace, 1) < 0) output_failed = 1;
     else if (o.trace && remove_raw_dir(trace_dir, err, sizeof err) < 0)   /* converted: not needed */
         fprintf(stderr, "mpisim: %s\n", err);
     if (o.timeline) {
@@ -860,7 +866,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
             return MS_EXIT_USAGE;
         }
-        int rc = finish_trace(argv[2], argv[3]);   /* a partial trace is converted: 0 */
+        int rc = finish_trace(argv[2], argv[3], 0);   /* a partial trace is converted: 0 */
         return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);
