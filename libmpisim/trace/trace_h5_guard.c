@@ -170,7 +170,7 @@ typedef struct in {
     unsigned char buf[1 << 16];
     size_t len, off;
     int bad, eof, timed_out, too_big, oom;
-    double limit, last, mem_limit, allocated;
+    double limit, last, mem_limit, allocated, rss_checked;
 } in;
 
 static double mono_s(void)
@@ -201,9 +201,13 @@ static size_t pull(in *b, unsigned char *dst, size_t len)
             b->timed_out = 1;
             break;
         }
-        if (rss_bytes(b->pid) > b->mem_limit) {
-            b->too_big = 1;
-            break;
+        double now = mono_s();
+        if (now - b->rss_checked >= 0.05) {   /* /proc read at most every 50 ms, not per read */
+            b->rss_checked = now;
+            if (rss_bytes(b->pid) > b->mem_limit) {
+                b->too_big = 1;
+                break;
+            }
         }
         struct pollfd pf = {b->fd, POLLIN, 0};
         int n = poll(&pf, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
@@ -390,7 +394,7 @@ static ms_trace *decode(in *b, char **child_err)
             r->text = get_arr(b, &r->ntext, 1, 0);
         } else if (kind == FR_END && next == t->nranks) {
             unsigned char extra;
-            if (pull(b, &extra, 1)) b->bad = 1;   /* nothing may follow */
+            if (b->off < b->len || pull(b, &extra, 1)) b->bad = 1;   /* nothing may follow */
             if (b->eof) break;
             b->bad = 1;
         } else if (kind == FR_ERROR) {
