@@ -1,5 +1,5 @@
 /* Small containers for the MPI layer model: an open-addressing hash map keyed by two 64-bit
- * words, a binary heap of events keyed by (time, order), and a chunked object pool whose
+ * words, a 4-ary heap of events keyed by (time, order), and a chunked object pool whose
  * objects have stable 32-bit indices (packet cookies name messages by index). Internal. */
 #ifndef MS_UTIL_H
 #define MS_UTIL_H
