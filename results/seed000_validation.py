@@ -226,11 +226,12 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.2))
-    for p in procs:
-        a.plot(sizes, [t[(p, n)] for n in sizes], marker="o", label=f"{p} nodes")
+    for i, p in enumerate(procs):
+        kw = dict(marker="o", label=f"{p} node{'s' if p > 1 else ''}", color=f"C{i}")   # one colour per node count
+        a.plot(sizes, [t[(p, n)] for n in sizes], **kw)
         if p > 1:
-            b.plot(sizes, [t[(1, n)] / t[(p, n)] for n in sizes], marker="o", label=f"{p} nodes")
-            c.plot(sizes, [eff[(p, n)] for n in sizes], marker="o", label=f"{p} nodes")
+            b.plot(sizes, [t[(1, n)] / t[(p, n)] for n in sizes], **kw)
+            c.plot(sizes, [eff[(p, n)] for n in sizes], **kw)
     for ax, title, yl in ((a, "Fig. 6: execution time", "ms"), (b, "Fig. 7(a): speedup", "speedup"),
                           (c, "Fig. 7(b): efficiency", "%")):
         ax.set_title(title)
