@@ -238,6 +238,7 @@ def install():
     with open(csrc, "w") as fh:
         fh.write('#include <netmodel.h>\n#include <stdio.h>\nint main(void){char e[512];'
                  'nm_config *c = nm_config_create();'
+                 'nm_config_skip_sections(c, "mpi|host|shim");'   # the layers above the network's
                  'if (nm_config_load_profile(c, "default", NULL, e, sizeof e)) {puts(e); return 1;}'
                  'nm_config_destroy(c); puts("loaded"); return 0;}\n')
     penv = dict(env, PKG_CONFIG_PATH=pc_dir)
