@@ -10,8 +10,8 @@
  *   --distribute collective (the default): MPI_Scatterv for A (the master's own block included,
  *     "to itself") and MPI_Bcast for B^T. The paper's own numbers need it: with one compute rate
  *     fitted on the 2-node curve, P - 1 copies of B^T one after another over the master's
- *     1.28 Gb/s link bound the 8-node efficiency at N = 128 by 93.6 % and the 16-node at N = 144
- *     by 80.5 %, below Fig. 7's 95 % and 85 % (results/seed000_validation.md);
+ *     1.28 Gb/s link bound the 8-node efficiency at N = 128 by 93.3 % and the 16-node at N = 144
+ *     by 79.8 %, below Fig. 7's 95 % and 85 % (results/seed000_validation.md);
  *   --distribute p2p: MPI_Send of each block of A, then of B^T to each slave, in rank order.
  *   The rows of C come back by MPI_Send/MPI_Recv in both ("returned to the master processor").
  *
