@@ -319,6 +319,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
+    w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     const char *slots = nm_config_string(cfg, "shim.compute_slots");
     if (!strcmp(slots, "auto")) {

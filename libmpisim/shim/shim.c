@@ -78,7 +78,7 @@ void ms_fatal(const char *fmt, ...)
 static int64_t thread_cpu_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    ms_clock_real(CLOCK_THREAD_CPUTIME_ID, &ts);
     S.ck.syscalls++;
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
@@ -1165,6 +1165,7 @@ static void start_session(void)
     S.clock_ps = 0;
     S.wtime_last_ps = -1;
     S.active = 1;
+    ms_program_clocks_start();   /* before the first gap: their epoch is this moment */
     clock_start();
     gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
@@ -1191,18 +1192,27 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
-double MPI_Wtime(void)
+/* The rank's virtual time now, read as a call of its own (the computation before it is charged,
+ * the trace records it): MPI_Wtime, and the program's own clock reads (program_clocks.c). */
+int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite)
 {
-    if (!S.active || !S.server) return PMPI_Wtime();
-    if (S.depth > 0) return (double)S.clock_ps * 1e-12;
+    if (S.depth > 0) return S.clock_ps;
     /* computation costs nothing: a program spinning on the clock would wait forever */
     if (S.params.compute_mode == MS_COMPUTE_NONE && S.clock_ps == S.wtime_last_ps)
         S.extra_compute_ps += S.params.wtime_stall_ps;
-    ms_enter(MS_FN_Wtime, NULL);
-    double t = (double)S.clock_ps * 1e-12;
-    ms_exit(MS_FN_Wtime, 0);
+    ms_enter(fn, callsite);
+    int64_t t = S.clock_ps;
+    ms_exit(fn, 0);
     S.wtime_last_ps = S.clock_ps;
     return t;
+}
+
+int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_clocks; }
+
+double MPI_Wtime(void)
+{
+    if (!S.active || !S.server) return PMPI_Wtime();
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL) * 1e-12;
 }
 
 double MPI_Wtick(void)
