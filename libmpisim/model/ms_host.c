@@ -66,7 +66,8 @@ static const nm_key_def host_keys[] = {
     {"host.rndv_fin", NM_KEY_INT, "", "0", "0: the receive completes when the data is in (seed 000's model)",
      "1: a rendezvous receiver learns that the data is in from a FIN control message its sender sends when "
      "its put has completed (data written by the NIC's remote put, GM's directed send, do not tell the "
-     "receiving host); off-node messages only", NULL, NM_KEY_NONNEG},
+     "receiving host); 2: the sender queues the FIN right behind the put's data, which an in-order network "
+     "layer delivers after it (GM, seed 003 sec 2); off-node messages only", "0..2", 0},
     {"host.bsend_overhead", NM_KEY_INT, "ps", "0", "0: buffered like standard",
      "extra sender CPU time of MPI_Bsend (copy into the attached buffer, its bookkeeping)", NULL, NM_KEY_NONNEG},
     {"host.bsend_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "0: buffered like standard",
@@ -223,7 +224,7 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->rsend = cfg_int(cfg, "host.rsend_overhead", 0);
     const char *sp = nm_config_has(cfg, "host.sync_protocol") ? nm_config_string(cfg, "host.sync_protocol") : "";
     h->sync_rndv = sp && !strcmp(sp, "rendezvous");
-    h->rndv_fin = cfg_int(cfg, "host.rndv_fin", 0) != 0;
+    h->rndv_fin = (int)cfg_int(cfg, "host.rndv_fin", 0);
     h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
     /* Port pacing: a packet holds its port for its payload and framing characters. The route
      * bytes (one per switch) are left out and the character time rounded down, so the NIC never

@@ -127,6 +127,7 @@ typedef struct ms_msg {
     uint64_t bytes;
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
+    uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -706,7 +707,9 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
 {
     /* a synchronous send below the eager threshold: the data came through the bounce buffers */
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy);
+    /* a FIN is one more turn the receiving host handles */
+    ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -721,16 +724,23 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
             ms_req *s = g->sreq, *r = g->rreq;
             g->sreq = NULL;
             if (s) determine(m, s, tmax(d, g->local_done));
-            if (g->sh != g->dh && ms_host_rndv_fin(m->host)) {
+            int fin = g->sh != g->dh ? ms_host_rndv_fin(m->host) : 0;
+            if (fin == 1) {
                 /* the put's data is in, but only the sender's FIN tells the receiver (host model) */
                 schedule_inject(m, g, PK_FIN, d);
                 break;
             }
+            if (fin == 2 && !g->fin_in) break;   /* the FIN, queued behind the data, tells it */
             g->rreq = NULL;
             if (r) rndv_recv_done(m, g, r, d);
         }
         break;
     case PK_FIN: {
+        if (ms_host_rndv_fin(m->host) == 2 && g->pkts_left > 0) {
+            /* it overtook the put's last packet on another port: the data completes the receive */
+            g->fin_in = 1;
+            break;
+        }
         ms_req *r = g->rreq;
         g->rreq = NULL;
         if (r) rndv_recv_done(m, g, r, d);
@@ -742,8 +752,13 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
          * reaction, injected from inside the delivery callback) and its buffer is registered */
-        schedule_inject(m, g, PK_DATA, tmax(d + ms_host_rndv_handling(m->host), g->data_ready));
+    {
+        ms_time_t go = tmax(d + ms_host_rndv_handling(m->host), g->data_ready);
+        schedule_inject(m, g, PK_DATA, go);
+        /* GM delivers in order (seed 003 sec 2): the FIN may follow the put without waiting for it */
+        if (g->sh != g->dh && ms_host_rndv_fin(m->host) == 2) schedule_inject(m, g, PK_FIN, go);
         break;
+    }
     case PK_ACK: {
         ms_req *s = g->sreq;
         g->sreq = NULL;
@@ -889,6 +904,8 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         cls = g->rndv ? NQ_BULK : NQ_START;
     } else if (k == PK_RTS) {
         cls = NQ_START;
+    } else if (k == PK_FIN && ms_host_rndv_fin(m->host) == 2) {
+        cls = NQ_BULK;   /* behind its put's data */
     }
     if (cls == NQ_START && m->ports > 1) {
         ms_conn *c = conn_get(m, g->sh, g->dh);
@@ -950,6 +967,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->mode = r->mode;
     g->local_done = ldone;
     g->copied = (uint8_t)copy_in;
+    g->fin_in = 0;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */

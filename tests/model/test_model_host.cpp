@@ -145,6 +145,42 @@ TEST(ModelHost, SendModeCosts)
     EXPECT_GT(sync_rndv, sync_eager + 2 * lat(0));
 }
 
+// Ping-pong of K round trips of B bytes in `mode` between ranks 0 and 1 (every receive posted
+// before its round's send, as apps/sendmodes does); the half round trip in ps.
+static int64_t pingpong_half(std::vector<std::string> sets, ms_send_mode mode, uint64_t B, int K = 10)
+{
+    Sim s(2, sets);
+    for (int k = 0; k < K; k++) {
+        uint64_t a = 100 + 2 * k, b = a + 1;
+        s.prog[0].insert(s.prog[0].end(), {irecv(b, 1, 0, B), isend(a, 1, 0, B, mode), wait({a}), wait({b})});
+        s.prog[1].insert(s.prog[1].end(), {irecv(a, 0, 0, B), wait({a}), isend(b, 0, 0, B, mode), wait({b})});
+    }
+    s.run();
+    EXPECT_FALSE(s.deadlock);
+    return s.clock[0] / (2 * K);
+}
+
+// Seed 003 sec 5.1: MPICH-GM's synchronous mode takes 23.6 us "for up to 512-byte messages": a
+// rendezvous (RTS, CTS, put, FIN) whose FIN follows the put at once (GM's ordered delivery, sec 2:
+// host.rndv_fin = 2), so that the put's bytes hide behind it. It was 24.4 us at 1 B and 27.8 us
+// at 512 B (+18 %) with the FIN sent when the put had completed (host.rndv_fin = 1). Model only.
+TEST(ModelHost, Seed003SynchronousFlatUpTo512B)
+{
+    std::vector<std::string> e3 = {"@seed003-ecard"};
+    for (uint64_t B : {1, 64, 256, 512}) {
+        double us = pingpong_half(e3, MS_SEND_SYNC, B) * 1e-6;
+        std::printf("seed003-ecard synchronous half round trip, %llu B: %.2f us\n", (unsigned long long)B, us);
+        EXPECT_NEAR(us, 23.6, 0.10 * 23.6) << B << " B (seed 003 sec 5.1)";
+    }
+    // the FIN after the put's completion pays the put's bytes in full
+    std::vector<std::string> after = {"@seed003-ecard", "host.rndv_fin=1"};
+    int64_t grow_after = pingpong_half(after, MS_SEND_SYNC, 512) - pingpong_half(after, MS_SEND_SYNC, 1);
+    int64_t grow = pingpong_half(e3, MS_SEND_SYNC, 512) - pingpong_half(e3, MS_SEND_SYNC, 1);
+    EXPECT_LT(grow, grow_after * 2 / 3) << "1 -> 512 B: " << grow << " ps (FIN after the put: " << grow_after << ")";
+    // standard mode is not a rendezvous below 16 KB: unchanged, 6.1 us (sec 5.1)
+    EXPECT_NEAR(pingpong_half(e3, MS_SEND_STANDARD, 1) * 1e-6, 6.1, 0.61);
+}
+
 // Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
 // default profile (seed 000's character-level Myrinet), model only; and on seed 003's cluster
 // (two ports, a shared PCI-X bus) both-way is the bus's 690 MB/s (seed 003 sec 5.2), one way 440.
