@@ -72,7 +72,7 @@ def case_seed003(compute="none"):
     check("sec 5.1: ready (us)", t(off, "bi", "rsend", 1), 6.1)
     check("sec 5.1: buffered (us)", t(off, "bi", "bsend", 1), 6.84)
     check("sec 5.1: synchronous (us)", t(off, "bi", "ssend", 1), 23.6)
-    check("sec 5.1: synchronous, 512 B (us; 23.6 \"for up to 512-byte messages\")", t(off, "bi", "ssend", 512), 23.6)
+    check("sec 5.1: synchronous, 512 B, 23.6 \"for up to 512-byte messages\" (us)", t(off, "bi", "ssend", 512), 23.6)
     check("sec 5.2: 1 MiB one way (MB/s)", bw(off, "uni", 1 << 20), 440)
     check("sec 5.2: 1 MiB ping-pong (MB/s)", bw(off, "bi", 1 << 20), 440)
     check("sec 5.2: 1 MiB both ways (MB/s)", bw(off, "both", 1 << 20), 690)

@@ -181,6 +181,28 @@ TEST(ModelHost, Seed003SynchronousFlatUpTo512B)
     EXPECT_NEAR(pingpong_half(e3, MS_SEND_STANDARD, 1) * 1e-6, 6.1, 0.61);
 }
 
+// Seed 003 sec 5.1-5.2 on one node (two ranks of a dual-CPU node: host.map_by=slot), model only:
+// 1-byte half round trips 1.46 / 2.29 / 4.51 us (standard / buffered / synchronous), and 1 MiB
+// streams at 672 MB/s one way and 870 MB/s both ways (the on-node peaks), each within 10 %.
+TEST(ModelHost, Seed003OnNode)
+{
+    std::vector<std::string> on = {"@seed003-ecard", "host.map_by=slot"};
+    struct { ms_send_mode mode; double us; const char *what; } lat[] = {
+        {MS_SEND_STANDARD, 1.46, "standard"}, {MS_SEND_BUFFERED, 2.29, "buffered"}, {MS_SEND_SYNC, 4.51, "synchronous"}};
+    for (auto &l : lat) {
+        double us = pingpong_half(on, l.mode, 1) * 1e-6;
+        std::printf("seed003-ecard on node, 1 B %s: %.3f us (seed 003: %.2f)\n", l.what, us, l.us);
+        EXPECT_NEAR(us, l.us, 0.10 * l.us) << l.what;
+    }
+    const uint64_t B = 1 << 20;
+    const int K = 4;
+    double uni = (double)K * B / (double)stream(false, K, B, 0, on) * 1e6;
+    double both = 2.0 * K * B / (double)stream(true, K, B, 0, on) * 1e6;
+    std::printf("seed003-ecard on node, 1 MiB: %.1f MB/s one way, %.1f both ways (seed 003: 672, 870)\n", uni, both);
+    EXPECT_NEAR(uni, 672, 67.2);
+    EXPECT_NEAR(both, 870, 87.0);
+}
+
 // One message of B bytes from rank 0 to rank 1, each side computing c ps between its post
 // (Isend / Irecv) and its wait, as in seed 003 sec 5.5's overlap test; the receive's completion.
 static int64_t overlapped(std::vector<std::string> sets, uint64_t B, int64_t c)
