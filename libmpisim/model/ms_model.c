@@ -229,6 +229,7 @@ typedef struct rank_state {
     uint64_t *turns;
     size_t nturns, capturns;
     int progress_pending;     /* an EV_PROGRESS of this rank is queued */
+    ms_time_t fin_t;          /* when it called MPI_Finalize (which makes progress until the end) */
     /* wildcard resolutions not yet taken */
     ms_resolution *resol;
     size_t rhead, rn, rcap;
@@ -728,11 +729,14 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
 
 /* ---- host-driven rendezvous (host.rndv_progress = in_call) ------------------------------------ */
 
-/* Whether `rank` is inside an MPI call at t: blocked in a wait, test or probe entered by t. */
-static int rank_in_call(const ms_model *m, int rank, ms_time_t t)
+/* When `rank` is known to be inside an MPI call from: a wait, test or probe it is blocked in, or
+ * MPI_Finalize; NEVER while it runs its own code (its next call is not known yet). */
+static ms_time_t rank_call_from(const ms_model *m, int rank)
 {
     const rank_state *rs = &m->ranks[rank];
-    return rs->blocked && rs->wt <= t;
+    if (rs->blocked) return rs->wt;
+    if (rs->finalized) return rs->fin_t;
+    return NEVER;
 }
 
 /* `rank`'s next entry into the MPI library is at t (a post, a wait, a probe): the turns it holds
@@ -755,7 +759,8 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
  * rank to be inside an MPI call. */
 static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
 {
-    if (in_call || !ms_host_rndv_in_call(m->host) || rank_in_call(m, rank, t)) {
+    ms_time_t from = rank_call_from(m, rank);
+    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) {
         if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
         else rndv_send_data(m, g, t);
         return;
@@ -775,11 +780,11 @@ static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, i
     }
     g->pending++;   /* held by the turn */
     rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)kind;
-    /* blocked in a call entered later than t: that call is its next entry (unless a post of its
-     * still queued comes first, which makes progress itself) */
-    if (rs->blocked && !rs->progress_pending) {
+    /* in a call entered later than t: that call is its next entry (unless a post of its still
+     * queued comes first, which makes progress itself) */
+    if (from != NEVER && !rs->progress_pending) {
         rs->progress_pending = 1;
-        push_post(m, rank, rs->wt, EV_PROGRESS, NULL);
+        push_post(m, rank, from, EV_PROGRESS, NULL);
     }
 }
 
@@ -1985,6 +1990,7 @@ int ms_model_finalize(ms_model *m, int rank, ms_time_t t)
 {
     if (!m || rank < 0 || rank >= m->nranks) return -1;
     m->ranks[rank].finalized = 1;
+    m->ranks[rank].fin_t = t;
     rndv_enter_call(m, rank, t);   /* MPI_Finalize makes progress */
     return 0;
 }

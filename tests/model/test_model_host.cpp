@@ -234,6 +234,13 @@ TEST(ModelHost, Seed003OverlapDropsAtTheProtocolSwitch)
     EXPECT_GT(rndv - rndv0, c / 2) << "the CTS waits for the receiver's wait";
     // a wait or a test is an entry: with the wait right after the post nothing changes
     EXPECT_EQ(rndv0, nic0);
+    // a receiver polling with MPI_Test answers the RTS at its next test (mpi.poll_cost apart)
+    Sim poll(2, e3);
+    poll.prog[0] = {isend(1, 1, 0, 16384), wait({1})};
+    poll.prog[1] = {irecv(1, 0, 0, 16384), test_loop(1)};
+    poll.run();
+    ASSERT_FALSE(poll.deadlock);
+    EXPECT_LE(poll.clock[1], nic0 + 2 * 100000) << "polled: " << poll.clock[1] << " ps, waited: " << nic0 << " ps";
 }
 
 // Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
