@@ -457,6 +457,18 @@ def test_terminated():
     import time
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
     report = os.path.join(WORK, "term.json")
+    # what an mpisim killed with SIGKILL leaves: its segments go at the next run once its PID is
+    # gone and they are older than any set-up; a live PID's or a young one's stay
+    t = subprocess.Popen(["true"])
+    t.wait()
+    dead, old = t.pid, time.time() - 3600
+    planted = {f"mpisim-{dead}-00c0ffee00c0ffee": False, f"mpisim-gate-{dead}x00c0ffee00c0ffee": False,
+               f"mpisim-{os.getpid()}-00c0ffee00c0ffee": True, f"mpisim-{dead}-11c0ffee00c0ffee": True}
+    for i, name in enumerate(planted):
+        with open(os.path.join("/dev/shm", name), "w") as f:
+            f.write("x")
+        if i < 3:
+            os.utime(os.path.join("/dev/shm", name), (old, old))
     before = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-"))
     p = subprocess.Popen([MPISIM, "run", "--report", report, "-n", "2", "--", exe],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -467,7 +479,9 @@ def test_terminated():
     except subprocess.TimeoutExpired:
         p.kill()
         sys.exit("FAILED: mpisim did not end within 60 s of SIGTERM")
-    left = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-")) - before
+    # this run's (other runs may be starting beside the test)
+    left = set(f for f in os.listdir("/dev/shm")
+               if f.startswith((f"mpisim-{p.pid}-", f"mpisim-gate-{p.pid}x"))) - before
     rep = json.load(open(report)) if os.path.exists(report) else None
     # the model's view survives (call sites and charging come at MPI_Finalize: a stopped rank's are lost)
     barriers = min(r["collectives"] for r in rep["ranks"]) if rep else 0
@@ -476,6 +490,12 @@ def test_terminated():
                  f"recorded, segments left {sorted(left)}\n{err}")
     if "ended by SIGTERM" not in err:
         sys.exit(f"FAILED: the run does not say it was ended by SIGTERM\n{err}")
+    there = {name: os.path.exists(os.path.join("/dev/shm", name)) for name in planted}
+    for name in planted:
+        if there[name]:
+            os.unlink(os.path.join("/dev/shm", name))
+    if there != planted:
+        sys.exit(f"FAILED: stale segments: expected present {planted}, found {there}")
     print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, no segment left")
 
 
