@@ -211,8 +211,8 @@ def test_online_equals_offline():
                                                      "bcast,allreduce,reduce,alltoall,gather,scatter"], "collectives")
     # a host-driven rendezvous (seed003-ecard: host.rndv_progress = in_call): turns held while a rank
     # computes are released in its posting order, whatever the interleaving of the ranks' calls
-    cosim_pair(2, os.path.join(BIN, "overlap"), ["--sizes", "16384,65536", "--iters", "2", "--steps", "4"], "overlap",
-               ("--profile", "seed003-ecard", "--set", "shim.wtime_stall=100000"))
+    cosim_pair(2, os.path.join(BIN, "overlap"), ["--sizes", "16384", "--iters", "2", "--steps", "3"], "overlap",
+               ("--profile", "seed003-ecard", "--compute", "none", "--set", "shim.wtime_stall=1000000"))
     def build(prog, compiler="mpicc"):
         src = os.path.join(SRC, "tests/shim/progs", prog)
         exe = os.path.join(WORK, os.path.splitext(prog)[0])
