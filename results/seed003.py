@@ -65,6 +65,7 @@ def save(name, rows):
 
 
 print(f"seed003.py: profile {PROFILE}, compute {args.compute}, out {out}", flush=True)
+load_start = os.getloadavg()[0]
 modes = {}
 for where, on in (("off", False), ("on", True)):
     rows = run("sendmodes", "--sizes", SIZES, "--tests", "uni,bi,both", on_node=on)
@@ -228,6 +229,11 @@ with open(os.path.join(out, "seed003.md"), "w") as f:
             f"--compute {args.compute}`, two ranks on two nodes, or on one node with "
             "`--set host.map_by=slot`). Seed: `003_99118bf692f3fa3b.txt`, section given per row. The "
             "profile's values and where each comes from: `configs/seed003-ecard.ini`.\n\n")
+    if args.compute != "none":   # measured computation: the figures depend on what ran beside
+        f.write(f"Computation measured (`--compute {args.compute}`): load average {load_start:.1f} at the start, "
+                f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. The microsecond latencies carry "
+                "the computation the shim charges around each MPI call; the model-only run (the default) does "
+                "not depend on the machine.\n\n")
     f.write("| quantity | seed 003 | sec | mpisim | difference |\n|---|---|---|---|---|\n")
     for q, seed, sec, ours, unit in rows:
         f.write(f"| {q} | {seed:g} {unit} | {sec} | {ours:.3g} {unit} | {100 * (ours - seed) / seed:+.1f} % |\n")
