@@ -848,7 +848,8 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
-         * reaction, injected from inside the delivery callback) and its buffer is registered */
+         * reaction, injected from inside the delivery callback) and its buffer is registered; a
+         * host-driven rendezvous waits for the sender to be in an MPI call (rndv_turn) */
         rndv_turn(m, g->src, g, PK_DATA, d, 0);
         break;
     case PK_ACK: {
