@@ -762,7 +762,7 @@ static int launch_and_serve(const run_opts *o_)
      * written, else the program's own code */
     if (forwarded_signal)
         fprintf(stderr, "mpisim: ended by %s: the ranks were stopped; the report keeps what the model recorded "
-                        "(call sites and charging come at MPI_Finalize)\n",
+                        "(each rank's call sites and charging as of its last progress, at most a second old)\n",
                 forwarded_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     int output_failed = 0;

@@ -68,6 +68,8 @@ typedef struct ms_state {
     size_t tr_len, tr_cap;
     int64_t last_raw_compute_ns;
     int64_t last_trace_flush_ns;
+    int64_t progress_mono_ns;    /* when the last PROGRESS went (CLOCK_MONOTONIC) */
+    int progress_due;
     int server;                  /* 1: co-simulation; 0: capture only */
     /* call sites */
     int cs_depth;
@@ -109,11 +111,12 @@ MS_HIDDEN void trace_open(void);
 MS_HIDDEN void cs_add(int fn, uint64_t bytes, int64_t time_ps);
 MS_HIDDEN void cs_text(const uint64_t *pcs, int n, char *out, size_t len);
 MS_HIDDEN void capture_callsite(void *ret, int skip);
-MS_HIDDEN void send_callsites(void);
+MS_HIDDEN void send_callsites(int also_trace);   /* 0: to the server only (PROGRESS) */
 /* comms.c */
 MS_HIDDEN int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 /* shim.c */
 MS_HIDDEN void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+MS_HIDDEN void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);   /* server only */
 MS_HIDDEN void cpu_list(char *out, size_t len);
 
 #endif
