@@ -76,7 +76,7 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
 #define PK_BITS 3
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -127,6 +127,7 @@ typedef struct ms_msg {
     uint64_t bytes;
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
+    uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -223,6 +224,12 @@ typedef struct rank_state {
     int64_t pf_tag;
     uint64_t pf_bytes;
     ms_time_t pf_time;
+    /* turns of rendezvous waiting for this host to enter the MPI library (host.rndv_progress =
+     * in_call): (message index << PK_BITS) | kind, PK_CTS to send or PK_DATA to start */
+    uint64_t *turns;
+    size_t nturns, capturns;
+    int progress_pending;     /* an EV_PROGRESS of this rank is queued */
+    ms_time_t fin_t;          /* when it called MPI_Finalize (which makes progress until the end) */
     /* wildcard resolutions not yet taken */
     ms_resolution *resol;
     size_t rhead, rn, rcap;
@@ -585,8 +592,36 @@ static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
     push_internal(m, t, EV_INJECT, g, (uint64_t)kind);
 }
 
-/* A receive r meets message g at match time mt. */
-static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call);
+
+/* The receiver of rendezvous message g, matched by r, says "send" (CTS) from t: it registers its
+ * buffer (host model) first. */
+static void rndv_send_cts(ms_model *m, ms_msg *g, ms_req *r, ms_time_t t)
+{
+    int off_node = g->sh != g->dh;
+    int big = (int64_t)g->bytes >= m->eager_thr;
+    ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+    ms_time_t cts = t + or_cost(m, 0) + ms_host_rndv_handling(m->host);
+    if (reg) {   /* the receiver's CPU registers its buffers one after the other */
+        rank_state *rr = &m->ranks[r->rank];
+        cts = tmax(cts, rr->cpu_free) + reg;
+        rr->cpu_free = cts;
+    }
+    schedule_inject(m, g, PK_CTS, cts);
+}
+
+/* The sender of rendezvous message g, told by the CTS, starts its data (and FIN) from t. */
+static void rndv_send_data(ms_model *m, ms_msg *g, ms_time_t t)
+{
+    ms_time_t go = tmax(t + ms_host_rndv_handling(m->host), g->data_ready);
+    schedule_inject(m, g, PK_DATA, go);
+    /* GM delivers in order (seed 003 sec 2): the FIN may follow the put without waiting for it */
+    if (g->sh != g->dh && ms_host_rndv_fin(m->host) == 2) schedule_inject(m, g, PK_FIN, go);
+}
+
+/* A receive r meets message g at match time mt; in_call: the receiving rank is inside an MPI call
+ * then (its own post made the match). */
+static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
 {
     r->m_src = g->src_c;
     r->m_tag = g->tag;
@@ -603,16 +638,7 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
         determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
     } else {
         g->rreq = r;
-        /* the receiver registers its buffer (host model) before it says "send" */
-        int big = (int64_t)g->bytes >= m->eager_thr;
-        ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
-        ms_time_t cts = mt + or_cost(m, 0) + ms_host_rndv_handling(m->host);
-        if (reg) {   /* the receiver's CPU registers its buffers one after the other */
-            rank_state *rr = &m->ranks[r->rank];
-            cts = tmax(cts, rr->cpu_free) + reg;
-            rr->cpu_free = cts;
-        }
-        schedule_inject(m, g, PK_CTS, cts);
+        rndv_turn(m, r->rank, g, PK_CTS, mt, in_call);
     }
     msg_unref(m, g);   /* the "awaiting match" reference */
 }
@@ -633,7 +659,7 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     if (r2 && (!r || r2->post_seq < r->post_seq)) r = r2;
     if (r) {
         posted_unlink(m, r);
-        match(m, g, r, tmax(d, r->post));
+        match(m, g, r, tmax(d, r->post), 0);
         return;
     }
     qs = mq_get(m, g->ctx, g->dst, g->src_c);
@@ -701,12 +727,86 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
     }
 }
 
+/* ---- host-driven rendezvous (host.rndv_progress = in_call) ------------------------------------ */
+
+/* When `rank` is known to be inside an MPI call from: a wait, test or probe it is blocked in, or
+ * MPI_Finalize; NEVER while it runs its own code (its next call is not known yet). */
+static ms_time_t rank_call_from(const ms_model *m, int rank)
+{
+    const rank_state *rs = &m->ranks[rank];
+    if (rs->blocked) return rs->wt;
+    if (rs->finalized) return rs->fin_t;
+    return NEVER;
+}
+
+/* `rank`'s next entry into the MPI library is at t (a post, a wait, a probe): the turns it holds
+ * happen then. */
+static void rndv_progress(ms_model *m, int rank, ms_time_t t)
+{
+    rank_state *rs = &m->ranks[rank];
+    for (size_t i = 0; i < rs->nturns; i++) {   /* a turn only schedules injections: the list stays put */
+        ms_msg *g = msg_at(m, (uint32_t)(rs->turns[i] >> PK_BITS));
+        if ((rs->turns[i] & ((1u << PK_BITS) - 1)) == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        else rndv_send_data(m, g, t);
+        msg_unref(m, g);
+    }
+    rs->nturns = 0;
+}
+
+/* A turn of rendezvous g (PK_CTS: the receiver says "send"; PK_DATA: the sender starts its data)
+ * is due at t on `rank`'s host. MPICH-GM drives its rendezvous from the host (seed 003 sec 5.5: the
+ * overlap drops at the protocol switch): under host.rndv_progress = in_call the turn waits for the
+ * rank to be inside an MPI call. */
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+{
+    ms_time_t from = rank_call_from(m, rank);
+    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) {
+        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        else rndv_send_data(m, g, t);
+        return;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->nturns == rs->capturns) {
+        size_t nc = rs->capturns ? 2 * rs->capturns : 8;
+        uint64_t *n = realloc(rs->turns, nc * sizeof *n);
+        if (!n) {
+            model_error(m, "out of memory (rendezvous turns)");
+            if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+            else rndv_send_data(m, g, t);
+            return;
+        }
+        rs->turns = n;
+        rs->capturns = nc;
+    }
+    g->pending++;   /* held by the turn */
+    rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)kind;
+    /* in a call entered later than t: that call is its next entry (unless a post of its still
+     * queued comes first, which makes progress itself) */
+    if (from != NEVER && !rs->progress_pending) {
+        rs->progress_pending = 1;
+        push_post(m, rank, from, EV_PROGRESS, NULL);
+    }
+}
+
+/* A rank enters a wait, test or probe at t (API call): its held turns happen then, by an event in
+ * its posting order (never an internal one: the order must not depend on how calls interleave). */
+static void rndv_enter_call(ms_model *m, int rank, ms_time_t t)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (rs->nturns && !rs->progress_pending) {
+        rs->progress_pending = 1;
+        push_post(m, rank, t, EV_PROGRESS, NULL);
+    }
+}
+
 /* The receive r of rendezvous message g learns at d that its data is in. */
 static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
 {
     /* a synchronous send below the eager threshold: the data came through the bounce buffers */
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy);
+    /* a FIN is one more turn the receiving host handles */
+    ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -721,16 +821,23 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
             ms_req *s = g->sreq, *r = g->rreq;
             g->sreq = NULL;
             if (s) determine(m, s, tmax(d, g->local_done));
-            if (g->sh != g->dh && ms_host_rndv_fin(m->host)) {
+            int fin = g->sh != g->dh ? ms_host_rndv_fin(m->host) : 0;
+            if (fin == 1) {
                 /* the put's data is in, but only the sender's FIN tells the receiver (host model) */
                 schedule_inject(m, g, PK_FIN, d);
                 break;
             }
+            if (fin == 2 && !g->fin_in) break;   /* the FIN, queued behind the data, tells it */
             g->rreq = NULL;
             if (r) rndv_recv_done(m, g, r, d);
         }
         break;
     case PK_FIN: {
+        if (ms_host_rndv_fin(m->host) == 2 && g->pkts_left > 0) {
+            /* it overtook the put's last packet on another port: the data completes the receive */
+            g->fin_in = 1;
+            break;
+        }
         ms_req *r = g->rreq;
         g->rreq = NULL;
         if (r) rndv_recv_done(m, g, r, d);
@@ -741,8 +848,9 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
-         * reaction, injected from inside the delivery callback) and its buffer is registered */
-        schedule_inject(m, g, PK_DATA, tmax(d + ms_host_rndv_handling(m->host), g->data_ready));
+         * reaction, injected from inside the delivery callback) and its buffer is registered; a
+         * host-driven rendezvous waits for the sender to be in an MPI call (rndv_turn) */
+        rndv_turn(m, g->src, g, PK_DATA, d, 0);
         break;
     case PK_ACK: {
         ms_req *s = g->sreq;
@@ -889,6 +997,8 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         cls = g->rndv ? NQ_BULK : NQ_START;
     } else if (k == PK_RTS) {
         cls = NQ_START;
+    } else if (k == PK_FIN && ms_host_rndv_fin(m->host) == 2) {
+        cls = NQ_BULK;   /* behind its put's data */
     }
     if (cls == NQ_START && m->ports > 1) {
         ms_conn *c = conn_get(m, g->sh, g->dh);
@@ -950,6 +1060,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->mode = r->mode;
     g->local_done = ldone;
     g->copied = (uint8_t)copy_in;
+    g->fin_in = 0;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */
@@ -991,7 +1102,7 @@ static void do_recv(ms_model *m, ms_req *r, ms_time_t t)
     ms_msg *g = unexp_find(m, r->ctx, r->rank, r->peer, r->tag);
     if (g) {
         unexp_unlink(m, g);
-        match(m, g, r, tmax(t, g->arrival));
+        match(m, g, r, tmax(t, g->arrival), 1);
         return;
     }
     ms_mq *q = mq_get(m, r->ctx, r->rank, r->peer);
@@ -1268,6 +1379,11 @@ static void do_probe_check(ms_model *m, int rank, ms_time_t t)
 
 static void process(ms_model *m, const ms_event *e)
 {
+    if (ORDER_CLASS(e->order) == CLS_POST) {   /* the rank is inside an MPI call at e->t */
+        rank_state *rs = &m->ranks[EV_RANK(e)];
+        if (EV_TYPE(e) == EV_PROGRESS) rs->progress_pending = 0;
+        if (rs->nturns) rndv_progress(m, EV_RANK(e), e->t);
+    }
     switch (EV_TYPE(e)) {
     case EV_SEND_POST: do_send(m, e->p, e->t); break;
     case EV_RECV_POST: do_recv(m, e->p, e->t); break;
@@ -1475,6 +1591,7 @@ void ms_model_destroy(ms_model *m)
             free(m->ranks[r].wreqs);
             free(m->ranks[r].res);
             free(m->ranks[r].resol);
+            free(m->ranks[r].turns);
         }
     }
     free(m->ranks);
@@ -1799,6 +1916,7 @@ int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t 
     rs->wmode = mode;
     rs->wt = t;
     rs->blocked = 1;
+    rndv_enter_call(m, rank, t);
     rs->sched = NEVER;
     if (mode >= MS_TEST_ALL) {
         rs->wkind = W_TEST;
@@ -1853,6 +1971,7 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
     rs->blocked = 1;
     rs->sched = NEVER;
     rs->wkind = blocking ? W_PROBE : W_IPROBE;
+    rndv_enter_call(m, rank, t);
     if (src == MS_PROC_NULL) {
         rs->pfound = 1;
         rs->pf_src = MS_PROC_NULL;
@@ -1870,9 +1989,10 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
 
 int ms_model_finalize(ms_model *m, int rank, ms_time_t t)
 {
-    (void)t;
     if (!m || rank < 0 || rank >= m->nranks) return -1;
     m->ranks[rank].finalized = 1;
+    m->ranks[rank].fin_t = t;
+    rndv_enter_call(m, rank, t);   /* MPI_Finalize makes progress */
     return 0;
 }
 

@@ -183,10 +183,10 @@ def test_sweep_mpirun():
     check(not [f for f in os.listdir(WORK) if ".part" in f], "parts removed")
 
 
-def cosim_pair(n, prog, args, name):
+def cosim_pair(n, prog, args, name, opts=()):
     h5 = os.path.join(WORK, name + ".h5")
     online = os.path.join(WORK, name + "-online.json")
-    run([MPISIM, "run", "--trace", h5, "--report", online, "-n", str(n), "--", prog] + args)
+    run([MPISIM, "run", *opts, "--trace", h5, "--report", online, "-n", str(n), "--", prog] + args)
     check(not os.path.exists(h5 + ".raw"), "%s: the raw directory is removed once the trace is written" % name)
     off = os.path.join(WORK, name + "-replay.json")
     run([MPISIM, "replay", h5, "--report", off])
@@ -209,6 +209,10 @@ def test_online_equals_offline():
     cosim_pair(4, os.path.join(BIN, "fan"), ["--reps", "2", "--size", "30000"], "fan")
     cosim_pair(4, os.path.join(BIN, "collectives"), ["--sizes", "64,20000", "--iters", "2", "--ops",
                                                      "bcast,allreduce,reduce,alltoall,gather,scatter"], "collectives")
+    # a host-driven rendezvous (seed003-ecard: host.rndv_progress = in_call): turns held while a rank
+    # computes are released in its posting order, whatever the interleaving of the ranks' calls
+    cosim_pair(2, os.path.join(BIN, "overlap"), ["--sizes", "16384", "--iters", "2", "--steps", "3"], "overlap",
+               ("--profile", "seed003-ecard", "--compute", "none", "--set", "shim.wtime_stall=1000000"))
     def build(prog, compiler="mpicc"):
         src = os.path.join(SRC, "tests/shim/progs", prog)
         exe = os.path.join(WORK, os.path.splitext(prog)[0])
