@@ -749,6 +749,21 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
     trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
 }
 
+/* A local answer makes no round trip, so none of the waiting loop's chores: now and then read the
+ * server (an abort, decisions that release held-back receives) and drive the real MPI (a peer's
+ * real transfer may need it); detached sends at every answer, a program that only sends would
+ * otherwise keep their copies. */
+static void local_chores(void)
+{
+    if (((S.local_waits + S.local_probes) & 63) == 0) {
+        service_server(0);
+        if (S.resolve_pending) ms_post_deferred();
+        ms_progress();
+    } else if (S.detached_n) {
+        ms_progress();
+    }
+}
+
 /* Answer a wait here when the model's answer is known (docs/architecture.md "Local answers"):
  * every request's completion time is (local sends), or, for a Test of the same requests as the
  * last negative one, before its lookahead window ends, the others cannot complete. The answer is
@@ -819,13 +834,8 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
     ms_msg_resume rs = {R, n, 0};
     trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
     if (R > S.clock_ps) S.clock_ps = R;
-    /* no round trip, so none of the waiting loop's chores: now and then read the server (an
-     * abort, decisions that release held-back receives) and drive the real MPI */
-    if ((++S.local_waits & 63) == 0) {
-        service_server(0);
-        if (S.resolve_pending) ms_post_deferred();
-    }
-    if (S.detached_n) ms_progress();
+    S.local_waits++;
+    local_chores();
     return 1;
 }
 
@@ -906,6 +916,7 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
         S.clock_ps = rs.t;
         S.local_probes++;
+        local_chores();
         return;
     }
     put_msg(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
