@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -399,7 +400,8 @@ static int make_trace_dir(const char *trace, int replace, char *dir, size_t len,
     return -1;
 }
 
-static int finish_trace(const char *dir, const char *trace)
+/* remove_raw: the run made `dir` itself (trace-recover's is the user's, and stays) */
+static int finish_trace(const char *dir, const char *trace, int remove_raw)
 {
     char err[1024];
     int rc = ms_trace_convert(dir, trace, err, sizeof err);
@@ -407,10 +409,15 @@ static int finish_trace(const char *dir, const char *trace)
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
         return rc;   /* -1 reading the raw files, -2 writing the trace */
     }
-    if (rc > 0)
+    if (rc > 0) {
+        /* kept: the raw files are what the ranks wrote, should someone want to look */
         fprintf(stderr, "mpisim: trace %s is partial: %s; they are in it without records (a replay says 'partial "
-                        "trace')\n", trace, err);
-    else fprintf(stderr, "mpisim: trace %s\n", trace);
+                        "trace'); the raw files stay in %s\n", trace, err, dir);
+        return 0;
+    }
+    fprintf(stderr, "mpisim: trace %s\n", trace);
+    /* everything is in the HDF5 file now: the raw files would only be in the next run's way */
+    if (remove_raw && remove_raw_dir(dir, err, sizeof err) < 0) fprintf(stderr, "mpisim: warning: %s\n", err);
     return 0;
 }
 
@@ -533,6 +540,36 @@ static int random_hex(char *out, size_t len)
     for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
     return 0;
 }
+/* Shared segments an mpisim killed with SIGKILL left in /dev/shm: the server's "mpisim-PID-HEX"
+ * and the compute gate's "mpisim-gate-PIDxHEX", ours, whose mpisim is gone (the PID does not
+ * exist), and older than any run's set-up (10 min: both names go once every rank has attached,
+ * and a PID of another PID namespace sharing /dev/shm looks gone). */
+static void sweep_stale_segments(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *p = e->d_name;
+        if (strncmp(p, "mpisim-", 7)) continue;
+        p += 7;
+        if (!strncmp(p, "gate-", 5)) p += 5;
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p || (*end != '-' && *end != 'x') || pid <= 0 || pid > INT_MAX) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || now - st.st_mtime < 600)
+            continue;
+        char name[NAME_MAX + 2];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        shm_unlink(name);
+    }
+    closedir(d);
+}
+
 static int launch_and_serve(const run_opts *o_)
 {
     run_opts o = *o_;
@@ -571,7 +608,7 @@ static int launch_and_serve(const run_opts *o_)
         }
     }
     ms_server *s = NULL;
-    char endpoint[512] = "", shm_name[64] = "", gate_token[33] = "";
+    char endpoint[512] = "", shm_name[64] = "", gate_token[48] = "";
     if (!o.capture_only) {
         s = ms_server_create();
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
@@ -593,8 +630,13 @@ static int launch_and_serve(const run_opts *o_)
         }
         /* the compute gate's segments are named by a token of their own: a name in /dev/shm is
          * visible to every user, the secret must not be */
-        if (random_hex(gate_token, sizeof gate_token) < 0)
+        sweep_stale_segments();
+        /* the mpisim's PID first, so that a sweep can tell a dead run's gate */
+        int o_pid = snprintf(gate_token, sizeof gate_token, "%dx", (int)getpid());
+        if (random_hex(gate_token + o_pid, sizeof gate_token - (size_t)o_pid) < 0) {
+            gate_token[0] = 0;
             fprintf(stderr, "mpisim: warning: cannot read /dev/urandom; the run has no compute gate\n");
+        }
     }
     if (s) ms_server_set_machine(s, machine);
     if (cores > 0 && o.nranks > cores && (!o.mpirun_args || !o.nmpirun_args) &&
@@ -720,7 +762,7 @@ static int launch_and_serve(const run_opts *o_)
      * written, else the program's own code */
     if (forwarded_signal)
         fprintf(stderr, "mpisim: ended by %s: the ranks were stopped; the report keeps what the model recorded "
-                        "(call sites and charging come at MPI_Finalize)\n",
+                        "(each rank's call sites and charging as of its last progress, at most a second old)\n",
                 forwarded_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     int output_failed = 0;
@@ -753,7 +795,7 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
         fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
-    if (o.trace && finish_trace(trace_dir, o.trace) < 0) output_failed = 1;
+    if (o.trace && finish_trace(trace_dir, o.trace, 1) < 0) output_failed = 1;
     else if (o.trace && remove_raw_dir(trace_dir, err, sizeof err) < 0)   /* converted: not needed */
         fprintf(stderr, "mpisim: %s\n", err);
     if (o.timeline) {
@@ -860,7 +902,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
             return MS_EXIT_USAGE;
         }
-        int rc = finish_trace(argv[2], argv[3]);   /* a partial trace is converted: 0 */
+        int rc = finish_trace(argv[2], argv[3], 0);   /* a partial trace is converted: 0 */
         return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);

@@ -26,7 +26,8 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "(passthrough)",
          "error|passthrough", 0},
         {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
-         "under shim.compute = none, an MPI_Wtime call that finds the clock where the previous one left it "
+         "under shim.compute = none, an MPI_Wtime call (or a program clock read, shim.program_clocks) that "
+         "finds the clock where the previous one left it "
          "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
          "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
          NULL, NM_KEY_NONNEG},
@@ -47,6 +48,15 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "sleeps (over shim.transport = shm a rank polls a quarter of them and the server none: a doorbell "
          "wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
          "0..1e9", 0},
+        {"shim.program_clocks", NM_KEY_STRING, "", "virtual",
+         "project choice (SMPI answers gettimeofday and clock_gettime of code built with smpicc in simulated "
+         "time; benchmarks such as NetPIPE time themselves with gettimeofday)",
+         "what the program's own clock reads return between MPI_Init and MPI_Finalize: gettimeofday and "
+         "clock_gettime (realtime, monotonic, boottime clocks) called by the program, its libraries, "
+         "libstdc++ or libgfortran on the thread that called MPI_Init answer in virtual time, as MPI_Wtime "
+         "(virtual); the MPI library, its runtime and other threads always read the host's clock; real: "
+         "every read is the host's",
+         "virtual|real", 0},
         {"shim.transport", NM_KEY_STRING, "", "shm",
          "project choice (issue 13: a model round trip through a socket costs tens of microseconds)",
          "how ranks on the model server's host talk to it: a shared-memory ring per rank woken by a futex "

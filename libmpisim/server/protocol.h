@@ -41,11 +41,14 @@ typedef enum {
     MS_MSG_UNMODELLED,     /* ms_msg_text: an unmodelled call, fatal or counted */
     MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
-    MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
+    MS_MSG_SITE,           /* ms_msg_site: one call site's totals so far (replacing the last ones), sent at
+                            * MPI_Finalize and after each PROGRESS */
     MS_MSG_CANCEL,         /* ms_msg_cancel: MPI_Cancel of an active request */
     MS_MSG_FREE,           /* ms_msg_cancel: MPI_Request_free of an active send */
     MS_MSG_STALL,          /* ms_msg_text: waiting in the real MPI, nothing completed for shim.stall_timeout
                             * (where: call, peer, tag, call site); empty text: it moves again */
+    MS_MSG_PROGRESS,       /* ms_msg_finalize: the totals so far, about once a second (what the report keeps
+                            * of a rank that never reaches MPI_Finalize), then its SITEs */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -91,6 +94,8 @@ typedef struct ms_msg_welcome {
     int32_t return_path;         /* 1: take the cold return path's measured excess off switched gaps */
     int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
     int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
+    int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
+    int32_t pad_welcome;
     /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model
      * completes one at max(t, the rank's CPU free) + isend cost + copy(bytes), copy = llround(
      * local_copy_ps_per_byte * bytes) (0 when the rate is 0), the same for every peer but the rank

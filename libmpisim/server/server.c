@@ -50,6 +50,15 @@ typedef struct unmodelled_count {
     uint64_t count;
 } unmodelled_count;
 
+typedef struct site_total {
+    int fn;
+    char text[MS_SITE_TEXT];
+    uint64_t calls, bytes;
+    int64_t time_ps;
+    int64_t rank_min_ps, rank_max_ps;   /* one rank's time at the site: least and most over ranks */
+    int ranks;
+} site_total;
+
 typedef struct rank_info {
     int fd;                      /* TCP connection, or -1 */
     int shm;                     /* 1: attached through the shared segment (its slot is the rank's) */
@@ -60,6 +69,10 @@ typedef struct rank_info {
     char binding[64];
     ms_msg_finalize fin;
     int finalized;
+    ms_msg_finalize progress;    /* its totals at its last PROGRESS (a rank that never finalizes) */
+    int has_progress;
+    site_total *sites;           /* its call sites' totals so far (each SITE replaces its entry) */
+    size_t nsites, cap_sites;
     char error[MS_TEXT_MAX];
     char callsite_text[MS_TEXT_MAX];
     int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
@@ -87,14 +100,6 @@ typedef struct pending_conn {
     double deadline;
 } pending_conn;
 
-typedef struct site_total {
-    int fn;
-    char text[MS_SITE_TEXT];
-    uint64_t calls, bytes;
-    int64_t time_ps;
-    int64_t rank_min_ps, rank_max_ps;   /* one rank's time at the site: least and most over ranks */
-    int ranks;
-} site_total;
 
 struct ms_server {
     const nm_config *cfg;
@@ -130,8 +135,6 @@ struct ms_server {
     double next_watch;           /* next look at the unconnected ranks' processes */
     int watches;
     double accept_backoff;
-    site_total *sites;
-    size_t nsites, cap_sites;
     char machine[512];
     int describing;              /* a deadlock was found; waiting for the ranks to say where */
     int debug;
@@ -355,6 +358,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
+    w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
     const char *slots = nm_config_string(cfg, "shim.compute_slots");
     if (!strcmp(slots, "auto")) {
@@ -655,26 +659,31 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         memcpy(&m, p, sizeof m);
         m.text[MS_SITE_TEXT - 1] = 0;
         size_t i;
-        for (i = 0; i < s->nsites; i++)
-            if (s->sites[i].fn == m.fn && !strcmp(s->sites[i].text, m.text)) break;
-        if (i == s->nsites) {
-            if (s->nsites == s->cap_sites) {
-                s->cap_sites = s->cap_sites ? s->cap_sites * 2 : 64;
-                site_total *q = realloc(s->sites, sizeof *q * s->cap_sites);
+        for (i = 0; i < r->nsites; i++)
+            if (r->sites[i].fn == m.fn && !strcmp(r->sites[i].text, m.text)) break;
+        if (i == r->nsites) {
+            if (r->nsites == r->cap_sites) {
+                size_t cap = r->cap_sites ? r->cap_sites * 2 : 16;
+                site_total *q = realloc(r->sites, sizeof *q * cap);
                 if (!q) break;
-                s->sites = q;
+                r->sites = q;
+                r->cap_sites = cap;
             }
-            memset(&s->sites[i], 0, sizeof s->sites[i]);
-            s->sites[i].fn = m.fn;
-            memcpy(s->sites[i].text, m.text, sizeof m.text);
-            s->nsites++;
+            memset(&r->sites[i], 0, sizeof r->sites[i]);
+            r->sites[i].fn = m.fn;
+            memcpy(r->sites[i].text, m.text, sizeof m.text);
+            r->nsites++;
         }
-        s->sites[i].calls += m.calls;
-        s->sites[i].bytes += m.bytes;
-        s->sites[i].time_ps += m.time_ps;
-        if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
-        if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
-        s->sites[i].ranks++;
+        /* totals so far: the newest replaces */
+        r->sites[i].calls = m.calls;
+        r->sites[i].bytes = m.bytes;
+        r->sites[i].time_ps = m.time_ps;
+        break;
+    }
+    case MS_MSG_PROGRESS: {
+        if (len < sizeof r->progress) break;
+        memcpy(&r->progress, p, sizeof r->progress);
+        r->has_progress = 1;
         break;
     }
     case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
@@ -1387,6 +1396,42 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 /* report */
 
 /* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
+/* Every rank's call sites summed per (function, site): totals over the ranks, and the least and
+ * most one rank spent there. A rank that never finalized counts with its last PROGRESS's. */
+static site_total *gather_sites(const ms_server *s, size_t *n)
+{
+    site_total *all = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (int r = 0; r < s->nranks; r++)
+        for (size_t k = 0; k < s->ranks[r].nsites; k++) {
+            const site_total *m = &s->ranks[r].sites[k];
+            size_t i;
+            for (i = 0; i < *n; i++)
+                if (all[i].fn == m->fn && !strcmp(all[i].text, m->text)) break;
+            if (i == *n) {
+                if (*n == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    site_total *q = realloc(all, sizeof *q * cap);
+                    if (!q) return all;   /* what fitted */
+                    all = q;
+                }
+                all[i] = *m;
+                all[i].calls = all[i].bytes = 0;
+                all[i].time_ps = 0;
+                all[i].ranks = 0;
+                (*n)++;
+            }
+            all[i].calls += m->calls;
+            all[i].bytes += m->bytes;
+            all[i].time_ps += m->time_ps;
+            if (!all[i].ranks || m->time_ps < all[i].rank_min_ps) all[i].rank_min_ps = m->time_ps;
+            if (!all[i].ranks || m->time_ps > all[i].rank_max_ps) all[i].rank_max_ps = m->time_ps;
+            all[i].ranks++;
+        }
+    return all;
+}
+
 static void write_charging(FILE *f, const ms_msg_charging *c)
 {
     static const char *const methods[] = {"none", "task-clock", "syscall", "wall"};
@@ -1498,8 +1543,10 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         msgs += st.msgs_sent;
         bytes += st.bytes_sent;
         const char *state = s->drv ? ms_driver_state_name(ms_driver_state(s->drv, i)) : "never_connected";
-        ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, r->fin.compute_ps, r->fin.mpi_ps,
-                             r->fin.calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
+        /* a rank that never finalized: its totals at its last PROGRESS (a second old at most) */
+        const ms_msg_finalize *fin = r->finalized || !r->has_progress ? &r->fin : &r->progress;
+        ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, fin->compute_ps, fin->mpi_ps,
+                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
@@ -1509,7 +1556,9 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
         if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
-        if (r->finalized) write_charging(f, &r->fin.charging);
+        if (r->finalized || r->has_progress) write_charging(f, &fin->charging);
+        if (!r->finalized && r->has_progress)
+            fprintf(f, ", \"totals_as_of_ps\": %lld", (long long)r->progress.t);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
             ms_report_str(f, r->error);
@@ -1526,16 +1575,18 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     }
     fprintf(f, "%s],\n  \"callsites\": [", nw > 0 ? "\n  " : "");
     /* most virtual time first, as mpiP sorts */
-    size_t *order = malloc(sizeof *order * (s->nsites ? s->nsites : 1));
-    for (size_t i = 0; order && i < s->nsites; i++) order[i] = i;
-    for (size_t i = 1; order && i < s->nsites; i++)
-        for (size_t j = i; j > 0 && s->sites[order[j]].time_ps > s->sites[order[j - 1]].time_ps; j--) {
+    size_t nsites = 0;
+    site_total *sites = gather_sites(s, &nsites);
+    size_t *order = malloc(sizeof *order * (nsites ? nsites : 1));
+    for (size_t i = 0; order && i < nsites; i++) order[i] = i;
+    for (size_t i = 1; order && i < nsites; i++)
+        for (size_t j = i; j > 0 && sites[order[j]].time_ps > sites[order[j - 1]].time_ps; j--) {
             size_t t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    for (size_t k = 0; order && k < s->nsites; k++) {
-        const site_total *t = &s->sites[order[k]];
+    for (size_t k = 0; order && k < nsites; k++) {
+        const site_total *t = &sites[order[k]];
         fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
         ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
         fputs(", \"site\": ", f);
@@ -1547,7 +1598,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
                 (long long)t->rank_min_ps, (long long)t->rank_max_ps);
     }
     free(order);
-    fprintf(f, "%s],\n  ", s->nsites ? "\n  " : "");
+    free(sites);
+    fprintf(f, "%s],\n  ", nsites ? "\n  " : "");
     char outcome[8192];
     int oc = ms_server_outcome(s, outcome, sizeof outcome);
     ms_report_summary(f, vmax, msgs, bytes, s->wall_end - s->wall_start, (uint64_t)s->events, s->rejected_connections,
@@ -1612,13 +1664,13 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].in.p);
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
+        free(s->ranks[i].sites);
     }
     for (size_t i = 0; i < s->npending; i++) {
         close(s->pending[i].fd);
         free(s->pending[i].in.p);
     }
     free(s->pending);
-    free(s->sites);
     free(s->ranks);
     for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
     free(s->argv);

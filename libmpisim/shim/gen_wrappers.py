@@ -19,6 +19,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_fortran  # noqa: E402
 
 
+# Functions and entries the shim handles by hand, after the generated wrappers (ids in this order,
+# appended: traces name their functions, and old ids keep their numbers): (id, name, comment).
+EXTRA_FNS = [
+    ('Init', 'MPI_Init', ''), ('Init_thread', 'MPI_Init_thread', ''), ('Finalize', 'MPI_Finalize', ''),
+    ('Abort', 'MPI_Abort', ''), ('Wtime', 'MPI_Wtime', ''), ('Wtick', 'MPI_Wtick', ''), ('Pcontrol', 'MPI_Pcontrol', ''),
+    ('Pcontrol_region', 'MPI_Pcontrol region', 'not a function: the call-site entry of MPI_Pcontrol regions'),
+    ('clock_gettime', 'clock_gettime', "the program's own clock reads, answered in virtual time (program_clocks.c)"),
+    ('gettimeofday', 'gettimeofday', ''),
+]
+
+
 def read_spec(path):
     rules = []
     for lineno, line in enumerate(open(path), 1):
@@ -113,9 +124,8 @@ def main():
          '#ifndef MS_WRAPPERS_GEN_H', '#define MS_WRAPPERS_GEN_H', '#include <mpi.h>', '',
          'typedef enum {']
     h += [f'    MS_FN_{n},' for n, *_ in wrapped]
-    h += ['    MS_FN_Init, MS_FN_Init_thread, MS_FN_Finalize, MS_FN_Abort, MS_FN_Wtime, MS_FN_Wtick, MS_FN_Pcontrol,',
-          '    MS_FN_Pcontrol_region,   /* not a function: the call-site entry of MPI_Pcontrol regions */',
-          '    MS_FN_COUNT', '} ms_fn_id;', '',
+    h += [f'    MS_FN_{ident},' + (f'   /* {why} */' if why else '') for ident, _, why in EXTRA_FNS]
+    h += ['    MS_FN_COUNT', '} ms_fn_id;', '',
           'extern const char *const ms_fn_names[MS_FN_COUNT];', '']
     # `modelled H +request`: the blocking call and its nonblocking form share ms_h_H, which takes
     # the request (NULL for the blocking call) and the function id last
@@ -140,7 +150,7 @@ def main():
          '#include "wrappers_gen.h"', '#include "shim.h"', '',
          'const char *const ms_fn_names[MS_FN_COUNT] = {']
     c += [f'    "{n}",' for n, *_ in wrapped]
-    c += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",', '    "MPI_Pcontrol region",', '};', '']
+    c += [f'    "{name}",' for _, name, _ in EXTRA_FNS] + ['};', '']
     for n, cls, handler, plist, names in wrapped:
         args = ', '.join(names)
         sig = f'int {n}({", ".join(plist) if plist else "void"})'
@@ -170,7 +180,7 @@ def main():
              '#ifndef MS_FN_NAMES_GEN_H', '#define MS_FN_NAMES_GEN_H',
              'static const char *const ms_fn_name_table[] = {']
     names += [f'    "{n}",' for n, *_ in wrapped]
-    names += ['    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Abort", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",', '    "MPI_Pcontrol region",', '};',
+    names += [f'    "{name}",' for _, name, _ in EXTRA_FNS] + ['};',
               '#define MS_FN_NAME_COUNT (sizeof ms_fn_name_table / sizeof ms_fn_name_table[0])', '#endif', '']
     open(out_names, 'w').write('\n'.join(names))
     ftext, _ = gen_fortran.emit(protos, wrapped)

@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "protocol.h"
 #include "reqtable.h"
 #include "wrappers_gen.h"
@@ -31,6 +32,11 @@
 #define MS_HIDDEN __attribute__((visibility("hidden")))
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
 MS_HIDDEN int ms_bypass(void);
+/* program_clocks.c: the program's clock reads; the shim's own always go to the host's clock */
+MS_HIDDEN int ms_clock_real(int clock, struct timespec *ts);   /* clock: a clockid_t */
+MS_HIDDEN void ms_program_clocks_start(void);
+MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite);
+MS_HIDDEN int ms_virtual_clock_on(void);
 /* a Fortran binding passes its caller's address for the C wrapper it is about to call */
 void ms_f_callsite(void *ret);
 MS_HIDDEN void ms_enter(ms_fn_id fn, void *callsite);

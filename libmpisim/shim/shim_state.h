@@ -25,6 +25,8 @@ typedef struct ms_state {
     int64_t compute_ps, mpi_ps;
     int64_t call_start_ps;
     int64_t last_exit_ns;        /* the rank's clock reading (clock_now) when its last MPI call returned */
+    int calibrating;             /* clock_calibrate runs: ms_enter/ms_exit only take their readings */
+    int64_t calib_enter_ns, calib_exit_ns, calib_mono;
     int64_t last_exit_mono_ns;
     /* the thread's CPU clock without a system call (clock_now): a task-clock perf event's page
      * and its ring buffer of switch records */
@@ -66,6 +68,8 @@ typedef struct ms_state {
     size_t tr_len, tr_cap;
     int64_t last_raw_compute_ns;
     int64_t last_trace_flush_ns;
+    int64_t progress_mono_ns;    /* when the last PROGRESS went (CLOCK_MONOTONIC) */
+    int progress_due;
     int server;                  /* 1: co-simulation; 0: capture only */
     /* call sites */
     int cs_depth;
@@ -119,11 +123,12 @@ MS_HIDDEN void trace_open(void);
 MS_HIDDEN void cs_add(int fn, uint64_t bytes, int64_t time_ps);
 MS_HIDDEN void cs_text(const uint64_t *pcs, int n, char *out, size_t len);
 MS_HIDDEN void capture_callsite(void *ret, int skip);
-MS_HIDDEN void send_callsites(void);
+MS_HIDDEN void send_callsites(int also_trace);   /* 0: to the server only (PROGRESS) */
 /* comms.c */
 MS_HIDDEN int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 /* shim.c */
 MS_HIDDEN void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+MS_HIDDEN void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);   /* server only */
 MS_HIDDEN void cpu_list(char *out, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 #include "ms_trace_internal.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -637,6 +638,25 @@ static int32_t size_from_any_rank(const char *dir, int32_t **members, size_t *nm
     return n;
 }
 
+/* How many non-empty rank-<R>.mstrace files dir holds (nothing read). */
+static long count_rank_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    long n = 0;
+    while ((e = readdir(d))) {
+        int r;
+        char tail[16];
+        struct stat st;
+        if (sscanf(e->d_name, "rank-%d.%15s", &r, tail) == 2 && !strcmp(tail, "mstrace") &&
+            fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_size > 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len)
 {
     int n = 0;
@@ -662,6 +682,13 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
     size_t nmembers = 0;
     char path[4096];
     if (read_meta(dir, t, &nranks, err, errlen) < 0) goto fail;
+    if (nranks < 0) goto fail;   /* read_meta keeps it in 1..1e7 */
+    if (nranks > 0 && count_rank_files(dir) == 0) {
+        /* checked before the claim costs a slot and a stat per claimed rank (up to 1e7) */
+        ms_trace_fail(err, errlen, "%s: none of the %d ranks left records (every rank-<R>.mstrace missing or empty)",
+                      dir, nranks);
+        goto fail;
+    }
     if (nranks == 0) {
         /* no meta.json: the job size comes from a rank file's header */
         nranks = size_from_any_rank(dir, &members, &nmembers, err, errlen);

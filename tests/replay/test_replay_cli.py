@@ -187,6 +187,7 @@ def cosim_pair(n, prog, args, name):
     h5 = os.path.join(WORK, name + ".h5")
     online = os.path.join(WORK, name + "-online.json")
     run([MPISIM, "run", "--trace", h5, "--report", online, "-n", str(n), "--", prog] + args)
+    check(not os.path.exists(h5 + ".raw"), "%s: the raw directory is removed once the trace is written" % name)
     off = os.path.join(WORK, name + "-replay.json")
     run([MPISIM, "replay", h5, "--report", off])
     a, b = json.load(open(online)), json.load(open(off))

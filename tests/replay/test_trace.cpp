@@ -426,6 +426,16 @@ TEST(Convert, RawDirectoryWithMetaBecomesHdf5)
     fclose(f);
     EXPECT_LT(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 0);
     EXPECT_NE(std::string(err).find("meta.json"), std::string::npos) << err;
+    // a claim of millions of ranks with no records is refused before a slot or a stat per rank
+    f = fopen((dir + "/meta.json").c_str(), "w");
+    fputs("{\"nranks\": 9000000}", f);
+    fclose(f);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT_LT(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    EXPECT_NE(std::string(err).find("none of the 9000000 ranks"), std::string::npos) << err;
+    EXPECT_LT((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, 5.0);   // 87 s before, under load
     ms_trace_free(t);
 }
 

@@ -199,6 +199,49 @@ def test_charged_overhead():
         sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
 
 
+def test_program_clocks():
+    """The program's own clocks (shim.program_clocks = virtual, the default): the same ping-pongs
+    timed with clock_gettime (monotonic, realtime) and gettimeofday give MPI_Wtime's virtual time;
+    the realtime clock still reads today's date; CPU time stays the host's; a capture of the run
+    replays to the same virtual times (the reads are calls in the trace). With
+    shim.program_clocks = real they read the host's clock again."""
+    import time
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/program_clocks.c"), os.path.join(WORK, "program_clocks"))
+    h5 = os.path.join(WORK, "clocks.h5")
+    if os.path.exists(h5):
+        os.unlink(h5)
+    p, rep = mpisim_run(2, [exe, "1000"], report=os.path.join(WORK, "clocks.json"), extra=["--trace", h5])
+    v = {k: int(x) for k, x in re.findall(r"(\w+)=(-?[0-9]+)", p.stdout)}
+    print(f"virtual: {v}")
+    w = v["wtime_ns"]
+    # MPI_Wtime is a double of seconds; the clocks count whole ns (gettimeofday whole us)
+    if not (w > 0 and abs(v["monotonic_ns"] - w) <= 2 and abs(v["realtime_ns"] - w) <= 2 and
+            abs(v["gettimeofday_ns"] - w) <= 1000):
+        sys.exit(f"FAILED: the program's clocks do not read virtual time: {v}")
+    if abs(v["date_s"] - time.time()) > 600:
+        sys.exit(f"FAILED: CLOCK_REALTIME is not today's date under co-simulation: {v['date_s']}")
+    if v["cputime_ns"] <= 0:
+        sys.exit(f"FAILED: CLOCK_PROCESS_CPUTIME_ID should stay the host's: {v}")
+    sites = {}
+    for c in rep["callsites"]:
+        sites[c["call"]] = sites.get(c["call"], 0) + c["calls"]
+    # per rank: 2 gettimeofday, 5 clock_gettime of the virtual clocks (the CPU-time ones stay real)
+    if sites.get("gettimeofday") != 4 or sites.get("clock_gettime") != 10:
+        sys.exit(f"FAILED: the reads are not counted as calls: {sites}")
+    off = os.path.join(WORK, "clocks-replay.json")
+    run([MPISIM, "replay", h5, "--report", off])
+    b = json.load(open(off))
+    for x, y in zip(rep["ranks"], b["ranks"]):
+        if x["virtual_end_ps"] != y["virtual_end_ps"] or x["calls"] != y["calls"]:
+            sys.exit(f"FAILED: replay differs: rank {x['rank']} {x['virtual_end_ps']} / {y['virtual_end_ps']}")
+    p, _ = mpisim_run(2, [exe, "1000"], sets=["shim.program_clocks=real"], report=os.path.join(WORK, "clocks2.json"))
+    r = {k: int(x) for k, x in re.findall(r"(\w+)=(-?[0-9]+)", p.stdout)}
+    print(f"real:    {r}")
+    if abs(r["monotonic_ns"] - r["wtime_ns"]) < 0.1 * r["wtime_ns"]:
+        sys.exit(f"FAILED: shim.program_clocks = real should read the host's clock: {r}")
+    print("the program's clock reads give virtual time (monotonic, realtime, gettimeofday); replay agrees")
+
+
 def test_return_path_growing():
     """Computation after switched-out calls is charged in full by the cold return path's
     compensation (shim.return_path = measured), even when the switched gaps are the heaviest:
@@ -457,6 +500,18 @@ def test_terminated():
     import time
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
     report = os.path.join(WORK, "term.json")
+    # what an mpisim killed with SIGKILL leaves: its segments go at the next run once its PID is
+    # gone and they are older than any set-up; a live PID's or a young one's stay
+    t = subprocess.Popen(["true"])
+    t.wait()
+    dead, old = t.pid, time.time() - 3600
+    planted = {f"mpisim-{dead}-00c0ffee00c0ffee": False, f"mpisim-gate-{dead}x00c0ffee00c0ffee": False,
+               f"mpisim-{os.getpid()}-00c0ffee00c0ffee": True, f"mpisim-{dead}-11c0ffee00c0ffee": True}
+    for i, name in enumerate(planted):
+        with open(os.path.join("/dev/shm", name), "w") as f:
+            f.write("x")
+        if i < 3:
+            os.utime(os.path.join("/dev/shm", name), (old, old))
     before = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-"))
     p = subprocess.Popen([MPISIM, "run", "--report", report, "-n", "2", "--", exe],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -467,16 +522,32 @@ def test_terminated():
     except subprocess.TimeoutExpired:
         p.kill()
         sys.exit("FAILED: mpisim did not end within 60 s of SIGTERM")
-    left = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-")) - before
+    # this run's (other runs may be starting beside the test)
+    left = set(f for f in os.listdir("/dev/shm")
+               if f.startswith((f"mpisim-{p.pid}-", f"mpisim-gate-{p.pid}x"))) - before
     rep = json.load(open(report)) if os.path.exists(report) else None
-    # the model's view survives (call sites and charging come at MPI_Finalize: a stopped rank's are lost)
+    # the model's view survives, and each rank's totals and call sites as of its last PROGRESS
+    # (about once a second): a rank stopped before MPI_Finalize keeps them
     barriers = min(r["collectives"] for r in rep["ranks"]) if rep else 0
+    if rep:
+        sites = sum(c["calls"] for c in rep["callsites"] if c["call"] == "MPI_Barrier")
+        asof = [r.get("totals_as_of_ps", 0) for r in rep["ranks"]]
+        if any(r["calls"] < 10 or "charging" not in r for r in rep["ranks"]) or sites < 20 or min(asof) <= 0:
+            sys.exit(f"FAILED: the stopped ranks' totals and call sites are not in the report: calls "
+                     f"{[r['calls'] for r in rep['ranks']]}, barrier calls at sites {sites}, as of {asof}")
     if p.returncode == 0 or not rep or barriers < 2 or left:
         sys.exit(f"FAILED: exit {p.returncode}, report {'written' if rep else 'missing'}, {barriers} barriers "
                  f"recorded, segments left {sorted(left)}\n{err}")
     if "ended by SIGTERM" not in err:
         sys.exit(f"FAILED: the run does not say it was ended by SIGTERM\n{err}")
-    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, no segment left")
+    there = {name: os.path.exists(os.path.join("/dev/shm", name)) for name in planted}
+    for name in planted:
+        if there[name]:
+            os.unlink(os.path.join("/dev/shm", name))
+    if there != planted:
+        sys.exit(f"FAILED: stale segments: expected present {planted}, found {there}")
+    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, the ranks' call sites and "
+          f"charging as of their last progress ({[r['calls'] for r in rep['ranks']]} calls), no segment left")
 
 
 def test_connect_timeout():

@@ -4,7 +4,8 @@
 Usage: test_thirdparty.py BUILD_DIR CASE
 Cases:
   netpipe     NetPIPE's NPopenmpi (package netpipe-openmpi) in integrity-check mode (-i): every
-              message size must pass its check under the shim, with nothing unmodelled.
+              message size must pass its check under the shim, with nothing unmodelled; in timing
+              mode its own table (timed with gettimeofday) must give the model's ping-pong.
   mpi4py_ring mpi4py's own benchmark package (python3-mpi4py): helloworld's answers must be
               identical; ringtest must complete with nothing unmodelled.
   hpcc        the HPC Challenge suite (package hpcc: HPL, PTRANS, RandomAccess with its closing
@@ -72,6 +73,21 @@ def netpipe():
             sys.exit(f"FAILED {where}: integrity checks {checks}")
     calls = sorted({c["call"] for c in rep["callsites"]})
     print(f"NetPIPE integrity mode: {len(re.findall('passed', out))} sizes passed under mpisim; calls used {calls}")
+    # timing mode: NetPIPE times itself with gettimeofday, which the shim answers in virtual time
+    # (shim.program_clocks): its own table must give the model's ping-pong, as apps/pingpong
+    # (MPI_Wtime) measures it
+    table = os.path.join(WORK, "np.out")
+    simulated(2, [exe, "-n", "20", "-u", "1048576", "-o", table])
+    np = {int(r.split()[0]): float(r.split()[2]) for r in open(table) if r.strip()}
+    pp, _ = simulated(2, [os.path.join(os.path.abspath(BUILD), "bin", "pingpong"), "--only", "1,1024,1048576"])
+    model = {int(r.split(",")[0]): float(r.split(",")[1]) for r in pp.splitlines() if re.match(r"^[0-9]+,", r)}
+    for size, half_rtt in sorted(model.items()):
+        got = np.get(size)
+        # gettimeofday ticks in microseconds: over NetPIPE's 20 round trips, 25 ns of a half round trip
+        if got is None or abs(got - half_rtt) > 0.005 * half_rtt + 30e-9:
+            sys.exit(f"FAILED: NetPIPE's own time for {size} B is {got} s, the model's ping-pong {half_rtt} s")
+    print("NetPIPE timing mode under mpisim, its own table against apps/pingpong: " +
+          ", ".join(f"{k} B {np[k] * 1e6:.3f} / {v * 1e6:.3f} us" for k, v in sorted(model.items())))
 
 
 def mpi4py_ring():
