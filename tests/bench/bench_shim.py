@@ -46,16 +46,15 @@ def median_of(cmd):
     return float(re.search(r"median_rtt_us=([0-9.]+)", p.stdout).group(1)), int(cs.group(1)) if cs else None, trips
 
 
-def knows_program_clocks(b):
-    """Builds since shim.program_clocks answer the program's clock_gettime with virtual time: the
-    benchmark times itself with it, so it must read the host's clock."""
-    p = subprocess.run([os.path.join(b, "bin", "mpisim"), "config", "--json"], capture_output=True, text=True)
-    return "shim.program_clocks" in p.stdout
+def knows(b, key):
+    """Whether build b has a configuration key (a previous build may not)."""
+    return subprocess.run([os.path.join(b, "bin", "mpisim"), "config", "--set", f"{key}"], capture_output=True).returncode == 0
 
 
 def sim(b, *sets):
     cmd = [os.path.join(b, "bin", "mpisim"), "run", "--compute", "none", "--report", REPORT]
-    if knows_program_clocks(b):
+    # the benchmark times itself with clock_gettime: it must read the host's clock, not virtual time
+    if knows(b, "shim.program_clocks=real"):
         sets = ("shim.program_clocks=real",) + sets
     for s in sets:
         cmd += ["--set", s]
