@@ -350,6 +350,13 @@ int ms_host_rndv_fin(const ms_host *h) { return h->rndv_fin; }
 int ms_host_rndv_in_call(const ms_host *h) { return h->rndv_in_call; }
 int64_t ms_host_rndv_handling(const ms_host *h) { return h->rndv_handling; }
 
+int ms_host_registers(const ms_host *h) { return h->reg_cost != 0 || h->reg_pp != 0; }
+void ms_host_copy_costs(const ms_host *h, double *send_copy, double *shm_copy, double *shm_memory)
+{
+    *send_copy = h->send_copy_ps_pb;
+    *shm_copy = h->shm_copy_ps_pb;
+    *shm_memory = h->shm_mem_ps_pb;
+}
 int64_t ms_host_send_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->send_copy_ps_pb, bytes); }
 int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->recv_copy_ps_pb, bytes); }
 

@@ -74,6 +74,11 @@ int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes);
  * addr 0: the buffer is unknown (taken as cached when there is a cache). */
 int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes);
 
+/* Whether buffer registration costs anything (host.reg_cost, host.reg_cost_per_page). */
+int ms_host_registers(const ms_host *h);
+/* ps per byte of the sender's eager copy, of one intra-node copy, of the node's memory (0: free). */
+void ms_host_copy_costs(const ms_host *h, double *send_copy, double *shm_copy, double *shm_memory);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,6 +99,7 @@ typedef struct ms_req {
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint8_t notify;           /* push a resolution when matched, even with source and tag named */
+    uint8_t open;             /* a send that waits for its receiver's answer (ACK, CTS): counted in open_sends */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -230,6 +231,10 @@ typedef struct rank_state {
     size_t nturns, capturns;
     int progress_pending;     /* an EV_PROGRESS of this rank is queued */
     ms_time_t fin_t;          /* when it called MPI_Finalize (which makes progress until the end) */
+    /* lookahead (ms_model_quiet_until) and local sends (ms_model_cpu_free) */
+    uint32_t open_sends;      /* sends, user or internal, waiting for an answer from their receiver */
+    uint32_t active_recvs, active_colls;   /* the program's receives and collectives the model holds */
+    ms_time_t unexp_first;    /* first message that went unexpected here since the last Iprobe answer */
     /* wildcard resolutions not yet taken */
     ms_resolution *resol;
     size_t rhead, rn, rcap;
@@ -435,7 +440,15 @@ static ms_req *req_new(ms_model *m)
     r->done = NEVER;
     return r;
 }
-static void req_free(ms_model *m, ms_req *r) { ms_pool_release(&m->reqpool, r->pidx); }
+static void req_free(ms_model *m, ms_req *r)
+{
+    if (!r->internal && r->rank >= 0 && r->rank < m->nranks) {
+        rank_state *rs = &m->ranks[r->rank];
+        if (r->kind == REQ_RECV) rs->active_recvs--;
+        else if (r->kind == REQ_COLL) rs->active_colls--;
+    }
+    ms_pool_release(&m->reqpool, r->pidx);
+}
 
 /* ---- match queues ---------------------------------------------------------------------------- */
 
@@ -667,6 +680,7 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     if (!qs || !qa) { model_error(m, "out of memory (match queues)"); return; }
     unexp_append(qs, qa, g);
     rank_state *rs = &m->ranks[g->dst];
+    if (rs->unexp_first == NEVER) rs->unexp_first = d;
     if (rs->parmed && rs->pctx == g->ctx && (rs->psrc == MS_ANY_SOURCE || rs->psrc == g->src_c) &&
         tag_ok(rs->ptag, g->tag)) {
         rs->parmed = 0;
@@ -1080,12 +1094,16 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         }
         if (r->mode == MS_SEND_SYNC) {
             g->sreq = r;
+            r->open = 1;
+            rs->open_sends++;
         } else {
             determine(m, r, ldone);
         }
     } else {
         g->rndv = 1;
         g->sreq = r;
+        r->open = 1;
+        rs->open_sends++;
         schedule_inject(m, g, PK_RTS, tinj);
     }
 }
@@ -1236,6 +1254,10 @@ static void coll_op_done(ms_model *m, coll_member *cm, ms_time_t T)
 static void determine(ms_model *m, ms_req *r, ms_time_t T)
 {
     r->done = T;
+    if (r->open) {
+        r->open = 0;
+        m->ranks[r->rank].open_sends--;
+    }
     if (r->internal) {
         coll_member *cm = r->cm;
         req_free(m, r);
@@ -1325,6 +1347,7 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
         res[0].complete_time = NEVER;
         if (rs->wkind == W_IPROBE) {
             R = T + m->poll;
+            rs->unexp_first = NEVER;
             if (!rs->pfound && rs->psrc != MS_PROC_NULL) {
                 ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
                 if (g) {
@@ -1443,6 +1466,97 @@ ms_time_t ms_model_next_time(const ms_model *m)
 
 ms_time_t ms_model_now(const ms_model *m) { return m ? m->now : 0; }
 
+/* ---- local answers (docs/architecture.md "Local answers") ------------------------------------ */
+
+ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    const rank_state *rs = &m->ranks[rank];
+    /* what else moves it: a collective's steps, and with registration costs a rendezvous receive's
+     * match (the receiver registers its buffer on its CPU), at times other ranks decide */
+    if (rs->active_colls || (rs->active_recvs && ms_host_registers(m->host))) return -1;
+    /* host-driven rendezvous: every entry into the library (a post too) may run held turns on
+     * this host's CPU, at times the model alone knows */
+    if (ms_host_rndv_in_call(m->host)) return -1;
+    return rs->cpu_free;
+}
+
+int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
+{
+    if (!m) return 0;
+    *recv_moves_cpu = ms_host_registers(m->host);
+    double send_copy, shm_copy, shm_mem;
+    ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);
+    int intra = 0, inter = 0;   /* two ranks on one node; on two nodes */
+    int *seen = calloc((size_t)m->nhosts, sizeof *seen);
+    if (!seen) return 0;
+    for (int r = 0; r < m->nranks; r++) {
+        int h = m->ranks[r].host;
+        if (h >= 0 && h < m->nhosts && seen[h]++) intra = 1;
+        if (h != m->ranks[0].host) inter = 1;
+    }
+    free(seen);
+    /* on one node the sender copies into shared memory, and the node's memory rate makes that
+     * copy wait for other ranks' copies */
+    if (intra && shm_mem > 0) return 0;
+    if (intra && inter && send_copy != shm_copy) return 0;
+    *copy_ps_per_byte = inter ? send_copy : shm_copy;
+    return 1;
+}
+
+/* The least delay between another rank's next action (a post, or its resume) and a change of
+ * `rank`'s requests or unexpected messages: its message's data or RTS leaves after the send
+ * overhead; only a send of `rank` waiting for an answer (synchronous ACK, rendezvous CTS) can be
+ * answered by a receive posted elsewhere at once, with no overhead in between. */
+static ms_time_t influence_latency(const ms_model *m, int rank)
+{
+    return m->ranks[rank].open_sends ? 0 : m->o_s;
+}
+
+ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const uint64_t *reqs, size_t n,
+                               int probe, ms_time_t *lat_out)
+{
+    *lat_out = 0;
+    if (!m || rank < 0 || rank >= m->nranks || m->in_run) return t;
+    /* host-driven rendezvous: a test is an entry into the library, which runs the rank's held
+     * turns; the model must see every one */
+    if (ms_host_rndv_in_call(m->host)) return t;
+    const rank_state *rs = &m->ranks[rank];
+    ms_time_t q = NEVER;
+    /* receives (and probes) change only when a message or its RTS arrives: a send overhead after
+     * its post; anything else the rank waits for may be one of its sends that waits for an answer */
+    ms_time_t lat = m->o_s;
+    for (size_t i = 0; i < n; i++) {
+        const ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, reqs[i]);
+        if (!r) return t;                             /* gone: nothing to promise */
+        if (r->done != NEVER && r->done > t && r->done < q) q = r->done;   /* decided: completes then */
+        if (r->kind != REQ_RECV) lat = influence_latency(m, rank);
+    }
+    if (probe && rs->unexp_first < q) q = rs->unexp_first;
+    ms_time_t tn = nm_network_next_time(m->net);
+    if (tn < q) q = tn;
+    /* Pending events: the model's own (injections, NIC, packets, collective steps) may act on the
+     * rank at their time; a post or a resume is another rank's action, felt a latency later. The
+     * heap is walked from its top, skipping subtrees that start too late to matter. */
+    *lat_out = lat;
+    const ms_heap *h = &m->heap;
+    size_t stack[128], sp = 0;
+    if (h->n) stack[sp++] = 0;
+    while (sp) {
+        size_t i = stack[--sp];
+        const ms_event *e = &h->e[i];
+        if (e->t >= q) continue;   /* children are no earlier */
+        uint64_t cls = ORDER_CLASS(e->order);
+        ms_time_t b = cls == CLS_INTERNAL ? e->t : e->t + lat;
+        if (b < q) q = b;
+        for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < h->n; c++) {
+            if (sp == sizeof stack / sizeof stack[0]) return q < h->e[0].t ? q : h->e[0].t;   /* too deep: the next event */
+            stack[sp++] = c;
+        }
+    }
+    return q;
+}
+
 int ms_model_run_until(ms_model *m, ms_time_t limit)
 {
     if (!m || m->in_run) return -1;
@@ -1545,6 +1659,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     for (int r = 0; r < nranks; r++) {
         m->ranks[r].host = ms_host_node_of(m->host, r);
         m->ranks[r].sched = NEVER;
+        m->ranks[r].unexp_first = NEVER;
     }
     m->nhosts = ms_host_nodes(m->host);
     m->ports = ms_host_ports(m->host);
@@ -1746,6 +1861,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     ms_req *r = new_user_req(m, rank, req, &hint, err, errlen);
     if (!r) return -1;
     r->kind = REQ_RECV;
+    m->ranks[rank].active_recvs++;
     r->comm = comm;
     r->ctx = c->idx * 2;
     r->peer = src;
@@ -1861,6 +1977,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         return -1;
     }
     r->kind = REQ_COLL;
+    m->ranks[rank].active_colls++;
     r->comm = comm;
     r->ctx = c->idx * 2 + 1;
     r->peer = -1;

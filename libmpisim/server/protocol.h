@@ -25,6 +25,8 @@
 /* ms_msg_wait.flags */
 #define MS_WAIT_FLAG_SYNC 1          /* all members of the collective leave together (comm creation) */
 #define MS_WAIT_FLAG_UNTIMED 2       /* back from an untimed call: resume at once, at the model's time */
+#define MS_WAIT_FLAG_LOCAL 4         /* trace only: the shim answered this wait itself, as the model would have
+                                      * (docs/architecture.md "Local answers"); replay asks the model and checks */
 
 typedef enum {
     /* rank -> server */
@@ -58,6 +60,7 @@ typedef enum {
     MS_MSG_DESCRIBE,       /* no payload: say where you are blocked (deadlock report) */
     MS_MSG_ABORT,          /* ms_msg_text: stop the program with this message */
     MS_MSG_FIN_OK,         /* no payload */
+    MS_MSG_HINT,           /* ms_msg_hint: comes right before a RESUME, about it (never in the trace) */
 } ms_msg_type;
 
 typedef struct ms_msg_header {
@@ -93,6 +96,15 @@ typedef struct ms_msg_welcome {
     int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
     int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
     int32_t pad_welcome;
+    /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model
+     * completes one at max(t, the rank's CPU free) + isend cost + copy(bytes), copy = llround(
+     * local_copy_ps_per_byte * bytes) (0 when the rate is 0), the same for every peer but the rank
+     * itself. 0: not computable in the shim (copies that depend on the peer's node or on other
+     * ranks' copies). */
+    int32_t local_send;
+    int32_t recv_moves_cpu;      /* host registration costs: a rendezvous receive's match moves the CPU */
+    double local_copy_ps_per_byte;
+    int64_t poll_cost_ps;        /* mpi.poll_cost: what a Test or Iprobe answered locally costs */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -202,6 +214,18 @@ typedef struct ms_msg_resume {
     int32_t n, pad;
 } ms_msg_resume;
 
+/* What the model lets the rank answer itself after the RESUME that follows (never traced):
+ * quiet_until: no request of the wait it answers (or, for an Iprobe, no message it looks for)
+ * changes before this time, whatever the other ranks do (0: none); a send or receive the rank
+ * posts at p shortens it to p + quiet_lat, anything else it posts ends it;
+ * cpu_free: when the rank's CPU is free in the model (its send overheads) at the resume; exact
+ * until the rank posts again, unless it has collectives or (with registration costs) receives
+ * outstanding. */
+typedef struct ms_msg_hint {
+    int64_t quiet_until, quiet_lat;
+    int64_t cpu_free;
+} ms_msg_hint;
+
 typedef struct ms_msg_resolve {
     uint64_t req, bytes;
     int32_t source, tag;
@@ -250,7 +274,7 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
-                      sizeof(ms_msg_cancel) * 41u);
+                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u);
 }
 
 #endif

@@ -84,6 +84,14 @@ typedef struct rank_info {
     int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
     char untimed_call[64];
     char untimed_site[MS_SITE_TEXT];
+    /* lookahead (docs/architecture.md "Local answers"): the rank's last Test* or Iprobe, and where
+     * the HINT before its negative answer waits in `out` for its quiet_until (flush_to) */
+    int quiet_ask;               /* 1: a Test* of quiet_ids, 2: an Iprobe, 0: neither */
+    int64_t quiet_t;
+    uint64_t quiet_ids[16];
+    int quiet_n;
+    long hint_at;                /* offset of the HINT's payload in out, -1: none */
+    int hint_probe;              /* it answers an Iprobe (else a Test of quiet_ids) */
 } rank_info;
 
 typedef struct pending_conn {
@@ -113,6 +121,9 @@ struct ms_server {
     char stop_reason[MS_TEXT_MAX];
     int stopped;
     int64_t events;
+    int local_answers;           /* shim.local_answers: local sends and lookahead windows */
+    uint64_t round_trips;        /* WAIT and PROBE messages: model round trips */
+    uint64_t quiet_hints, quiet_given;   /* negative Test/Iprobe answers; those with a window */
     double wall_start, wall_end;
     uint64_t rejected_connections;
     int nconnected;              /* ranks that said hello (each at most once) */
@@ -178,6 +189,7 @@ static void send_msg(rank_info *r, uint32_t type, const void *a, size_t alen, co
 static void flush_shm(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
+    r->hint_at = -1;   /* a HINT not yet filled in goes as it is: no promise */
     if (!r->out.len) return;
     if (r->shm_closed) {
         r->out.len = 0;
@@ -193,6 +205,7 @@ static void flush_shm(ms_server *s, int rank)
 
 static void flush_rank(rank_info *r)
 {
+    r->hint_at = -1;
     size_t off = 0;
     while (r->fd >= 0 && off < r->out.len) {
         ssize_t w = write(r->fd, r->out.p + off, r->out.len - off);
@@ -211,6 +224,17 @@ static void flush_rank(rank_info *r)
 /* Whatever the rank's transport: what is batched for it goes out now (or as its ring drains). */
 static void flush_to(ms_server *s, int rank)
 {
+    rank_info *r = &s->ranks[rank];
+    if (r->hint_at >= 0) {
+        /* after the model has run: the promise covers what it did after the answer too */
+        int64_t q[2];
+        q[0] = ms_driver_quiet_until(s->drv, rank, r->quiet_t, r->quiet_ids, (size_t)r->quiet_n,
+                                     r->hint_probe, &q[1]);
+        if ((size_t)r->hint_at + sizeof q <= r->out.len) memcpy(r->out.p + r->hint_at, q, sizeof q);
+        r->hint_at = -1;
+        s->quiet_hints++;
+        if (q[0] > r->quiet_t) s->quiet_given++;
+    }
     if (s->ranks[rank].shm) flush_shm(s, rank);
     else flush_rank(&s->ranks[rank]);
 }
@@ -250,8 +274,17 @@ static void on_resume(void *user, int rank, int64_t t, const ms_req_result *resu
         out[i].tag = results[i].tag;
         out[i].cancelled = results[i].cancelled;
     }
+    rank_info *ri = &s->ranks[rank];
+    int negative = ri->quiet_ask != 0 && s->local_answers;
+    for (size_t i = 0; i < n && negative; i++)
+        if (results[i].completed) negative = 0;
+    ms_msg_hint hint = {0, 0, s->local_answers ? ms_model_cpu_free(ms_driver_model(s->drv), rank) : -1};
+    send_msg(ri, MS_MSG_HINT, &hint, sizeof hint, NULL, 0);
+    ri->hint_at = negative && ri->out.len >= sizeof hint ? (long)(ri->out.len - sizeof hint) : -1;
+    ri->hint_probe = ri->quiet_ask == 2;
+    ri->quiet_ask = 0;
     ms_msg_resume rs = {t, (int32_t)n, 0};
-    send_msg(&s->ranks[rank], MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
+    send_msg(ri, MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
     if (out != small) free(out);
 }
 
@@ -299,7 +332,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     const ms_model *model = ms_driver_model(s->drv);
     s->ranks = calloc((size_t)nranks, sizeof *s->ranks);
     if (!s->ranks) return fail(err, errlen, "out of memory");
-    for (int i = 0; i < nranks; i++) s->ranks[i].fd = -1;
+    for (int i = 0; i < nranks; i++) {
+        s->ranks[i].fd = -1;
+        s->ranks[i].hint_at = -1;
+    }
     s->argc = argc;
     s->argv = calloc((size_t)argc + 1, sizeof *s->argv);
     if (!s->argv) return fail(err, errlen, "out of memory");
@@ -338,6 +374,17 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     }
     w->compute_slot_timeout_ps = nm_config_int(cfg, "shim.compute_slot_timeout");
     w->return_path = !strcmp(nm_config_string(cfg, "shim.return_path"), "measured");
+    s->local_answers = !strcmp(nm_config_string(cfg, "shim.local_answers"), "on");
+    int moves = 0;
+    double copy = 0;
+    if (s->local_answers && ms_model_local_send(model, &copy, &moves)) {
+        w->local_send = 1;
+        w->local_copy_ps_per_byte = copy;
+    }
+    w->recv_moves_cpu = moves;
+    ms_model_params mp;
+    ms_model_get_params(model, &mp);
+    w->poll_cost_ps = mp.poll_cost;
     return 0;
 }
 
@@ -538,6 +585,11 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             break;
         }
         memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
+        s->round_trips++;
+        r->quiet_ask = m.mode >= MS_TEST_ALL && m.n <= 16 && !m.flags ? 1 : 0;
+        r->quiet_t = m.t;
+        r->quiet_n = m.n;
+        if (r->quiet_ask) memcpy(r->quiet_ids, ids, sizeof *ids * (size_t)m.n);
         e = (ms_driver_event){.kind = MS_EV_WAIT, .fn = m.fn, .t = m.t, .mode = m.mode, .list = ids,
                               .nlist = (size_t)m.n,
                               .flags = ((m.flags & MS_WAIT_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
@@ -550,6 +602,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         ms_msg_probe m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
+        s->round_trips++;
+        r->quiet_ask = m.blocking || m.src == MS_PROC_NULL ? 0 : 2;
+        r->quiet_t = m.t;
+        r->quiet_n = 0;
         e = (ms_driver_event){.kind = MS_EV_PROBE, .fn = m.fn, .t = m.t, .comm = m.comm, .peer = m.src, .tag = m.tag,
                               .mode = m.blocking};
         apply(s, rank, &e);
@@ -1548,6 +1604,9 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     int oc = ms_server_outcome(s, outcome, sizeof outcome);
     ms_report_summary(f, vmax, msgs, bytes, s->wall_end - s->wall_start, (uint64_t)s->events, s->rejected_connections,
                       oc, outcome);
+    fprintf(f, ",\n  \"lookahead\": {\"model_round_trips\": %llu, \"negative_polls\": %llu, \"windows\": %llu}",
+            (unsigned long long)s->round_trips, (unsigned long long)s->quiet_hints,
+            (unsigned long long)s->quiet_given);
     if (s->child_done) {
         int lf = launcher_failed_after_finalize(s);
         fprintf(f, ",\n  \"launcher\": {\"exit_code\": %d",

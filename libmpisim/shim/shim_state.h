@@ -86,6 +86,18 @@ typedef struct ms_state {
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
+    /* local answers (docs/architecture.md "Local answers") */
+    int64_t cpu_free;            /* the rank's CPU free time in the model; -1: not known here */
+    ms_msg_hint hint;            /* the HINT that came before the RESUME being waited for */
+    int hint_new;
+    int64_t quiet_until;         /* lookahead: the last negative Test or Iprobe holds until then */
+    int64_t quiet_lat;           /* ... or until a post of this rank plus this */
+    int quiet_kind;              /* 1: a Test (quiet_mode of quiet_ids); 2: an Iprobe (comm, src, tag) */
+    int quiet_mode, quiet_n;
+    uint64_t quiet_ids[16];
+    uint64_t quiet_comm;
+    int quiet_src, quiet_tag;
+    uint64_t local_waits, local_probes;   /* answered here */
 } ms_state;
 
 typedef struct cs_entry {
