@@ -729,6 +729,14 @@ static int launch_and_serve(const run_opts *o_)
             setenv("MPISIM_SECRET", ms_server_secret(s), 1);
             if (shm_name[0]) setenv("MPISIM_SHM", shm_name, 1);
             if (gate_token[0]) setenv("MPISIM_GATE", gate_token, 1);
+            /* The real MPI_Bcast under the model: Open MPI's libnbc forwards it along a binomial
+             * tree or a chain, so a rank's real data can wait on a rank the model still holds in
+             * an earlier call, while the first rank, resumed by the model, holds the horizon
+             * waiting in its real bcast (a stall: matmul on 8 ranks, 1 run in 3). Linear, the
+             * real data comes from the root alone, which has entered before the model lets any
+             * member finish. The model's own algorithm (mpi.coll.bcast.algorithm) is not this.
+             * An explicit setting of the user wins. */
+            setenv("OMPI_MCA_coll_libnbc_ibcast_algorithm", "1", 0);
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
             setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);
@@ -762,7 +770,7 @@ static int launch_and_serve(const run_opts *o_)
      * written, else the program's own code */
     if (forwarded_signal)
         fprintf(stderr, "mpisim: ended by %s: the ranks were stopped; the report keeps what the model recorded "
-                        "(call sites and charging come at MPI_Finalize)\n",
+                        "(each rank's call sites and charging as of its last progress, at most a second old)\n",
                 forwarded_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     int output_failed = 0;

@@ -109,6 +109,7 @@ typedef struct study_opts {
     const char **sets;
     int nsets;
     const char *compute;
+    const char *distribute;      /* matmul's --distribute; NULL: its default */
     double cpu_factor;           /* <= 0: the profile's */
     const char *cpu_factor_source;
 } study_opts;
@@ -155,6 +156,10 @@ static double run_point(const study_opts *o, int p, int n, int repeat, const cha
     argv[k++] = ns;
     argv[k++] = "--repeat";
     argv[k++] = reps;
+    if (o->distribute) {
+        argv[k++] = "--distribute";
+        argv[k++] = o->distribute;
+    }
     argv[k] = NULL;
     static char out[16384];
     int st = run_captured((char *const *)argv, out, sizeof out);
@@ -218,13 +223,15 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     return 0;
 }
 
-enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES };
+enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES, O_DISTRIBUTE };
 static const nm_opt study_options[] = {
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
     NM_OPT_ROUTING(O_ROUTING),
     {"procs", O_PROCS, "1,2,4,8,16", "the process counts"},
     {"sizes", O_SIZES, "FIRST:LAST:STEP", "the matrix sizes, or a list (default 32:144:16)"},
+    {"distribute", O_DISTRIBUTE, "collective|p2p",
+     "how matmul sends A and B^T: MPI_Scatterv + MPI_Bcast (default) or MPI_Send each (apps/README.md)"},
     {"compute", O_COMPUTE, "cpu|wall|none", "how computation is charged (default cpu)"},
     {"cpu-factor", O_CPU_FACTOR, "calibrate|X|FILE|profile",
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
@@ -277,6 +284,10 @@ int mpisim_study_main(int argc, char **argv)
             if (!(o.sets[o.nsets++] = nm_cmdline_routing(&c, k, v))) return 2;
             break;
         case O_COMPUTE: o.compute = v; break;
+        case O_DISTRIBUTE:
+            if (strcmp(v, "collective") && strcmp(v, "p2p")) return nm_cmdline_bad(&c, k, v, "expected collective or p2p");
+            o.distribute = v;
+            break;
         case O_OUT: outdir = v; break;
         case O_CPU_FACTOR: cpu_factor_arg = v; break;
         case O_RUNS:
@@ -394,7 +405,7 @@ int mpisim_study_main(int argc, char **argv)
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            o.profile ? o.profile : "default", o.compute);
     if (cpu_factor > 0) printf(" x %.2f (%s)", cpu_factor, source);
-    printf("\n");
+    printf(", matmul --distribute %s\n", o.distribute ? o.distribute : "collective");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
     int failures = 0;
     for (int i = 0; i < np; i++)

@@ -65,6 +65,7 @@ def save(name, rows):
 
 
 print(f"seed003.py: profile {PROFILE}, compute {args.compute}, out {out}", flush=True)
+load_start = os.getloadavg()[0]
 modes = {}
 for where, on in (("off", False), ("on", True)):
     rows = run("sendmodes", "--sizes", SIZES, "--tests", "uni,bi,both", on_node=on)
@@ -228,9 +229,41 @@ with open(os.path.join(out, "seed003.md"), "w") as f:
             f"--compute {args.compute}`, two ranks on two nodes, or on one node with "
             "`--set host.map_by=slot`). Seed: `003_99118bf692f3fa3b.txt`, section given per row. The "
             "profile's values and where each comes from: `configs/seed003-ecard.ini`.\n\n")
+    if args.compute != "none":   # measured computation: the figures depend on what ran beside
+        f.write(f"Computation measured (`--compute {args.compute}`): load average {load_start:.1f} at the start, "
+                f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. The microsecond latencies carry "
+                "the computation the shim charges around each MPI call; the model-only run (the default) does "
+                "not depend on the machine.\n\n")
     f.write("| quantity | seed 003 | sec | mpisim | difference |\n|---|---|---|---|---|\n")
     for q, seed, sec, ours, unit in rows:
         f.write(f"| {q} | {seed:g} {unit} | {sec} | {ours:.3g} {unit} | {100 * (ours - seed) / seed:+.1f} % |\n")
+    ov = {int(r["bytes"]): float(r["overlap_s"]) * us for r in overlap}
+    big = max(ov)
+    f.write(f"\nOverlap at the protocol switch (sec 5.5: \"a drop is observed due to the protocol switch in "
+            f"MPICH-GM. From then on, the overlap increases again\"; Fig. 6 is lost, so no number): "
+            f"{ov[16383]:.3g} us at 16383 B, {ov[16384]:.3g} us at 16384 B, then up to {ov[big]:.3g} us at "
+            f"{big} B. The turns of MPICH-GM's rendezvous need the host inside an MPI call "
+            f"(`host.rndv_progress = in_call`): an RTS that comes while the receiver computes is answered at its "
+            f"wait.\n")
+    def onset(rs, pct):
+        """First size at which `pct` % reuse is more than 1 % below 100 % reuse, or None."""
+        full = {int(r["bytes"]): float(r["bandwidth_MBps"]) for r in rs if r["reuse_pct"] == "100"}
+        for r in sorted((r for r in rs if r["reuse_pct"] == pct), key=lambda r: int(r["bytes"])):
+            if float(r["bandwidth_MBps"]) < 0.99 * full[int(r["bytes"])]:
+                return int(r["bytes"])
+        return None
+
+    def bw(rs, pct, b):
+        return next(float(r["bandwidth_MBps"]) for r in rs if r["reuse_pct"] == pct and int(r["bytes"]) == b)
+
+    fmt = lambda b: "none" if b is None else (f"{b // 1024} KB" if b >= 1024 else f"{b} B")
+    f.write("\nBuffer reuse (sec 5.4, Fig. 5; not reproduced, see the note below): the size from which a reuse "
+            "pattern costs bandwidth against one reused buffer, and the one-buffer bandwidth at 1 MiB.\n\n")
+    f.write("| | 0 % | 25 % | 50 % | 75 % | 100 % reuse, 1 MiB |\n|---|---|---|---|---|---|\n")
+    f.write("| seed 003 sec 5.4 (5.2) | 4 KB | 4 KB | 64 KB | 64 KB | 440 MB/s |\n")
+    for rs, name in ((reuse, "profile (no registration cache)"), (reuse_cache, "what if: 64 MiB registration cache")):
+        f.write(f"| {name} | " + " | ".join(fmt(onset(rs, p)) for p in ("0", "25", "50", "75")) +
+                f" | {bw(rs, '100', 1 << 20):.0f} MB/s |\n")
     f.write("""
 Notes, where our honest answer differs from the seed:
 
@@ -243,18 +276,29 @@ Notes, where our honest answer differs from the seed:
   6.5 us, while sec 5.1 measures 6.1 us; one parameter set cannot give both exactly, we are
   between.
 - *o_s, o_r at 16 KB* are read off a log-scale figure ("from 5 to 70 microseconds").
-- *Synchronous mode* grows beyond 1 B with the wire time of its three trips; sec 5.1 says
-  23.6 us "for up to 512-byte messages".
-- *Buffer reuse (sec 5.4, Fig. 5).* With one reused buffer the MPI bandwidth is 11 % below GM's
-  (sec 5.2, sec 4), which we attribute to registering the buffer for every rendezvous; the
-  profile therefore has no registration cache, and reuse makes no difference (left plot). Sec
-  5.4 sees a difference, from 4 KB: with a cache (`host.reg_cache`, right plot, what if) reuse
-  matters from 16 KB (the rendezvous), but then one reused buffer goes at 490 MB/s, not 440.
-  The eager path (4-16 KB) copies through registered buffers in our model, so the NIC-side
-  address translation the paper names is not modelled.
-- *Overlap (sec 5.5, Fig. 6).* ~6 us for small messages as in the paper; it keeps growing
-  across the 16 KB switch, where the paper sees a drop: our rendezvous does not need the host
-  inside an MPI call to make progress.
+- *Synchronous mode* is a rendezvous (RTS, CTS, put, FIN) at every size; the FIN is queued right
+  behind the put (GM's ordered delivery, sec 2), so the put's bytes up to 512 B mostly hide behind
+  it: 1 B is 6.5 % below sec 5.1's 23.6 us, 512 B 2.6 % above (with the FIN sent after the put's
+  completion it was +3.2 % and +18 %).
+- *Buffer reuse (sec 5.4, Fig. 5) is not reproduced, and one parameter set of this model cannot
+  reproduce it beside sec 5.2* (table above). Sec 5.2 gives one reused buffer 440 MB/s one way
+  and 690 both ways, 89 % and 91 % of GM's 496 and 755 (sec 4). The one host cost of this model
+  that takes ~11 % of a long transfer in series with it, in both tests alike, is registering the
+  buffers of every rendezvous (pinning, the receiver before its CTS, the sender before its put,
+  each CPU one buffer after the other: 687 MB/s both ways with 4 messages); so the profile has no
+  registration cache, and reuse cannot matter. Sec 5.4's sensitivity needs registrations kept
+  between messages (a cache): with one (`host.reg_cache`, what if, right plot) reuse matters from
+  16 KB, but one reused buffer then goes at the GM rate (the 100 % column), 11 % above sec 5.2.
+  And sec 5.4 sees the onset at 4 KB for 0 and 25 %, inside the eager range, where MPICH-GM sends
+  through GM send/receive (sec 2) and our eager messages are copied through buffers registered
+  once: no per-buffer cost exists there. What could cost per new buffer from 4 KB -- the NIC's
+  virtual-to-physical translation sec 5.4 names, if MPICH-GM sent eager messages of a few KB
+  from registered user memory, or the host's first touch of new pages -- seed 003 does not say,
+  so neither is modelled: reproducing Fig. 5 would take a number per experiment, which the
+  project does not allow.
+- *Overlap (sec 5.5, Fig. 6).* ~6 us at 1 B as in the paper; it grows already at 256 B (7.7 us,
+  the wire time of 256 B at 2 Gb/s a packet is not spread over the two ports), where the paper
+  still sees about 6 us. The drop at 16 KB is there (above).
 - *On node*, beyond 128 KB the paper's latency and bandwidth get worse ("insufficient memory ...
   or unoptimized intra-node communication"): not modelled (no caches).
 """)

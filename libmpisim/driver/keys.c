@@ -76,6 +76,13 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "sites, the least switched interval minus the least unswitched one, never below the latter); off "
          "charges it as computation",
          "measured|off", 0},
+        {"shim.local_answers", NM_KEY_STRING, "", "on",
+         "project choice (issue 13 item 2; docs/architecture.md, Local answers)",
+         "on: the shim answers what the model can tell in advance without a round trip to the model server, "
+         "exactly as the model would (eager standard sends' completion; Test and Iprobe polls inside the "
+         "lookahead window the server gives with a negative answer); off: every wait, test and probe asks "
+         "the model server",
+         "on|off", 0},
         {"shim.compute_slot_timeout", NM_KEY_INT, "ps", "1000000000000",
          "project choice (docs/architecture.md, The compute gate: programs that wait outside MPI)",
          "a rank that waits this long for a compute slot while no rank of its host leaves computation computes "

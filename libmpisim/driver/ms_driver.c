@@ -557,6 +557,31 @@ int64_t ms_driver_horizon(const ms_driver *d)
     return d->count[MS_RANK_UNCONNECTED] ? 0 : least_running_clock(d);
 }
 
+int64_t ms_driver_quiet_until(const ms_driver *d, int rank, int64_t t, const uint64_t *reqs, size_t n, int probe,
+                              int64_t *lat)
+{
+    *lat = 0;
+    if (rank < 0 || rank >= d->n || d->r[rank].state != MS_RANK_RUNNING) return t;
+    int64_t q = ms_model_quiet_until(d->model, rank, t, reqs, n, probe, lat);
+    if (q <= t) return t;
+    /* what the other ranks may still do: post from their clock on (a running or held rank), from
+     * the model's present (one back from an untimed call, ms_model_now), from 0 (not yet
+     * started); a blocked rank acts after its resume, which a pending model event brings */
+    int64_t now = ms_model_now(d->model);
+    for (int i = 0; i < d->n && q > t; i++) {
+        if (i == rank) continue;   /* its own posts: the shim shortens the window (*lat) */
+        int64_t from;
+        switch (d->r[i].state) {
+        case MS_RANK_RUNNING: case MS_RANK_HELD: from = d->r[i].clock; break;
+        case MS_RANK_UNTIMED: from = now > d->r[i].clock ? now : d->r[i].clock; break;
+        case MS_RANK_UNCONNECTED: from = 0; break;
+        default: continue;
+        }
+        if (from + *lat < q) q = from + *lat;
+    }
+    return q > t ? q : t;
+}
+
 static int engine_failed(ms_driver *d, char *err, size_t errlen)
 {
     /* a network deadlock (the routing's): netmodel words it (routing, topology, the checker's

@@ -163,6 +163,17 @@ int64_t ms_driver_horizon(const ms_driver *d);
 int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len,
                              const char *(*site)(void *user, int rank), void *user);
 
+/* Lookahead (docs/architecture.md "Local answers"): `rank`, just resumed, was told at t that
+ * none of the requests `reqs` had completed (its Test*), or (probe) that no message matched its
+ * Iprobe. Until the returned time the model would answer the same question the same way, unless
+ * the rank itself posts: the pending model events, the requests' own completion times and the
+ * other ranks' clocks, plus *lat (the least delay of a rank's influence on them), bound it. A post
+ * of the rank itself at p (which may resume a blocked rank) shortens it to p + *lat at most; a
+ * post that may change the requests or messages themselves (a cancel, a send to itself, a
+ * collective) ends it. t: no promise. Call between ms_driver_advance calls, not from a callback. */
+int64_t ms_driver_quiet_until(const ms_driver *d, int rank, int64_t t, const uint64_t *reqs, size_t n, int probe,
+                              int64_t *lat);
+
 int ms_driver_nranks(const ms_driver *d);
 ms_rank_state ms_driver_state(const ms_driver *d, int rank);
 /* "never_connected", "running", "blocked" (also held), "untimed", "finalized", "died", "stopped" */

@@ -66,13 +66,18 @@ static const nm_key_def host_keys[] = {
     {"host.rndv_fin", NM_KEY_INT, "", "0", "0: the receive completes when the data is in (seed 000's model)",
      "1: a rendezvous receiver learns that the data is in from a FIN control message its sender sends when "
      "its put has completed (data written by the NIC's remote put, GM's directed send, do not tell the "
-     "receiving host); off-node messages only", NULL, NM_KEY_NONNEG},
+     "receiving host); 2: the sender queues the FIN right behind the put's data, which an in-order network "
+     "layer delivers after it (GM, seed 003 sec 2); off-node messages only", "0..2", 0},
     {"host.bsend_overhead", NM_KEY_INT, "ps", "0", "0: buffered like standard",
      "extra sender CPU time of MPI_Bsend (copy into the attached buffer, its bookkeeping)", NULL, NM_KEY_NONNEG},
     {"host.bsend_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "0: buffered like standard",
      "extra sender CPU time of MPI_Bsend per byte (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
     {"host.rsend_overhead", NM_KEY_INT, "ps", "0", "0: ready like standard (seed 003 sec 5.1)",
      "extra sender CPU time of MPI_Rsend", NULL, NM_KEY_NONNEG},
+    {"host.rndv_progress", NM_KEY_STRING, "", "nic", "project choice: seed 000's model (the NIC answers RTS and CTS by itself)",
+     "nic: the turns of a rendezvous (the receiver's CTS, the sender's data) happen as soon as they are due; "
+     "in_call: only while the host is inside an MPI call (a host-driven rendezvous such as MPICH-GM's): a turn "
+     "due while the rank computes waits for its next MPI call", "nic|in_call", 0},
     {"host.sync_protocol", NM_KEY_STRING, "", "eager_ack", "project choice",
      "synchronous sends: eager_ack (eager data, the receiver acknowledges the match) or rendezvous "
      "(RTS/CTS/data at every size)", "eager_ack|rendezvous", 0},
@@ -103,7 +108,7 @@ typedef struct reg_lru {
 } reg_lru;
 
 struct ms_host {
-    int nranks, nodes, ports, sync_rndv, rndv_fin;
+    int nranks, nodes, ports, sync_rndv, rndv_fin, rndv_in_call;
     int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
@@ -223,7 +228,9 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->rsend = cfg_int(cfg, "host.rsend_overhead", 0);
     const char *sp = nm_config_has(cfg, "host.sync_protocol") ? nm_config_string(cfg, "host.sync_protocol") : "";
     h->sync_rndv = sp && !strcmp(sp, "rendezvous");
-    h->rndv_fin = cfg_int(cfg, "host.rndv_fin", 0) != 0;
+    h->rndv_fin = (int)cfg_int(cfg, "host.rndv_fin", 0);
+    const char *rp = nm_config_has(cfg, "host.rndv_progress") ? nm_config_string(cfg, "host.rndv_progress") : "";
+    h->rndv_in_call = rp && !strcmp(rp, "in_call");
     h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
     /* Port pacing: a packet holds its port for its payload and framing characters. The route
      * bytes (one per switch) are left out and the character time rounded down, so the NIC never
@@ -340,8 +347,16 @@ int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
 
 int ms_host_sync_rendezvous(const ms_host *h) { return h->sync_rndv; }
 int ms_host_rndv_fin(const ms_host *h) { return h->rndv_fin; }
+int ms_host_rndv_in_call(const ms_host *h) { return h->rndv_in_call; }
 int64_t ms_host_rndv_handling(const ms_host *h) { return h->rndv_handling; }
 
+int ms_host_registers(const ms_host *h) { return h->reg_cost != 0 || h->reg_pp != 0; }
+void ms_host_copy_costs(const ms_host *h, double *send_copy, double *shm_copy, double *shm_memory)
+{
+    *send_copy = h->send_copy_ps_pb;
+    *shm_copy = h->shm_copy_ps_pb;
+    *shm_memory = h->shm_mem_ps_pb;
+}
 int64_t ms_host_send_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->send_copy_ps_pb, bytes); }
 int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes) { return bytes_ps(h->recv_copy_ps_pb, bytes); }
 

@@ -58,8 +58,11 @@ int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t);
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);
 /* Synchronous sends use the rendezvous protocol at every size (host.sync_protocol). */
 int ms_host_sync_rendezvous(const ms_host *h);
-/* A rendezvous receive completes when the sender's FIN arrives, not with the data (host.rndv_fin). */
+/* A rendezvous receive completes when the sender's FIN arrives, not with the data (host.rndv_fin):
+ * 0 no FIN, 1 the FIN follows the put's completion, 2 it is queued right behind the put's data. */
 int ms_host_rndv_fin(const ms_host *h);
+/* The turns of a rendezvous happen only while the host is inside an MPI call (host.rndv_progress). */
+int ms_host_rndv_in_call(const ms_host *h);
 /* Host time at each turn of a rendezvous: before the CTS, and after it before the data (host.rndv_handling). */
 int64_t ms_host_rndv_handling(const ms_host *h);
 /* Host CPU time of copying an eager message into the NIC's registered send buffers, and out of
@@ -70,6 +73,11 @@ int64_t ms_host_recv_copy(const ms_host *h, uint64_t bytes);
  * the rank's registration cache holds that page range (which becomes the most recently used).
  * addr 0: the buffer is unknown (taken as cached when there is a cache). */
 int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes);
+
+/* Whether buffer registration costs anything (host.reg_cost, host.reg_cost_per_page). */
+int ms_host_registers(const ms_host *h);
+/* ps per byte of the sender's eager copy, of one intra-node copy, of the node's memory (0: free). */
+void ms_host_copy_costs(const ms_host *h, double *send_copy, double *shm_copy, double *shm_memory);
 
 #ifdef __cplusplus
 }

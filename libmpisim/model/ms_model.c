@@ -76,7 +76,7 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
 #define PK_BITS 3
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -99,6 +99,7 @@ typedef struct ms_req {
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint8_t notify;           /* push a resolution when matched, even with source and tag named */
+    uint8_t open;             /* a send that waits for its receiver's answer (ACK, CTS): counted in open_sends */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -127,6 +128,7 @@ typedef struct ms_msg {
     uint64_t bytes;
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
+    uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -224,6 +226,16 @@ typedef struct rank_state {
     int64_t pf_tag;
     uint64_t pf_bytes;
     ms_time_t pf_time;
+    /* turns of rendezvous waiting for this host to enter the MPI library (host.rndv_progress =
+     * in_call): (message index << PK_BITS) | kind, PK_CTS to send or PK_DATA to start */
+    uint64_t *turns;
+    size_t nturns, capturns;
+    int progress_pending;     /* an EV_PROGRESS of this rank is queued */
+    ms_time_t fin_t;          /* when it called MPI_Finalize (which makes progress until the end) */
+    /* lookahead (ms_model_quiet_until) and local sends (ms_model_cpu_free) */
+    uint32_t open_sends;      /* sends, user or internal, waiting for an answer from their receiver */
+    uint32_t active_recvs, active_colls;   /* the program's receives and collectives the model holds */
+    ms_time_t unexp_first;    /* first message that went unexpected here since the last Iprobe answer */
     /* wildcard resolutions not yet taken */
     ms_resolution *resol;
     size_t rhead, rn, rcap;
@@ -430,7 +442,15 @@ static ms_req *req_new(ms_model *m)
     r->done = NEVER;
     return r;
 }
-static void req_free(ms_model *m, ms_req *r) { ms_pool_release(&m->reqpool, r->pidx); }
+static void req_free(ms_model *m, ms_req *r)
+{
+    if (!r->internal && r->rank >= 0 && r->rank < m->nranks) {
+        rank_state *rs = &m->ranks[r->rank];
+        if (r->kind == REQ_RECV) rs->active_recvs--;
+        else if (r->kind == REQ_COLL) rs->active_colls--;
+    }
+    ms_pool_release(&m->reqpool, r->pidx);
+}
 
 /* Active user requests by (rank, id). A rank's ids come from one counter (the shim's, the trace's)
  * and few are in flight at once, so nearly all of them sit in a small window per rank at their id
@@ -623,8 +643,36 @@ static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
     push_internal(m, t, EV_INJECT, g, (uint64_t)kind);
 }
 
-/* A receive r meets message g at match time mt. */
-static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call);
+
+/* The receiver of rendezvous message g, matched by r, says "send" (CTS) from t: it registers its
+ * buffer (host model) first. */
+static void rndv_send_cts(ms_model *m, ms_msg *g, ms_req *r, ms_time_t t)
+{
+    int off_node = g->sh != g->dh;
+    int big = (int64_t)g->bytes >= m->eager_thr;
+    ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
+    ms_time_t cts = t + or_cost(m, 0) + ms_host_rndv_handling(m->host);
+    if (reg) {   /* the receiver's CPU registers its buffers one after the other */
+        rank_state *rr = &m->ranks[r->rank];
+        cts = tmax(cts, rr->cpu_free) + reg;
+        rr->cpu_free = cts;
+    }
+    schedule_inject(m, g, PK_CTS, cts);
+}
+
+/* The sender of rendezvous message g, told by the CTS, starts its data (and FIN) from t. */
+static void rndv_send_data(ms_model *m, ms_msg *g, ms_time_t t)
+{
+    ms_time_t go = tmax(t + ms_host_rndv_handling(m->host), g->data_ready);
+    schedule_inject(m, g, PK_DATA, go);
+    /* GM delivers in order (seed 003 sec 2): the FIN may follow the put without waiting for it */
+    if (g->sh != g->dh && ms_host_rndv_fin(m->host) == 2) schedule_inject(m, g, PK_FIN, go);
+}
+
+/* A receive r meets message g at match time mt; in_call: the receiving rank is inside an MPI call
+ * then (its own post made the match). */
+static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
 {
     r->m_src = g->src_c;
     r->m_tag = g->tag;
@@ -641,16 +689,7 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt)
         determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
     } else {
         g->rreq = r;
-        /* the receiver registers its buffer (host model) before it says "send" */
-        int big = (int64_t)g->bytes >= m->eager_thr;
-        ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
-        ms_time_t cts = mt + or_cost(m, 0) + ms_host_rndv_handling(m->host);
-        if (reg) {   /* the receiver's CPU registers its buffers one after the other */
-            rank_state *rr = &m->ranks[r->rank];
-            cts = tmax(cts, rr->cpu_free) + reg;
-            rr->cpu_free = cts;
-        }
-        schedule_inject(m, g, PK_CTS, cts);
+        rndv_turn(m, r->rank, g, PK_CTS, mt, in_call);
     }
     msg_unref(m, g);   /* the "awaiting match" reference */
 }
@@ -671,7 +710,7 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     if (r2 && (!r || r2->post_seq < r->post_seq)) r = r2;
     if (r) {
         posted_unlink(m, r);
-        match(m, g, r, tmax(d, r->post));
+        match(m, g, r, tmax(d, r->post), 0);
         return;
     }
     qs = mq_get(m, g->ctx, g->dst, g->src_c);
@@ -679,6 +718,7 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     if (!qs || !qa) { model_error(m, "out of memory (match queues)"); return; }
     unexp_append(qs, qa, g);
     rank_state *rs = &m->ranks[g->dst];
+    if (rs->unexp_first == NEVER) rs->unexp_first = d;
     if (rs->parmed && rs->pctx == g->ctx && (rs->psrc == MS_ANY_SOURCE || rs->psrc == g->src_c) &&
         tag_ok(rs->ptag, g->tag)) {
         rs->parmed = 0;
@@ -739,12 +779,86 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
     }
 }
 
+/* ---- host-driven rendezvous (host.rndv_progress = in_call) ------------------------------------ */
+
+/* When `rank` is known to be inside an MPI call from: a wait, test or probe it is blocked in, or
+ * MPI_Finalize; NEVER while it runs its own code (its next call is not known yet). */
+static ms_time_t rank_call_from(const ms_model *m, int rank)
+{
+    const rank_state *rs = &m->ranks[rank];
+    if (rs->blocked) return rs->wt;
+    if (rs->finalized) return rs->fin_t;
+    return NEVER;
+}
+
+/* `rank`'s next entry into the MPI library is at t (a post, a wait, a probe): the turns it holds
+ * happen then. */
+static void rndv_progress(ms_model *m, int rank, ms_time_t t)
+{
+    rank_state *rs = &m->ranks[rank];
+    for (size_t i = 0; i < rs->nturns; i++) {   /* a turn only schedules injections: the list stays put */
+        ms_msg *g = msg_at(m, (uint32_t)(rs->turns[i] >> PK_BITS));
+        if ((rs->turns[i] & ((1u << PK_BITS) - 1)) == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        else rndv_send_data(m, g, t);
+        msg_unref(m, g);
+    }
+    rs->nturns = 0;
+}
+
+/* A turn of rendezvous g (PK_CTS: the receiver says "send"; PK_DATA: the sender starts its data)
+ * is due at t on `rank`'s host. MPICH-GM drives its rendezvous from the host (seed 003 sec 5.5: the
+ * overlap drops at the protocol switch): under host.rndv_progress = in_call the turn waits for the
+ * rank to be inside an MPI call. */
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+{
+    ms_time_t from = rank_call_from(m, rank);
+    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) {
+        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        else rndv_send_data(m, g, t);
+        return;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->nturns == rs->capturns) {
+        size_t nc = rs->capturns ? 2 * rs->capturns : 8;
+        uint64_t *n = realloc(rs->turns, nc * sizeof *n);
+        if (!n) {
+            model_error(m, "out of memory (rendezvous turns)");
+            if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+            else rndv_send_data(m, g, t);
+            return;
+        }
+        rs->turns = n;
+        rs->capturns = nc;
+    }
+    g->pending++;   /* held by the turn */
+    rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)kind;
+    /* in a call entered later than t: that call is its next entry (unless a post of its still
+     * queued comes first, which makes progress itself) */
+    if (from != NEVER && !rs->progress_pending) {
+        rs->progress_pending = 1;
+        push_post(m, rank, from, EV_PROGRESS, NULL);
+    }
+}
+
+/* A rank enters a wait, test or probe at t (API call): its held turns happen then, by an event in
+ * its posting order (never an internal one: the order must not depend on how calls interleave). */
+static void rndv_enter_call(ms_model *m, int rank, ms_time_t t)
+{
+    rank_state *rs = &m->ranks[rank];
+    if (rs->nturns && !rs->progress_pending) {
+        rs->progress_pending = 1;
+        push_post(m, rank, t, EV_PROGRESS, NULL);
+    }
+}
+
 /* The receive r of rendezvous message g learns at d that its data is in. */
 static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
 {
     /* a synchronous send below the eager threshold: the data came through the bounce buffers */
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy);
+    /* a FIN is one more turn the receiving host handles */
+    ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -759,16 +873,23 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
             ms_req *s = g->sreq, *r = g->rreq;
             g->sreq = NULL;
             if (s) determine(m, s, tmax(d, g->local_done));
-            if (g->sh != g->dh && ms_host_rndv_fin(m->host)) {
+            int fin = g->sh != g->dh ? ms_host_rndv_fin(m->host) : 0;
+            if (fin == 1) {
                 /* the put's data is in, but only the sender's FIN tells the receiver (host model) */
                 schedule_inject(m, g, PK_FIN, d);
                 break;
             }
+            if (fin == 2 && !g->fin_in) break;   /* the FIN, queued behind the data, tells it */
             g->rreq = NULL;
             if (r) rndv_recv_done(m, g, r, d);
         }
         break;
     case PK_FIN: {
+        if (ms_host_rndv_fin(m->host) == 2 && g->pkts_left > 0) {
+            /* it overtook the put's last packet on another port: the data completes the receive */
+            g->fin_in = 1;
+            break;
+        }
         ms_req *r = g->rreq;
         g->rreq = NULL;
         if (r) rndv_recv_done(m, g, r, d);
@@ -779,8 +900,9 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
         break;
     case PK_CTS:
         /* the sender's NIC puts the data on the wire as soon as the CTS is in (a zero-delay
-         * reaction, injected from inside the delivery callback) and its buffer is registered */
-        schedule_inject(m, g, PK_DATA, tmax(d + ms_host_rndv_handling(m->host), g->data_ready));
+         * reaction, injected from inside the delivery callback) and its buffer is registered; a
+         * host-driven rendezvous waits for the sender to be in an MPI call (rndv_turn) */
+        rndv_turn(m, g->src, g, PK_DATA, d, 0);
         break;
     case PK_ACK: {
         ms_req *s = g->sreq;
@@ -927,6 +1049,8 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         cls = g->rndv ? NQ_BULK : NQ_START;
     } else if (k == PK_RTS) {
         cls = NQ_START;
+    } else if (k == PK_FIN && ms_host_rndv_fin(m->host) == 2) {
+        cls = NQ_BULK;   /* behind its put's data */
     }
     if (cls == NQ_START && m->ports > 1) {
         ms_conn *c = conn_get(m, g->sh, g->dh);
@@ -988,6 +1112,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->mode = r->mode;
     g->local_done = ldone;
     g->copied = (uint8_t)copy_in;
+    g->fin_in = 0;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
      * after the previous start: messages of one host leave in posting order (non-overtaking). */
@@ -1007,12 +1132,16 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         }
         if (r->mode == MS_SEND_SYNC) {
             g->sreq = r;
+            r->open = 1;
+            rs->open_sends++;
         } else {
             determine(m, r, ldone);
         }
     } else {
         g->rndv = 1;
         g->sreq = r;
+        r->open = 1;
+        rs->open_sends++;
         schedule_inject(m, g, PK_RTS, tinj);
     }
 }
@@ -1030,7 +1159,7 @@ static void do_recv(ms_model *m, ms_req *r, ms_time_t t)
     ms_msg *g = unexp_find_in(q, r->peer, r->tag);
     if (g) {
         unexp_unlink(m, g);
-        match(m, g, r, tmax(t, g->arrival));
+        match(m, g, r, tmax(t, g->arrival), 1);
         return;
     }
     if (!q) q = mq_get(m, r->ctx, r->rank, r->peer);
@@ -1164,6 +1293,10 @@ static void coll_op_done(ms_model *m, coll_member *cm, ms_time_t T)
 static void determine(ms_model *m, ms_req *r, ms_time_t T)
 {
     r->done = T;
+    if (r->open) {
+        r->open = 0;
+        m->ranks[r->rank].open_sends--;
+    }
     if (r->internal) {
         coll_member *cm = r->cm;
         req_free(m, r);
@@ -1253,6 +1386,7 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
         res[0].complete_time = NEVER;
         if (rs->wkind == W_IPROBE) {
             R = T + m->poll;
+            rs->unexp_first = NEVER;
             if (!rs->pfound && rs->psrc != MS_PROC_NULL) {
                 ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
                 if (g) {
@@ -1307,6 +1441,11 @@ static void do_probe_check(ms_model *m, int rank, ms_time_t t)
 
 static void process(ms_model *m, const ms_event *e)
 {
+    if (ORDER_CLASS(e->order) == CLS_POST) {   /* the rank is inside an MPI call at e->t */
+        rank_state *rs = &m->ranks[EV_RANK(e)];
+        if (EV_TYPE(e) == EV_PROGRESS) rs->progress_pending = 0;
+        if (rs->nturns) rndv_progress(m, EV_RANK(e), e->t);
+    }
     switch (EV_TYPE(e)) {
     case EV_SEND_POST: do_send(m, e->p, e->t); break;
     case EV_RECV_POST: do_recv(m, e->p, e->t); break;
@@ -1365,6 +1504,97 @@ ms_time_t ms_model_next_time(const ms_model *m)
 }
 
 ms_time_t ms_model_now(const ms_model *m) { return m ? m->now : 0; }
+
+/* ---- local answers (docs/architecture.md "Local answers") ------------------------------------ */
+
+ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
+{
+    if (!m || rank < 0 || rank >= m->nranks) return -1;
+    const rank_state *rs = &m->ranks[rank];
+    /* what else moves it: a collective's steps, and with registration costs a rendezvous receive's
+     * match (the receiver registers its buffer on its CPU), at times other ranks decide */
+    if (rs->active_colls || (rs->active_recvs && ms_host_registers(m->host))) return -1;
+    /* host-driven rendezvous: every entry into the library (a post too) may run held turns on
+     * this host's CPU, at times the model alone knows */
+    if (ms_host_rndv_in_call(m->host)) return -1;
+    return rs->cpu_free;
+}
+
+int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
+{
+    if (!m) return 0;
+    *recv_moves_cpu = ms_host_registers(m->host);
+    double send_copy, shm_copy, shm_mem;
+    ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);
+    int intra = 0, inter = 0;   /* two ranks on one node; on two nodes */
+    int *seen = calloc((size_t)m->nhosts, sizeof *seen);
+    if (!seen) return 0;
+    for (int r = 0; r < m->nranks; r++) {
+        int h = m->ranks[r].host;
+        if (h >= 0 && h < m->nhosts && seen[h]++) intra = 1;
+        if (h != m->ranks[0].host) inter = 1;
+    }
+    free(seen);
+    /* on one node the sender copies into shared memory, and the node's memory rate makes that
+     * copy wait for other ranks' copies */
+    if (intra && shm_mem > 0) return 0;
+    if (intra && inter && send_copy != shm_copy) return 0;
+    *copy_ps_per_byte = inter ? send_copy : shm_copy;
+    return 1;
+}
+
+/* The least delay between another rank's next action (a post, or its resume) and a change of
+ * `rank`'s requests or unexpected messages: its message's data or RTS leaves after the send
+ * overhead; only a send of `rank` waiting for an answer (synchronous ACK, rendezvous CTS) can be
+ * answered by a receive posted elsewhere at once, with no overhead in between. */
+static ms_time_t influence_latency(const ms_model *m, int rank)
+{
+    return m->ranks[rank].open_sends ? 0 : m->o_s;
+}
+
+ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const uint64_t *reqs, size_t n,
+                               int probe, ms_time_t *lat_out)
+{
+    *lat_out = 0;
+    if (!m || rank < 0 || rank >= m->nranks || m->in_run) return t;
+    /* host-driven rendezvous: a test is an entry into the library, which runs the rank's held
+     * turns; the model must see every one */
+    if (ms_host_rndv_in_call(m->host)) return t;
+    const rank_state *rs = &m->ranks[rank];
+    ms_time_t q = NEVER;
+    /* receives (and probes) change only when a message or its RTS arrives: a send overhead after
+     * its post; anything else the rank waits for may be one of its sends that waits for an answer */
+    ms_time_t lat = m->o_s;
+    for (size_t i = 0; i < n; i++) {
+        const ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, reqs[i]);
+        if (!r) return t;                             /* gone: nothing to promise */
+        if (r->done != NEVER && r->done > t && r->done < q) q = r->done;   /* decided: completes then */
+        if (r->kind != REQ_RECV) lat = influence_latency(m, rank);
+    }
+    if (probe && rs->unexp_first < q) q = rs->unexp_first;
+    ms_time_t tn = nm_network_next_time(m->net);
+    if (tn < q) q = tn;
+    /* Pending events: the model's own (injections, NIC, packets, collective steps) may act on the
+     * rank at their time; a post or a resume is another rank's action, felt a latency later. The
+     * heap is walked from its top, skipping subtrees that start too late to matter. */
+    *lat_out = lat;
+    const ms_heap *h = &m->heap;
+    size_t stack[128], sp = 0;
+    if (h->n) stack[sp++] = 0;
+    while (sp) {
+        size_t i = stack[--sp];
+        const ms_event *e = &h->e[i];
+        if (e->t >= q) continue;   /* children are no earlier */
+        uint64_t cls = ORDER_CLASS(e->order);
+        ms_time_t b = cls == CLS_INTERNAL ? e->t : e->t + lat;
+        if (b < q) q = b;
+        for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < h->n; c++) {
+            if (sp == sizeof stack / sizeof stack[0]) return q < h->e[0].t ? q : h->e[0].t;   /* too deep: the next event */
+            stack[sp++] = c;
+        }
+    }
+    return q;
+}
 
 int ms_model_run_until(ms_model *m, ms_time_t limit)
 {
@@ -1468,6 +1698,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     for (int r = 0; r < nranks; r++) {
         m->ranks[r].host = ms_host_node_of(m->host, r);
         m->ranks[r].sched = NEVER;
+        m->ranks[r].unexp_first = NEVER;
     }
     m->nhosts = ms_host_nodes(m->host);
     m->ports = ms_host_ports(m->host);
@@ -1523,6 +1754,7 @@ void ms_model_destroy(ms_model *m)
             free(m->ranks[r].win);
             free(m->ranks[r].res);
             free(m->ranks[r].resol);
+            free(m->ranks[r].turns);
         }
     }
     free(m->ranks);
@@ -1677,6 +1909,7 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     ms_req *r = new_user_req(m, rank, req, err, errlen);
     if (!r) return -1;
     r->kind = REQ_RECV;
+    m->ranks[rank].active_recvs++;
     r->comm = comm;
     r->ctx = c->idx * 2;
     r->peer = src;
@@ -1791,6 +2024,7 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
         return -1;
     }
     r->kind = REQ_COLL;
+    m->ranks[rank].active_colls++;
     r->comm = comm;
     r->ctx = c->idx * 2 + 1;
     r->peer = -1;
@@ -1846,6 +2080,7 @@ int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t 
     rs->wmode = mode;
     rs->wt = t;
     rs->blocked = 1;
+    rndv_enter_call(m, rank, t);
     rs->sched = NEVER;
     if (mode >= MS_TEST_ALL) {
         rs->wkind = W_TEST;
@@ -1900,6 +2135,7 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
     rs->blocked = 1;
     rs->sched = NEVER;
     rs->wkind = blocking ? W_PROBE : W_IPROBE;
+    rndv_enter_call(m, rank, t);
     if (src == MS_PROC_NULL) {
         rs->pfound = 1;
         rs->pf_src = MS_PROC_NULL;
@@ -1917,9 +2153,10 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
 
 int ms_model_finalize(ms_model *m, int rank, ms_time_t t)
 {
-    (void)t;
     if (!m || rank < 0 || rank >= m->nranks) return -1;
     m->ranks[rank].finalized = 1;
+    m->ranks[rank].fin_t = t;
+    rndv_enter_call(m, rank, t);   /* MPI_Finalize makes progress */
     return 0;
 }
 

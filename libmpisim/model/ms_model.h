@@ -157,6 +157,27 @@ int ms_model_run_until(ms_model *m, ms_time_t limit);  /* process every event wi
  * network's). A rank may post from this time on, never before it. */
 ms_time_t ms_model_now(const ms_model *m);
 
+/* ---- Local answers (docs/architecture.md "Local answers") --------------------------------
+ * What the shim may answer itself, exactly as the model would. */
+/* When `rank`'s CPU is free in the model (the end of its last send overhead), if only the
+ * rank's own posts can move it from now on; -1 otherwise (collectives outstanding, or receives
+ * outstanding under host registration costs). */
+ms_time_t ms_model_cpu_free(const ms_model *m, int rank);
+/* Whether an eager standard send to another rank completes at max(t, cpu free) + send overhead
+ * + llround(*copy_ps_per_byte * bytes) (0 for a rate of 0) for every pair of ranks; 0 when the
+ * copy depends on the pair or on other ranks' copies (host.shm_memory_rate on shared nodes).
+ * *recv_moves_cpu: a receive's match may move the CPU (host registration costs). */
+int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu);
+/* Lookahead: `rank` was told at t that none of `reqs` had completed (a Test*), or (probe) that
+ * no message matched its Iprobe. Returns a time before which the same question gets the same
+ * answer whatever is pending in the model, provided that ranks (itself included) act no earlier
+ * than the caller's bounds plus *lat: the least delay between a rank's action (a post, a resume)
+ * and a change it can make to those requests or that probe's messages (a send overhead for
+ * receives and probes; 0 when `rank` has a send waiting for its receiver's answer among them).
+ * t or less: no promise. Not while the model runs. */
+ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const uint64_t *reqs, size_t n,
+                               int probe, ms_time_t *lat);
+
 /* Per-rank accounting and diagnostics. */
 typedef struct ms_rank_stats {
     uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;   /* user point-to-point + collectives' */

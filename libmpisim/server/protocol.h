@@ -25,6 +25,8 @@
 /* ms_msg_wait.flags */
 #define MS_WAIT_FLAG_SYNC 1          /* all members of the collective leave together (comm creation) */
 #define MS_WAIT_FLAG_UNTIMED 2       /* back from an untimed call: resume at once, at the model's time */
+#define MS_WAIT_FLAG_LOCAL 4         /* trace only: the shim answered this wait itself, as the model would have
+                                      * (docs/architecture.md "Local answers"); replay asks the model and checks */
 
 typedef enum {
     /* rank -> server */
@@ -39,11 +41,14 @@ typedef enum {
     MS_MSG_UNMODELLED,     /* ms_msg_text: an unmodelled call, fatal or counted */
     MS_MSG_CALLSITE,       /* ms_msg_text: answer to DESCRIBE */
     MS_MSG_CLOCK,          /* ms_msg_clock: the rank's clock moved (e.g. passthrough calls) */
-    MS_MSG_SITE,           /* ms_msg_site: one call site's totals, sent at MPI_Finalize */
+    MS_MSG_SITE,           /* ms_msg_site: one call site's totals so far (replacing the last ones), sent at
+                            * MPI_Finalize and after each PROGRESS */
     MS_MSG_CANCEL,         /* ms_msg_cancel: MPI_Cancel of an active request */
     MS_MSG_FREE,           /* ms_msg_cancel: MPI_Request_free of an active send */
     MS_MSG_STALL,          /* ms_msg_text: waiting in the real MPI, nothing completed for shim.stall_timeout
                             * (where: call, peer, tag, call site); empty text: it moves again */
+    MS_MSG_PROGRESS,       /* ms_msg_finalize: the totals so far, about once a second (what the report keeps
+                            * of a rank that never reaches MPI_Finalize), then its SITEs */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -55,6 +60,7 @@ typedef enum {
     MS_MSG_DESCRIBE,       /* no payload: say where you are blocked (deadlock report) */
     MS_MSG_ABORT,          /* ms_msg_text: stop the program with this message */
     MS_MSG_FIN_OK,         /* no payload */
+    MS_MSG_HINT,           /* ms_msg_hint: comes right before a RESUME, about it (never in the trace) */
 } ms_msg_type;
 
 typedef struct ms_msg_header {
@@ -90,6 +96,15 @@ typedef struct ms_msg_welcome {
     int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
     int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
     int32_t pad_welcome;
+    /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model
+     * completes one at max(t, the rank's CPU free) + isend cost + copy(bytes), copy = llround(
+     * local_copy_ps_per_byte * bytes) (0 when the rate is 0), the same for every peer but the rank
+     * itself. 0: not computable in the shim (copies that depend on the peer's node or on other
+     * ranks' copies). */
+    int32_t local_send;
+    int32_t recv_moves_cpu;      /* host registration costs: a rendezvous receive's match moves the CPU */
+    double local_copy_ps_per_byte;
+    int64_t poll_cost_ps;        /* mpi.poll_cost: what a Test or Iprobe answered locally costs */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -199,6 +214,18 @@ typedef struct ms_msg_resume {
     int32_t n, pad;
 } ms_msg_resume;
 
+/* What the model lets the rank answer itself after the RESUME that follows (never traced):
+ * quiet_until: no request of the wait it answers (or, for an Iprobe, no message it looks for)
+ * changes before this time, whatever the other ranks do (0: none); a send or receive the rank
+ * posts at p shortens it to p + quiet_lat, anything else it posts ends it;
+ * cpu_free: when the rank's CPU is free in the model (its send overheads) at the resume; exact
+ * until the rank posts again, unless it has collectives or (with registration costs) receives
+ * outstanding. */
+typedef struct ms_msg_hint {
+    int64_t quiet_until, quiet_lat;
+    int64_t cpu_free;
+} ms_msg_hint;
+
 typedef struct ms_msg_resolve {
     uint64_t req, bytes;
     int32_t source, tag;
@@ -247,7 +274,7 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
-                      sizeof(ms_msg_cancel) * 41u);
+                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u);
 }
 
 #endif

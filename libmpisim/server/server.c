@@ -50,6 +50,15 @@ typedef struct unmodelled_count {
     uint64_t count;
 } unmodelled_count;
 
+typedef struct site_total {
+    int fn;
+    char text[MS_SITE_TEXT];
+    uint64_t calls, bytes;
+    int64_t time_ps;
+    int64_t rank_min_ps, rank_max_ps;   /* one rank's time at the site: least and most over ranks */
+    int ranks;
+} site_total;
+
 typedef struct rank_info {
     int fd;                      /* TCP connection, or -1 */
     int shm;                     /* 1: attached through the shared segment (its slot is the rank's) */
@@ -60,6 +69,10 @@ typedef struct rank_info {
     char binding[64];
     ms_msg_finalize fin;
     int finalized;
+    ms_msg_finalize progress;    /* its totals at its last PROGRESS (a rank that never finalizes) */
+    int has_progress;
+    site_total *sites;           /* its call sites' totals so far (each SITE replaces its entry) */
+    size_t nsites, cap_sites;
     char error[MS_TEXT_MAX];
     char callsite_text[MS_TEXT_MAX];
     int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
@@ -71,6 +84,14 @@ typedef struct rank_info {
     int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
     char untimed_call[64];
     char untimed_site[MS_SITE_TEXT];
+    /* lookahead (docs/architecture.md "Local answers"): the rank's last Test* or Iprobe, and where
+     * the HINT before its negative answer waits in `out` for its quiet_until (flush_to) */
+    int quiet_ask;               /* 1: a Test* of quiet_ids, 2: an Iprobe, 0: neither */
+    int64_t quiet_t;
+    uint64_t quiet_ids[16];
+    int quiet_n;
+    long hint_at;                /* offset of the HINT's payload in out, -1: none */
+    int hint_probe;              /* it answers an Iprobe (else a Test of quiet_ids) */
 } rank_info;
 
 typedef struct pending_conn {
@@ -79,14 +100,6 @@ typedef struct pending_conn {
     double deadline;
 } pending_conn;
 
-typedef struct site_total {
-    int fn;
-    char text[MS_SITE_TEXT];
-    uint64_t calls, bytes;
-    int64_t time_ps;
-    int64_t rank_min_ps, rank_max_ps;   /* one rank's time at the site: least and most over ranks */
-    int ranks;
-} site_total;
 
 struct ms_server {
     const nm_config *cfg;
@@ -108,6 +121,9 @@ struct ms_server {
     char stop_reason[MS_TEXT_MAX];
     int stopped;
     int64_t events;
+    int local_answers;           /* shim.local_answers: local sends and lookahead windows */
+    uint64_t round_trips;        /* WAIT and PROBE messages: model round trips */
+    uint64_t quiet_hints, quiet_given;   /* negative Test/Iprobe answers; those with a window */
     double wall_start, wall_end;
     uint64_t rejected_connections;
     int nconnected;              /* ranks that said hello (each at most once) */
@@ -119,8 +135,6 @@ struct ms_server {
     double next_watch;           /* next look at the unconnected ranks' processes */
     int watches;
     double accept_backoff;
-    site_total *sites;
-    size_t nsites, cap_sites;
     char machine[512];
     int describing;              /* a deadlock was found; waiting for the ranks to say where */
     int debug;
@@ -175,6 +189,7 @@ static void send_msg(rank_info *r, uint32_t type, const void *a, size_t alen, co
 static void flush_shm(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
+    r->hint_at = -1;   /* a HINT not yet filled in goes as it is: no promise */
     if (!r->out.len) return;
     if (r->shm_closed) {
         r->out.len = 0;
@@ -190,6 +205,7 @@ static void flush_shm(ms_server *s, int rank)
 
 static void flush_rank(rank_info *r)
 {
+    r->hint_at = -1;
     size_t off = 0;
     while (r->fd >= 0 && off < r->out.len) {
         ssize_t w = write(r->fd, r->out.p + off, r->out.len - off);
@@ -208,6 +224,17 @@ static void flush_rank(rank_info *r)
 /* Whatever the rank's transport: what is batched for it goes out now (or as its ring drains). */
 static void flush_to(ms_server *s, int rank)
 {
+    rank_info *r = &s->ranks[rank];
+    if (r->hint_at >= 0) {
+        /* after the model has run: the promise covers what it did after the answer too */
+        int64_t q[2];
+        q[0] = ms_driver_quiet_until(s->drv, rank, r->quiet_t, r->quiet_ids, (size_t)r->quiet_n,
+                                     r->hint_probe, &q[1]);
+        if ((size_t)r->hint_at + sizeof q <= r->out.len) memcpy(r->out.p + r->hint_at, q, sizeof q);
+        r->hint_at = -1;
+        s->quiet_hints++;
+        if (q[0] > r->quiet_t) s->quiet_given++;
+    }
     if (s->ranks[rank].shm) flush_shm(s, rank);
     else flush_rank(&s->ranks[rank]);
 }
@@ -247,8 +274,17 @@ static void on_resume(void *user, int rank, int64_t t, const ms_req_result *resu
         out[i].tag = results[i].tag;
         out[i].cancelled = results[i].cancelled;
     }
+    rank_info *ri = &s->ranks[rank];
+    int negative = ri->quiet_ask != 0 && s->local_answers;
+    for (size_t i = 0; i < n && negative; i++)
+        if (results[i].completed) negative = 0;
+    ms_msg_hint hint = {0, 0, s->local_answers ? ms_model_cpu_free(ms_driver_model(s->drv), rank) : -1};
+    send_msg(ri, MS_MSG_HINT, &hint, sizeof hint, NULL, 0);
+    ri->hint_at = negative && ri->out.len >= sizeof hint ? (long)(ri->out.len - sizeof hint) : -1;
+    ri->hint_probe = ri->quiet_ask == 2;
+    ri->quiet_ask = 0;
     ms_msg_resume rs = {t, (int32_t)n, 0};
-    send_msg(&s->ranks[rank], MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
+    send_msg(ri, MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
     if (out != small) free(out);
 }
 
@@ -296,7 +332,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     const ms_model *model = ms_driver_model(s->drv);
     s->ranks = calloc((size_t)nranks, sizeof *s->ranks);
     if (!s->ranks) return fail(err, errlen, "out of memory");
-    for (int i = 0; i < nranks; i++) s->ranks[i].fd = -1;
+    for (int i = 0; i < nranks; i++) {
+        s->ranks[i].fd = -1;
+        s->ranks[i].hint_at = -1;
+    }
     s->argc = argc;
     s->argv = calloc((size_t)argc + 1, sizeof *s->argv);
     if (!s->argv) return fail(err, errlen, "out of memory");
@@ -335,6 +374,17 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     }
     w->compute_slot_timeout_ps = nm_config_int(cfg, "shim.compute_slot_timeout");
     w->return_path = !strcmp(nm_config_string(cfg, "shim.return_path"), "measured");
+    s->local_answers = !strcmp(nm_config_string(cfg, "shim.local_answers"), "on");
+    int moves = 0;
+    double copy = 0;
+    if (s->local_answers && ms_model_local_send(model, &copy, &moves)) {
+        w->local_send = 1;
+        w->local_copy_ps_per_byte = copy;
+    }
+    w->recv_moves_cpu = moves;
+    ms_model_params mp;
+    ms_model_get_params(model, &mp);
+    w->poll_cost_ps = mp.poll_cost;
     return 0;
 }
 
@@ -535,6 +585,11 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             break;
         }
         memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
+        s->round_trips++;
+        r->quiet_ask = m.mode >= MS_TEST_ALL && m.n <= 16 && !m.flags ? 1 : 0;
+        r->quiet_t = m.t;
+        r->quiet_n = m.n;
+        if (r->quiet_ask) memcpy(r->quiet_ids, ids, sizeof *ids * (size_t)m.n);
         e = (ms_driver_event){.kind = MS_EV_WAIT, .fn = m.fn, .t = m.t, .mode = m.mode, .list = ids,
                               .nlist = (size_t)m.n,
                               .flags = ((m.flags & MS_WAIT_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
@@ -547,6 +602,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         ms_msg_probe m;
         if (len < sizeof m) break;
         memcpy(&m, p, sizeof m);
+        s->round_trips++;
+        r->quiet_ask = m.blocking || m.src == MS_PROC_NULL ? 0 : 2;
+        r->quiet_t = m.t;
+        r->quiet_n = 0;
         e = (ms_driver_event){.kind = MS_EV_PROBE, .fn = m.fn, .t = m.t, .comm = m.comm, .peer = m.src, .tag = m.tag,
                               .mode = m.blocking};
         apply(s, rank, &e);
@@ -600,26 +659,31 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         memcpy(&m, p, sizeof m);
         m.text[MS_SITE_TEXT - 1] = 0;
         size_t i;
-        for (i = 0; i < s->nsites; i++)
-            if (s->sites[i].fn == m.fn && !strcmp(s->sites[i].text, m.text)) break;
-        if (i == s->nsites) {
-            if (s->nsites == s->cap_sites) {
-                s->cap_sites = s->cap_sites ? s->cap_sites * 2 : 64;
-                site_total *q = realloc(s->sites, sizeof *q * s->cap_sites);
+        for (i = 0; i < r->nsites; i++)
+            if (r->sites[i].fn == m.fn && !strcmp(r->sites[i].text, m.text)) break;
+        if (i == r->nsites) {
+            if (r->nsites == r->cap_sites) {
+                size_t cap = r->cap_sites ? r->cap_sites * 2 : 16;
+                site_total *q = realloc(r->sites, sizeof *q * cap);
                 if (!q) break;
-                s->sites = q;
+                r->sites = q;
+                r->cap_sites = cap;
             }
-            memset(&s->sites[i], 0, sizeof s->sites[i]);
-            s->sites[i].fn = m.fn;
-            memcpy(s->sites[i].text, m.text, sizeof m.text);
-            s->nsites++;
+            memset(&r->sites[i], 0, sizeof r->sites[i]);
+            r->sites[i].fn = m.fn;
+            memcpy(r->sites[i].text, m.text, sizeof m.text);
+            r->nsites++;
         }
-        s->sites[i].calls += m.calls;
-        s->sites[i].bytes += m.bytes;
-        s->sites[i].time_ps += m.time_ps;
-        if (!s->sites[i].ranks || m.time_ps < s->sites[i].rank_min_ps) s->sites[i].rank_min_ps = m.time_ps;
-        if (!s->sites[i].ranks || m.time_ps > s->sites[i].rank_max_ps) s->sites[i].rank_max_ps = m.time_ps;
-        s->sites[i].ranks++;
+        /* totals so far: the newest replaces */
+        r->sites[i].calls = m.calls;
+        r->sites[i].bytes = m.bytes;
+        r->sites[i].time_ps = m.time_ps;
+        break;
+    }
+    case MS_MSG_PROGRESS: {
+        if (len < sizeof r->progress) break;
+        memcpy(&r->progress, p, sizeof r->progress);
+        r->has_progress = 1;
         break;
     }
     case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
@@ -1332,6 +1396,42 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 /* report */
 
 /* How the rank measured its computation (docs/architecture.md "Virtual time in a rank") */
+/* Every rank's call sites summed per (function, site): totals over the ranks, and the least and
+ * most one rank spent there. A rank that never finalized counts with its last PROGRESS's. */
+static site_total *gather_sites(const ms_server *s, size_t *n)
+{
+    site_total *all = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (int r = 0; r < s->nranks; r++)
+        for (size_t k = 0; k < s->ranks[r].nsites; k++) {
+            const site_total *m = &s->ranks[r].sites[k];
+            size_t i;
+            for (i = 0; i < *n; i++)
+                if (all[i].fn == m->fn && !strcmp(all[i].text, m->text)) break;
+            if (i == *n) {
+                if (*n == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    site_total *q = realloc(all, sizeof *q * cap);
+                    if (!q) return all;   /* what fitted */
+                    all = q;
+                }
+                all[i] = *m;
+                all[i].calls = all[i].bytes = 0;
+                all[i].time_ps = 0;
+                all[i].ranks = 0;
+                (*n)++;
+            }
+            all[i].calls += m->calls;
+            all[i].bytes += m->bytes;
+            all[i].time_ps += m->time_ps;
+            if (!all[i].ranks || m->time_ps < all[i].rank_min_ps) all[i].rank_min_ps = m->time_ps;
+            if (!all[i].ranks || m->time_ps > all[i].rank_max_ps) all[i].rank_max_ps = m->time_ps;
+            all[i].ranks++;
+        }
+    return all;
+}
+
 static void write_charging(FILE *f, const ms_msg_charging *c)
 {
     static const char *const methods[] = {"none", "task-clock", "syscall", "wall"};
@@ -1443,8 +1543,10 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         msgs += st.msgs_sent;
         bytes += st.bytes_sent;
         const char *state = s->drv ? ms_driver_state_name(ms_driver_state(s->drv, i)) : "never_connected";
-        ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, r->fin.compute_ps, r->fin.mpi_ps,
-                             r->fin.calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
+        /* a rank that never finalized: its totals at its last PROGRESS (a second old at most) */
+        const ms_msg_finalize *fin = r->finalized || !r->has_progress ? &r->fin : &r->progress;
+        ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, fin->compute_ps, fin->mpi_ps,
+                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
@@ -1454,7 +1556,9 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
         if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
-        if (r->finalized) write_charging(f, &r->fin.charging);
+        if (r->finalized || r->has_progress) write_charging(f, &fin->charging);
+        if (!r->finalized && r->has_progress)
+            fprintf(f, ", \"totals_as_of_ps\": %lld", (long long)r->progress.t);
         if (r->error[0]) {
             fputs(", \"error\": ", f);
             ms_report_str(f, r->error);
@@ -1471,16 +1575,18 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     }
     fprintf(f, "%s],\n  \"callsites\": [", nw > 0 ? "\n  " : "");
     /* most virtual time first, as mpiP sorts */
-    size_t *order = malloc(sizeof *order * (s->nsites ? s->nsites : 1));
-    for (size_t i = 0; order && i < s->nsites; i++) order[i] = i;
-    for (size_t i = 1; order && i < s->nsites; i++)
-        for (size_t j = i; j > 0 && s->sites[order[j]].time_ps > s->sites[order[j - 1]].time_ps; j--) {
+    size_t nsites = 0;
+    site_total *sites = gather_sites(s, &nsites);
+    size_t *order = malloc(sizeof *order * (nsites ? nsites : 1));
+    for (size_t i = 0; order && i < nsites; i++) order[i] = i;
+    for (size_t i = 1; order && i < nsites; i++)
+        for (size_t j = i; j > 0 && sites[order[j]].time_ps > sites[order[j - 1]].time_ps; j--) {
             size_t t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    for (size_t k = 0; order && k < s->nsites; k++) {
-        const site_total *t = &s->sites[order[k]];
+    for (size_t k = 0; order && k < nsites; k++) {
+        const site_total *t = &sites[order[k]];
         fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
         ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
         fputs(", \"site\": ", f);
@@ -1492,11 +1598,15 @@ int ms_server_write_report(const ms_server *s, FILE *f)
                 (long long)t->rank_min_ps, (long long)t->rank_max_ps);
     }
     free(order);
-    fprintf(f, "%s],\n  ", s->nsites ? "\n  " : "");
+    free(sites);
+    fprintf(f, "%s],\n  ", nsites ? "\n  " : "");
     char outcome[8192];
     int oc = ms_server_outcome(s, outcome, sizeof outcome);
     ms_report_summary(f, vmax, msgs, bytes, s->wall_end - s->wall_start, (uint64_t)s->events, s->rejected_connections,
                       oc, outcome);
+    fprintf(f, ",\n  \"lookahead\": {\"model_round_trips\": %llu, \"negative_polls\": %llu, \"windows\": %llu}",
+            (unsigned long long)s->round_trips, (unsigned long long)s->quiet_hints,
+            (unsigned long long)s->quiet_given);
     if (s->child_done) {
         int lf = launcher_failed_after_finalize(s);
         fprintf(f, ",\n  \"launcher\": {\"exit_code\": %d",
@@ -1554,13 +1664,13 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].in.p);
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
+        free(s->ranks[i].sites);
     }
     for (size_t i = 0; i < s->npending; i++) {
         close(s->pending[i].fd);
         free(s->pending[i].in.p);
     }
     free(s->pending);
-    free(s->sites);
     free(s->ranks);
     for (int i = 0; s->argv && i < s->argc; i++) free(s->argv[i]);
     free(s->argv);

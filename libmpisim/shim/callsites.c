@@ -106,7 +106,7 @@ void capture_callsite(void *ret, int skip)
     S.cur_npcs = k;
 }
 
-void send_callsites(void)
+void send_callsites(int also_trace)
 {
     for (size_t i = 0; i < S.cs_cap; i++) {
         cs_entry *e = &S.cs[i];
@@ -120,6 +120,7 @@ void send_callsites(void)
         m.time_ps = e->time_ps;
         m.pc0 = e->npcs ? e->pcs[0] : 0;
         cs_text(e->pcs, e->npcs, m.text, sizeof m.text);
-        put_msg(MS_MSG_SITE, &m, sizeof m, NULL, 0);
+        if (also_trace) put_msg(MS_MSG_SITE, &m, sizeof m, NULL, 0);
+        else wire_put(MS_MSG_SITE, &m, sizeof m, NULL, 0);
     }
 }

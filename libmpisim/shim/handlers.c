@@ -143,7 +143,9 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
         ms_rq_free(r);
         return NULL;
     }
-    ms_report_isend(r, peer_to_model(dest), tag, bytes, mode, fn);
+    int me = -1;
+    if (dest != MPI_PROC_NULL) PMPI_Comm_rank(comm, &me);
+    ms_report_isend(r, peer_to_model(dest), tag, bytes, mode, dest == me, fn);
     ms_advance(ms_isend_cost(bytes));
     return r;
 }

@@ -33,6 +33,10 @@ typedef struct ms_rq {
     int cancel_sent;             /* MPI_Cancel reported to the model */
     int model_cancelled;         /* the model took the receive back: nothing is received */
     int model_forgotten;         /* reported complete to the model's satisfaction: it dropped it */
+    int local_known;             /* the shim knows when the model completes it: local_done (an eager
+                                  * standard send, docs/architecture.md "Local answers") */
+    int64_t local_done;
+    uint64_t model_bytes;        /* bytes as reported to the model (what its answers say) */
     /* receive arguments kept until the real receive can be posted */
     void *buf;
     int count;

@@ -17,6 +17,7 @@
 #include <libunwind.h>
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -417,6 +418,8 @@ static int64_t clock_gap(int64_t now, int64_t mono, const void *site)
     return c;
 }
 
+static void send_progress(void);
+
 int ms_bypass(void) { return !S.active || S.depth > 0; }
 
 void ms_f_callsite(void *ret)
@@ -435,6 +438,7 @@ void ms_enter(ms_fn_id fn, void *callsite)
                 S.calib_enter_ns = now;
                 return;
             }
+            if (mono - S.progress_mono_ns > 1000000000LL) S.progress_due = 1;
             d = clock_gap(now, mono, callsite);
             ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
             S.clock_ps += ps;
@@ -450,6 +454,10 @@ void ms_enter(ms_fn_id fn, void *callsite)
         S.call_start_ps = S.clock_ps;
         S.cur_fn = fn;
         S.calls++;
+        /* without the clock readings: a look at the clock every 1024 calls */
+        if (S.params.compute_mode == MS_COMPUTE_NONE && !(S.calls & 1023) &&
+            mono_ns() - S.progress_mono_ns > 1000000000LL)
+            S.progress_due = 1;
         S.call_bytes = 0;
         int skip = 0;
         if (S.fortran_site) {   /* the program's call is one frame further out */
@@ -484,6 +492,7 @@ void ms_exit(ms_fn_id fn, int rc)
                 S.last_trace_flush_ns = e.real_exit_ns;
             }
         }
+        if (S.progress_due) send_progress();
         /* last, so that none of the shim's work falls into the gap */
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
@@ -521,7 +530,7 @@ static void flush_out(void)
 }
 
 /* To the server only: what the trace has no use for (stall notices). */
-static void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (!S.server) return;
     if (ms_tp_put(&S.tp, type, a, alen, b, blen) < 0) ms_fatal("out of memory for the report buffer");
@@ -530,8 +539,41 @@ static void wire_put(uint32_t type, const void *a, size_t alen, const void *b, s
 
 void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
+    /* A lookahead window holds while the rank posts only sends to others and receives: those do
+     * not change the requests it tests or the messages it probes for (a receive can only take a
+     * message away; local_send ends it for a send to itself), but their answers come back a
+     * latency later. Anything else may change them. */
+    if (type == MS_MSG_ISEND || type == MS_MSG_IRECV) {
+        /* it may resume a blocked rank, whose reply reaches us no sooner than quiet_lat */
+        int64_t end = S.clock_ps + S.quiet_lat;
+        if (end < S.quiet_until) S.quiet_until = end;
+    } else if (type != MS_MSG_FREE && type < MS_MSG_TR_CALL) {
+        S.quiet_until = 0;
+    }
     trace_put(type, a, alen, b, blen);
     wire_put(type, a, alen, b, blen);
+}
+
+/* About once a second of real time: the rank's totals and call sites so far, to the server only,
+ * so that a rank killed before MPI_Finalize still has them in the report (outside the gap: the
+ * caller is ms_exit, before its reading). */
+static void send_progress(void)
+{
+    S.progress_due = 0;
+    S.progress_mono_ns = mono_ns();
+    if (!S.server) return;
+    ms_msg_finalize f;
+    memset(&f, 0, sizeof f);
+    f.t = S.clock_ps;
+    f.compute_ps = S.compute_ps;
+    f.mpi_ps = S.mpi_ps;
+    f.calls = S.calls;
+    f.unmodelled_calls = S.unmodelled_calls;
+    f.charging = S.ck;
+    gate_stats_into(&f.charging);
+    wire_put(MS_MSG_PROGRESS, &f, sizeof f, NULL, 0);
+    send_callsites(0);
+    flush_out();
 }
 
 static ms_rq *find_by_id(uint64_t id);
@@ -576,6 +618,10 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         S.results_n = rs.n;
         S.resume_t = rs.t;
         S.resume_ready = 1;
+        S.cpu_free = S.hint_new ? S.hint.cpu_free : -1;
+        S.quiet_until = S.hint_new ? S.hint.quiet_until : 0;
+        S.quiet_lat = S.hint_new ? S.hint.quiet_lat : 0;
+        S.hint_new = 0;
         break;
     }
     case MS_MSG_RESOLVE: {
@@ -618,6 +664,12 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
     }
     case MS_MSG_FIN_OK:
         S.fin_ok = 1;
+        break;
+    case MS_MSG_HINT:   /* about the RESUME that follows; not traced (replay asks the model itself) */
+        if (len >= sizeof S.hint) {
+            memcpy(&S.hint, p, sizeof S.hint);
+            S.hint_new = 1;
+        }
         break;
     default:
         ms_fatal("unexpected message %u from the model server", type);
@@ -748,6 +800,96 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
     trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
 }
 
+/* A local answer makes no round trip, so none of the waiting loop's chores: now and then read the
+ * server (an abort, decisions that release held-back receives) and drive the real MPI (a peer's
+ * real transfer may need it); detached sends at every answer, a program that only sends would
+ * otherwise keep their copies. */
+static void local_chores(void)
+{
+    if (((S.local_waits + S.local_probes) & 63) == 0) {
+        service_server(0);
+        if (S.resolve_pending) ms_post_deferred();
+        ms_progress();
+    } else if (S.detached_n) {
+        ms_progress();
+    }
+}
+
+/* Answer a wait here when the model's answer is known (docs/architecture.md "Local answers"):
+ * every request's completion time is (local sends), or, for a Test of the same requests as the
+ * last negative one, before its lookahead window ends, the others cannot complete. The answer is
+ * the model's do_resume, and the trace gets the WAIT (flagged) and the RESUME the server would
+ * have sent, so that replay asks the model and checks it. Returns 1 if answered. */
+static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t *ids, ms_msg_result *results)
+{
+    int mode = w->mode, is_test = mode >= MS_TEST_ALL;
+    if (!S.server || w->flags || n <= 0) return 0;
+    int known = 0;
+    for (int i = 0; i < n; i++) known += reqs[i]->local_known;
+    if (known < n) {
+        /* the window: same mode, same requests as the Test it was given with */
+        if (!is_test || S.quiet_kind != 1 || S.clock_ps >= S.quiet_until || mode != S.quiet_mode ||
+            n != S.quiet_n || memcmp(ids, S.quiet_ids, sizeof *ids * (size_t)n))
+            return 0;
+    }
+    /* ms_model.c do_resume: a test answers for its time, a wait resumes when it is satisfied */
+    const int64_t never = INT64_MAX;
+    int64_t t = S.clock_ps, R = t, at = t, first = never, last = t;
+    for (int i = 0; i < n; i++) {
+        int64_t d = reqs[i]->local_known ? reqs[i]->local_done : never;
+        if (d < first) first = d;
+        if (d > last) last = d;
+    }
+    if (is_test) R = t + S.params.poll_cost_ps;
+    else if (mode == MS_WAIT_ALL) R = at = last;
+    else R = at = first > t ? first : t;
+    int all = 1;
+    int best = n;
+    for (int i = 0; i < n; i++) {
+        int64_t d = reqs[i]->local_known ? reqs[i]->local_done : never;
+        if (d > at) all = 0;
+        else if (best == n || d < reqs[best]->local_done) best = i;
+    }
+    for (int i = 0; i < n; i++) {
+        ms_rq *r = reqs[i];
+        int64_t d = r->local_known ? r->local_done : never;
+        int c;
+        switch (mode) {
+        case MS_WAIT_ALL: case MS_TEST_ALL: case MS_TEST_PEEK: c = all; break;
+        case MS_WAIT_ANY: case MS_TEST_ANY: c = i == best; break;
+        default: c = d <= at; break;
+        }
+        ms_msg_result *o = &results[i];
+        memset(o, 0, sizeof *o);
+        o->req = r->id;
+        o->completed = c;
+        o->source = -1;
+        o->tag = -1;
+        o->bytes = r->model_bytes;
+        o->complete_time = c ? d : never;
+        if (c) {
+            r->model_done = 1;
+            r->model_forgotten = mode != MS_TEST_PEEK;
+            /* the model still holds it: it drops a freed send once complete (never traced) */
+            if (r->model_forgotten) {
+                ms_msg_cancel m = {0};
+                m.t = t;
+                m.req = r->id;
+                m.fn = w->fn;
+                wire_put(MS_MSG_FREE, &m, sizeof m, NULL, 0);
+            }
+        }
+    }
+    w->flags |= MS_WAIT_FLAG_LOCAL;
+    trace_put(MS_MSG_WAIT, w, sizeof *w, ids, sizeof *ids * (size_t)n);
+    ms_msg_resume rs = {R, n, 0};
+    trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
+    if (R > S.clock_ps) S.clock_ps = R;
+    S.local_waits++;
+    local_chores();
+    return 1;
+}
+
 static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags)
 {
     ms_msg_wait w = {0};
@@ -761,7 +903,19 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     uint64_t *ids = n <= 16 ? ids_small : malloc(sizeof *ids * (size_t)n);
     if (!ids) ms_fatal("out of memory");
     for (int i = 0; i < n; i++) ids[i] = reqs[i]->id;
+    if (wait_local(&w, n, reqs, ids, results)) {
+        if (ids != ids_small) free(ids);
+        return;
+    }
     put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
+    S.quiet_kind = 0;
+    if (S.server && mode >= MS_TEST_ALL && !flags && n <= 16) {
+        /* what a lookahead window given with a negative answer will hold for */
+        S.quiet_kind = 1;
+        S.quiet_mode = mode;
+        S.quiet_n = n;
+        memcpy(S.quiet_ids, ids, sizeof *ids * (size_t)n);
+    }
     if (ids != ids_small) free(ids);
     if (!S.server) {
         wait_real(mode, n, reqs, results);
@@ -800,7 +954,30 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
     pr.blocking = blocking;
     pr.fn = (int32_t)fn;
     pr.callsite = S.cur_pcs[0];
+    if (S.server && !blocking && S.quiet_kind == 2 && S.clock_ps < S.quiet_until && S.quiet_comm == comm &&
+        S.quiet_src == src && S.quiet_tag == tag) {
+        /* inside the lookahead window of the same Iprobe's negative answer: the same answer
+         * (the model's do_resume for W_IPROBE), traced as if the server had given it */
+        trace_put(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
+        memset(result, 0, sizeof *result);
+        result->source = -1;
+        result->tag = -1;
+        result->complete_time = INT64_MAX;
+        ms_msg_resume rs = {S.clock_ps + S.params.poll_cost_ps, 1, 0};
+        trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
+        S.clock_ps = rs.t;
+        S.local_probes++;
+        local_chores();
+        return;
+    }
     put_msg(MS_MSG_PROBE, &pr, sizeof pr, NULL, 0);
+    S.quiet_kind = 0;
+    if (S.server && !blocking) {
+        S.quiet_kind = 2;
+        S.quiet_comm = comm;
+        S.quiet_src = src;
+        S.quiet_tag = tag;
+    }
     if (!S.server) {
         MPI_Status st;
         int flag = 1;
@@ -864,6 +1041,9 @@ static void stall_text(const ms_rq *r, char *out, size_t len)
 void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
 {
     unsigned spins = w->spins++;
+    /* reports a local answer left batched (a send the model completed without a round trip) may
+     * be what the peer this waits for needs: the model must see them */
+    if (spins == 0 && S.server && S.tp.out_len) flush_out();
     if (S.server) service_server(backoff_ms(spins));
     else if (spins > 64) usleep(50);
     if (S.resolve_pending) ms_post_deferred();
@@ -896,8 +1076,30 @@ void ms_real_wait_end(ms_real_wait *w)
 /* ---------------------------------------------------------------------------------------- */
 /* reports */
 
-void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn)
+/* An eager standard send to another rank completes in the model at max(t, its CPU free) + send
+ * overhead + copy (ms_model_local_send, told in the WELCOME), and only the rank's own posts move
+ * its CPU while the last HINT said so: the shim knows the answer of any wait for it. */
+static void local_send(ms_rq *r, int to_self, uint64_t bytes, int mode)
 {
+    if (!S.server) return;
+    if (mode == MS_SEND_STANDARD && !to_self && r->src != MPI_PROC_NULL && S.params.local_send && S.cpu_free >= 0 &&
+        (int64_t)bytes < S.params.eager_threshold) {
+        double pb = S.params.local_copy_ps_per_byte;
+        int64_t copy = pb > 0 ? (int64_t)llround(pb * (double)bytes) : 0;   /* ms_host.c bytes_ps */
+        int64_t start = S.clock_ps > S.cpu_free ? S.clock_ps : S.cpu_free;
+        r->local_known = 1;
+        r->local_done = start + ms_isend_cost(bytes) + copy;
+        S.cpu_free = r->local_done;
+    } else if (r->src != MPI_PROC_NULL) {
+        S.cpu_free = -1;   /* moved in ways the shim does not follow (modes, rendezvous, itself) */
+    }
+    if (to_self) S.quiet_until = 0;   /* it may be the message a receive or probe waits for */
+}
+
+void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int to_self, ms_fn_id fn)
+{
+    r->model_bytes = bytes;
+    local_send(r, to_self, bytes, mode);
     ms_msg_isend m = {0};
     m.t = S.clock_ps;
     m.req = r->id;
@@ -912,8 +1114,10 @@ void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode,
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
 
-void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
+void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
 {
+    r->model_bytes = bytes;
+    if (S.params.recv_moves_cpu) S.cpu_free = -1;   /* a rendezvous match registers its buffer */
     ms_msg_irecv m = {0};
     m.t = S.clock_ps;
     m.req = r->id;
@@ -939,9 +1143,11 @@ static void report_request_op(uint32_t type, const ms_rq *r, ms_fn_id fn)
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_CANCEL, r, fn); }
 void ms_report_free(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_FREE, r, fn); }
 
-void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn)
 {
+    r->model_bytes = bytes;
+    S.cpu_free = -1;   /* its steps send at times other ranks decide */
     ms_msg_icoll m = {0};
     m.t = S.clock_ps;
     m.req = r->id;
@@ -1163,8 +1369,10 @@ static void start_session(void)
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
     PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
     S.clock_ps = 0;
+    S.cpu_free = 0;   /* the model starts every rank's CPU free at 0 */
     S.wtime_last_ps = -1;
     S.active = 1;
+    S.progress_mono_ns = mono_ns();
     ms_program_clocks_start();   /* before the first gap: their epoch is this moment */
     clock_start();
     gate_start();
@@ -1289,7 +1497,7 @@ int MPI_Finalize(void)
     gate_stats_into(&S.ck);
     f.charging = S.ck;
     pcontrol_close_region();
-    send_callsites();
+    send_callsites(1);
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
     trace_flush();
     flush_out();

@@ -72,8 +72,9 @@ void ms_rq_unindex(ms_rq *r);
 uint64_t ms_next_req_id(void);
 
 /* Reports to the server (buffered) and blocking exchanges. */
-void ms_report_isend(const ms_rq *r, int dst, int tag, uint64_t bytes, int mode, ms_fn_id fn);
-void ms_report_irecv(const ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
+/* to_self: the destination is the rank itself (no local completion; ends a lookahead window) */
+void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int to_self, ms_fn_id fn);
+void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn);
 void ms_report_free(const ms_rq *r, ms_fn_id fn);
 /* In- and out-degree of comm's process topology; returns its kind (MPI_CART, ...) or -1 if none. */
@@ -82,7 +83,7 @@ int ms_topo_degrees(MPI_Comm comm, int *nin, int *nout);   /* the model forgets 
  * next receive posted for its source and tag (which the model matches it to). */
 void ms_stash_keep(const ms_rq *cancelled);
 int ms_post_real_recv(ms_rq *r);         /* PMPI_Irecv, or from the stash */
-void ms_report_icoll(const ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn);
 /* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).
  * On return the clock is the resume time and results[i] tells about reqs[i]. */

@@ -68,6 +68,8 @@ typedef struct ms_state {
     size_t tr_len, tr_cap;
     int64_t last_raw_compute_ns;
     int64_t last_trace_flush_ns;
+    int64_t progress_mono_ns;    /* when the last PROGRESS went (CLOCK_MONOTONIC) */
+    int progress_due;
     int server;                  /* 1: co-simulation; 0: capture only */
     /* call sites */
     int cs_depth;
@@ -84,6 +86,18 @@ typedef struct ms_state {
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
+    /* local answers (docs/architecture.md "Local answers") */
+    int64_t cpu_free;            /* the rank's CPU free time in the model; -1: not known here */
+    ms_msg_hint hint;            /* the HINT that came before the RESUME being waited for */
+    int hint_new;
+    int64_t quiet_until;         /* lookahead: the last negative Test or Iprobe holds until then */
+    int64_t quiet_lat;           /* ... or until a post of this rank plus this */
+    int quiet_kind;              /* 1: a Test (quiet_mode of quiet_ids); 2: an Iprobe (comm, src, tag) */
+    int quiet_mode, quiet_n;
+    uint64_t quiet_ids[16];
+    uint64_t quiet_comm;
+    int quiet_src, quiet_tag;
+    uint64_t local_waits, local_probes;   /* answered here */
 } ms_state;
 
 typedef struct cs_entry {
@@ -109,11 +123,12 @@ MS_HIDDEN void trace_open(void);
 MS_HIDDEN void cs_add(int fn, uint64_t bytes, int64_t time_ps);
 MS_HIDDEN void cs_text(const uint64_t *pcs, int n, char *out, size_t len);
 MS_HIDDEN void capture_callsite(void *ret, int skip);
-MS_HIDDEN void send_callsites(void);
+MS_HIDDEN void send_callsites(int also_trace);   /* 0: to the server only (PROGRESS) */
 /* comms.c */
 MS_HIDDEN int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 /* shim.c */
 MS_HIDDEN void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+MS_HIDDEN void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);   /* server only */
 MS_HIDDEN void cpu_list(char *out, size_t len);
 
 #endif

@@ -52,6 +52,8 @@ typedef enum {
 /* WAIT flags */
 #define MS_TRACE_FLAG_SYNC 1      /* the members of the collective left together (communicator creation) */
 #define MS_TRACE_FLAG_UNTIMED 2   /* back from an untimed call */
+#define MS_TRACE_FLAG_LOCAL 4     /* answered by the shim itself, as the model would have (no round trip;
+                                   * docs/architecture.md "Local answers"): replay asks the model and checks */
 /* IRECV flags */
 #define MS_TRACE_FLAG_NOTIFY 1    /* held back from the real MPI behind an undecided wildcard: the model
                                    * resolved it when it matched it (replay asks the same) */
@@ -77,7 +79,7 @@ typedef struct ms_trace_event {
     int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
     int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
-    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED); IRECV: MS_TRACE_FLAG_NOTIFY */
+    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED, _LOCAL); IRECV: MS_TRACE_FLAG_NOTIFY */
     int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
     int32_t matched_tag;     /* same, its tag */
     int32_t pad;

@@ -35,7 +35,8 @@ SAME_KIND(RESUME);
 SAME_KIND(RESOLVE);
 _Static_assert((int)MS_TRACE_CALL == (int)MS_MSG_TR_CALL && (int)MS_TRACE_EXIT == (int)MS_MSG_TR_EXIT &&
                    (int)MS_TRACE_PCONTROL == (int)MS_MSG_TR_PCONTROL, "trace-only record kinds");
-_Static_assert(MS_TRACE_FLAG_SYNC == MS_WAIT_FLAG_SYNC && MS_TRACE_FLAG_UNTIMED == MS_WAIT_FLAG_UNTIMED,
+_Static_assert(MS_TRACE_FLAG_SYNC == MS_WAIT_FLAG_SYNC && MS_TRACE_FLAG_UNTIMED == MS_WAIT_FLAG_UNTIMED &&
+                   MS_TRACE_FLAG_LOCAL == MS_WAIT_FLAG_LOCAL,
                "wait flags");
 _Static_assert(MS_TRACE_FLAG_NOTIFY == MS_IRECV_NOTIFY, "receive flags");
 _Static_assert(sizeof(ms_trace_result) == sizeof(ms_msg_result), "a recorded result is a wire result");

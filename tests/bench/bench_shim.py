@@ -4,10 +4,12 @@
 Usage: bench_shim.py [BUILD_DIR [PREVIOUS_BUILD_DIR]]   (default ../../build)
 Runs bin/bench_shim_rtt natively under mpirun and under `mpisim run --compute none` with the
 shared-memory transport (shim.transport=shm, the default), with TCP (shim.transport=tcp, as ranks
-on other hosts use), and with waiting loops that sleep at once (shim.spin_polls=0), five times
+on other hosts use), with waiting loops that sleep at once (shim.spin_polls=0) and with every
+answer from the model server (shim.local_answers=off: a send's completion too), five times
 each interleaved (the machine is shared and noisy), and prints the medians. With a previous build,
 its mpisim runs the same program in the same rounds, for a ratio measured in the same run.
-Also prints the context switches per model round trip (perf, when it is there).
+Also prints the model round trips per ping-pong (the report's lookahead.model_round_trips) and the
+context switches per model round trip (perf, when it is there).
 """
 import os
 import re
@@ -15,6 +17,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import json
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../build")
 previous = sys.argv[2] if len(sys.argv) > 2 else None
@@ -24,17 +28,34 @@ ROUND_TRIPS = 3000
 perf = shutil.which("perf")
 
 
+REPORT = os.path.join(tempfile.mkdtemp(prefix="bench_shim_"), "report.json")
+
+
 def median_of(cmd):
-    """Median round trip (us) and the run's context switches (None without perf)."""
+    """Median round trip (us), the run's context switches (None without perf) and its model round
+    trips (from the report; a build without the count: 4 per ping-pong, two blocking calls per rank)."""
     if perf:
         cmd = [perf, "stat", "-x,", "-e", "context-switches", "--"] + cmd
+    if os.path.exists(REPORT):
+        os.unlink(REPORT)
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     cs = re.search(r"^([0-9]+),,context-switches", p.stderr, re.M)
-    return float(re.search(r"median_rtt_us=([0-9.]+)", p.stdout).group(1)), int(cs.group(1)) if cs else None
+    trips = 4 * ROUND_TRIPS
+    if os.path.exists(REPORT):
+        trips = json.load(open(REPORT)).get("lookahead", {}).get("model_round_trips", trips)
+    return float(re.search(r"median_rtt_us=([0-9.]+)", p.stdout).group(1)), int(cs.group(1)) if cs else None, trips
+
+
+def knows(b, key):
+    """Whether build b has a configuration key (a previous build may not)."""
+    return subprocess.run([os.path.join(b, "bin", "mpisim"), "config", "--set", f"{key}"], capture_output=True).returncode == 0
 
 
 def sim(b, *sets):
-    cmd = [os.path.join(b, "bin", "mpisim"), "run", "--compute", "none", "--report", "/dev/null"]
+    cmd = [os.path.join(b, "bin", "mpisim"), "run", "--compute", "none", "--report", REPORT]
+    # the benchmark times itself with clock_gettime: it must read the host's clock, not virtual time
+    if knows(b, "shim.program_clocks=real"):
+        sets = ("shim.program_clocks=real",) + sets
     for s in sets:
         cmd += ["--set", s]
     return cmd + ["-n", "2", "--", exe, str(ROUND_TRIPS)]
@@ -43,7 +64,8 @@ def sim(b, *sets):
 runs = {"native": ["mpirun", *root, "--oversubscribe", "-n", "2", exe, str(ROUND_TRIPS)],
         "shm": sim(build),
         "tcp": sim(build, "shim.transport=tcp"),
-        "shm, spin_polls=0": sim(build, "shim.spin_polls=0")}
+        "shm, spin_polls=0": sim(build, "shim.spin_polls=0"),
+        "shm, local_answers=off": sim(build, "shim.local_answers=off")}
 if previous:
     runs["previous build"] = sim(previous)
 got = {k: [] for k in runs}
@@ -56,9 +78,10 @@ for k in runs:
     cs = [v[1] for v in got[k] if v[1] is not None]
     extra = ""
     if cs and k != "native":
-        # 4 model round trips per ping-pong round trip (two blocking calls on each rank)
-        extra = f", {statistics.median(cs) / (4 * ROUND_TRIPS):.2f} context switches per model round trip"
-    print(f"{k:>20}: {med[k]:8.2f} us per ping-pong round trip{'' if k == 'native' else f' (shim cost {med[k] - n:.2f} us)'}{extra}")
+        trips = statistics.median(v[2] for v in got[k])
+        extra = (f", {trips / ROUND_TRIPS:.1f} model round trips per ping-pong, "
+                 f"{statistics.median(cs) / trips:.2f} context switches per model round trip")
+    print(f"{k:>22}: {med[k]:8.2f} us per ping-pong round trip{'' if k == 'native' else f' (shim cost {med[k] - n:.2f} us)'}{extra}")
 s = med["shm"] - n
 print(f"shim cost per blocking message (half a round trip, one send and one receive): {s / 2:.2f} us over shm, "
       f"{(med['tcp'] - n) / 2:.2f} us over tcp")

@@ -238,6 +238,7 @@ def install():
     with open(csrc, "w") as fh:
         fh.write('#include <netmodel.h>\n#include <stdio.h>\nint main(void){char e[512];'
                  'nm_config *c = nm_config_create();'
+                 'nm_config_skip_sections(c, "mpi|host|shim");'   # the layers above the network's
                  'if (nm_config_load_profile(c, "default", NULL, e, sizeof e)) {puts(e); return 1;}'
                  'nm_config_destroy(c); puts("loaded"); return 0;}\n')
     penv = dict(env, PKG_CONFIG_PATH=pc_dir)
@@ -274,6 +275,16 @@ def study():
     check(rep["config"]["shim.cpu_factor"]["value"] == 123.5, "--cpu-factor FILE reuses the factor")
     p = run([MPISIM, "study", "speedup", "--out", out2, "--cpu-factor", os.path.join(WORK, "nonexistent")], check=False)
     check(p.returncode == 2 and "nonexistent" in p.stderr, "a missing factor file is named")
+    # --distribute reaches matmul: four ranks, communication alone, B^T by one broadcast (two
+    # steps of a binomial tree) is sooner than three sends from the master one after another
+    t = {}
+    for d in ("collective", "p2p"):
+        run([MPISIM, "study", "speedup", "--out", out2, "--compute", "none", "--cpu-factor", "1", "--runs", "1",
+             "--procs", "4", "--sizes", "32", "--distribute", d], cwd=WORK)
+        t[d] = float(open(os.path.join(out2, "speedup.csv")).read().splitlines()[1].split(",")[2])
+    check(0 < t["collective"] < t["p2p"], f"--distribute reaches matmul: collective {t['collective']} s, p2p {t['p2p']} s")
+    p = run([MPISIM, "study", "speedup", "--out", out2, "--distribute", "bcast"], check=False)
+    check(p.returncode == 2 and "bcast" in p.stderr, "an unknown --distribute is refused")
 
 
 def exit_codes():

@@ -41,7 +41,7 @@ def rows(text):
     return list(csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if not l.startswith("#")))))
 
 
-def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,16383,16384,1048576"):
+def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,512,16383,16384,1048576"):
     sets = ("host.map_by=slot",) if on_node else ()
     out = rows(mpisim(os.path.join(BIN, "sendmodes"), "--sizes", sizes, "--modes", "send,ssend,bsend,rsend",
                       "--tests", "uni,bi,both", "--iters", "6", profile=profile, compute=compute, sets=sets))
@@ -72,6 +72,7 @@ def case_seed003(compute="none"):
     check("sec 5.1: ready (us)", t(off, "bi", "rsend", 1), 6.1)
     check("sec 5.1: buffered (us)", t(off, "bi", "bsend", 1), 6.84)
     check("sec 5.1: synchronous (us)", t(off, "bi", "ssend", 1), 23.6)
+    check("sec 5.1: synchronous, 512 B, 23.6 \"for up to 512-byte messages\" (us)", t(off, "bi", "ssend", 512), 23.6)
     check("sec 5.2: 1 MiB one way (MB/s)", bw(off, "uni", 1 << 20), 440)
     check("sec 5.2: 1 MiB ping-pong (MB/s)", bw(off, "bi", 1 << 20), 440)
     check("sec 5.2: 1 MiB both ways (MB/s)", bw(off, "both", 1 << 20), 690)
@@ -85,6 +86,9 @@ def case_seed003(compute="none"):
     ping = rows(mpisim(os.path.join(BIN, "sendmodes"), "--sizes", "1", "--modes", "send", "--tests", "uni",
                        "--iters", "1", compute=compute))
     check("sec 5.1: 1 B unidirectional ping (us)", float(ping[0]["time_s"]) / 2 * US, 5.7)
+    ping_on = rows(mpisim(os.path.join(BIN, "sendmodes"), "--sizes", "1", "--modes", "send", "--tests", "uni",
+                          "--iters", "1", compute=compute, sets=("host.map_by=slot",)))
+    check("sec 5.1: on node, 1 B unidirectional ping (us)", float(ping_on[0]["time_s"]) / 2 * US, 1.38)
     if compute != "none":
         return
     lp = {int(r["bytes"]): r for r in rows(mpisim(os.path.join(BIN, "logp"), "--sizes", "1,16383,16384"))}

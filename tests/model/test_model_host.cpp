@@ -145,6 +145,104 @@ TEST(ModelHost, SendModeCosts)
     EXPECT_GT(sync_rndv, sync_eager + 2 * lat(0));
 }
 
+// Ping-pong of K round trips of B bytes in `mode` between ranks 0 and 1 (every receive posted
+// before its round's send, as apps/sendmodes does); the half round trip in ps.
+static int64_t pingpong_half(std::vector<std::string> sets, ms_send_mode mode, uint64_t B, int K = 10)
+{
+    Sim s(2, sets);
+    for (int k = 0; k < K; k++) {
+        uint64_t a = 100 + 2 * k, b = a + 1;
+        s.prog[0].insert(s.prog[0].end(), {irecv(b, 1, 0, B), isend(a, 1, 0, B, mode), wait({a}), wait({b})});
+        s.prog[1].insert(s.prog[1].end(), {irecv(a, 0, 0, B), wait({a}), isend(b, 0, 0, B, mode), wait({b})});
+    }
+    s.run();
+    EXPECT_FALSE(s.deadlock);
+    return s.clock[0] / (2 * K);
+}
+
+// Seed 003 sec 5.1: MPICH-GM's synchronous mode takes 23.6 us "for up to 512-byte messages": a
+// rendezvous (RTS, CTS, put, FIN) whose FIN follows the put at once (GM's ordered delivery, sec 2:
+// host.rndv_fin = 2), so that the put's bytes hide behind it. It was 24.4 us at 1 B and 27.8 us
+// at 512 B (+18 %) with the FIN sent when the put had completed (host.rndv_fin = 1). Model only.
+TEST(ModelHost, Seed003SynchronousFlatUpTo512B)
+{
+    std::vector<std::string> e3 = {"@seed003-ecard"};
+    for (uint64_t B : {1, 64, 256, 512}) {
+        double us = pingpong_half(e3, MS_SEND_SYNC, B) * 1e-6;
+        std::printf("seed003-ecard synchronous half round trip, %llu B: %.2f us\n", (unsigned long long)B, us);
+        EXPECT_NEAR(us, 23.6, 0.10 * 23.6) << B << " B (seed 003 sec 5.1)";
+    }
+    // the FIN after the put's completion pays the put's bytes in full
+    std::vector<std::string> after = {"@seed003-ecard", "host.rndv_fin=1"};
+    int64_t grow_after = pingpong_half(after, MS_SEND_SYNC, 512) - pingpong_half(after, MS_SEND_SYNC, 1);
+    int64_t grow = pingpong_half(e3, MS_SEND_SYNC, 512) - pingpong_half(e3, MS_SEND_SYNC, 1);
+    EXPECT_LT(grow, grow_after * 2 / 3) << "1 -> 512 B: " << grow << " ps (FIN after the put: " << grow_after << ")";
+    // standard mode is not a rendezvous below 16 KB: unchanged, 6.1 us (sec 5.1)
+    EXPECT_NEAR(pingpong_half(e3, MS_SEND_STANDARD, 1) * 1e-6, 6.1, 0.61);
+}
+
+// Seed 003 sec 5.1-5.2 on one node (two ranks of a dual-CPU node: host.map_by=slot), model only:
+// 1-byte half round trips 1.46 / 2.29 / 4.51 us (standard / buffered / synchronous), and 1 MiB
+// streams at 672 MB/s one way and 870 MB/s both ways (the on-node peaks), each within 10 %.
+TEST(ModelHost, Seed003OnNode)
+{
+    std::vector<std::string> on = {"@seed003-ecard", "host.map_by=slot"};
+    struct { ms_send_mode mode; double us; const char *what; } lat[] = {
+        {MS_SEND_STANDARD, 1.46, "standard"}, {MS_SEND_BUFFERED, 2.29, "buffered"}, {MS_SEND_SYNC, 4.51, "synchronous"}};
+    for (auto &l : lat) {
+        double us = pingpong_half(on, l.mode, 1) * 1e-6;
+        std::printf("seed003-ecard on node, 1 B %s: %.3f us (seed 003: %.2f)\n", l.what, us, l.us);
+        EXPECT_NEAR(us, l.us, 0.10 * l.us) << l.what;
+    }
+    const uint64_t B = 1 << 20;
+    const int K = 4;
+    double uni = (double)K * B / (double)stream(false, K, B, 0, on) * 1e6;
+    double both = 2.0 * K * B / (double)stream(true, K, B, 0, on) * 1e6;
+    std::printf("seed003-ecard on node, 1 MiB: %.1f MB/s one way, %.1f both ways (seed 003: 672, 870)\n", uni, both);
+    EXPECT_NEAR(uni, 672, 67.2);
+    EXPECT_NEAR(both, 870, 87.0);
+}
+
+// One message of B bytes from rank 0 to rank 1, each side computing c ps between its post
+// (Isend / Irecv) and its wait, as in seed 003 sec 5.5's overlap test; the receive's completion.
+static int64_t overlapped(std::vector<std::string> sets, uint64_t B, int64_t c)
+{
+    Sim s(2, sets);
+    s.prog[0] = {isend(1, 1, 0, B), compute(c), wait({1})};
+    s.prog[1] = {irecv(1, 0, 0, B), compute(c), wait({1})};
+    s.run();
+    EXPECT_FALSE(s.deadlock);
+    return s.clock[1];
+}
+
+// Seed 003 sec 5.5: the overlap "drop is observed due to the protocol switch in MPICH-GM". Its
+// rendezvous is driven by the host (host.rndv_progress = in_call): an RTS that comes while the
+// receiver computes is answered at its wait, so computation no longer hides a 16 KB message,
+// while an eager 16383 B one still goes under it. Under `nic` (seed 000's model) both overlap.
+TEST(ModelHost, Seed003OverlapDropsAtTheProtocolSwitch)
+{
+    std::vector<std::string> e3 = {"@seed003-ecard"}, nic = {"@seed003-ecard", "host.rndv_progress=nic"};
+    const int64_t c = 40000000;   // 40 us of computation on each side
+    int64_t eager0 = overlapped(e3, 16383, 0), eager = overlapped(e3, 16383, c);
+    int64_t rndv0 = overlapped(e3, 16384, 0), rndv = overlapped(e3, 16384, c);
+    int64_t nic0 = overlapped(nic, 16384, 0), nicc = overlapped(nic, 16384, c);
+    std::printf("seed003-ecard, 40 us computed on each side: 16383 B %.1f -> %.1f us, 16384 B %.1f -> %.1f us "
+                "(rndv_progress=nic: %.1f -> %.1f us)\n", eager0 * 1e-6, eager * 1e-6, rndv0 * 1e-6, rndv * 1e-6,
+                nic0 * 1e-6, nicc * 1e-6);
+    EXPECT_EQ(eager, eager0) << "an eager message goes while the ranks compute";
+    EXPECT_EQ(nicc, nic0) << "a NIC-driven rendezvous goes while the ranks compute";
+    EXPECT_GT(rndv - rndv0, c / 2) << "the CTS waits for the receiver's wait";
+    // a wait or a test is an entry: with the wait right after the post nothing changes
+    EXPECT_EQ(rndv0, nic0);
+    // a receiver polling with MPI_Test answers the RTS at its next test (mpi.poll_cost apart)
+    Sim poll(2, e3);
+    poll.prog[0] = {isend(1, 1, 0, 16384), wait({1})};
+    poll.prog[1] = {irecv(1, 0, 0, 16384), test_loop(1)};
+    poll.run();
+    ASSERT_FALSE(poll.deadlock);
+    EXPECT_LE(poll.clock[1], nic0 + 2 * 100000) << "polled: " << poll.clock[1] << " ps, waited: " << nic0 << " ps";
+}
+
 // Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
 // default profile (seed 000's character-level Myrinet), model only; and on seed 003's cluster
 // (two ports, a shared PCI-X bus) both-way is the bus's 690 MB/s (seed 003 sec 5.2), one way 440.

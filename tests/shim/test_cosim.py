@@ -526,8 +526,15 @@ def test_terminated():
     left = set(f for f in os.listdir("/dev/shm")
                if f.startswith((f"mpisim-{p.pid}-", f"mpisim-gate-{p.pid}x"))) - before
     rep = json.load(open(report)) if os.path.exists(report) else None
-    # the model's view survives (call sites and charging come at MPI_Finalize: a stopped rank's are lost)
+    # the model's view survives, and each rank's totals and call sites as of its last PROGRESS
+    # (about once a second): a rank stopped before MPI_Finalize keeps them
     barriers = min(r["collectives"] for r in rep["ranks"]) if rep else 0
+    if rep:
+        sites = sum(c["calls"] for c in rep["callsites"] if c["call"] == "MPI_Barrier")
+        asof = [r.get("totals_as_of_ps", 0) for r in rep["ranks"]]
+        if any(r["calls"] < 10 or "charging" not in r for r in rep["ranks"]) or sites < 20 or min(asof) <= 0:
+            sys.exit(f"FAILED: the stopped ranks' totals and call sites are not in the report: calls "
+                     f"{[r['calls'] for r in rep['ranks']]}, barrier calls at sites {sites}, as of {asof}")
     if p.returncode == 0 or not rep or barriers < 2 or left:
         sys.exit(f"FAILED: exit {p.returncode}, report {'written' if rep else 'missing'}, {barriers} barriers "
                  f"recorded, segments left {sorted(left)}\n{err}")
@@ -539,7 +546,8 @@ def test_terminated():
             os.unlink(os.path.join("/dev/shm", name))
     if there != planted:
         sys.exit(f"FAILED: stale segments: expected present {planted}, found {there}")
-    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, no segment left")
+    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, the ranks' call sites and "
+          f"charging as of their last progress ({[r['calls'] for r in rep['ranks']]} calls), no segment left")
 
 
 def test_connect_timeout():
