@@ -1566,7 +1566,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
      * its post; anything else the rank waits for may be one of its sends that waits for an answer */
     ms_time_t lat = m->o_s;
     for (size_t i = 0; i < n; i++) {
-        const ms_req *r = ms_hmap_get(&m->reqs, (uint64_t)rank, reqs[i]);
+        const ms_req *r = req_find(m, rank, reqs[i]);
         if (!r) return t;                             /* gone: nothing to promise */
         if (r->done != NEVER && r->done > t && r->done < q) q = r->done;   /* decided: completes then */
         if (r->kind != REQ_RECV) lat = influence_latency(m, rank);
@@ -1588,7 +1588,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
         uint64_t cls = ORDER_CLASS(e->order);
         ms_time_t b = cls == CLS_INTERNAL ? e->t : e->t + lat;
         if (b < q) q = b;
-        for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < h->n; c++) {
+        for (size_t c = MS_HEAP_ARITY * i + 1; c <= MS_HEAP_ARITY * i + MS_HEAP_ARITY && c < h->n; c++) {
             if (sp == sizeof stack / sizeof stack[0]) return q < h->e[0].t ? q : h->e[0].t;   /* too deep: the next event */
             stack[sp++] = c;
         }

@@ -159,7 +159,7 @@ static inline size_t ev_less_nb(const ms_event *a, const ms_event *b) { return (
 
 /* A 4-ary heap: half the levels of a binary one (the events of a model are a few hundred: four
  * levels instead of eight), the children of a node side by side. */
-#define ARITY 4
+#define ARITY MS_HEAP_ARITY
 
 int ms_heap_push(ms_heap *h, const ms_event *ev)
 {

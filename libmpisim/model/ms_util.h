@@ -38,6 +38,8 @@ typedef struct ms_event {   /* 32 bytes: the heap moves fewer bytes */
     void *p;
     uint64_t a;       /* the user's: ms_model packs its argument and the event type in it */
 } ms_event;
+/* e[i]'s children are e[MS_HEAP_ARITY * i + 1 ..  MS_HEAP_ARITY * i + MS_HEAP_ARITY], none earlier than e[i] */
+#define MS_HEAP_ARITY 4
 typedef struct ms_heap {
     ms_event *e;
     size_t n, cap;
