@@ -140,7 +140,9 @@ def test_cpu_charged():
     def median_compute(n, tag):
         _, r = mpisim_run(n, [exe, work], compute="cpu", report=os.path.join(WORK, f"c{tag}.json"))
         c = sorted(x["compute_ps"] for x in r["ranks"])
-        return c[len(c) // 2]
+        # the lower median: of two ranks the less disturbed (the upper one of two is their maximum,
+        # which a slow spell of one vCPU decides: 26.5 against 41 ms seen on a quiet machine)
+        return c[(len(c) - 1) // 2]
 
     # CPU-time noise on a shared machine only inflates: interleave the two sizes (the machine's
     # load drifts) and keep the least of three runs of each
@@ -270,9 +272,12 @@ def test_return_path_growing():
           f"took off at most {comp / 1e3:.1f} us in a run)")
     if woken < 50:
         sys.exit("FAILED: the sleeps did not switch rank 0 out: the test tests nothing")
-    # the compensation takes off at most the measured cold excess (~0.1-1 us per switched gap);
-    # mistaking the growth for it would take off tens of microseconds per gap
-    if b < 0.95 * a or comp > 0.02 * b:
+    # the compensation takes off the measured cold excess: 0.3-3.8 us per switched gap in the runs
+    # of 2026-11-25 (35-500 us over ~130 gaps; the upper end in a fresh clone's CI run, where it is
+    # 7 % of a gap's ~52 us of work); mistaking the growth for it would take off tens of
+    # microseconds per gap, and the total charged must stay within 5 % either way
+    per_gap = comp / max(woken, 1)
+    if b < 0.95 * a or per_gap > 0.1 * (a / 300):
         sys.exit("FAILED: computation after switched-out calls was not charged in full")
 
 
