@@ -160,16 +160,23 @@ static double wall_now(void)
 
 #define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
 
+/* At least `room` free bytes after b->len (a first buffer of first_cap, then doublings); -1 if
+ * out of memory. */
+static int buf_room(buf *b, size_t room, size_t first_cap)
+{
+    if (b->cap - b->len >= room) return 0;
+    size_t cap = b->cap ? b->cap : first_cap;
+    while (cap - b->len < room) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q) return -1;
+    b->p = q;
+    b->cap = cap;
+    return 0;
+}
+
 static int buf_put(buf *b, const void *p, size_t n)
 {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) return -1;
-        b->p = q;
-        b->cap = cap;
-    }
+    if (buf_room(b, n, 4096) < 0) return -1;
     memcpy(b->p + b->len, p, n);
     b->len += n;
     return 0;
@@ -726,13 +733,7 @@ static void read_rank(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
     for (;;) {
-        if (r->in.cap - r->in.len < 65536) {
-            size_t cap = r->in.cap ? r->in.cap * 2 : 131072;
-            char *q = realloc(r->in.p, cap);
-            if (!q) return;
-            r->in.p = q;
-            r->in.cap = cap;
-        }
+        if (buf_room(&r->in, 65536, 131072) < 0) return;
         ssize_t n = read(r->fd, r->in.p + r->in.len, r->in.cap - r->in.len);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) break;
@@ -854,13 +855,7 @@ static void read_shm_rank(ms_server *s, int rank)
     uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
     if (r->shm_closed || state == MS_SLOT_REFUSED) return;
     for (;;) {
-        if (r->in.cap - r->in.len < 65536) {
-            size_t cap = r->in.cap ? r->in.cap * 2 : 131072;
-            char *q = realloc(r->in.p, cap);
-            if (!q) return;
-            r->in.p = q;
-            r->in.cap = cap;
-        }
+        if (buf_room(&r->in, 65536, 131072) < 0) return;
         size_t n = ms_ring_read(s->shm, &sl->up, r->in.p + r->in.len, r->in.cap - r->in.len);
         r->in.len += n;
         if (n == 0 || r->in.len < r->in.cap) break;

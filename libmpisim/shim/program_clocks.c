@@ -80,6 +80,12 @@ static struct {
     int program;
 } site_class[SITE_SLOTS];
 
+static int object_of_program(const void *ret)
+{
+    Dl_info info;
+    return dladdr(ret, &info) && info.dli_fname && !object_keeps_host_time(info.dli_fname);
+}
+
 static int caller_is_program(const void *ret)
 {
     uintptr_t r = (uintptr_t)ret;
@@ -88,15 +94,12 @@ static int caller_is_program(const void *ret)
         size_t k = (h + i) & (SITE_SLOTS - 1);
         if (site_class[k].ret == r) return site_class[k].program;
         if (!site_class[k].ret) {
-            Dl_info info;
-            int program = dladdr(ret, &info) && info.dli_fname && !object_keeps_host_time(info.dli_fname);
-            site_class[k].program = program;
+            site_class[k].program = object_of_program(ret);
             site_class[k].ret = r;
-            return program;
+            return site_class[k].program;
         }
     }
-    Dl_info info;
-    return dladdr(ret, &info) && info.dli_fname && !object_keeps_host_time(info.dli_fname);
+    return object_of_program(ret);
 }
 
 static int virtual_read(const void *ret)

@@ -554,6 +554,20 @@ void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t bl
     wire_put(type, a, alen, b, blen);
 }
 
+/* The rank's totals as MPI_Finalize and PROGRESS send them; in_call_ps: virtual time of the
+ * current MPI call so far (MPI_Finalize's own). */
+static void totals_into(ms_msg_finalize *f, int64_t in_call_ps)
+{
+    memset(f, 0, sizeof *f);
+    f->t = S.clock_ps;
+    f->compute_ps = S.compute_ps;
+    f->mpi_ps = S.mpi_ps + in_call_ps;
+    f->calls = S.calls;
+    f->unmodelled_calls = S.unmodelled_calls;
+    f->charging = S.ck;
+    gate_stats_into(&f->charging);
+}
+
 /* About once a second of real time: the rank's totals and call sites so far, to the server only,
  * so that a rank killed before MPI_Finalize still has them in the report (outside the gap: the
  * caller is ms_exit, before its reading). */
@@ -563,14 +577,7 @@ static void send_progress(void)
     S.progress_mono_ns = mono_ns();
     if (!S.server) return;
     ms_msg_finalize f;
-    memset(&f, 0, sizeof f);
-    f.t = S.clock_ps;
-    f.compute_ps = S.compute_ps;
-    f.mpi_ps = S.mpi_ps;
-    f.calls = S.calls;
-    f.unmodelled_calls = S.unmodelled_calls;
-    f.charging = S.ck;
-    gate_stats_into(&f.charging);
+    totals_into(&f, 0);
     wire_put(MS_MSG_PROGRESS, &f, sizeof f, NULL, 0);
     send_callsites(0);
     flush_out();
@@ -1487,15 +1494,9 @@ int MPI_Finalize(void)
 {
     if (!S.active || S.depth > 0) return PMPI_Finalize();
     ms_enter(MS_FN_Finalize, __builtin_return_address(0));
-    ms_msg_finalize f = {0};
-    f.t = S.clock_ps;
-    f.compute_ps = S.compute_ps;
-    f.mpi_ps = S.mpi_ps + (S.clock_ps - S.call_start_ps);
-    f.calls = S.calls;
-    f.unmodelled_calls = S.unmodelled_calls;
     ms_gate_close();   /* the slot went back at ms_enter; nothing is taken after Finalize */
-    gate_stats_into(&S.ck);
-    f.charging = S.ck;
+    ms_msg_finalize f;
+    totals_into(&f, S.clock_ps - S.call_start_ps);
     pcontrol_close_region();
     send_callsites(1);
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
