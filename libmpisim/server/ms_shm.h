@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define MS_SHM_MAGIC 0x6d73686dU      /* "mshm" */
-#define MS_SHM_VERSION 1U
+#define MS_SHM_VERSION 2U
 #define MS_SHM_UP_BYTES (256u * 1024u)  /* per rank: reports are batched, WAITs may list many requests */
 #define MS_SHM_DOWN_BYTES (64u * 1024u)
 
@@ -48,16 +48,18 @@ typedef struct ms_ring {
     uint64_t data_off;                /* from the start of the segment */
 } ms_ring;
 
-/* slot states */
 /* slot states: a rank claims its slot once and says when it leaves (its process may outlive
- * MPI_Finalize; a crash is seen by its pid) */
-enum { MS_SLOT_FREE = 0, MS_SLOT_CLAIMED = 1, MS_SLOT_REFUSED = 2, MS_SLOT_CLOSED = 3 };
+ * MPI_Finalize; a crash is seen by its pid). LEFT_EARLY: a process of this rank ended without
+ * entering MPI_Init (the shim's destructor says so, with its place among such exits, because
+ * the launcher may end the other ranks a moment later and only the first is the cause). */
+enum { MS_SLOT_FREE = 0, MS_SLOT_CLAIMED = 1, MS_SLOT_REFUSED = 2, MS_SLOT_CLOSED = 3, MS_SLOT_LEFT_EARLY = 4 };
 
 typedef struct ms_shm_slot {
     ms_ring up, down;
     MS_ALIGN64 ms_doorbell rank_bell;   /* the rank waits here (down data, or a kick) */
     uint32_t state;                       /* MS_SLOT_*: a rank claims its slot once */
     int32_t pid;
+    uint32_t left_order;                  /* LEFT_EARLY: 1 for the first such exit, 2 ... */
 } ms_shm_slot;
 
 typedef struct ms_shm_header {
@@ -66,6 +68,7 @@ typedef struct ms_shm_header {
     uint32_t layout_check;                /* sizeof of the shared structs, folded */
     uint64_t total_bytes;
     int32_t server_pid;                   /* a rank that hears nothing for long looks whether it lives */
+    uint32_t early_exits;                 /* processes that ended before MPI_Init, counted */
     MS_ALIGN64 ms_doorbell server_bell; /* the server waits here for any up ring */
     /* then one bit per slot written since the server looked (uint64_t words), then the slots */
 } ms_shm_header;

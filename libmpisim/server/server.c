@@ -77,6 +77,7 @@ typedef struct rank_info {
     char callsite_text[MS_TEXT_MAX];
     int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
                                  /* the number of the look that found it gone (1, 2, ...) */
+    int left_order;              /* its shim said it ended before MPI_Init: its place among those */
     unmodelled_count *unmodelled;
     size_t n_unmodelled;
     /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
@@ -1127,6 +1128,19 @@ static void watch_unconnected(ms_server *s, pid_t launcher)
     free(alive);
 }
 
+/* The ranks whose shim said, in their slot of the shared segment, that their process ended
+ * before MPI_Init (ms_tp_note_left_early), with their order. */
+static void note_early_exits(ms_server *s)
+{
+    if (!s->shm) return;
+    for (int i = 0; i < s->nranks; i++) {
+        ms_shm_slot *sl = ms_shm_slot_at(s->shm, i);
+        /* a slot claimed after all was a child process's (ms_tp_attach_shm) */
+        int left = !s->ranks[i].shm && __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == MS_SLOT_LEFT_EARLY;
+        s->ranks[i].left_order = left ? (int)__atomic_load_n(&sl->left_order, __ATOMIC_ACQUIRE) : 0;
+    }
+}
+
 /* No rank has connected for shim.connect_timeout while some never did: say which (and whose
  * process is gone, when this host can tell) and end the launcher, whose ranks would otherwise
  * wait in MPI_Init for ever. */
@@ -1137,10 +1151,11 @@ static void connect_timed_out(ms_server *s, pid_t launcher)
     char list[512] = "", gone_list[512] = "";
     size_t lo = 0, go = 0;
     if (launcher > 0) watch_unconnected(s, launcher);
+    note_early_exits(s);
     for (int i = 0; i < s->nranks; i++) {
         if (ms_driver_state(s->drv, i) != MS_RANK_UNCONNECTED) continue;
         if (missing++ < 16 && lo < sizeof list) lo += (size_t)snprintf(list + lo, sizeof list - lo, "%s%d", lo ? ", " : "", i);
-        if (s->ranks[i].left_before_init && gone++ < 16 && go < sizeof gone_list)
+        if ((s->ranks[i].left_before_init || s->ranks[i].left_order) && gone++ < 16 && go < sizeof gone_list)
             go += (size_t)snprintf(gone_list + go, sizeof gone_list - go, "%s%d", go ? ", " : "", i);
     }
     if (!missing) return;
@@ -1325,6 +1340,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         for (int i = 0; i < s->nranks; i++) flush_to(s, i);
     }
     if (s->shm) check_shm_pids(s, 1);
+    note_early_exits(s);
     s->wall_end = wall_now();
     free(pfds);
     free(who);
@@ -1358,22 +1374,32 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
         snprintf(buf, len, "%s", s->stop_reason);
         return MS_OUTCOME_ERROR;
     }
-    /* the ranks that left first (the launcher may end the others after them) */
-    int first_look = 0, nfirst = 0, first_rank = -1, never = 0, first = -1;
+    /* the ranks that left first (the launcher may end the others after them): by their own word
+     * when their shim could say it (exact), else by the look at /proc that found them gone */
+    int first_look = 0, nfirst = 0, first_rank = -1, never = 0, first = -1, nexact = 0, first_order = 0;
     for (int i = 0; i < s->nranks; i++) {
-        int l = s->ranks[i].left_before_init;
+        int l = s->ranks[i].left_before_init, o = s->ranks[i].left_order;
         if (l && (!first_look || l < first_look)) first_look = l;
+        if (o) nexact++;
+        if (o && (!first_order || o < first_order)) {
+            first_order = o;
+            first_rank = i;
+        }
         if (s->drv && ms_driver_state(s->drv, i) == MS_RANK_UNCONNECTED && never++ == 0) first = i;
     }
-    for (int i = 0; i < s->nranks && first_look; i++)
-        if (s->ranks[i].left_before_init == first_look && nfirst++ == 0) first_rank = i;
+    if (nexact) {
+        nfirst = nexact;   /* for the test below: all of them left on their own */
+    } else {
+        for (int i = 0; i < s->nranks && first_look; i++)
+            if (s->ranks[i].left_before_init == first_look && nfirst++ == 0) first_rank = i;
+    }
     /* all ranks leaving together without connecting is a program that does not use MPI (or
      * stops before it): its own exit code is the answer, below */
-    if (first_look && !(never == s->nranks && nfirst == s->nranks)) {
+    if (first_rank >= 0 && !(never == s->nranks && nfirst == s->nranks)) {
         snprintf(buf, len,
                  "rank %d%s exited before MPI_Init (its process was gone before it connected to the model server); "
                  "the others could not start",
-                 first_rank, nfirst > 1 ? " (and others with it)" : "");
+                 first_rank, !nexact && nfirst > 1 ? " (and others with it)" : nexact > 1 ? " (and others after it)" : "");
         return MS_OUTCOME_ERROR;
     }
     if (never) {

@@ -1387,8 +1387,24 @@ static void start_session(void)
     S.last_exit_seq = S.ck_seq_now;
 }
 
+/* A rank that ends without entering MPI_Init leaves the others waiting inside it, and the
+ * launcher ends them a moment later: say in the run's shared segment that this one went first,
+ * so that the run names it (the server's look at /proc can miss a short-lived process). The
+ * rank comes from the launcher's environment (Open MPI's, or PMIx's / PMI's). */
+__attribute__((destructor)) static void note_exit_before_init(void)
+{
+    if (S.init_entered) return;
+    const char *shm = getenv("MPISIM_SHM");
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMIX_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    if (!shm || !*shm || !r || *r < '0' || *r > '9') return;
+    ms_tp_note_left_early(shm, atoi(r));
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
+    S.init_entered = 1;
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) start_session();
     return rc;
@@ -1399,6 +1415,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     /* Ranks report from one thread at a time; MULTIPLE is answered with SERIALIZED, which the
      * standard allows (programs that need more check `provided`). */
     int ask = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    S.init_entered = 1;
     int rc = PMPI_Init_thread(argc, argv, ask, provided);
     if (rc == MPI_SUCCESS) start_session();
     if (rc == MPI_SUCCESS && S.active && required == MPI_THREAD_MULTIPLE && S.rank == 0)

@@ -17,6 +17,7 @@
 
 typedef struct ms_state {
     int active;                  /* connected to a server; wrappers do their work */
+    int init_entered;            /* MPI_Init or MPI_Init_thread was called (the exit hook's question) */
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int rank, size;
     ms_transport tp;             /* to the model server (transport.h) */

@@ -53,36 +53,52 @@ int ms_tp_connect_tcp(ms_transport *t, const char *spec)
     return 0;
 }
 
-int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, size_t errlen)
+/* Map the server's segment `name` if it is this user's and this version's and has slot `rank`;
+ * NULL (and why) otherwise. */
+static void *map_segment(const char *name, int rank, size_t *bytes_out, char *err, size_t errlen)
 {
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open the shared segment %s: %s", name, strerror(errno));
-        return -1;
+        return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
         /* not created by this user's server, or open to others: never trust it */
         close(fd);
         snprintf(err, errlen, "the shared segment %s is not this user's private segment", name);
-        return -1;
+        return NULL;
     }
     size_t bytes = (size_t)st.st_size;
     void *base = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     close(fd);
     if (base == MAP_FAILED) {
         snprintf(err, errlen, "cannot map the shared segment %s", name);
-        return -1;
+        return NULL;
     }
     const ms_shm_header *h = base;
     if (ms_shm_check(base, bytes) < 0 || rank < 0 || rank >= h->nranks) {
         munmap(base, bytes);
         snprintf(err, errlen, "the shared segment %s is not a segment of this mpisim version for rank %d", name, rank);
-        return -1;
+        return NULL;
     }
+    *bytes_out = bytes;
+    return base;
+}
+
+int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, size_t errlen)
+{
+    size_t bytes = 0;
+    void *base = map_segment(name, rank, &bytes, err, errlen);
+    if (!base) return -1;
+    const ms_shm_header *h = base;
     ms_shm_slot *sl = ms_shm_slot_at(base, rank);
+    /* LEFT_EARLY too: a child process of this rank's (a shell the program ran before MPI_Init)
+     * may have ended with its environment */
     uint32_t expect = MS_SLOT_FREE;
-    if (!__atomic_compare_exchange_n(&sl->state, &expect, MS_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_compare_exchange_n(&sl->state, &expect, MS_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+        (expect != MS_SLOT_LEFT_EARLY ||
+         !__atomic_compare_exchange_n(&sl->state, &expect, MS_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))) {
         munmap(base, bytes);
         snprintf(err, errlen, "slot %d of the shared segment is taken (two processes with one rank?)", rank);
         return -1;
@@ -94,6 +110,24 @@ int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, siz
     t->rank = rank;
     t->server_pid = h->server_pid;
     return 0;
+}
+
+void ms_tp_note_left_early(const char *name, int rank)
+{
+    char why[8];
+    size_t bytes = 0;
+    void *base = map_segment(name, rank, &bytes, why, sizeof why);
+    if (!base) return;
+    ms_shm_header *h = base;
+    ms_shm_slot *sl = ms_shm_slot_at(base, rank);
+    /* the order first, then the state the server reads it by */
+    if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == MS_SLOT_FREE) {
+        __atomic_store_n(&sl->left_order, __atomic_add_fetch(&h->early_exits, 1, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+        uint32_t expect = MS_SLOT_FREE;
+        if (__atomic_compare_exchange_n(&sl->state, &expect, MS_SLOT_LEFT_EARLY, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            ms_shm_notify_server(base, rank);
+    }
+    munmap(base, bytes);
 }
 
 int ms_tp_put(ms_transport *t, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)

@@ -34,6 +34,9 @@ void ms_tp_init(ms_transport *t);
 int ms_tp_connect_tcp(ms_transport *t, const char *spec);
 /* Open the segment `name`, check it, claim slot `rank`. 0, or -1 with why in err (then use TCP). */
 int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, size_t errlen);
+/* A process of `rank` ends without having entered MPI_Init: say so in its slot of the segment
+ * (if there is one, and the slot is still free), so that the run names the rank that left first. */
+void ms_tp_note_left_early(const char *name, int rank);
 /* Append one message (header + a + b) to the batch. -1: out of memory. */
 int ms_tp_put(ms_transport *t, uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 /* Send the batch. -1: the server is gone (or refused this rank). */

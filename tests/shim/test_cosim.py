@@ -288,6 +288,7 @@ def test_compute_gate():
     warns."""
     burn = mpicc(os.path.join(SRC, "tests/shim/progs/init_burn.c"), os.path.join(WORK, "init_burn"))
     per = {}
+    spread = None
     for slots in ("1", "0"):
         # a long timeout: on a loaded machine a rank may take long to finish its turn
         _, r = mpisim_run(4, [burn, "20000000"], compute="cpu",
@@ -302,10 +303,20 @@ def test_compute_gate():
             if any(c["gate_slots"] != 1 for c in cs) or waits < 1 or sum(c["gate_timeouts"] for c in cs):
                 sys.exit(f"FAILED: 4 ranks burning under one slot: {cs}")
             print(f"one slot: {waits} waits for a slot, {sum(c['gate_wait_ns'] for c in cs) / 1e6:.1f} ms waited")
+            # within this run (each rank computed alone, at whatever speed the host gave a lone
+            # vCPU): the rank that waited longest against the one that waited least
+            by_wait = sorted(r["ranks"], key=lambda x: x["charging"]["gate_wait_ns"])
+            lo, hi = by_wait[0], by_wait[-1]
+            spread = ((hi["compute_ps"] - lo["compute_ps"]) / 1e9,
+                      (hi["charging"]["gate_wait_ns"] - lo["charging"]["gate_wait_ns"]) / 1e6)
         elif any(c["gate_slots"] != 0 or c["gate_waits"] for c in cs):
             sys.exit(f"FAILED: compute_slots=0 still gated: {cs}")
-    print(f"median compute per rank: one slot {per['1']:.2f} ms, no gate {per['0']:.2f} ms")
-    if not 0.7 <= per["1"] / per["0"] <= 1.3:
+    print(f"median compute per rank: one slot {per['1']:.2f} ms, no gate {per['0']:.2f} ms; the rank that waited "
+          f"{spread[1]:.1f} ms longer than another was charged {spread[0]:+.2f} ms more")
+    # A charged wait would add its whole length. Across the two runs only a loose bound: a CI host
+    # ran lone gated ranks 1.75x slower than four together (frequency of a woken vCPU), this one
+    # four ungated ranks on two vCPUs 1.9x slower than lone ones (caches)
+    if spread[0] > 0.5 * spread[1] or not 0.25 <= per["1"] / per["0"] <= 4:
         sys.exit("FAILED: waiting for a slot was charged as computation?")
 
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/outside_wait.c"), os.path.join(WORK, "outside_wait"))
@@ -561,12 +572,15 @@ def test_connect_timeout():
     co-simulation and in a capture-only trace."""
     import time
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/exit_before_init.c"), os.path.join(WORK, "exit_before_init"))
-    t0 = time.time()
-    p, rep = mpisim_run(3, [exe, "exit"], check=False)   # the default shim.connect_timeout
-    took = time.time() - t0
-    if p.returncode != 4 or took > 90 or "rank 1 exited before MPI_Init" not in p.stderr:
-        sys.exit(f"FAILED: leaving before MPI_Init: exit {p.returncode} after {took:.0f} s\n{p.stderr}")
-    print(f"rank 1 left before MPI_Init: exit 4 after {took:.1f} s, named")
+    # after 2 s, and at once (gone before the server's once-a-second look at /proc could see it:
+    # named by its own shim's word in the shared segment)
+    for when in ("exit", "now"):
+        t0 = time.time()
+        p, rep = mpisim_run(3, [exe, when], check=False)   # the default shim.connect_timeout
+        took = time.time() - t0
+        if p.returncode != 4 or took > 90 or "rank 1 exited before MPI_Init" not in p.stderr:
+            sys.exit(f"FAILED: leaving before MPI_Init ({when}): exit {p.returncode} after {took:.0f} s\n{p.stderr}")
+        print(f"rank 1 left before MPI_Init ({when}): exit 4 after {took:.1f} s, named")
     for cmd in ("run", "trace"):
         t0 = time.time()
         args = [MPISIM, cmd, "--set", "shim.connect_timeout=10 s", "-n", "3", "--", exe, "hang"]
