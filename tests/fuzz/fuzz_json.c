@@ -4,24 +4,20 @@
 #include "fuzz_util.h"
 #include "ms_trace.h"
 
-#include <sys/stat.h>
-
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
 {
-    static char dir[256];
-    if (!dir[0]) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/mpisim-fuzz-meta-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-        if (mkdir(dir, 0700) != 0) abort();
-    }
+    /* meta.json in this process's own scratch directory (fuzz_util.h: made with mkdtemp, gone
+     * at exit). It was /tmp/mpisim-fuzz-meta-PID, never removed: once the PID came round again
+     * mkdir failed and the harness aborted (fuzz_json_corpus failed now and then on a machine
+     * with some 80 such directories left) */
     char path[300];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
+    snprintf(path, sizeof path, "%s/meta.json", fuzz_scratch());
     FILE *f = fopen(path, "wb");
     if (!f) abort();
     if (len && fwrite(data, 1, len, f) != len) abort();
     if (fclose(f) != 0) abort();
     char err[1024] = "";
-    ms_trace *t = ms_trace_read_dir(dir, err, sizeof err);
+    ms_trace *t = ms_trace_read_dir(fuzz_scratch(), err, sizeof err);
     if (t) ms_trace_free(t);
     else fuzz_check_error(err, NULL);
     return 0;
