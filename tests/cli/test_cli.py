@@ -15,8 +15,10 @@ Usage: test_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
                        in one, issue 14); the factor it calibrates is written with its source and,
                        reused with --cpu-factor FILE, gives the same factor and the same table
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ import tempfile
 BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 MPISIM = os.path.join(BUILD, "bin", "mpisim")
 WORK = tempfile.mkdtemp(prefix="mpisim-cli-")
+atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 
 
 def run(args, check=True, timeout=300, **kw):

@@ -18,6 +18,7 @@ Environment: MPISIM_COMPUTE (default none), MPISIM_EXTRA_SETS (space separated k
 MPISIM_COMPARE=lines (compare every line but `#` comments verbatim, for programs that print no
 times), MPISIM_OK (the success marker, default `check=ok`), MPISIM_TEST_TIMEOUT (s, default 240).
 """
+import atexit
 import json
 import os
 import re
@@ -103,6 +104,7 @@ def main():
     sets = os.environ.get("MPISIM_EXTRA_SETS", "").split()
     timeout = int(os.environ.get("MPISIM_TEST_TIMEOUT", "240"))
     work = tempfile.mkdtemp(prefix="mpisim-cosim-app-")
+    atexit.register(shutil.rmtree, work, True)   # gone when the test ends, passed or failed
     report = os.path.join(work, "report.json")
 
     native = [mpirun(), "--allow-run-as-root", "--oversubscribe", "-n", np_, exe] + args

@@ -12,9 +12,11 @@ Usage: test_host_fidelity.py BUILD_DIR SOURCE_DIR CASE
             the same half round trip and bandwidth as sendmodes; PingPing not serialised
   bothway   default profile: 1 MiB both ways at once >= 1.9 x one way (sendmodes both vs uni)
 """
+import atexit
 import csv
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ import tempfile
 BUILD, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 WORK = tempfile.mkdtemp(prefix="mpisim-fidelity-")
+atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 failures = []
 
 

@@ -17,10 +17,12 @@ logp's CSV with `mpisim config --json` (same sets). By the timing contract
     o_s and o_r jump up at the threshold.
 Each recovered value must be within 5 % of the profile's.
 """
+import atexit
 import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +58,7 @@ print(f"profile ({CASE}): o_s={os0:.4g} s o_r={or0:.4g} s gap={gap:.4g} s eager_
 
 sizes = sorted({0, 1, 64, 1024, 4096, thr - 1, thr, 2 * thr})
 work = tempfile.mkdtemp(prefix="mpisim-logp-")
+atexit.register(shutil.rmtree, work, True)   # gone when the test ends, passed or failed
 cmd = [MPISIM, "run", "--compute", "none", "--report", os.path.join(work, "report.json")] + setargs + [
     "-n", "2", "--", LOGP, "--sizes", ",".join(map(str, sizes)), "--iters", "10"]
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=280)

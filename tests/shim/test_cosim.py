@@ -4,10 +4,12 @@
 Usage: test_cosim.py BUILD_DIR SOURCE_DIR TEST_NAME
 Each test prints what it checked and exits 0 on success.
 """
+import atexit
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,10 +18,40 @@ BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 MPISIM = os.path.join(BIN, "mpisim")
 WORK = tempfile.mkdtemp(prefix="mpisim-test-")
+atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 
 
-def run(args, check=True, timeout=300):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+def remove_segments(pid):
+    """The shared segments of an mpisim that was killed (SIGKILL leaves them; the next run's sweep
+    would take them only after 10 minutes)."""
+    for f in os.listdir("/dev/shm"):
+        if f.startswith((f"mpisim-{pid}-", f"mpisim-gate-{pid}x")):
+            try:
+                os.unlink(os.path.join("/dev/shm", f))
+            except FileNotFoundError:
+                pass
+
+
+def run(args, check=True, timeout=300, **kw):
+    """args run to their end; one that outlasts timeout is ended as a batch system would end it
+    (SIGTERM: mpisim stops its launcher and removes its segments), then, if that is not enough,
+    killed with all it started, and the test fails."""
+    import signal
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGTERM)
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, err = p.communicate()
+                remove_segments(p.pid)
+            sys.exit(f"FAILED: {' '.join(args)} did not end within {timeout} s\nstdout:\n{out[-3000:]}\n"
+                     f"stderr:\n{err[-3000:]}")
+    p = subprocess.CompletedProcess(args, p.returncode, out, err)
     if check and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
@@ -612,7 +644,7 @@ def test_idle_connections():
                 "--mpirun", launcher, "-n", "2", "--"] + prog
         env = dict(os.environ, MPISIM_IDLE_CONNECTIONS="400" if attack else "0")
         t0 = time.time()
-        p = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, preexec_fn=limit)
+        p = run(args, check=False, env=env, preexec_fn=limit)
         took = time.time() - t0
         if p.returncode != 0:
             sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\n{p.stderr[-3000:]}")

@@ -18,6 +18,7 @@ Cases:
               and LAMMPS's own "Loop time" is virtual time.
 A case whose program is not installed is skipped (exit 77, ctest's SKIP_RETURN_CODE).
 """
+import atexit
 import json
 import os
 import re
@@ -31,6 +32,7 @@ MPISIM = os.path.join(os.path.abspath(BUILD), "bin", "mpisim")
 ROOT = ["--allow-run-as-root"] if os.geteuid() == 0 else []
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
 WORK = tempfile.mkdtemp(prefix="mpisim-3p-")
+atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 
 
 def run(args, timeout=300):
