@@ -60,11 +60,19 @@ TEST(RequestTable, MatchesAMapThroughGrowthAndTombstones)
             EXPECT_EQ(ms_rqt_find(&t, it->second->user), nullptr);
             live.erase(it);
         }
-        if (step % 997 == 0)
+        if (step % 997 == 0) {
+            // find_id scans the whole table (only RESOLVE needs it): every live id at one
+            // checkpoint in ten, every 61st at the others. Every id at every checkpoint took
+            // 20 s of CPU under ASan, 43 s of a 60 s limit on a loaded machine.
+            bool all_ids = step % (997 * 10) == 0;
+            size_t k = 0;
             for (auto &kv : live) {
                 ASSERT_EQ(ms_rqt_find(&t, handle(kv.first)), kv.second);
-                ASSERT_EQ(ms_rqt_find_id(&t, kv.second->id), kv.second);
+                if (all_ids || k++ % 61 == 0) {
+                    ASSERT_EQ(ms_rqt_find_id(&t, kv.second->id), kv.second);
+                }
             }
+        }
         ASSERT_EQ(t.used, live.size());
     }
     size_t seen = 0;
