@@ -540,11 +540,46 @@ def test_killed_rank():
         print(f"{' '.join(extra) or 'default'}: statuses {st}, exit 4")
 
 
+def terminate_after_barriers(exe, report, count):
+    """mpisim run of slow_barriers, sent SIGTERM once its rank 0 has passed count barriers (0.1 s
+    apart: by then each rank has sent its totals about once a second), whatever the start-up took
+    on this host. Returns the process, its stdout and stderr, and the barriers rank 0 had passed."""
+    import signal
+    import threading
+    p = subprocess.Popen([MPISIM, "run", "--report", report, "-n", "2", "--", exe],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines, errs, reached = [], [], threading.Event()
+
+    def read_out():
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith("barrier ") and int(line.split()[1]) >= count:
+                reached.set()
+
+    readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: errs.extend(p.stderr))]
+    for t in readers:
+        t.start()
+    ok = reached.wait(timeout=120)
+    passed = len([l for l in lines if l.startswith("barrier ")])
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        remove_segments(p.pid)
+        sys.exit("FAILED: mpisim did not end within 60 s of SIGTERM")
+    for t in readers:
+        t.join()
+    if not ok:
+        sys.exit(f"FAILED: rank 0 did not pass {count} barriers within 120 s\n{''.join(lines)}\n{''.join(errs)}")
+    return p, "".join(lines), "".join(errs), passed
+
+
 def test_terminated():
     """SIGTERM to mpisim run (a batch system's time limit) goes to the launcher: the ranks end, the
     report keeps what was recorded (the barriers so far), the exit code says the run did not
     finish, and no shared segment is left in /dev/shm."""
-    import signal
     import time
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
     report = os.path.join(WORK, "term.json")
@@ -561,15 +596,13 @@ def test_terminated():
         if i < 3:
             os.utime(os.path.join("/dev/shm", name), (old, old))
     before = set(f for f in os.listdir("/dev/shm") if f.startswith("mpisim-"))
-    p = subprocess.Popen([MPISIM, "run", "--report", report, "-n", "2", "--", exe],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
-    p.send_signal(signal.SIGTERM)
     try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        sys.exit("FAILED: mpisim did not end within 60 s of SIGTERM")
+        p, out, err, passed = terminate_after_barriers(exe, report, 30)
+    finally:
+        there = {name: os.path.exists(os.path.join("/dev/shm", name)) for name in planted}
+        for name in planted:
+            if there[name]:
+                os.unlink(os.path.join("/dev/shm", name))
     # this run's (other runs may be starting beside the test)
     left = set(f for f in os.listdir("/dev/shm")
                if f.startswith((f"mpisim-{p.pid}-", f"mpisim-gate-{p.pid}x"))) - before
@@ -588,13 +621,9 @@ def test_terminated():
                  f"recorded, segments left {sorted(left)}\n{err}")
     if "ended by SIGTERM" not in err:
         sys.exit(f"FAILED: the run does not say it was ended by SIGTERM\n{err}")
-    there = {name: os.path.exists(os.path.join("/dev/shm", name)) for name in planted}
-    for name in planted:
-        if there[name]:
-            os.unlink(os.path.join("/dev/shm", name))
     if there != planted:
         sys.exit(f"FAILED: stale segments: expected present {planted}, found {there}")
-    print(f"SIGTERM: exit {p.returncode}, report with {barriers} barriers per rank, the ranks' call sites and "
+    print(f"SIGTERM after barrier {passed}: exit {p.returncode}, report with {barriers} barriers per rank, the ranks' call sites and "
           f"charging as of their last progress ({[r['calls'] for r in rep['ranks']]} calls), no segment left")
 
 
