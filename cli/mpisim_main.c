@@ -487,15 +487,34 @@ static int cmd_trace(int argc, char **argv)
     return launch_and_serve(&o);
 }
 
-/* The real machine, by hwloc: "host H: N cores, M hardware threads, CPU model". */
+/* Cores of which this process may run on at least one hardware thread: its cpuset (hwloc's
+ * topology) and its affinity mask, which taskset, numactl or a batch system's binding narrow
+ * without a cpuset, and which mpirun and the ranks inherit. */
+static int usable_cores(hwloc_topology_t t, int cores)
+{
+    hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+    int n = 0;
+    if (bound && hwloc_get_cpubind(t, bound, HWLOC_CPUBIND_PROCESS) == 0) {
+        for (int i = 0; i < cores; i++) {
+            hwloc_obj_t c = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)i);
+            n += c && hwloc_bitmap_intersects(c->cpuset, bound);
+        }
+    }
+    hwloc_bitmap_free(bound);
+    return n > 0 ? n : cores;
+}
+
+/* The real machine, by hwloc: "host H: N cores, M hardware threads, CPU model". Returns the
+ * cores this process may use (usable_cores). */
 static int machine_summary(char *out, size_t len)
 {
     hwloc_topology_t t;
-    int cores = 0;
+    int cores = 0, usable = 0;
     out[0] = 0;
     if (hwloc_topology_init(&t) < 0) return 0;
     if (hwloc_topology_load(t) == 0) {
         cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+        usable = usable_cores(t, cores);
         int pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
         int pkgs = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
         hwloc_obj_t root = hwloc_get_root_obj(t);
@@ -506,11 +525,13 @@ static int machine_summary(char *out, size_t len)
         }
         char host[128] = "";
         gethostname(host, sizeof host - 1);
-        snprintf(out, len, "host %s: %d package(s), %d cores, %d hardware threads%s%s (hwloc %s)", host, pkgs, cores,
-                 pus, model ? ", " : "", model ? model : "", HWLOC_VERSION);
+        char mask[64] = "";
+        if (usable < cores) snprintf(mask, sizeof mask, " (%d in this run's affinity mask)", usable);
+        snprintf(out, len, "host %s: %d package(s), %d cores%s, %d hardware threads%s%s (hwloc %s)", host, pkgs,
+                 cores, mask, pus, model ? ", " : "", model ? model : "", HWLOC_VERSION);
     }
     hwloc_topology_destroy(t);
-    return cores;
+    return usable;
 }
 
 
@@ -597,7 +618,7 @@ static int launch_and_serve(const run_opts *o_)
     }
     char machine[512];
     int cores = machine_summary(machine, sizeof machine);
-    /* the compute gate's auto: the cores hwloc says this job may use (its cpuset) */
+    /* the compute gate's auto: the cores this job may use (its cpuset and affinity mask) */
     static char slots_set[64], slots_origin[64];
     if (cores > 0 && !strcmp(nm_config_string(cfg, "shim.compute_slots"), "auto")) {
         snprintf(slots_set, sizeof slots_set, "shim.compute_slots=%d", cores);
