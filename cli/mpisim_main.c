@@ -535,6 +535,15 @@ static int machine_summary(char *out, size_t len)
 }
 
 
+/* A run that stops before its launcher starts: the model server goes with its shared segment
+ * (ms_server_destroy unlinks it), which would otherwise stay in /dev/shm until a later run's
+ * sweep (10 minutes; seen after a refused --trace directory). */
+static int abandon_run(ms_server *s, int code)
+{
+    if (s) ms_server_destroy(s);
+    return code;
+}
+
 /* The launcher of the running program, for forward_signal (a handler has no other way to it). */
 static volatile pid_t forward_to_launcher;
 
@@ -634,20 +643,20 @@ static int launch_and_serve(const run_opts *o_)
         s = ms_server_create();
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
-            return 2;
+            return abandon_run(s, 2);
         }
         char host[256] = "127.0.0.1";
         if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
         else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
         if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
-            return 2;
+            return abandon_run(s, 2);
         }
         /* ranks on this host attach to the shared segment; those elsewhere (--listen) use TCP */
         if (!strcmp(nm_config_string(cfg, "shim.transport"), "shm") &&
             ms_server_shm(s, shm_name, sizeof shm_name, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
-            return 2;
+            return abandon_run(s, 2);
         }
         /* the compute gate's segments are named by a token of their own: a name in /dev/shm is
          * visible to every user, the secret must not be */
@@ -674,11 +683,11 @@ static int launch_and_serve(const run_opts *o_)
     if (o.trace) {
         if (make_trace_dir(o.trace, o.replace_trace, trace_dir, sizeof trace_dir, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
-            return MS_EXIT_USAGE;
+            return abandon_run(s, MS_EXIT_USAGE);
         }
         if (write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
             fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
-            return MS_EXIT_OUTPUT;
+            return abandon_run(s, MS_EXIT_OUTPUT);
         }
     }
     char shim[PATH_MAX + 64];
@@ -687,14 +696,14 @@ static int launch_and_serve(const run_opts *o_)
     else if (mpisim_find_shim(shim, sizeof shim) != 0) snprintf(shim, sizeof shim, "libmpisim.so beside the command");
     if (access(shim, R_OK) != 0) {
         fprintf(stderr, "mpisim: the shim %s is missing (set MPISIM_SHIM)\n", shim);
-        return 2;
+        return abandon_run(s, 2);
     }
     char nbuf[32];
     snprintf(nbuf, sizeof nbuf, "%d", o.nranks);
     const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 40), sizeof *av);
     if (!av) {
         fprintf(stderr, "mpisim: out of memory\n");
-        return MS_EXIT_USAGE;
+        return abandon_run(s, MS_EXIT_USAGE);
     }
     int k = 0;
     av[k++] = o.mpirun ? o.mpirun : "mpirun";
@@ -741,7 +750,7 @@ static int launch_and_serve(const run_opts *o_)
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "mpisim: fork failed: %s\n", strerror(errno));
-        return 2;
+        return abandon_run(s, 2);
     }
     if (pid == 0) {
         setenv("LD_PRELOAD", shim, 1);

@@ -316,9 +316,14 @@ def test_trace_dir_symlinks():
     h5 = os.path.join(WORK, "sym.h5")
     plant(h5 + ".raw")
     for cmd in (["trace", "-o", h5], ["run", "--trace", h5, "--report", os.path.join(WORK, "s.json")]):
-        p = run([MPISIM] + cmd + ["-n", "2", "--", prog, "--iters", "1", "--sizes", "8"], ok=False)
-        check(p.returncode == 2 and "sym.h5.raw exists" in p.stderr and "--replace-trace" in p.stderr,
-              "a pre-existing trace directory is refused: %d %s" % (p.returncode, p.stderr))
+        p = subprocess.Popen([MPISIM] + cmd + ["-n", "2", "--", prog, "--iters", "1", "--sizes", "8"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, err = p.communicate(timeout=110)
+        check(p.returncode == 2 and "sym.h5.raw exists" in err and "--replace-trace" in err,
+              "a pre-existing trace directory is refused: %d %s" % (p.returncode, err))
+        # the model server was made before the refusal: its shared segment goes with it
+        left = [f for f in os.listdir("/dev/shm") if f.startswith("mpisim-%d-" % p.pid)]
+        check(not left, "the refused %s left its shared segment %s" % (cmd[0], left))
         untouched()
     # asked to: the links are removed, not followed, and the run writes a fresh trace
     run([MPISIM, "trace", "-o", h5, "--replace-trace", "-n", "2", "--", prog, "--iters", "1", "--sizes", "8"])
