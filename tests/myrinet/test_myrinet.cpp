@@ -15,6 +15,18 @@ extern "C" {
 #include "nm_internal.h"
 }
 
+#include "nm_test_util.h"
+
+namespace {
+// This process's own directory under TMPDIR (or /tmp), removed with its files at exit: a fixed
+// name in /tmp was shared with every other run of these tests on the machine at the same time.
+nmt::TempDir &scratch()
+{
+    static nmt::TempDir d;
+    return d;
+}
+}  // namespace
+
 namespace {
 
 struct Rec {
@@ -86,16 +98,13 @@ double json_num(const std::string &j, const std::string &key)
 
 std::string write_mixed_topology()
 {
-    std::string path = testing::TempDir() + "myrinet_mixed.topo";
-    FILE *f = fopen(path.c_str(), "w");
-    fputs("switch S0 ports 4\nswitch S1 ports 4\nhost A\nhost B\nhost C\nhost D\n"
-          "link A:0 S0:0 rate=2.56Gb/s\n"
-          "link B:0 S0:1 rate=640Mb/s length=3m\n"
-          "link S0:2 S1:0 rate=1.28Gb/s length=25m\n"
-          "link C:0 S1:1 rate=640Mb/s\n"
-          "link D:0 S1:2 rate=5.12Gb/s\n",
-          f);
-    fclose(f);
+    std::string path = scratch().write("myrinet_mixed.topo",
+                                       "switch S0 ports 4\nswitch S1 ports 4\nhost A\nhost B\nhost C\nhost D\n"
+                                       "link A:0 S0:0 rate=2.56Gb/s\n"
+                                       "link B:0 S0:1 rate=640Mb/s length=3m\n"
+                                       "link S0:2 S1:0 rate=1.28Gb/s length=25m\n"
+                                       "link C:0 S1:1 rate=640Mb/s\n"
+                                       "link D:0 S1:2 rate=5.12Gb/s\n");
     return path;
 }
 

@@ -23,6 +23,18 @@ extern "C" {
 #include "nm_internal.h"
 }
 
+#include "nm_test_util.h"
+
+namespace {
+// This process's own directory under TMPDIR (or /tmp), removed with its files at exit: a fixed
+// name in /tmp was shared with every other run of these tests on the machine at the same time.
+nmt::TempDir &scratch()
+{
+    static nmt::TempDir d;
+    return d;
+}
+}  // namespace
+
 namespace {
 
 struct Topo {
@@ -218,15 +230,12 @@ TEST(Routing, TwentyRandomIrregularNetworks)
 TEST(Routing, CheckerRejectsHandMadeCycle)
 {
     // four switches in a ring, one host each; every route goes two hops clockwise
-    std::string path = testing::TempDir() + "cyclic.topo";
-    FILE *f = fopen(path.c_str(), "w");
-    fputs("switch S0 ports 4\nswitch S1 ports 4\nswitch S2 ports 4\nswitch S3 ports 4\n"
-          "host H0\nhost H1\nhost H2\nhost H3\nhost X2\n"
-          "link H0:0 S0:0\nlink H1:0 S1:0\nlink H2:0 S2:0\nlink H3:0 S3:0\nlink X2:0 S2:3\n"
-          "link S0:1 S1:2\nlink S1:1 S2:2\nlink S2:1 S3:2\nlink S3:1 S0:2\n"
-          "route H0 H2 1 1 0\nroute H1 H3 1 1 0\nroute H2 H0 1 1 0\nroute H3 H1 1 1 0\n",
-          f);
-    fclose(f);
+    std::string path = scratch().write("cyclic.topo",
+                                       "switch S0 ports 4\nswitch S1 ports 4\nswitch S2 ports 4\nswitch S3 ports 4\n"
+                                       "host H0\nhost H1\nhost H2\nhost H3\nhost X2\n"
+                                       "link H0:0 S0:0\nlink H1:0 S1:0\nlink H2:0 S2:0\nlink H3:0 S3:0\nlink X2:0 S2:3\n"
+                                       "link S0:1 S1:2\nlink S1:1 S2:2\nlink S2:1 S3:2\nlink S3:1 S0:2\n"
+                                       "route H0 H2 1 1 0\nroute H1 H3 1 1 0\nroute H2 H0 1 1 0\nroute H3 H1 1 1 0\n");
     {
         Topo T(path, {"network.routing=shortest"});
         ASSERT_NE(T.t, nullptr) << T.err;   // shortest: loaded, but flagged
@@ -457,16 +466,13 @@ TEST(Routing, RegularTopologiesAsThePaperDescribes)
 
 TEST(Routing, Seed001TopologyLanguage)
 {
-    std::string path = testing::TempDir() + "wyckoff.sim";
-    FILE *f = fopen(path.c_str(), "w");
-    fputs("# three 16-port switches in a line (seed 001 topology language)\n"
-          "S1: P0 P1 P2 - - - - - - S2.9 - - - - - -\n"
-          "S2: P3 P4 - - - - - - S3.8 S1.9 - - - - - -\n"
-          "S3: P5 P6 - - - - - - S2.8\n"
-          "p0 p5 980   # S1 port 9, S2 port 8, S3 port 0\n"
-          "p6 p1 891\n",
-          f);
-    fclose(f);
+    std::string path = scratch().write("wyckoff.sim",
+                                       "# three 16-port switches in a line (seed 001 topology language)\n"
+                                       "S1: P0 P1 P2 - - - - - - S2.9 - - - - - -\n"
+                                       "S2: P3 P4 - - - - - - S3.8 S1.9 - - - - - -\n"
+                                       "S3: P5 P6 - - - - - - S2.8\n"
+                                       "p0 p5 980   # S1 port 9, S2 port 8, S3 port 0\n"
+                                       "p6 p1 891\n");
     Topo T(path, {"network.routing=updown"});
     ASSERT_NE(T.t, nullptr) << T.err;
     EXPECT_EQ(T.t->nswitches, 3);
@@ -482,8 +488,8 @@ TEST(Routing, Seed001TopologyLanguage)
     EXPECT_EQ(r->out_port[2], 0);
     EXPECT_EQ(nm_topology_route_hops(T.t, 3, 4), 1);   // computed
     EXPECT_EQ(T.t->route_check_ok, 1);
-    // hexadecimal digits, and errors with file and line
-    f = fopen(path.c_str(), "w");
+    // hexadecimal digits, and errors with file and line (the same file rewritten)
+    FILE *f = fopen(path.c_str(), "w");
     fputs("S1: P0 - - - - - - - - - - S2.11\nS2: P1 - - - - - - - - - - S1.11\np0 p1 b0\n", f);
     fclose(f);
     Topo H(path, {});
@@ -538,12 +544,9 @@ struct ItbNet {
     ~ItbNet() { nm_network_destroy(net); }
     static std::string write()
     {
-        std::string path = testing::TempDir() + "line3.topo";
-        FILE *f = fopen(path.c_str(), "w");
-        fputs("switch S0 ports 4\nswitch S1 ports 4\nswitch S2 ports 4\nhost H0\nhost H1\nhost H2\n"
-              "link H0:0 S0:0\nlink H1:0 S1:0\nlink H2:0 S2:0\nlink S0:1 S1:1\nlink S1:2 S2:1\n",
-              f);
-        fclose(f);
+        std::string path = scratch().write("line3.topo",
+                                           "switch S0 ports 4\nswitch S1 ports 4\nswitch S2 ports 4\nhost H0\nhost H1\nhost H2\n"
+                                           "link H0:0 S0:0\nlink H1:0 S1:0\nlink H2:0 S2:0\nlink S0:1 S1:1\nlink S1:2 S2:1\n");
         return path;
     }
 };
