@@ -227,8 +227,14 @@ static void clock_woken(const void *wrapper_ret)
         S.cold_trial_ns[S.ck.cold_trials++ % N] = S.calib_enter_ns - exit_side;
         int64_t v[N];
         int k = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
-        memcpy(v, S.cold_trial_ns, sizeof v);
-        qsort(v, (size_t)k, sizeof v[0], cmp_i64);
+        for (int i = 0; i < k; i++) {   /* insertion: at most 16 */
+            int j = i;
+            while (j > 0 && v[j - 1] > S.cold_trial_ns[i]) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = S.cold_trial_ns[i];
+        }
         S.ck.cold_baseline_ns = v[k / 2];
         S.cold_excess_ns = v[k / 2] > S.ck.baseline_ns ? v[k / 2] - S.ck.baseline_ns : 0;
     }

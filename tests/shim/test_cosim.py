@@ -205,6 +205,23 @@ def test_charged_overhead():
         sys.exit("FAILED: bounds 50 ns alone, 100 ns beside a CPU-bound job")
 
 
+def test_dlclose_sites():
+    """A program calls MPI from a library it then unloads, from the same call site before and
+    after (the shim touches the code that followed a site after a switch-out: warm_path.c);
+    under --compute cpu beside the other rank it neither crashes nor loses calls."""
+    lib = os.path.join(WORK, "libdl_pingpong.so")
+    run(["mpicc", "-O1", "-shared", "-fPIC", "-o", lib, os.path.join(SRC, "tests/shim/progs/dl_pingpong_lib.c")])
+    exe = os.path.join(WORK, "dlclose_sites")
+    run(["mpicc", "-O1", "-std=c11", "-o", exe, os.path.join(SRC, "tests/shim/progs/dlclose_sites.c"), "-ldl"])
+    p, r = mpisim_run(2, [exe, lib], compute="cpu", report=os.path.join(WORK, "dlclose.json"))
+    if "dlclose_sites=ok" not in p.stdout:
+        sys.exit(f"FAILED: {p.stdout}\n{p.stderr[-2000:]}")
+    woken = sum(x["charging"]["woken_gaps"] for x in r["ranks"])
+    print(f"dlclose_sites: {p.stdout.strip()}; {woken} gaps followed a switch-out")
+    if woken < 10:
+        sys.exit("FAILED: too few switched-out calls to exercise the touched way back")
+
+
 def test_program_clocks():
     """The program's own clocks (shim.program_clocks = virtual, the default): the same ping-pongs
     timed with clock_gettime (monotonic, realtime) and gettimeofday give MPI_Wtime's virtual time;
