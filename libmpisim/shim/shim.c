@@ -220,9 +220,10 @@ static void clock_woken(const void *wrapper_ret)
     ms_wp_touch(S.site, wrapper_ret);
     S.calibrating = 1;
     int64_t exit_side = S.calib_exit_ns = clock_now(&S.calib_mono);
+    uint32_t seq = S.ck_seq_now;
     calib_wrapper_fn(0);
     S.calibrating = 0;
-    if (S.ck_page && S.ck_page->lock == S.ck_seq_now) {   /* not switched out during the trial */
+    if (S.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
         enum { N = sizeof S.cold_trial_ns / sizeof S.cold_trial_ns[0] };
         S.cold_trial_ns[S.ck.cold_trials++ % N] = S.calib_enter_ns - exit_side;
         int64_t v[N];
