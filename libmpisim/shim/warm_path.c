@@ -10,11 +10,14 @@
  *
  * The next call is decoded from the call instruction before its return address (x86-64:
  * `call rel32`, `call *disp32(%rip)`), and followed only into address ranges of loaded objects
- * (dl_iterate_phdr at start), so a misdecoded byte never leads to an unmapped address. Process
- * state, hidden in libmpisim.so like the rest of the shim's. */
+ * (dl_iterate_phdr at start), so a misdecoded byte never leads to an unmapped address: a dlclose
+ * (interposed here) makes the ranges and the learned calls stale, and a call site outside every
+ * range has them taken again (at most once per 256 such sites: code a JIT made is never in one).
+ * Process state, hidden in libmpisim.so like the rest of the shim's. */
 #define _GNU_SOURCE
 #include "warm_path.h"
 
+#include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
@@ -32,15 +35,14 @@ static struct {
     } way[WP_WAYS];
     wp_range range[WP_RANGES];
     int nranges;
-    unsigned long long adds, subs;   /* the loader's counts when the ranges were taken */
+    volatile int stale;              /* an object was unloaded since */
+    unsigned misses;                 /* call sites outside every range */
 } W;
 
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     (void)arg;
-    W.adds = info->dlpi_adds;
-    W.subs = info->dlpi_subs;
     for (int i = 0; i < info->dlpi_phnum && W.nranges < WP_RANGES; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
@@ -56,23 +58,23 @@ void ms_wp_init(void)
     dl_iterate_phdr(add_object, NULL);
 }
 
-static int loader_changed(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    *(int *)arg = info->dlpi_adds != W.adds || info->dlpi_subs != W.subs;
-    return 1;   /* the first object tells */
-}
-
-/* Objects loaded or unloaded since the ranges were taken (dlopen, dlclose): take them again and
- * forget the learned calls, which may point into an object that is gone. */
+/* The ranges and learned calls again (after a dlclose, or for a call site in an object loaded
+ * since). */
 static void refresh_ranges(void)
 {
-    int changed = 0;
-    dl_iterate_phdr(loader_changed, &changed);
-    if (!changed) return;
+    W.stale = 0;
     W.nranges = 0;
     memset(W.way, 0, sizeof W.way);
     dl_iterate_phdr(add_object, NULL);
+}
+
+/* The program's (or any library's) dlclose: the object's addresses may be gone after it. */
+int dlclose(void *handle)
+{
+    static int (*real_dlclose)(void *);
+    if (!real_dlclose) real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    W.stale = 1;   /* before: the unmapping happens inside */
+    return real_dlclose ? real_dlclose(handle) : -1;
 }
 
 static unsigned slot_of(uintptr_t site) { return (unsigned)((site * 0x9e3779b97f4a7c15ULL) >> 56) & (WP_WAYS - 1); }
@@ -138,7 +140,7 @@ static uintptr_t call_target(uintptr_t ret)
 void ms_wp_touch(const void *site, const void *wrapper_ret)
 {
     uintptr_t w = (uintptr_t)wrapper_ret, s = (uintptr_t)site;
-    refresh_ranges();
+    if (W.stale || (s && !mapped(s, 64, 1) && W.misses++ % 256 == 0)) refresh_ranges();
     if (w && mapped(w, 64, 1)) touch_lines(w, w + 64);
     if (!s || !mapped(s, 64, 1)) return;
     unsigned k = slot_of(s);
