@@ -237,7 +237,7 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting (default 3)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; the one-rank points 3K times (default 3)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -386,9 +386,15 @@ int mpisim_study_main(int argc, char **argv)
     /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
      * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
      * run, so repetitions within one run do not escape it) */
-    for (int run = 0; run < runs; run++)
+    /* The one-rank time divides into every efficiency of its column, and one rank's process
+     * computing for a few microseconds is the likeliest to meet a slow spell of its own (1 run in
+     * 10-60 of matmul P = 1, N = 32 here took 1.4-1.6x its usual time, all its repetitions): the
+     * P = 1 points run three times as often, in the same passes (a run costs ~0.3 s). */
+    int one_rank_runs = runs > 1 ? 3 * runs : 1;
+    for (int run = 0; run < one_rank_runs; run++)
         for (int j = 0; j < ns; j++)
             for (int i = 0; i < np; i++) {
+                if (run >= runs && procs[i] != 1) continue;
                 snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
                          runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
                 double v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report);

@@ -72,9 +72,10 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
         {"shim.return_path", NM_KEY_STRING, "", "measured",
          "project choice, measured (docs/architecture.md, The cold return path)",
          "a computation interval that follows an MPI call during which the rank was switched out starts on "
-         "cold caches: measured takes off the excess measured on the rank while it runs (per pair of call "
-         "sites, the least switched interval minus the least unswitched one, never below the latter); off "
-         "charges it as computation",
+         "cold caches: measured touches the way back into the program before the interval starts, takes "
+         "off an empty interval's cost right after a switch (measured each time) and the excess measured per "
+         "pair of call sites (the least switched interval minus the least unswitched one, never below the "
+         "latter); off charges it all as computation",
          "measured|off", 0},
         {"shim.local_answers", NM_KEY_STRING, "", "on",
          "project choice (issue 13 item 2; docs/architecture.md, Local answers)",

@@ -270,7 +270,7 @@ struct ms_model {
     ms_time_t now, stop;
     int in_run, in_cb;
     uint64_t errors, clamped;
-    char last_err[256];
+    char last_err[768];
     mc_group *mc_collect;     /* while a multicast bcast step posts its sends: its eager messages */
     ms_time_t mc_tinj;
     int mc_ok;                /* the network multicasts (nm_network_has_multicast) */
@@ -1633,7 +1633,9 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
             ms_time_t last = nm_network_now(m->net) - 1;   /* the last instant processed */
             if (last > m->now) m->now = last;
             if (nrc < 0) {
-                model_error(m, "nm_network_run_until failed at t=%" PRId64, last);
+                char why[600];
+                if (nm_network_failure_reason(m->net, why, sizeof why)) model_error(m, "%s", why);
+                else model_error(m, "nm_network_run_until failed at t=%" PRId64, last);
                 rc = -1;
                 break;
             }

@@ -190,6 +190,8 @@ typedef struct ms_msg_charging {
     uint64_t gate_timeouts;      /* waits that gave up and widened the gate */
     int64_t woken_charged_ns;    /* charged for the gaps after a switched-out call (after all compensation) */
     int64_t return_comp_ns;      /* taken off those gaps as the cold return path's measured penalty */
+    int64_t cold_baseline_ns;    /* an empty gap's charge right after a switch (recent trials' median) */
+    uint64_t cold_trials;        /* such trials taken (one per switched-out call) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

@@ -238,6 +238,10 @@ int nm_network_may_deadlock(const nm_network *net);
  * time X us: routing R on T is not deadlock-free (cycle); run with network.routing=auto or
  * updown" (returns 1); else nothing is written (returns 0). */
 int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len);
+/* Why the engine failed otherwise (a run call returned < 0 without a deadlock): for myrinet, the
+ * slack buffer that overflowed, when, and which keys to change (returns 1); 0 when the engine
+ * has nothing to say. */
+int nm_network_failure_reason(const nm_network *net, char *buf, size_t len);
 
 typedef struct nm_stats {
     uint64_t packets_injected, packets_delivered, packets_dropped;

@@ -149,6 +149,11 @@ typedef struct {
     nm_time_t next_beat;
     nm_stats st;
     uint64_t overflow, oom;
+    /* the first overflow, for nm_network_failure_reason: its channel (-1: none yet), when, and
+     * how full the buffer was (-1: a control queue) */
+    int fail_ch;
+    nm_time_t fail_t;
+    int32_t fail_occ;
     /* ITB parameters (network.itb_*) and the watchdog */
     nm_time_t itb_delay, itb_host_cost;
     int64_t itb_pool;
@@ -470,7 +475,10 @@ static void send_ctrl(meng *e, int c, int type)
     x->ctrl_end = b + x->tau;
     x->chars_final++;
     if (type != CT_BEAT) {
-        if (x->cqn == CQ_CAP) e->overflow++;   /* cannot happen with sane water marks */
+        if (x->cqn == CQ_CAP) {   /* cannot happen with sane water marks */
+            if (e->fail_ch < 0) { e->fail_ch = c; e->fail_t = e->now; e->fail_occ = -1; }
+            e->overflow++;
+        }
         else {
             x->cq[(x->cqh + x->cqn) & (CQ_CAP - 1)] = (mctrl){b + x->tau + x->prop, type};
             if (x->cqn++ == 0) sched(e, ent_ch(c, EK_CQ), b + x->tau + x->prop, CL_CTRL);
@@ -1138,6 +1146,7 @@ static void thr_event(meng *e, int c)
         send_ctrl(e, x->rev, CT_GO);
     } else if (x->stop_sent && o > e->S && !x->over) {
         x->over = 1;
+        if (e->fail_ch < 0) { e->fail_ch = c; e->fail_t = e->now; e->fail_occ = o; }
         e->overflow++;
     }
     mark(e, c, D_BUF);
@@ -1209,6 +1218,7 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
     e->itb_pool = nm_config_int(cfg, "network.itb_pool");
     e->itb_drop = !strcmp(nm_config_string(cfg, "network.itb_overflow"), "drop");
     e->itb_local_q = (int)nm_config_int(cfg, "network.itb_local_queue");
+    e->fail_ch = -1;
     if (!(e->L >= 1 && e->L <= e->H && e->H < e->S) || e->D < 0 || e->type_b < 0 || e->crc_b < 1 ||
         e->gap_b < 0 || e->send_cost < 0 || e->recv_cost < 0 || e->rxcap < 0) {
         snprintf(err, errlen,
@@ -1270,6 +1280,44 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
         sched(e, ent_beat(e), e->next_beat, CL_THR);
     }
     return e;
+}
+
+/* The characters still arriving after a receiver crosses the high water mark, on channel c: the
+ * STOP waits for a character in progress on the reverse channel and takes one character time,
+ * crosses the link, and meanwhile the sender's characters in flight and the one it is sending
+ * arrive: 2 x propagation / character time, plus 3. */
+static int32_t stop_round_trip_chars(const meng *e, int c)
+{
+    const mchan *x = &e->ch[c];
+    return (int32_t)((2 * x->prop + x->tau - 1) / x->tau) + 3;
+}
+
+static int eng_failure_reason(const void *p, char *buf, size_t len)
+{
+    const meng *e = p;
+    if (e->fail_ch >= 0) {
+        int c = e->fail_ch, kind, id, port;
+        nm_channel_to(e->topo, c, &kind, &id, &port);
+        char where[64];
+        if (kind == NM_NODE_HOST) snprintf(where, sizeof where, "host %d", id);
+        else snprintf(where, sizeof where, "switch %d port %d", id, port);
+        const mchan *x = &e->ch[c];
+        int32_t need = stop_round_trip_chars(e, c);
+        snprintf(buf, len,
+                 "a slack buffer overflowed at virtual time %.3f us (the channel into %s%s): the %d B between "
+                 "network.high_water (%d B) and network.slack_buffer (%d B) must hold what still arrives during a "
+                 "STOP's round trip, about %d B on this link (2 x %.1f ns propagation / %.4f ns per character, + 3); "
+                 "raise network.slack_buffer to at least %d B or lower network.link_rate",
+                 (double)e->fail_t * 1e-6, where, e->fail_occ < 0 ? ", its control-character queue" : "",
+                 (int)(e->S - e->H), (int)e->H, (int)e->S, (int)need, (double)x->prop * 1e-3, (double)x->tau * 1e-3,
+                 (int)(e->H + need));
+        return 1;
+    }
+    if (e->oom) {
+        snprintf(buf, len, "out of memory while simulating");
+        return 1;
+    }
+    return 0;
 }
 
 static void eng_destroy(void *p)
@@ -1468,7 +1516,7 @@ static size_t eng_link_busy(const void *p, nm_time_t *busy, size_t max)
 
 const nm_engine_ops nm_engine_myrinet = {
     {"myrinet", "myrinet", "character-level wormhole with slack buffers, STOP/GO (seed 000)"}, 1, eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
-    eng_link_busy, .run_instants = eng_run_instants,
+    eng_link_busy, .run_instants = eng_run_instants, .failure_reason = eng_failure_reason,
 };
 
 /* Keys only this engine reads, registered when the configuration lacks them. */

@@ -177,6 +177,12 @@ nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net
 
 const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->id.name : ""; }
 
+int nm_network_failure_reason(const nm_network *net, char *buf, size_t len)
+{
+    if (!net || !net->ops->failure_reason || !len) return 0;
+    return net->ops->failure_reason(net->eng, buf, len);
+}
+
 int nm_network_deadlock_reason(const nm_network *net, char *buf, size_t len)
 {
     nm_stats st;

@@ -112,6 +112,9 @@ typedef struct nm_engine_ops {
     int (*has_multicast)(const void *eng);
     int (*inject_multicast)(void *eng, int src, int n, const int *dst, const uint64_t *cookies, uint64_t payload,
                             nm_time_t t);
+    /* Optional (NULL: nothing to say): why run_until failed other than by a deadlock, in words
+     * that name the keys to change; 1 when written. */
+    int (*failure_reason)(const void *eng, char *buf, size_t len);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */

@@ -534,7 +534,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
                     tk == NM_NODE_HOST ? 'H' : 'S', ti, (double)(busy1[c] - busy0[c]) / (double)measure);
         }
         if (engine_err == -3) fprintf(out, "ENGINE ERROR: deadlock (see DEADLOCK above)\n");
-        else if (engine_err) fprintf(out, "ENGINE ERROR: a slack buffer overflowed or memory ran out\n");
+        else if (engine_err) {
+            char why[600];
+            fprintf(out, "ENGINE ERROR: %s\n", nm_network_failure_reason(net, why, sizeof why) ? why
+                                                  : "a slack buffer overflowed or memory ran out");
+        }
     }
     rc = engine_err ? 1 : 0;
 done:

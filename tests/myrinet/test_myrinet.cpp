@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -187,6 +188,28 @@ TEST(Myrinet, OverflowIsReportedNotAborted)
     ASSERT_EQ(nm_network_inject(n.net, 0, 2, 4096, 0, 1), 0);
     ASSERT_EQ(nm_network_inject(n.net, 1, 2, 4096, 1000000, 2), 0);
     EXPECT_LT(nm_network_run(n.net), 0);
+    // the error says why and what to set; the slack it asks for is enough (at 1.28 and 5.12 Gb/s)
+    char why[600] = "";
+    ASSERT_EQ(nm_network_failure_reason(n.net, why, sizeof why), 1);
+    EXPECT_NE(std::string(why).find("network.slack_buffer"), std::string::npos) << why;
+    for (const char *rate : {"1.28Gb/s", "5.12Gb/s"}) {
+        Net a("crossbar:3", {"network.slack_buffer=8", "network.high_water=6", "network.low_water=3",
+                             "network.link_length=100", std::string("network.link_rate=") + rate});
+        ASSERT_EQ(nm_network_inject(a.net, 0, 2, 4096, 0, 1), 0);
+        ASSERT_EQ(nm_network_inject(a.net, 1, 2, 4096, 1000000, 2), 0);
+        EXPECT_LT(nm_network_run(a.net), 0);
+        ASSERT_EQ(nm_network_failure_reason(a.net, why, sizeof why), 1);
+        const char *at = std::strstr(why, "at least ");
+        ASSERT_NE(at, nullptr) << why;
+        int need = std::atoi(at + 9);
+        Net b("crossbar:3", {"network.slack_buffer=" + std::to_string(need), "network.high_water=6",
+                             "network.low_water=3", "network.link_length=100", std::string("network.link_rate=") + rate});
+        ASSERT_EQ(nm_network_inject(b.net, 0, 2, 4096, 0, 1), 0);
+        ASSERT_EQ(nm_network_inject(b.net, 1, 2, 4096, 1000000, 2), 0);
+        EXPECT_EQ(nm_network_run(b.net), 0) << rate << ": " << why;
+        EXPECT_EQ(b.rec.del.size(), 2u);
+        EXPECT_EQ(nm_network_failure_reason(b.net, why, sizeof why), 0);
+    }
 }
 
 // Seed 000 sec 2: a packet older than the timeout is removed from every buffer and link. The

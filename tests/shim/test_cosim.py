@@ -186,19 +186,40 @@ def test_charged_overhead():
     alone, c = per_call("alone", 2000)
     burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
     try:
-        beside, cb = per_call("beside", 200)
+        # the lower of two runs: another job's burst can still land on one
+        (beside, cb), _ = sorted([per_call("beside", 500), per_call("beside2", 500)], key=lambda x: x[0])
     finally:
         burner.kill()
         burner.wait()
     print(f"charged per empty MPI call: {alone:.0f} ns alone, {beside:.0f} ns beside a CPU-bound job "
           f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap; beside: "
-          f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out)")
-    # issue 10: <= 50 ns per call. Alone it holds; beside a CPU-bound job the way back from a
-    # call that was switched out runs on cold caches (docs/architecture.md, "What is charged"),
-    # which is not compensated yet: the second bound only catches a clock that charges its own
-    # system calls again (1500-1700 ns per call before issue 10)
-    if alone > 50 or beside > 1000:
-        sys.exit("FAILED: bounds 50 ns alone, 1000 ns beside a CPU-bound job")
+          f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out, cold baseline {cb['cold_baseline_ns']} ns "
+          f"from {cb['cold_trials']} trials)")
+    # issue 10: <= 50 ns per call. Alone it holds here and in CI; beside a CPU-bound job half the
+    # gaps follow a switch-out and start cold (docs/architecture.md, "The cold return path"):
+    # tests/bench/bench_charged.py measures that figure over interleaved runs (36-73 ns with the
+    # way back touched and the cold baseline subtracted, 57-150 ns without, on a loaded 2-core
+    # machine); the bound here catches losing those steps or charging the clock's own system calls
+    # again (1500-1700 ns per call before issue 10)
+    if alone > 50 or beside > 100:
+        sys.exit("FAILED: bounds 50 ns alone, 100 ns beside a CPU-bound job")
+
+
+def test_dlclose_sites():
+    """A program calls MPI from a library it then unloads, from the same call site before and
+    after (the shim touches the code that followed a site after a switch-out: warm_path.c);
+    under --compute cpu beside the other rank it neither crashes nor loses calls."""
+    lib = os.path.join(WORK, "libdl_pingpong.so")
+    run(["mpicc", "-O1", "-shared", "-fPIC", "-o", lib, os.path.join(SRC, "tests/shim/progs/dl_pingpong_lib.c")])
+    exe = os.path.join(WORK, "dlclose_sites")
+    run(["mpicc", "-O1", "-std=c11", "-o", exe, os.path.join(SRC, "tests/shim/progs/dlclose_sites.c"), "-ldl"])
+    p, r = mpisim_run(2, [exe, lib], compute="cpu", report=os.path.join(WORK, "dlclose.json"))
+    if "dlclose_sites=ok" not in p.stdout:
+        sys.exit(f"FAILED: {p.stdout}\n{p.stderr[-2000:]}")
+    woken = sum(x["charging"]["woken_gaps"] for x in r["ranks"])
+    print(f"dlclose_sites: {p.stdout.strip()}; {woken} gaps followed a switch-out")
+    if woken < 10:
+        sys.exit("FAILED: too few switched-out calls to exercise the touched way back")
 
 
 def test_program_clocks():

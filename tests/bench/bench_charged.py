@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Charged computation per empty MPI call (issue 10: <= 50 ns at cpu factor 1 in the default
+compute mode, with a CPU-bound job beside). A ping-pong with nothing between its MPI calls, under
+`mpisim run`, alone and beside a python CPU-bound loop, ROUNDS times interleaved; prints each run
+and the medians, and how many gaps followed a switch-out.
+
+Usage: bench_charged.py [BUILD_DIR] [--rounds K] [--trips N] [--compare OTHER_BUILD_DIR]
+With --compare, every run is made with both builds in turn (same-run ratios against a previous
+version)."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+
+
+def opt(name, default):
+    if name in args:
+        i = args.index(name)
+        v = args[i + 1]
+        del args[i:i + 2]
+        return v
+    return default
+
+
+rounds = int(opt("--rounds", "5"))
+trips = int(opt("--trips", "1000"))
+other = opt("--compare", None)
+build = os.path.abspath(args[0] if args else os.path.join(here, "..", "..", "build"))
+builds = [("this", build)] + ([("other", os.path.abspath(other))] if other else [])
+tmp = tempfile.mkdtemp(prefix="mpisim-bench-charged-")
+prog = os.path.join(tmp, "empty_pingpong")
+subprocess.run(["mpicc", "-O2", "-o", prog, os.path.join(here, "..", "shim", "progs", "empty_pingpong.c")], check=True)
+
+
+def per_call(b):
+    rep = os.path.join(tmp, "r.json")
+    subprocess.run([os.path.join(b, "bin", "mpisim"), "run", "--compute", "cpu", "--set", "shim.cpu_factor=1",
+                    "--report", rep, "-n", "2", "--", prog, str(trips)], check=True, capture_output=True)
+    r = json.load(open(rep))
+    c = [x["charging"] for x in r["ranks"]]
+    ns = sum(x["compute_ps"] for x in r["ranks"]) / sum(x["calls"] for x in r["ranks"]) / 1e3
+    return ns, sum(x["woken_gaps"] for x in c), sum(x["gaps"] for x in c)
+
+
+res = {(name, mode): [] for name, _ in builds for mode in ("alone", "beside")}
+for mode in ("alone", "beside"):
+    burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"]) if mode == "beside" else None
+    try:
+        for k in range(rounds):
+            for name, b in builds:
+                ns, woken, gaps = per_call(b)
+                res[(name, mode)].append(ns)
+                print(f"{mode:6s} {name:5s} run {k + 1}: {ns:6.1f} ns charged per call ({woken} of {gaps} gaps after a switch-out)")
+    finally:
+        if burner:
+            burner.kill()
+            burner.wait()
+for mode in ("alone", "beside"):
+    line = f"charged per empty MPI call, {mode}: median {statistics.median(res[('this', mode)]):.1f} ns"
+    if other:
+        o = statistics.median(res[("other", mode)])
+        line += f" (other build {o:.1f} ns, ratio {statistics.median(res[('this', mode)]) / o:.2f})"
+    print(line + " (goal <= 50 ns)")
