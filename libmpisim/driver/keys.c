@@ -26,10 +26,11 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "(passthrough)",
          "error|passthrough", 0},
         {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
-         "under shim.compute = none, an MPI_Wtime call (or a program clock read, shim.program_clocks) that "
-         "finds the clock where the previous one left it "
-         "advances it by this much, as computation: a program that spins on MPI_Wtime until time has passed "
-         "(timer calibration, timed loops) would otherwise never see it pass; 0 turns this off",
+         "an MPI_Wtime call (or a program clock read, shim.program_clocks) that finds the clock where the "
+         "previous one left it (no computation charged since: always under shim.compute = none, an empty "
+         "interval under cpu) advances it by this much, as computation: a program that spins on MPI_Wtime "
+         "until time has passed (timer calibration, timed loops, overlap benchmarks) would otherwise never see "
+         "it pass, or see it move by noise alone; 0 turns this off",
          NULL, NM_KEY_NONNEG},
         {"shim.connect_timeout", NM_KEY_INT, "ps", "60 s", "project choice (a rank that leaves before MPI_Init)",
          "when ranks have not connected to the model server and none has connected for this long, the run "

@@ -27,6 +27,7 @@ typedef struct ms_state {
     int64_t call_start_ps;
     int64_t last_exit_ns;        /* the rank's clock reading (clock_now) when its last MPI call returned */
     int calibrating;             /* clock_calibrate runs: ms_enter/ms_exit only take their readings */
+    int clock_read;              /* the call being entered is a clock read (ms_read_virtual_clock) */
     int64_t calib_enter_ns, calib_exit_ns, calib_mono;
     int64_t last_exit_mono_ns;
     /* the thread's CPU clock without a system call (clock_now): a task-clock perf event's page
