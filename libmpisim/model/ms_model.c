@@ -713,8 +713,8 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
         match(m, g, r, tmax(d, r->post), 0);
         return;
     }
-    qs = mq_get(m, g->ctx, g->dst, g->src_c);
-    qa = mq_get(m, g->ctx, g->dst, MS_ANY_SOURCE);
+    if (!qs) qs = mq_get(m, g->ctx, g->dst, g->src_c);   /* found above, or made now */
+    if (!qa) qa = mq_get(m, g->ctx, g->dst, MS_ANY_SOURCE);
     if (!qs || !qa) { model_error(m, "out of memory (match queues)"); return; }
     unexp_append(qs, qa, g);
     rank_state *rs = &m->ranks[g->dst];

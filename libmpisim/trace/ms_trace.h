@@ -180,6 +180,13 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
 
 /* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */
 int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen);
+/* The same in two parts, for a reader of the records that checks each stretch just before it
+ * reads it (replay: one pass over the records instead of two): what is not per record (the
+ * communicators, each rank's number and text), then rank i's records [from, to). A trace passes
+ * ms_trace_validate if and only if it passes the first and the second on every rank's records. */
+int ms_trace_validate_shape(const ms_trace *t, const char *name, char *err, size_t errlen);
+int ms_trace_validate_events(const ms_trace *t, int rank, size_t from, size_t to, const char *name, char *err,
+                             size_t errlen);
 
 /* (Re)compute every rank's matched_source/matched_tag/complete_ps from its RESOLVE and RESUME
  * records (the readers do this; for traces built in memory). */

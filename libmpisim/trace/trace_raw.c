@@ -835,7 +835,7 @@ static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *
                         size_t errlen)
 {
     const ms_trace_rank *r = &t->ranks[i];
-    const char *fn = ms_trace_fn_name(t, e->fn);
+#define fn ms_trace_fn_name(t, e->fn)   /* looked up for a message only (this runs per record) */
     int sized = e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL ||
                 e->kind == MS_MSG_RESOLVE;
     if (sized && e->bytes > MS_TRACE_MAX_BYTES)
@@ -864,10 +864,57 @@ static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *
                              "%s: rank %d event %zu (%s): computation of %lld ps (%lld ns measured), outside 0..2^60 ps "
                              "(damaged record?)",
                              name, i, k, fn, (long long)e->compute_ps, (long long)e->raw_compute_ns);
+#undef fn
     return 0;
 }
 
-int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen)
+int ms_trace_validate_events(const ms_trace *t, int i, size_t from, size_t to, const char *name, char *err,
+                             size_t errlen)
+{
+    const ms_trace_rank *r = &t->ranks[i];
+    if (to > r->nev) to = r->nev;
+    for (size_t k = from; k < to; k++) {
+        const ms_trace_event *e = &r->ev[k];
+        /* most records: what the general checks below would find, in fewer steps */
+        if (e->kind == MS_MSG_TR_EXIT || e->kind == MS_MSG_CLOCK) continue;
+        if ((e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV) && e->bytes <= MS_TRACE_MAX_BYTES) continue;
+        if (e->kind == MS_MSG_TR_CALL && e->compute_ps >= 0 && e->compute_ps <= MS_TRACE_MAX_GAP_PS &&
+            e->raw_compute_ns >= 0 && e->raw_compute_ns <= MS_TRACE_MAX_GAP_PS / 1000)
+            continue;
+        if (!known_kind(e->kind))
+            return ms_trace_fail(err, errlen, "%s: rank %d event %zu: unknown kind %d", name, i, k, e->kind);
+        size_t limit = 0;
+        int check = 1;
+        switch (e->kind) {
+        case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = r->nlists; break;
+        case MS_MSG_RESUME: limit = r->nresults; break;
+        case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: limit = r->ntext; break;
+#ifdef MS_SITE_TEXT
+        case MS_MSG_SITE: limit = r->ntext; break;
+#endif
+        case MS_MSG_COMM_ADD:
+            if (e->list_off < 0 || (size_t)e->list_off >= t->ncomms || t->comms[e->list_off].size != e->peer ||
+                t->comms[e->list_off].id != e->comm)
+                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: communicator index out of range", name, i,
+                                     k);
+            check = 0;
+            break;
+        default: check = 0;
+        }
+        if (check && (e->list_n < 0 || e->list_off < 0 || (uint64_t)e->list_off + (uint64_t)e->list_n > limit))
+            return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) out of range", name, i, k,
+                                 (long long)e->list_off, e->list_n);
+        if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE || e->kind == 12) &&
+            (size_t)e->list_off + (size_t)e->list_n >= r->ntext)
+            return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
+        if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))
+            return ms_trace_fail(err, errlen, "%s: rank %d event %zu: bad collective kind %d", name, i, k, e->mode);
+        if (check_bounds(t, e, name, i, k, err, errlen) < 0) return -1;
+    }
+    return 0;
+}
+
+static int validate_comms(const ms_trace *t, const char *name, char *err, size_t errlen)
 {
     if (t->nranks < 1) return ms_trace_fail(err, errlen, "%s: no ranks", name);
     for (size_t c = 0; c < t->ncomms; c++) {
@@ -881,43 +928,34 @@ int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t err
                                      t->nranks);
         }
     }
-    for (int i = 0; i < t->nranks; i++) {
-        const ms_trace_rank *r = &t->ranks[i];
-        if (r->rank != i) return ms_trace_fail(err, errlen, "%s: rank %d is stored as rank %d", name, i, r->rank);
-        for (size_t k = 0; k < r->nev; k++) {
-            const ms_trace_event *e = &r->ev[k];
-            if (!known_kind(e->kind))
-                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: unknown kind %d", name, i, k, e->kind);
-            size_t limit = 0;
-            int check = 1;
-            switch (e->kind) {
-            case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = r->nlists; break;
-            case MS_MSG_RESUME: limit = r->nresults; break;
-            case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: limit = r->ntext; break;
-#ifdef MS_SITE_TEXT
-            case MS_MSG_SITE: limit = r->ntext; break;
-#endif
-            case MS_MSG_COMM_ADD:
-                if (e->list_off < 0 || (size_t)e->list_off >= t->ncomms || t->comms[e->list_off].size != e->peer ||
-                    t->comms[e->list_off].id != e->comm)
-                    return ms_trace_fail(err, errlen, "%s: rank %d event %zu: communicator index out of range", name,
-                                         i, k);
-                check = 0;
-                break;
-            default: check = 0;
-            }
-            if (check && (e->list_n < 0 || e->list_off < 0 || (uint64_t)e->list_off + (uint64_t)e->list_n > limit))
-                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) out of range", name, i, k,
-                                     (long long)e->list_off, e->list_n);
-            if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE || e->kind == 12) &&
-                (size_t)e->list_off + (size_t)e->list_n >= r->ntext)
-                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
-            if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))
-                return ms_trace_fail(err, errlen, "%s: rank %d event %zu: bad collective kind %d", name, i, k, e->mode);
-            if (check_bounds(t, e, name, i, k, err, errlen) < 0) return -1;
-        }
-        if (r->ntext && r->text[r->ntext - 1] != 0)
-            return ms_trace_fail(err, errlen, "%s: rank %d: text not terminated", name, i);
-    }
+    return 0;
+}
+
+/* 0: rank i is stored as rank i; part 1: its text is terminated */
+static int validate_rank(const ms_trace *t, int i, int part, const char *name, char *err, size_t errlen)
+{
+    const ms_trace_rank *r = &t->ranks[i];
+    if (part == 0 && r->rank != i) return ms_trace_fail(err, errlen, "%s: rank %d is stored as rank %d", name, i, r->rank);
+    if (part == 1 && r->ntext && r->text[r->ntext - 1] != 0)
+        return ms_trace_fail(err, errlen, "%s: rank %d: text not terminated", name, i);
+    return 0;
+}
+
+int ms_trace_validate_shape(const ms_trace *t, const char *name, char *err, size_t errlen)
+{
+    if (validate_comms(t, name, err, errlen) < 0) return -1;
+    for (int i = 0; i < t->nranks; i++)
+        if (validate_rank(t, i, 0, name, err, errlen) < 0 || validate_rank(t, i, 1, name, err, errlen) < 0) return -1;
+    return 0;
+}
+
+int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen)
+{
+    if (validate_comms(t, name, err, errlen) < 0) return -1;
+    for (int i = 0; i < t->nranks; i++)
+        if (validate_rank(t, i, 0, name, err, errlen) < 0 ||
+            ms_trace_validate_events(t, i, 0, t->ranks[i].nev, name, err, errlen) < 0 ||
+            validate_rank(t, i, 1, name, err, errlen) < 0)
+            return -1;
     return 0;
 }

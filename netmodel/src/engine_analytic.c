@@ -29,23 +29,31 @@
 
 enum { EV_INJECT, EV_HEAD, EV_ARRIVE, EV_DELIVER };
 
+/* A packet has one pending event at a time: the event is its time and (sequence number, packet)
+ * in one word, 16 bytes (the heap moves half the bytes of time, seq, type, packet), its type in
+ * the packet. The sequence numbers are unique, so (seq << PKT_BITS | packet) orders as seq. */
+#define PKT_BITS 24
+#define PKT_MAX (1 << PKT_BITS)
+#define SEQ_MAX (UINT64_C(1) << (64 - PKT_BITS))   /* 1.1e12 events: days of a run */
 typedef struct ev {
     nm_time_t time;
-    uint64_t seq;
-    int type;
-    int pkt;
+    uint64_t sp;         /* seq << PKT_BITS | packet */
 } ev;
+static inline int ev_pkt(const ev *e) { return (int)(e->sp & (PKT_MAX - 1)); }
 
+/* 64 bytes, in a pool aligned to 64: one cache line per packet. */
 typedef struct pkt {
     int src, dst;
+    int hop;             /* channel index of the next/current head event */
+    int h;               /* header bytes: the route's nchannels - 1 */
+    int next_free;       /* free-list link */
+    int etype;           /* the type of its pending event */
     uint64_t payload, cookie;
     nm_time_t inject;
-    int hop;             /* channel index of the next/current head event */
     nm_time_t tau;       /* bottleneck character time so far */
-    int next_free;       /* free-list link */
-    int h;               /* header bytes: the route's nchannels - 1 */
     const int *chan;     /* the route's channels (the topology is not changed while the engine runs) */
 } pkt;
+_Static_assert(sizeof(pkt) == 64, "a packet is one cache line");
 
 /* A directed channel's state and the constants of its link that a head needs, side by side: one
  * cache line for a hop instead of one each for the link, its free time and its busy time. */
@@ -79,7 +87,7 @@ typedef struct analytic {
 /* (time, seq) as one 128-bit number: one compare-and-borrow instead of two compares and a branch
  * (time the signed high half, seq the unsigned low half: the same order as comparing time, then seq). */
 __extension__ typedef __int128 ev_key;
-static inline ev_key key_of(const ev *e) { return (ev_key)((__extension__(unsigned __int128)(uint64_t)e->time << 64) | e->seq); }
+static inline ev_key key_of(const ev *e) { return (ev_key)((__extension__(unsigned __int128)(uint64_t)e->time << 64) | e->sp); }
 
 static inline int ev_less(const ev *a, const ev *b) { return key_of(a) < key_of(b); }
 
@@ -88,6 +96,7 @@ static inline size_t ev_less_nb(const ev *a, const ev *b) { return (size_t)(key_
 
 static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
 {
+    if (A->seq >= SEQ_MAX) return -1;
     if (A->nheap == A->capheap) {
         size_t nc = A->capheap ? 2 * A->capheap : 256;
         ev *nh = realloc(A->heap, nc * sizeof *nh);
@@ -95,7 +104,8 @@ static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
         A->heap = nh;
         A->capheap = nc;
     }
-    ev e = {time, A->seq++, type, pkt};
+    ev e = {time, (A->seq++ << PKT_BITS) | (uint64_t)pkt};
+    A->pk[pkt].etype = type;
     size_t i = A->nheap++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -135,7 +145,9 @@ static void heap_pop_top(analytic *A)
  * all events is the one of pop-then-push. */
 static void heap_replace_top(analytic *A, nm_time_t time, int type, int pkt)
 {
-    ev e = {time, A->seq++, type, pkt};
+    /* past SEQ_MAX the numbers would wrap into the packet bits: an_run_* fails first */
+    ev e = {time, (A->seq++ << PKT_BITS) | (uint64_t)pkt};
+    A->pk[pkt].etype = type;
     sift_down(A, e);
 }
 
@@ -148,10 +160,13 @@ static int pkt_alloc(analytic *A)
         A->free_pk = A->pk[i].next_free;
         return i;
     }
+    if (A->npk >= PKT_MAX) return -1;   /* packets in flight: their index must fit beside seq */
     if (A->npk == A->cappk) {
         int nc = A->cappk ? 2 * A->cappk : 256;
-        pkt *np = realloc(A->pk, (size_t)nc * sizeof *np);
+        pkt *np = aligned_alloc(64, (size_t)nc * sizeof *np);   /* sizeof(pkt) = 64 */
         if (!np) return -1;
+        if (A->npk) memcpy(np, A->pk, (size_t)A->npk * sizeof(pkt));
+        free(A->pk);
         A->pk = np;
         A->cappk = nc;
     }
@@ -252,9 +267,10 @@ static nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
  * (delivery; then the user's callbacks run, which may inject). */
 static int process(analytic *A, const ev *E)
 {
-    int i = E->pkt;
+    int i = ev_pkt(E);
     pkt *p = &A->pk[i];
-    switch (E->type) {
+    if (A->seq >= SEQ_MAX) return -1;   /* the next sequence number would not fit */
+    switch (p->etype) {
     case EV_INJECT: {
         nm_time_t a0 = tmax(E->time, A->nic_send_free[p->src]) + A->nic_send;
         A->nic_send_free[p->src] = a0;

@@ -207,6 +207,10 @@ struct nm_routing {
     uint64_t *key;
     croute **val;
     size_t cap, n;
+    /* the last pair asked for: the network and its engine ask for a packet's route one after the
+     * other, and a pair's packets come in runs */
+    uint64_t last_k;
+    croute *last_c;
     char **blocks;
     size_t nblocks, bcap, bleft;
     char *bp;
@@ -340,6 +344,8 @@ static void routing_clear(nm_topology *t)
     R->bleft = 0;
     R->bp = NULL;
     /* the cache keeps the given routes only */
+    R->last_k = 0;
+    R->last_c = NULL;
     free(R->key);
     free(R->val);
     R->key = NULL;
@@ -930,8 +936,13 @@ const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
     nm_routing *R = t->rt;
     if (!R || src < 0 || dst < 0 || src >= t->nhosts || dst >= t->nhosts || src == dst) return &no_route;
     uint64_t k = (uint64_t)src * (uint64_t)t->nhosts + (uint64_t)dst + 1;
+    if (k == R->last_k) return &R->last_c->r;
     croute *c = cache_find(R, k);
-    if (c) return &c->r;
+    if (c) {
+        R->last_k = k;
+        R->last_c = c;
+        return &c->r;
+    }
     int nitb = 0, n = route_compute(t, R, src, dst, &nitb);
     int nhops = 0;
     for (int i = 1; i < n; i++) {
@@ -972,6 +983,8 @@ const nm_route *nm_route_get(const nm_topology *t, int src, int dst)
         }
     }
     if (cache_put(R, k, c) != 0) return &no_route;
+    R->last_k = k;
+    R->last_c = c;
     return &c->r;
 }
 

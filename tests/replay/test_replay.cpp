@@ -120,6 +120,50 @@ TEST(Replay, DeterministicOnMyrinetAndAnalytic)
     ms_trace_free(t);
 }
 
+// The replay checks each record just before it reads it (ms_trace_validate_events) rather than in
+// a pass before it starts: a damaged record anywhere, in the middle of a rank's records, in the
+// records a deadlock never reaches, or behind MPI_Finalize, is still the error
+// ms_trace_validate names, with no result.
+TEST(Replay, DamagedRecordsAreFoundWhereverTheyAre)
+{
+    struct Case {
+        const char *what;
+        int rank;
+        double where;   // fraction of the rank's records
+        bool after_finalize;
+    } cases[] = {{"middle", 5, 0.5, false}, {"first", 0, 0.0, false}, {"last record", 15, 1.0, false},
+                 {"behind MPI_Finalize", 7, 0.0, true}};
+    for (const Case &c : cases) {
+        ms_trace *t = synth_stencil(16, 20, 512, 200000);
+        ms_trace_rank *r = &t->ranks[c.rank];
+        size_t k = 0;
+        if (c.after_finalize) {   // 300 CLOCK records, then a WAIT (whose list is out of range)
+            ms_trace_event *ev = (ms_trace_event *)realloc(r->ev, (r->nev + 301) * sizeof *ev);
+            ASSERT_NE(ev, nullptr);
+            r->ev = ev;
+            memset(&r->ev[r->nev], 0, 301 * sizeof *ev);
+            for (int i = 0; i < 300; i++) r->ev[r->nev++].kind = MS_TRACE_CLOCK;
+            k = r->nev++;
+            r->ev[k].kind = MS_TRACE_WAIT;
+        } else {
+            k = c.where >= 1.0 ? r->nev - 1 : (size_t)(c.where * (double)r->nev);
+            while (r->ev[k].kind != MS_TRACE_WAIT) k = k + 1 < r->nev ? k + 1 : 0;
+        }
+        r->ev[k].list_off = (int64_t)r->nlists + 1;
+        r->ev[k].list_n = 2;
+        char want[256], err[1024];
+        ASSERT_LT(ms_trace_validate(t, "trace", want, sizeof want), 0);
+        Outcome o = replay(t, {"network.engine=analytic"});
+        EXPECT_FALSE(o.ok) << c.what;
+        EXPECT_EQ(o.err, std::string(want)) << c.what;
+        EXPECT_NE(o.err.find("rank " + std::to_string(c.rank) + " event " + std::to_string(k) + ":"),
+                  std::string::npos) << c.what << ": " << o.err;
+        EXPECT_EQ(o.res.ranks, nullptr) << c.what;
+        (void)err;
+        ms_trace_free(t);
+    }
+}
+
 TEST(Replay, FanInAndOutFinish)
 {
     ms_trace *t = synth_fan(8, 2, 2048);
