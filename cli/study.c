@@ -30,6 +30,9 @@
  * types and access pattern, nothing else), the fastest repetition of several runs counting. */
 enum { CAL_N = 144, CAL_REPEAT = 15, CAL_RUNS = 3 };
 
+/* A point whose first run modelled less than this runs three times as often (below). */
+#define SMALL_POINT_S 0.010
+
 static int parse_list(const char *s, int *out, int max)
 {
     int n = 0;
@@ -237,7 +240,7 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; the one-rank points 3K times (default 3)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; the one-rank points and those under 10 ms 3K times (default 3)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -324,9 +327,9 @@ int mpisim_study_main(int argc, char **argv)
     }
     /* the CPU factor and where it came from, recorded in every report's configuration */
     static char source[1200];
-    double cpu_factor = -1;
+    double cpu_factor = -1, here = -1;
     if (!strcmp(cpu_factor_arg, "calibrate")) {
-        double here = calibrate_ns_per_mac(&o, out);
+        here = calibrate_ns_per_mac(&o, out);
         if (here <= 0) {
             fprintf(stderr, "mpisim study: the calibration run (matmul, P = 1, N = %d) failed\n", CAL_N);
             return 1;
@@ -356,52 +359,88 @@ int mpisim_study_main(int argc, char **argv)
             fprintf(stderr, "mpisim study: cpu factor %.9g from %s\n", cpu_factor, cpu_factor_arg);
         }
     }
-    o.cpu_factor = cpu_factor;
-    o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
     char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64], fac_path[PATH_MAX + 64];
-    if (cpu_factor > 0) {
-        snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
-        FILE *ff = fopen(fac_path, "w");
-        if (ff) {
-            fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
-            fclose(ff);
+    double *t = calloc((size_t)(np * ns), sizeof *t);
+    /* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
+     * multiply-add for all 45 of its repetitions, against 0.295 in the study's own one-rank runs a
+     * minute later, a factor 28 % low for every point). The grid's one-rank N = CAL_N point is the
+     * calibration's own configuration: when it shows the machine 3 % faster than the calibration
+     * did, the factor is taken from it and the grid runs once more. */
+    for (int attempt = 0;; attempt++) {
+        o.cpu_factor = cpu_factor;
+        o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
+        if (cpu_factor > 0) {
+            snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
+            FILE *ff = fopen(fac_path, "w");
+            if (ff) {
+                fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
+                fclose(ff);
+            }
+            char set[128];
+            snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
+            if (nm_config_set(cfg, set, source, err, sizeof err) < 0) {
+                fprintf(stderr, "mpisim: %s\n", err);
+                return 2;
+            }
         }
-        char set[128];
-        snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
-        if (nm_config_set(cfg, set, source, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim: %s\n", err);
-            return 2;
+        snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
+        snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
+        FILE *cf = fopen(cfg_path, "w");
+        if (cf) {
+            nm_config_write_json(cfg, cf, 0);
+            fclose(cf);
         }
-    }
-    snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
-    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
-    FILE *cf = fopen(cfg_path, "w");
-    if (cf) {
-        nm_config_write_json(cfg, cf, 0);
-        fclose(cf);
+        memset(t, 0, (size_t)(np * ns) * sizeof *t);
+        fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
+        /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
+         * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
+         * run, so repetitions within one run do not escape it) */
+        /* Small points run three times as often, in the same passes: one run's process can compute
+         * at 1.6x its usual CPU time for its whole life (raw == wall, not switched out: the host's
+         * share of that vCPU; 3 of 6 runs of P = 8, N = 48 had some or all of their ranks so), and a
+         * rank of a small point computes for microseconds, so one such process decides the point.
+         * Small: the first run modelled under SMALL_POINT_S. The one-rank points always (their time
+         * divides into every efficiency of the column). */
+        int more_runs = runs > 1 ? 3 * runs : 1;
+        char *cheap = calloc((size_t)(np * ns), 1);
+        for (int run = 0; run < more_runs; run++)
+            for (int j = 0; j < ns; j++)
+                for (int i = 0; i < np; i++) {
+                    if (run >= runs && !cheap[i * ns + j]) continue;
+                    snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
+                             runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
+                    double v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report);
+                    if (run == 0) cheap[i * ns + j] = procs[i] == 1 || (v > 0 && v < SMALL_POINT_S);
+                    double *best = &t[i * ns + j];
+                    if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
+                    fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], v * 1e3);
+                }
+        free(cheap);
+        int b1 = -1, jc = -1;
+        for (int i = 0; i < np; i++)
+            if (procs[i] == 1) b1 = i;
+        for (int j = 0; j < ns; j++)
+            if (sizes[j] == CAL_N) jc = j;
+        double seen = here > 0 && b1 >= 0 && jc >= 0 && t[b1 * ns + jc] > 0
+                          ? t[b1 * ns + jc] / cpu_factor * 1e9 / ((double)CAL_N * CAL_N * CAL_N)
+                          : -1;
+        if (attempt == 0 && seen > 0 && seen < 0.97 * here) {
+            fprintf(stderr,
+                    "mpisim study: the calibration ran slow (%.4f ns per multiply-add; the grid's one-rank N = %d "
+                    "runs %.4f): the grid again with cpu factor %.2f\n",
+                    here, CAL_N, seen, SEED000_NS_PER_MAC / seen);
+            here = seen;
+            cpu_factor = SEED000_NS_PER_MAC / here;
+            snprintf(source, sizeof source,
+                     "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
+                     "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of its "
+                     "study's runs: the calibration run had met a slow spell)",
+                     SEED000_NS_PER_MAC, here, CAL_N);
+            continue;
+        }
+        break;
     }
     nm_config_destroy(cfg);
-    double *t = calloc((size_t)(np * ns), sizeof *t);
-    fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
-    /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
-     * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
-     * run, so repetitions within one run do not escape it) */
-    /* The one-rank time divides into every efficiency of its column, and one rank's process
-     * computing for a few microseconds is the likeliest to meet a slow spell of its own (1 run in
-     * 10-60 of matmul P = 1, N = 32 here took 1.4-1.6x its usual time, all its repetitions): the
-     * P = 1 points run three times as often, in the same passes (a run costs ~0.3 s). */
-    int one_rank_runs = runs > 1 ? 3 * runs : 1;
-    for (int run = 0; run < one_rank_runs; run++)
-        for (int j = 0; j < ns; j++)
-            for (int i = 0; i < np; i++) {
-                if (run >= runs && procs[i] != 1) continue;
-                snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
-                         runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
-                double v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report);
-                double *best = &t[i * ns + j];
-                if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) *best = v;
-                fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], v * 1e3);
-            }
     FILE *csv = fopen(csv_path, "w");
     if (!csv) {
         fprintf(stderr, "mpisim study: cannot write %s: %s\n", csv_path, strerror(errno));
