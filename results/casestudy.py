@@ -97,7 +97,10 @@ def networking(mpisim, measure):
 
 def computing(mpisim, matmul, trace, scale, jobs):
     if not os.path.exists(trace):
-        run([mpisim, "trace", "-o", trace, "-n", "8", "--", matmul, "64", "--repeat", str(REPEAT)])
+        # from matmul's folder, as ./matmul: the trace records the command line, and a committed
+        # trace must not carry one machine's path
+        run([mpisim, "trace", "-o", os.path.abspath(trace), "-n", "8", "--", "./" + os.path.basename(matmul), "64",
+             "--repeat", str(REPEAT)], cwd=os.path.dirname(os.path.abspath(matmul)))
         shutil.rmtree(trace + ".raw", ignore_errors=True)
     rows = []
     for low, high in MARKS:
