@@ -205,6 +205,17 @@ static __attribute__((noinline)) int calib_wrapper(int x)
 }
 static int (*volatile calib_wrapper_fn)(int) = calib_wrapper;   /* called like a PLT call */
 
+/* Insert x into the sorted v[0..*k) (room for one more; the callers keep at most 16). */
+static void sorted_insert(int64_t *v, int *k, int64_t x)
+{
+    int j = (*k)++;
+    while (j > 0 && v[j - 1] > x) {
+        v[j] = v[j - 1];
+        j--;
+    }
+    v[j] = x;
+}
+
 /* Called at the end of an MPI call during which the thread was switched out: whatever ran
  * meanwhile left the caches and TLBs cold, and the way back into the program and into the next
  * wrapper pays for it inside the next gap (measured beside a CPU-bound job: an empty gap took
@@ -227,17 +238,9 @@ static void clock_woken(const void *wrapper_ret)
         enum { N = sizeof S.cold_trial_ns / sizeof S.cold_trial_ns[0] };
         S.cold_trial_ns[S.ck.cold_trials++ % N] = S.calib_enter_ns - exit_side;
         int64_t v[N];
-        int k = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
-        for (int i = 0; i < k; i++) {   /* insertion: at most 16 */
-            int j = i;
-            while (j > 0 && v[j - 1] > S.cold_trial_ns[i]) {
-                v[j] = v[j - 1];
-                j--;
-            }
-            v[j] = S.cold_trial_ns[i];
-        }
+        int k = 0, n = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
+        for (int i = 0; i < n; i++) sorted_insert(v, &k, S.cold_trial_ns[i]);
         S.ck.cold_baseline_ns = v[k / 2];
-        S.cold_excess_ns = v[k / 2] > S.ck.baseline_ns ? v[k / 2] - S.ck.baseline_ns : 0;
     }
 }
 
@@ -319,14 +322,7 @@ static int rp_stats(const rp_ring *r, uint32_t now, int64_t *min, int64_t *media
     int64_t v[RP_RING];
     int k = 0;
     for (uint32_t i = 0; i < RP_RING && i < r->n; i++)
-        if (now - r->seq[i] <= RP_HORIZON) {
-            int j = k++;   /* insertion sort: at most 16 */
-            while (j > 0 && v[j - 1] > r->ns[i]) {
-                v[j] = v[j - 1];
-                j--;
-            }
-            v[j] = r->ns[i];
-        }
+        if (now - r->seq[i] <= RP_HORIZON) sorted_insert(v, &k, r->ns[i]);
     if (k < RP_MIN) return 0;
     *min = v[0];
     *median = v[k / 2];
@@ -418,7 +414,8 @@ static int64_t clock_gap(int64_t now, int64_t mono, const void *site)
     int woken = S.ck_woken;
     S.ck_woken = 0;
     /* after a switch: what an empty gap costs right after one, measured (clock_woken) */
-    int64_t dw = woken ? (d > S.cold_excess_ns ? d - S.cold_excess_ns : 0) : d;
+    int64_t excess = S.ck.cold_baseline_ns > base ? S.ck.cold_baseline_ns - base : 0;
+    int64_t dw = woken ? (d > excess ? d - excess : 0) : d;
     int64_t c = rp_charge(dw, site, woken, desched);
     S.ck.gaps++;
     S.ck.raw_ns += raw;

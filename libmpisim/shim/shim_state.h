@@ -45,7 +45,6 @@ typedef struct ms_state {
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
     struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
     int64_t cold_trial_ns[16];   /* the last trials of an empty gap right after a switch */
-    int64_t cold_excess_ns;      /* their median over the baseline: taken off each gap after a switch */
     int rp_on;                   /* shim.return_path = measured */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
