@@ -871,8 +871,11 @@ def test_wtime_spin():
     m = re.search(r"waited=([0-9.]+) polls=(\d+)", p.stdout)
     waited, polls = round(float(m.group(1)) * 1e12), int(m.group(2))
     print(f"--compute cpu: waited {waited / 1e6:.3f} us in {polls} polls")
-    if not 10**9 <= waited < 10**9 + 5 * 10**6 or polls > 2000:
-        sys.exit("FAILED: a 1 ms wait on MPI_Wtime under --compute cpu should take 1 ms in about 1000 polls "
+    # polls: ~1000 on a quiet machine; under load more spin intervals carry a few ns of noise and
+    # advance the clock by that instead of the step (2632 seen in CI's -j2 run); the defect this
+    # catches took 3.3 M
+    if not 10**9 <= waited < 10**9 + 5 * 10**6 or polls > 50000:
+        sys.exit("FAILED: a 1 ms wait on MPI_Wtime under --compute cpu should take 1 ms in at most 50000 polls "
                  "(before: noise moved the clock, thousands of polls per microsecond)")
 
 
