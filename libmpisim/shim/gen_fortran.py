@@ -139,20 +139,22 @@ def forwarder(fn, cls, plist, names):
     cargs = [f'a{i}' for i in range(len(plist))] + ['ierr'] + [f'l{i}' for i in range(nchar)]
     ptypes = ', '.join(['void *'] * len(plist) + ['MPI_Fint *'] + ['size_t'] * nchar)
     real = 'ompi_' + fn[4:].lower() + '_f'
-    b = [f'    static void (*real)({ptypes});',
+    b = ['    uint64_t entry_tsc = ms_tsc();',
+         f'    static void (*real)({ptypes});',
          f'    if (!real) *(void **)&real = ms_f_real("{real}", "{fn}");',
          '    if (ms_bypass()) {',
          f'        real({", ".join(cargs)});',
          '        return;',
          '    }',
-         f'    ms_enter(MS_FN_{fn}, __builtin_return_address(0));']
+         f'    ms_enter_at(MS_FN_{fn}, __builtin_return_address(0), entry_tsc);']
     if cls == 'passthrough':
         b.append(f'    ms_passthrough(MS_FN_{fn});')
     else:
         b.append(f'    ms_unmodelled(MS_FN_{fn});')
     b += [f'    real({", ".join(cargs)});',
           f'    ms_unmodelled_done(MS_FN_{fn});',
-          f'    ms_exit(MS_FN_{fn}, ierr ? (int)*ierr : 0);']
+          f'    ms_exit(MS_FN_{fn}, ierr ? (int)*ierr : 0);',
+          '    ms_window_exit();']
     return params, b
 
 

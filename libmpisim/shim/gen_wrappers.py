@@ -157,8 +157,9 @@ def main():
         pn = 'P' + n
         c.append(sig)
         c.append('{')
+        c.append('    uint64_t entry_tsc = ms_tsc();   /* first: the wrapper window (shim.h) */')
         c.append(f'    if (ms_bypass()) return {pn}({args});')
-        c.append(f'    ms_enter(MS_FN_{n}, __builtin_return_address(0));')
+        c.append(f'    ms_enter_at(MS_FN_{n}, __builtin_return_address(0), entry_tsc);')
         if cls == 'modelled' and handler[1]:
             extra = [f'MS_FN_{n}'] if has_request(plist, names) else ['NULL', f'MS_FN_{n}']
             c.append(f'    int rc = ms_h_{handler[0]}({", ".join(names + extra)});')
@@ -173,6 +174,7 @@ def main():
             c.append(f'    int rc = {pn}({args});')
             c.append(f'    ms_unmodelled_done(MS_FN_{n});')
         c.append(f'    ms_exit(MS_FN_{n}, rc);')
+        c.append('    ms_window_exit();')
         c.append('    return rc;')
         c.append('}')
         c.append('')
