@@ -75,6 +75,10 @@ static inline void ms_window_exit(void)
     }
 }
 
+/* Set while the warm path probes the way into the next wrapper (warm_path.c): a generated
+ * wrapper entered then, on this thread, returns at once, before anything else. */
+MS_HIDDEN extern __thread int ms_probing __attribute__((tls_model("initial-exec")));
+
 /* ms_enter with the wrapper's entry stamp (ms_tsc() as its first instruction; 0: none). */
 MS_HIDDEN void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
 /* Is a model server attached (co-simulation), or only a trace being captured? */
