@@ -638,12 +638,12 @@ void ms_exit(ms_fn_id fn, int rc)
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
             if (S.ck_page && S.ck_page->lock != S.ck_seq_now) clock_woken(__builtin_return_address(0));
+            window_refine(S.last_exit_mono_ns);   /* before the reading: a gap may be measured from it */
             S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
             S.last_exit_seq = S.ck_seq_now;
             /* the wrapper's exit stamp follows (ms_window_exit); until it, none */
             ms_wrapper_window.exit_tsc = 0;
             S.window_exit_ok = ck_owner && S.ck_seq_now != 1;
-            window_refine(S.last_exit_mono_ns);
         }
     }
 }

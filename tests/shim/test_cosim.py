@@ -252,15 +252,14 @@ def test_charged_overhead():
     print(f"charged per empty MPI call: {alone:.0f} ns alone, {beside:.0f} ns beside a CPU-bound job "
           f"(method {c['method']}, baseline {c['baseline_ns']} ns subtracted per gap; beside: "
           f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out, cold baseline {cb['cold_baseline_ns']} ns "
-          f"from {cb['cold_trials']} trials)")
-    # issue 10: <= 50 ns per call. Alone it holds here and in CI; beside a CPU-bound job half the
-    # gaps follow a switch-out and start cold (docs/architecture.md, "The cold return path"):
-    # tests/bench/bench_charged.py measures that figure over interleaved runs (36-73 ns with the
-    # way back touched and the cold baseline subtracted, 57-150 ns without, on a loaded 2-core
-    # machine); the bound here catches losing those steps or charging the clock's own system calls
-    # again (1500-1700 ns per call before issue 10)
-    if alone > 50 or beside > 100:
-        sys.exit("FAILED: bounds 50 ns alone, 100 ns beside a CPU-bound job")
+          f"from {cb['cold_trials']} trials; {cb.get('window_gaps', 0)} gaps in the wrapper window)")
+    # issue 10: <= 50 ns per call, alone and beside. Beside a CPU-bound job half the gaps follow
+    # a switch-out and start cold (docs/architecture.md, "The cold return path"): with the wrapper
+    # window and the warm path's probe this test gave 14-19 ns beside (the lower of two runs),
+    # and tests/bench/bench_charged.py 21-28 ns over interleaved runs (65 ns for the build
+    # before them, 1500-1700 ns before issue 10)
+    if alone > 50 or beside > 50:
+        sys.exit("FAILED: bound 50 ns per call, alone and beside a CPU-bound job")
 
 
 def test_dlclose_sites():
