@@ -539,11 +539,23 @@ void ms_f_callsite(void *ret)
     if (!ms_bypass()) S.fortran_site = ret;
 }
 
+void ms_f_callsite_at(void *ret, uint64_t entry_tsc)
+{
+    if (!ms_bypass()) {
+        S.fortran_site = ret;
+        S.fortran_tsc = entry_tsc;
+    }
+}
+
 void ms_enter(ms_fn_id fn, void *callsite) { ms_enter_at(fn, callsite, 0); }
 
 void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 {
     if (S.depth++ == 0) {
+        if (S.fortran_tsc) {   /* called by a generated Fortran binding: its stamp */
+            entry_tsc = S.fortran_tsc;
+            S.fortran_tsc = 0;
+        }
         int64_t d = 0, ps = 0;
         int64_t mono = 0;
         if (S.params.compute_mode != MS_COMPUTE_NONE) {

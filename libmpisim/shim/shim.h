@@ -37,8 +37,10 @@ MS_HIDDEN int ms_clock_real(int clock, struct timespec *ts);   /* clock: a clock
 MS_HIDDEN void ms_program_clocks_start(void);
 MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
 MS_HIDDEN int ms_virtual_clock_on(void);
-/* a Fortran binding passes its caller's address for the C wrapper it is about to call */
+/* a Fortran binding passes its caller's address for the C wrapper it is about to call (and, from
+ * a generated binding, its own entry stamp: the wrapper window starts there) */
 void ms_f_callsite(void *ret);
+void ms_f_callsite_at(void *ret, uint64_t entry_tsc);
 MS_HIDDEN void ms_enter(ms_fn_id fn, void *callsite);
 MS_HIDDEN void ms_exit(ms_fn_id fn, int rc);
 
@@ -78,6 +80,9 @@ static inline void ms_window_exit(void)
 /* Set while the warm path probes the way into the next wrapper (warm_path.c): a generated
  * wrapper entered then, on this thread, returns at once, before anything else. */
 MS_HIDDEN extern __thread int ms_probing __attribute__((tls_model("initial-exec")));
+/* the generated Fortran bindings (gen_fortran.py), probed like the C wrappers */
+MS_HIDDEN extern void (*const ms_fortran_entries[])(void);
+MS_HIDDEN extern const int ms_fortran_entry_count;
 
 /* ms_enter with the wrapper's entry stamp (ms_tsc() as its first instruction; 0: none). */
 MS_HIDDEN void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc);

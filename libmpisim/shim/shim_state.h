@@ -94,6 +94,7 @@ typedef struct ms_state {
     uint64_t pc_pcs[MS_CS_MAX_DEPTH];
     int pc_npcs;
     void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
+    uint64_t fortran_tsc;        /* ... and the binding's entry stamp (0: none) */
     int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
     int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
     uint64_t call_bytes;

@@ -39,7 +39,8 @@ static struct {
     int nranges;
     volatile int stale;              /* an object was unloaded since */
     unsigned misses;                 /* call sites outside every range */
-    uintptr_t wrapper[MS_WRAPPER_COUNT];   /* the generated wrappers' entries, sorted */
+    uintptr_t wrapper[2 * MS_WRAPPER_COUNT];   /* the generated wrappers' and Fortran bindings' entries, sorted */
+    int nwrappers;
 } W;
 
 __thread int ms_probing;
@@ -52,7 +53,7 @@ static int cmp_uptr(const void *a, const void *b)
 
 static int is_wrapper(uintptr_t a)
 {
-    return bsearch(&a, W.wrapper, MS_WRAPPER_COUNT, sizeof W.wrapper[0], cmp_uptr) != NULL;
+    return bsearch(&a, W.wrapper, (size_t)W.nwrappers, sizeof W.wrapper[0], cmp_uptr) != NULL;
 }
 
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -72,8 +73,10 @@ void ms_wp_init(void)
 {
     memset(&W, 0, sizeof W);
     dl_iterate_phdr(add_object, NULL);
-    for (int i = 0; i < MS_WRAPPER_COUNT; i++) W.wrapper[i] = (uintptr_t)ms_wrapper_entries[i];
-    qsort(W.wrapper, MS_WRAPPER_COUNT, sizeof W.wrapper[0], cmp_uptr);
+    for (int i = 0; i < MS_WRAPPER_COUNT; i++) W.wrapper[W.nwrappers++] = (uintptr_t)ms_wrapper_entries[i];
+    for (int i = 0; i < ms_fortran_entry_count && W.nwrappers < 2 * MS_WRAPPER_COUNT; i++)
+        W.wrapper[W.nwrappers++] = (uintptr_t)ms_fortran_entries[i];
+    qsort(W.wrapper, (size_t)W.nwrappers, sizeof W.wrapper[0], cmp_uptr);
 }
 
 /* The ranges and learned calls again (after a dlclose, or for a call site in an object loaded
