@@ -231,7 +231,7 @@ static void clock_woken(const void *wrapper_ret)
     S.ck.woken_gaps++;
     S.ck_woken = 1;
     if (!S.rp_on) return;   /* shim.return_path = off: charged as it comes */
-    ms_wp_touch(S.site, wrapper_ret);
+    S.ck.probes += (uint64_t)ms_wp_touch(S.site, wrapper_ret);
     S.calibrating = 1;
     int64_t exit_side = S.calib_exit_ns = clock_now(&S.calib_mono);
     uint32_t seq = S.ck_seq_now;

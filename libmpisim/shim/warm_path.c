@@ -161,20 +161,20 @@ static uintptr_t call_target(uintptr_t ret, uintptr_t *stub)
     return mapped(target, 64, 1) ? target : 0;
 }
 
-void ms_wp_touch(const void *site, const void *wrapper_ret)
+int ms_wp_touch(const void *site, const void *wrapper_ret)
 {
     uintptr_t w = (uintptr_t)wrapper_ret, s = (uintptr_t)site;
     if (W.stale || (s && !mapped(s, 64, 1) && W.misses++ % 256 == 0)) refresh_ranges();
     if (w && mapped(w, 64, 1)) touch_lines(w, w + 64);
-    if (!s || !mapped(s, 64, 1)) return;
+    if (!s || !mapped(s, 64, 1)) return 0;
     unsigned k = slot_of(s);
     uintptr_t next = W.way[k].site == s ? W.way[k].next : 0;
     /* the program's code up to its next call (a loop's body), or its first lines */
     touch_lines(s, next > s && next - s <= WP_SPAN && mapped(next, 0, 1) ? next : s + 128);
-    if (!next) return;
+    if (!next) return 0;
     if (!(next > s && next - s <= WP_SPAN)) touch_lines(next - 64, next);
     uintptr_t stub, wrapper = call_target(next, &stub);
-    if (!wrapper) return;
+    if (!wrapper) return 0;
     touch_lines(wrapper, wrapper + 128);   /* its prologue and the bypass test */
     /* The probe: where the next call goes into one of our wrappers, go that way once, as the
      * program will (through its PLT stub: the indirect jump's prediction too), with the wrapper
@@ -182,8 +182,9 @@ void ms_wp_touch(const void *site, const void *wrapper_ret)
      * brings them into the instruction cache and the branch predictors, which a switch-out (or
      * the kernel's mitigations on the shim's system calls) left cold: the call into a wrapper
      * was the largest part of an empty gap beside a CPU-bound job. */
-    if (!is_wrapper(wrapper)) return;
+    if (!is_wrapper(wrapper)) return 0;
     ms_probing = 1;
     ((void (*)(void))(stub ? stub : wrapper))();
     ms_probing = 0;
+    return 1;
 }
