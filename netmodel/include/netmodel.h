@@ -191,6 +191,8 @@ typedef struct nm_delivery {
     nm_time_t inject_time;    /* when the packet was handed to the source NIC */
     nm_time_t deliver_time;   /* when its last character (CRC) reached the destination host */
     uint64_t cookie;          /* caller's tag, returned untouched */
+    uint32_t train;           /* 0: one packet; n > 0: the last packet of a train of n (the train's
+                               * other packets make no callback; see nm_network_inject_train) */
 } nm_delivery;
 
 typedef void (*nm_deliver_fn)(void *user, const nm_delivery *d);
@@ -205,6 +207,16 @@ void nm_network_set_callbacks(nm_network *net, nm_deliver_fn deliver, nm_drop_fn
  * GAP) is the engine's business. Returns 0, or negative on bad hosts / time. */
 int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payload_bytes,
                       nm_time_t t, uint64_t cookie);
+/* A packet train: `count` packets of `payload` bytes each from src to dst, packet i handed to the
+ * source NIC at t + i * period (period >= 0), all carrying `cookie`. The network behaves exactly
+ * as for `count` nm_network_inject calls (same delivery times, statistics, link busy times), but
+ * only the train's last packet makes a delivery callback (train = count); a caller that needs
+ * each packet's arrival injects packets. Other packets between the same hosts must not carry the
+ * same cookie while the train is in flight. Engines that can (myrinet) run the back-to-back
+ * packets of an uncontended train in a few events instead of a few per packet. Returns as
+ * nm_network_inject (nothing is injected on error); count 0 is an error. */
+int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
+                            nm_time_t period, uint64_t cookie);
 /* Time of the next pending engine event, NM_TIME_NEVER when idle. */
 nm_time_t nm_network_next_time(const nm_network *net);
 /* A multicast: one packet of `payload` bytes from src to each of dst[0..n-1] (distinct hosts, not
