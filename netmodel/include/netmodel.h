@@ -211,8 +211,9 @@ int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payl
  * source NIC at t + i * period (period >= 0), all carrying `cookie`. The network behaves exactly
  * as for `count` nm_network_inject calls (same delivery times, statistics, link busy times), but
  * only the train's last packet makes a delivery callback (train = count); a caller that needs
- * each packet's arrival injects packets. Other packets between the same hosts must not carry the
- * same cookie while the train is in flight. Engines that can (myrinet) run the back-to-back
+ * each packet's arrival injects packets. On an engine without trains of its own the network
+ * matches deliveries to the train by (src, dst, cookie): no other packet between the same hosts
+ * may then carry the same cookie while the train is in flight. Engines that can (myrinet) run the back-to-back
  * packets of an uncontended train in a few events instead of a few per packet. Returns as
  * nm_network_inject (nothing is injected on error); count 0 is an error. */
 int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
