@@ -218,6 +218,14 @@ int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payl
  * nm_network_inject (nothing is injected on error); count 0 is an error. */
 int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
                             nm_time_t period, uint64_t cookie);
+/* 1 when the engine runs trains itself (myrinet) and can cut them (nm_network_train_cut). */
+int nm_network_has_trains(const nm_network *net);
+/* Keep only the first `keep` packets of src's train `cookie` (on an engine with trains of its own):
+ * the others are withdrawn as if never injected; they must not have left the NIC yet (-1 if one
+ * has: a caller cuts before the network has run to their injection times). The kept packets not
+ * yet delivered make one callback at the last one's delivery (train = their number); *delivered
+ * (may be NULL) gets how many kept packets were delivered already (they make no callback). */
+int nm_network_train_cut(nm_network *net, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered);
 /* Time of the next pending engine event, NM_TIME_NEVER when idle. */
 nm_time_t nm_network_next_time(const nm_network *net);
 /* A multicast: one packet of `payload` bytes from src to each of dst[0..n-1] (distinct hosts, not

@@ -79,6 +79,7 @@ typedef struct {
     uint8_t completed, delivered;
     uint8_t cb;                /* makes a delivery callback: a packet, or the last of a train */
     uint32_t train;            /* packets of its train (0: a single packet) */
+    uint32_t tid;              /* its train's number (nm_network_train_cut finds the train by it) */
     mhop *hop;
     int caphop;
 } mworm;
@@ -166,6 +167,7 @@ typedef struct {
     /* trains (train_jump): the host whose train started a packet in this event, whether that
      * start followed the previous packet's tail on the host's channel; scratch buffers */
     int tr_host, tr_tail;
+    uint32_t ntrains;
     uint64_t ncb;
     int64_t *sbuf;
     size_t sn, scap;
@@ -1403,6 +1405,7 @@ static int train_jump(meng *e, int hid, nm_time_t lim)
                 w->ready = s2->ready;
                 w->cb = s2->cb;
                 w->train = s2->train;
+                w->tid = s2->tid;
                 for (int h = 0; h < w->nh; h++) {
                     mhop *hp = &w->hop[h];
                     if (hp->active) hp->avail += D;
@@ -1672,6 +1675,7 @@ static int inject_one(meng *e, int src, int dst, uint64_t payload, nm_time_t t, 
     w->completed = w->delivered = 0;
     w->cb = (uint8_t)cb;
     w->train = train;
+    w->tid = e->ntrains;
     w->qnext = -1;
     for (int h = 0; h < w->nh; h++) {
         mhop *hp = &w->hop[h];
@@ -1720,10 +1724,81 @@ static int eng_inject(void *p, int src, int dst, uint64_t payload, nm_time_t t, 
 static int eng_inject_train(void *p, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
                             nm_time_t period, uint64_t cookie)
 {
+    ((meng *)p)->ntrains++;
     for (uint32_t i = 0; i < count; i++) {
         int rc = inject_one(p, src, dst, payload, t + (nm_time_t)i * period, cookie, count, i + 1 == count);
         if (rc < 0) return rc;   /* only the first can fail (out of memory aside) */
     }
+    return 0;
+}
+
+/* nm_network_train_cut: the train's packets still in the NIC queue beyond the first `keep` leave
+ * it (the queue's later packets get their ready times again); the rest of the train is keep. */
+static int eng_train_cut(void *p, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered)
+{
+    meng *e = p;
+    mhost *ho = &e->host[src];
+    uint32_t count = 0, queued = 0, tid = 0;
+    int found = 0;
+    for (int q = ho->qhead; q >= 0; q = e->w[q].qnext) {   /* the latest train with that cookie */
+        const mworm *w = &e->w[q];
+        if (w->cookie == cookie && w->train) { tid = w->tid; found = 1; }   /* the last: queued by time */
+    }
+    if (!found) return -1;   /* all of it has left the NIC */
+#define MEMBER(w) ((w)->live && (w)->src == src && (w)->cookie == cookie && (w)->train && (w)->tid == tid)
+    for (int q = ho->qhead; q >= 0; q = e->w[q].qnext)
+        if (MEMBER(&e->w[q])) { count = e->w[q].train; queued++; }
+    uint32_t started = count - queued, flying = 0;
+    if (keep < started) return -1;
+    for (int wi = 0; wi < e->nw; wi++)   /* the started ones still in the network */
+        if (MEMBER(&e->w[wi]) && e->w[wi].hop[0].active && !e->w[wi].delivered) flying++;
+    *delivered = started - flying;
+    uint32_t rest = keep - *delivered;   /* the kept packets the callback will report */
+    for (int wi = 0; wi < e->nw; wi++)
+        if (MEMBER(&e->w[wi]) && e->w[wi].hop[0].active) e->w[wi].train = rest;
+    uint32_t seen = 0;
+    int prev = -1, youngest = -1;
+    for (int q = ho->qhead; q >= 0;) {
+        mworm *w = &e->w[q];
+        int next = w->qnext;
+        if (MEMBER(w) && w->train == count) {
+            if (started + seen < keep) {   /* kept */
+                w->train = rest;
+                youngest = q;
+                seen++;
+                prev = q;
+            } else {                       /* withdrawn */
+                if (prev < 0) ho->qhead = next; else e->w[prev].qnext = next;
+                w->qnext = -1;
+                ho->nq--;
+                e->st.packets_injected--;
+                worm_free(e, q);
+            }
+        } else {
+            prev = q;
+        }
+        q = next;
+    }
+    ho->qtail = prev;
+    nm_time_t r = ho->base_ready;
+    for (int q = ho->qhead; q >= 0; q = e->w[q].qnext) {   /* ready times behind the gap */
+        e->w[q].ready = tmax(e->w[q].inject, r) + e->send_cost;
+        r = e->w[q].ready;
+    }
+    if (youngest < 0 && rest > 0) {   /* all kept ones started: the youngest in flight, by its start */
+        nm_time_t best = -1;
+        for (int wi = 0; wi < e->nw; wi++) {
+            mworm *w = &e->w[wi];
+            if (MEMBER(w) && w->hop[0].active && !w->delivered && w->hop[0].nseg > 0 && w->hop[0].seg[0].t0 >= best) {
+                best = w->hop[0].seg[0].t0;
+                youngest = wi;
+            }
+        }
+    }
+#undef MEMBER
+    if (youngest >= 0 && rest > 0) e->w[youngest].cb = 1;
+    if (ho->qhead >= 0 && e->ch[ho->ch_out].owner < 0) sched(e, ent_nictx(e, src), e->w[ho->qhead].ready, CL_NORM);
+    else if (ho->qhead < 0) sched(e, ent_nictx(e, src), NM_TIME_NEVER, CL_NORM);
     return 0;
 }
 
@@ -1827,7 +1902,7 @@ static size_t eng_link_busy(const void *p, nm_time_t *busy, size_t max)
 const nm_engine_ops nm_engine_myrinet = {
     {"myrinet", "myrinet", "character-level wormhole with slack buffers, STOP/GO (seed 000)"}, 1, eng_create, eng_destroy, eng_inject, eng_next_time, eng_run_until, eng_now, eng_stats,
     eng_link_busy, .run_instants = eng_run_instants, .failure_reason = eng_failure_reason,
-    .inject_train = eng_inject_train,
+    .inject_train = eng_inject_train, .train_cut = eng_train_cut,
 };
 
 /* Keys only this engine reads, registered when the configuration lacks them. */

@@ -150,6 +150,20 @@ int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload,
     return 0;
 }
 
+int nm_network_has_trains(const nm_network *net)
+{
+    return net && net->ops->inject_train && net->ops->train_cut;
+}
+
+int nm_network_train_cut(nm_network *net, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered)
+{
+    if (!nm_network_has_trains(net) || src < 0 || src >= net->topo->nhosts) return -2;
+    uint32_t d = 0;
+    int rc = net->ops->train_cut(net->eng, src, cookie, keep, &d);
+    if (delivered) *delivered = d;
+    return rc;
+}
+
 int nm_network_has_multicast(const nm_network *net)
 {
     return net && net->ops->has_multicast && net->ops->has_multicast(net->eng);

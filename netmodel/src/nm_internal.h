@@ -119,6 +119,7 @@ typedef struct nm_engine_ops {
      * last): nm_network_inject_train, arguments checked. */
     int (*inject_train)(void *eng, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t, nm_time_t period,
                         uint64_t cookie);
+    int (*train_cut)(void *eng, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */
