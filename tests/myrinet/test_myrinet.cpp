@@ -560,6 +560,50 @@ TEST(Myrinet, ConsecutiveTrainsReportEach)
     EXPECT_TRUE(last[0] == last[1]);
 }
 
+// nm_network_train_cut: a train cut after K packets is the network of its first K packets alone
+// (withdrawn ones never injected), with the other host's traffic that follows; the kept packets
+// already delivered are told, the rest report at the last kept one.
+TEST(Myrinet, TrainCutKeepsTheFirstPackets)
+{
+    const nm_time_t P = 700000, T = 20 * P + 1;   // packets handed to the NIC every 0.7 us; cut at T
+    const uint32_t K = 21;                         // those handed over before T
+    std::map<uint64_t, nm_time_t> del[2];
+    std::vector<nm_time_t> obs[2];
+    uint32_t delivered = 99;
+    for (int mode = 0; mode < 2; mode++) {
+        Net n("crossbar:4", {});
+        if (mode == 0) {
+            ASSERT_EQ(nm_network_inject_train(n.net, 0, 3, 100, 60, 0, P, 5), 0);
+        } else {
+            for (uint32_t k = 0; k < K; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 3, 100, (nm_time_t)k * P, k + 1 == K ? 5 : 6), 0);
+        }
+        ASSERT_EQ(nm_network_run_until(n.net, T), 0);
+        if (mode == 0) {
+            ASSERT_EQ(nm_network_train_cut(n.net, 0, 5, K, &delivered), 0);
+            EXPECT_GT(delivered, 0u);
+            EXPECT_LT(delivered, K);
+            EXPECT_EQ(nm_network_train_cut(n.net, 0, 77, 1, nullptr), -1) << "no such train";
+        }
+        for (int k = 0; k < 4; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 3, 2000, T, 100 + k), 0);
+        ASSERT_EQ(nm_network_inject(n.net, 1, 3, 3000, T, 200), 0);
+        ASSERT_EQ(nm_network_run(n.net), 0);
+        for (auto &d : n.rec.del) {
+            if (d.cookie == 6) continue;
+            del[mode][d.cookie] = d.deliver_time;
+            if (mode == 0 && d.cookie == 5) { EXPECT_EQ(d.train, K - delivered); }
+        }
+        nm_stats st;
+        nm_network_stats(n.net, &st);
+        obs[mode] = {(nm_time_t)st.packets_injected, (nm_time_t)st.packets_delivered, (nm_time_t)st.char_hops};
+        std::vector<nm_time_t> b(nm_network_link_busy(n.net, nullptr, 0));
+        nm_network_link_busy(n.net, b.data(), b.size());
+        obs[mode].insert(obs[mode].end(), b.begin(), b.end());
+    }
+    EXPECT_EQ(del[0].size(), 6u);
+    EXPECT_TRUE(del[0] == del[1]);
+    EXPECT_EQ(obs[0], obs[1]);
+}
+
 // Engines without trains of their own: the network injects the packets and reports the last.
 TEST(Myrinet, TrainOnPacketEngine)
 {
