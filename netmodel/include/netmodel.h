@@ -191,8 +191,10 @@ typedef struct nm_delivery {
     nm_time_t inject_time;    /* when the packet was handed to the source NIC */
     nm_time_t deliver_time;   /* when its last character (CRC) reached the destination host */
     uint64_t cookie;          /* caller's tag, returned untouched */
-    uint32_t train;           /* 0: one packet; n > 0: the last packet of a train of n (the train's
-                               * other packets make no callback; see nm_network_inject_train) */
+    uint32_t train;           /* 0: one packet; n > 0: the last packet of a train, reporting n
+                               * packets: itself and those of the train delivered without a
+                               * callback (see nm_network_inject_train); a drop callback of a
+                               * train's packet other than its last reports that packet alone */
 } nm_delivery;
 
 typedef void (*nm_deliver_fn)(void *user, const nm_delivery *d);

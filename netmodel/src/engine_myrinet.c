@@ -1105,7 +1105,16 @@ static void drop_worm(meng *e, int wi)
     if (last->admitted && e->rxcap > 0) e->host[w->dst].slots--;
     e->st.packets_dropped++;
     e->ncb++;
-    nm_delivery d = {w->src, w->dst, w->payload, w->inject, e->now, w->cookie, 0};
+    /* a train's packet: its last reports the packets delivered unseen too; another leaves the
+     * train's callback one packet fewer to report */
+    uint32_t train = w->train && w->cb ? w->train : 0;
+    if (w->train && !w->cb)
+        for (int i = 0; i < e->nw; i++) {
+            mworm *o = &e->w[i];
+            if (i != wi && o->live && o->src == w->src && o->cookie == w->cookie && o->tid == w->tid && o->train)
+                o->train--;
+        }
+    nm_delivery d = {w->src, w->dst, w->payload, w->inject, e->now, w->cookie, train};
     nm_network_drop_(e->net, &d);
     worm_free(e, wi);
 }

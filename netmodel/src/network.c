@@ -15,7 +15,7 @@ struct nm_network {
     void *user;
     nm_time_t stop;     /* nm_network_run_instants: lowered by callbacks (nm_network_stop_before) */
     /* trains of an engine without inject_train: deliveries still held back, per train */
-    struct held_train { int src, dst; uint64_t cookie; uint32_t count, left; } *held;
+    struct held_train { int src, dst; uint64_t cookie; uint32_t count, left, dropped; } *held;
     size_t nheld, capheld;
 };
 
@@ -146,7 +146,7 @@ int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload,
         int rc = net->ops->inject(net->eng, src, dst, payload, t + (nm_time_t)i * period, cookie);
         if (rc < 0) return rc;   /* only the first can fail: the arguments are the same */
     }
-    net->held[net->nheld++] = (struct held_train){src, dst, cookie, count, count};
+    net->held[net->nheld++] = (struct held_train){src, dst, cookie, count, count, 0};
     return 0;
 }
 
@@ -266,7 +266,7 @@ void nm_network_deliver_(nm_network *net, const nm_delivery *d)
         if (h->src != d->src_host || h->dst != d->dst_host || h->cookie != d->cookie) continue;
         if (--h->left > 0) return;
         nm_delivery last = *d;
-        last.train = h->count;
+        last.train = h->count - h->dropped;   /* drops were reported on their own */
         *h = net->held[--net->nheld];
         if (net->deliver) net->deliver(net->user, &last);
         return;
@@ -277,11 +277,17 @@ void nm_network_deliver_(nm_network *net, const nm_delivery *d)
 void nm_network_drop_(nm_network *net, const nm_delivery *d)
 {
     if (!net) return;
+    nm_delivery last = *d;
     for (size_t i = 0; i < net->nheld; i++) {   /* the train has one packet less to wait for */
         struct held_train *h = &net->held[i];
         if (h->src != d->src_host || h->dst != d->dst_host || h->cookie != d->cookie) continue;
-        if (--h->left == 0) *h = net->held[--net->nheld];
+        if (--h->left == 0) {   /* its last: it reports the packets delivered unseen too */
+            last.train = h->count - h->dropped;
+            *h = net->held[--net->nheld];
+        } else {
+            h->dropped++;
+        }
         break;
     }
-    if (net->drop) net->drop(net->user, d);
+    if (net->drop) net->drop(net->user, &last);
 }
