@@ -333,6 +333,10 @@ static void push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint
 {
     push_ev(m, t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), type, -1, p, a);
 }
+static inline int ev_before(const ms_event *a, const ms_event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->order < b->order);
+}
 /* An EV_NIC that takes a packet already in the network as part of a train: ordered with the other
  * events exactly as push_internal's, but kept aside so that the network may run past it. */
 static void push_train_nic(ms_model *m, ms_time_t t, int node)
@@ -344,20 +348,18 @@ static void push_train_nic(ms_model *m, ms_time_t t, int node)
         m->tev = nt;
         m->captev = nc;
     }
-    m->tev[m->ntev++] = (ms_event){t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), NULL,
-                                   ((uint64_t)node << EV_TYPE_BITS) | EV_NIC};
-}
-static inline int ev_before(const ms_event *a, const ms_event *b)
-{
-    return a->t < b->t || (a->t == b->t && a->order < b->order);
+    ms_event ev = {t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), NULL,
+                   ((uint64_t)node << EV_TYPE_BITS) | EV_NIC};
+    size_t i = m->ntev++;   /* kept in order: the first is the next */
+    while (i > 0 && ev_before(&ev, &m->tev[i - 1])) { m->tev[i] = m->tev[i - 1]; i--; }
+    m->tev[i] = ev;
 }
 /* The earliest train EV_NIC (index in m->tev), -1 if none. */
-static long tev_first(const ms_model *m)
+static inline long tev_first(const ms_model *m) { return m->ntev ? 0 : -1; }
+static void tev_remove(ms_model *m, size_t i)
 {
-    long best = -1;
-    for (size_t i = 0; i < m->ntev; i++)
-        if (best < 0 || ev_before(&m->tev[i], &m->tev[best])) best = (long)i;
-    return best;
+    memmove(&m->tev[i], &m->tev[i + 1], (m->ntev - i - 1) * sizeof *m->tev);
+    m->ntev--;
 }
 /* The model's next event, trains' EV_NICs included; *tidx its index in m->tev or -1. */
 static const ms_event *next_event(const ms_model *m, long *tidx)
@@ -372,7 +374,7 @@ static void pop_event(ms_model *m, long tidx, ms_event *out)
 {
     if (tidx < 0) { ms_heap_pop(&m->heap, out); return; }
     *out = m->tev[tidx];
-    m->tev[tidx] = m->tev[--m->ntev];
+    tev_remove(m, (size_t)tidx);
 }
 /* How far the network may run: before the model's next event of its own heap, and before the
  * NIC takes its first packet after each train (that one is pushed when the train's last packet is
@@ -1155,7 +1157,7 @@ static void train_cut(ms_model *m, int node)
     for (size_t i = 0; i < m->ntev; i++)
         if ((int)EV_ARG(&m->tev[i]) == node) {
             ms_event ev = m->tev[i];
-            m->tev[i] = m->tev[--m->ntev];
+            tev_remove(m, i);
             if (ms_heap_push(&m->heap, &ev) != 0) model_error(m, "out of memory (event queue)");
             break;
         }
