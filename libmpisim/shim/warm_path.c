@@ -6,7 +6,9 @@
  * program's code from the call's return address to its next MPI call (the same as last time, in a
  * loop), the PLT stub and GOT slot that call goes through, the next wrapper's entry. Touching
  * them as data brings them into the unified L2 and their page-table entries into the caches, so
- * the gap pays L1 refills instead of misses to memory.
+ * the gap pays L1 refills instead of misses to memory; where the next call goes into one of our
+ * generated wrappers, that call is also made once (the probe, with ms_probing set: the wrapper
+ * returns at once), which warms the instruction side and the PLT stub's jump prediction too.
  *
  * The next call is decoded from the call instruction before its return address (x86-64:
  * `call rel32`, `call *disp32(%rip)`), and followed only into address ranges of loaded objects
