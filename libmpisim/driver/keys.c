@@ -27,8 +27,9 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "error|passthrough", 0},
         {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
          "an MPI_Wtime call (or a program clock read, shim.program_clocks) that finds the clock where the "
-         "previous one left it (no computation charged since: always under shim.compute = none, an empty "
-         "interval under cpu) advances it by this much, as computation: a program that spins on MPI_Wtime "
+         "previous one left it, or moved since by computation alone and by less than a tenth of this (always "
+         "under shim.compute = none; an empty interval under cpu, charged 0 or its noise) advances it by this "
+         "much, as computation: a program that spins on MPI_Wtime "
          "until time has passed (timer calibration, timed loops, overlap benchmarks) would otherwise never see "
          "it pass, or see it move by noise alone; 0 turns this off",
          NULL, NM_KEY_NONNEG},

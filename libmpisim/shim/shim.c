@@ -588,14 +588,18 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
             S.compute_ps += ps;
         }
         ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
-        /* A clock read that finds the clock where the previous read left it (no computation
-         * charged since: none under --compute none, an empty gap under cpu after the baseline)
-         * advances it by shim.wtime_stall, as computation: a program that spins on the clock
-         * until time has passed would otherwise wait for ever, or, measured, until noise moved
-         * it (a 2 us spin took 10-25 us and thousands of reads) */
+        /* A clock read that finds the clock where the previous read left it, or moved since by
+         * computation alone and by less than a tenth of shim.wtime_stall (nothing charged: always
+         * under --compute none; an empty gap under cpu, which after the baseline is 0 or the
+         * counter's noise of ~10 ns), advances it by shim.wtime_stall, as computation: a program
+         * that spins on the clock until time has passed would otherwise wait for ever, or,
+         * measured, until noise moved it (a 2 us spin took 10-25 us and thousands of reads; under
+         * load, with more intervals carrying noise, 2632 reads for 1 ms) */
         if (__builtin_expect(S.clock_read, 0)) {
             S.clock_read = 0;
-            if (S.clock_ps == S.wtime_last_ps) S.extra_compute_ps += S.params.wtime_stall_ps;
+            int64_t moved = S.clock_ps - S.wtime_last_ps;
+            if (moved == S.compute_ps - S.wtime_last_compute_ps && moved < S.params.wtime_stall_ps / 10)
+                S.extra_compute_ps += S.params.wtime_stall_ps;
         }
         if (S.extra_compute_ps) {
             ps += S.extra_compute_ps;
@@ -1591,6 +1595,7 @@ int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
     int64_t t = S.clock_ps;
     ms_exit(fn, 0);
     S.wtime_last_ps = S.clock_ps;
+    S.wtime_last_compute_ps = S.compute_ps;
     ms_window_exit();
     return t;
 }

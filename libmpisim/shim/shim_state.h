@@ -97,6 +97,7 @@ typedef struct ms_state {
     uint64_t fortran_tsc;        /* ... and the binding's entry stamp (0: none) */
     int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
     int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
+    int64_t wtime_last_compute_ps;   /* ... and the computation charged by then */
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
