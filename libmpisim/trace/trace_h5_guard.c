@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -505,4 +506,395 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
     free(child_err);
     free(b);
     return t;
+}
+
+/* ---- a trace read stretch by stretch: the same child, asked for what the replay needs ---------- */
+
+/* After META: one HEAD per rank, then READY; then for each request (stream_req) one WINDOW or an
+ * ERROR. The child keeps the file open between requests; it ends when the parent closes its end. */
+enum { FR_HEAD = 5, FR_READY = 6, FR_WINDOW = 7 };
+
+typedef struct stream_req {
+    uint32_t magic;
+    int32_t rank;
+    uint64_t from, to;
+} stream_req;
+
+static void send_head(out *o, const ms_trace_rank *r, int i, const ms_trace_rank_size *sz, int text_last)
+{
+    put_u32(o, FR_HEAD);
+    put_u64(o, (uint64_t)i);
+    int32_t head[6] = {r->rank, r->pid, r->cosim, r->truncated, r->missing, text_last};
+    put(o, head, sizeof head);
+    put_u64(o, (uint64_t)r->start_real_ns);
+    put(o, r->hostname, sizeof r->hostname);
+    uint64_t n[5] = {sz->nev, sz->nlists, sz->nresults, sz->ntext, sz->chunk};
+    put(o, n, sizeof n);
+}
+
+static void send_window(out *o, int i, const ms_trace_window *w)
+{
+    put_u32(o, FR_WINDOW);
+    put_u64(o, (uint64_t)i);
+    put_u64(o, w->from);
+    put_arr(o, w->ev, w->n, sizeof *w->ev);
+    put_u64(o, w->lists_from);
+    put_arr(o, w->lists, w->nlists, sizeof *w->lists);
+    put_u64(o, w->results_from);
+    put_arr(o, w->results, w->nresults, sizeof *w->results);
+    put_u64(o, w->text_from);
+    put_arr(o, w->text, w->ntext, 1);
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void child_stream(int fd, const char *path)
+{
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) signal(faults[i], SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);   /* a parent gone: the write fails and the child ends */
+    out *o = calloc(1, sizeof *o);
+    if (!o) _exit(3);
+    o->fd = fd;
+    char err[1024] = "";
+    uint32_t magic = BLOB_MAGIC;
+    put(o, &magic, 4);
+    ms_trace *t = NULL;
+    ms_trace_h5 *h = ms_trace_h5_open(path, &t, err, sizeof err);
+    if (h) {
+        send_meta(o, t);
+        flush(o);
+        for (int i = 0; i < t->nranks && h && !o->bad; i++) {
+            ms_trace_rank_size sz;
+            int last = 0;
+            if (ms_trace_h5_head(h, t, i, &sz, &last, err, sizeof err) < 0) {
+                ms_trace_h5_close(h);
+                h = NULL;
+                break;
+            }
+            send_head(o, &t->ranks[i], i, &sz, last);
+            flush(o);   /* progress the parent sees */
+        }
+    }
+    if (!h) {
+        put_u32(o, FR_ERROR);
+        put_str(o, err);
+        flush(o);
+        _exit(0);
+    }
+    put_u32(o, FR_READY);
+    flush(o);
+    ms_trace_window w;
+    memset(&w, 0, sizeof w);
+    stream_req q;
+    while (!o->bad && read_full(fd, &q, sizeof q) == 0 && q.magic == BLOB_MAGIC) {
+        if (q.rank < 0 || q.rank >= t->nranks) break;
+        if (ms_trace_h5_range(h, q.rank, (size_t)q.from, (size_t)q.to, &w, err, sizeof err) < 0) {
+            put_u32(o, FR_ERROR);
+            put_str(o, err);
+        } else {
+            send_window(o, q.rank, &w);
+        }
+        flush(o);
+    }
+    _exit(0);   /* as child_read: no exit handlers */
+}
+
+struct ms_trace_stream {
+    char *path;
+    pid_t pid;
+    int fd;
+    in *b;
+    ms_trace *t;                  /* without records */
+    ms_trace_rank_size *sizes;
+    int broken;                   /* a failed exchange: err says it, the child is gone */
+    char err[1024];
+};
+
+/* The child failed or was stopped: why, into s->err (what: the rank and records at stake, or "") */
+static void stream_break(ms_trace_stream *s, const char *child_err, const char *what)
+{
+    in *b = s->b;
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);   /* nothing more is read from it (a child that crashed keeps its status) */
+        close(s->fd);
+        s->fd = -1;
+        int status = 0;
+        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        s->pid = -1;
+        if (b->timed_out)
+            snprintf(s->err, sizeof s->err,
+                     "%s: HDF5 did not finish reading it within %.0f s of its last progress (a damaged file can make "
+                     "it loop; it was reading %s)", s->path, b->limit, what);
+        else if (b->too_big)
+            snprintf(s->err, sizeof s->err,
+                     "%s: HDF5 used more than %.1f GB reading it (a damaged file can make it allocate without end; "
+                     "it was reading %s)", s->path, b->mem_limit * 1e-9, what);
+        else if (child_err)
+            snprintf(s->err, sizeof s->err, "%.1000s", child_err);
+        else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)   /* not ours */
+            snprintf(s->err, sizeof s->err, "%s: HDF5 crashed reading it (signal %d, reading %s): the file is damaged",
+                     s->path, WTERMSIG(status), what);
+        else if (b->oom)
+            snprintf(s->err, sizeof s->err, "%s: out of memory reading %s", s->path, what);
+        else
+            snprintf(s->err, sizeof s->err, "%s: the reader sent damaged data for %s", s->path, what);
+    }
+    s->broken = 1;
+}
+
+static ms_trace_stream *stream_fail(ms_trace_stream *s, char *err, size_t errlen)
+{
+    ms_trace_fail(err, errlen, "%s", s->err);
+    ms_trace_stream_close(s);
+    return NULL;
+}
+
+ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen)
+{
+    ms_trace_stream *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path)) || !(s->b = calloc(1, sizeof *s->b))) {
+        if (s) free(s->path);
+        free(s);
+        ms_trace_fail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    s->pid = -1;
+    s->fd = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(s->err, sizeof s->err, "%s: cannot create a socket pair: %s", path, strerror(errno));
+        return stream_fail(s, err, errlen);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        snprintf(s->err, sizeof s->err, "%s: cannot fork the reader: %s", path, strerror(errno));
+        return stream_fail(s, err, errlen);
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        child_stream(sv[1], path);
+    }
+    close(sv[1]);
+    s->pid = pid;
+    s->fd = sv[0];
+    in *b = s->b;
+    b->fd = s->fd;
+    b->pid = pid;
+    b->limit = ms_trace_read_limit_s(path);
+    b->last = mono_s();
+    b->mem_limit = read_limit_bytes(path);
+    char *child_err = NULL;
+    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
+    if (kind == FR_META) {
+        /* the metadata as decode() reads it */
+        ms_trace *t = s->t = calloc(1, sizeof *t);
+        uint64_t nr = get_u64(b);
+        if (!t || nr < 1 || nr > 10000000 || charge(b, (double)nr * (sizeof *t->ranks + sizeof *s->sizes)) < 0) {
+            b->bad = 1;
+        } else {
+            t->comms = get_arr(b, &t->ncomms, sizeof *t->comms, 0);
+            t->members = get_arr(b, &t->nmembers, sizeof *t->members, 0);
+            size_t np = 0;
+            t->program = get_strs(b, &np);
+            t->nprogram = (int)np;
+            t->config_json = get_str(b);
+            t->machine = get_str(b);
+            t->bindings_json = get_str(b);
+            t->mpisim_version = get_str(b);
+            t->fn_names = get_strs(b, &t->nfn);
+            t->ranks = calloc((size_t)nr, sizeof *t->ranks);
+            s->sizes = calloc((size_t)nr, sizeof *s->sizes);
+            if (!t->ranks || !s->sizes) b->bad = b->oom = 1;
+            else t->nranks = (int)nr;
+        }
+        for (int next = 0; !b->bad;) {
+            kind = get_u32(b);
+            if (kind == FR_HEAD && next < t->nranks) {
+                if (get_u64(b) != (uint64_t)next) {
+                    b->bad = 1;
+                    break;
+                }
+                ms_trace_rank *r = &t->ranks[next];
+                int32_t head[6] = {0, 0, 0, 0, 0, 0};
+                get(b, head, sizeof head);
+                r->rank = head[0];
+                r->pid = head[1];
+                r->cosim = head[2];
+                r->truncated = head[3];
+                r->missing = head[4];
+                r->start_real_ns = (int64_t)get_u64(b);
+                get(b, r->hostname, sizeof r->hostname);
+                r->hostname[sizeof r->hostname - 1] = 0;
+                uint64_t n[5] = {0, 0, 0, 0, 0};
+                get(b, n, sizeof n);
+                ms_trace_rank_size *sz = &s->sizes[next];
+                if (n[0] > ((uint64_t)1 << 34) || n[1] > ((uint64_t)1 << 34) || n[2] > ((uint64_t)1 << 34) ||
+                    n[3] > ((uint64_t)1 << 30)) {
+                    b->bad = 1;
+                    break;
+                }
+                sz->nev = (size_t)n[0];
+                sz->nlists = (size_t)n[1];
+                sz->nresults = (size_t)n[2];
+                sz->ntext = (size_t)n[3];
+                sz->chunk = n[4] < sz->nev ? (size_t)n[4] : sz->nev;
+                if (!b->bad && sz->ntext && head[5] != 0) {   /* ms_trace_validate's check of the text */
+                    char text_err[600];
+                    snprintf(text_err, sizeof text_err, "%.500s: rank %d: text not terminated", path, next);
+                    stream_break(s, text_err, "");
+                    return stream_fail(s, err, errlen);
+                }
+                next++;
+            } else if (kind == FR_READY && next == t->nranks) {
+                break;
+            } else if (kind == FR_ERROR) {
+                child_err = get_str(b);
+                if (!child_err) b->bad = 1;
+                break;
+            } else {
+                b->bad = 1;
+            }
+        }
+    } else if (kind == FR_ERROR) {
+        child_err = get_str(b);
+        if (!child_err) b->bad = 1;
+    } else {
+        b->bad = 1;
+    }
+    if (b->bad || child_err || b->timed_out || b->too_big) {
+        stream_break(s, child_err, "its metadata");
+        free(child_err);
+        return stream_fail(s, err, errlen);
+    }
+    if (ms_trace_validate_shape(s->t, path, s->err, sizeof s->err) < 0) return stream_fail(s, err, errlen);
+    return s;
+}
+
+const ms_trace *ms_trace_stream_trace(const ms_trace_stream *s) { return s->t; }
+const ms_trace_rank_size *ms_trace_stream_size(const ms_trace_stream *s, int rank) { return &s->sizes[rank]; }
+const char *ms_trace_stream_path(const ms_trace_stream *s) { return s->path; }
+
+/* An array of the window's buffer k: its length (at most max) and its elements, straight into place. */
+static int get_window_arr(in *b, ms_trace_window *w, int k, size_t elem, size_t max, size_t *n)
+{
+    uint64_t m = get_u64(b);
+    if (b->bad || m > max || (double)m * (double)elem > b->mem_limit) {
+        b->bad = 1;
+        return -1;
+    }
+    if (!ms_trace_window_room(w, k, (size_t)m + 1, elem)) {
+        b->bad = b->oom = 1;
+        return -1;
+    }
+    *n = (size_t)m;
+    return m ? get(b, w->buf[k], (size_t)m * elem) : 0;
+}
+
+int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
+                         size_t errlen)
+{
+    if (s->broken) return ms_trace_fail(err, errlen, "%s", s->err);
+    if (rank < 0 || rank >= s->t->nranks || from > to || to > s->sizes[rank].nev)
+        return ms_trace_fail(err, errlen, "%s: rank %d: records [%zu, %zu) asked for, it has %zu", s->path, rank, from,
+                             to, rank >= 0 && rank < s->t->nranks ? s->sizes[rank].nev : 0);
+    const ms_trace_rank_size *sz = &s->sizes[rank];
+    char what[96];
+    snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", from, to, rank);
+    stream_req q = {BLOB_MAGIC, rank, from, to};
+    in *b = s->b;
+    b->last = mono_s();   /* the time limit counts from the request */
+    const char *c = (const char *)&q;
+    for (size_t off = 0; off < sizeof q;) {
+        ssize_t k = send(s->fd, c + off, sizeof q - off, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {   /* the child is gone: what it says of it */
+            b->eof = 1;
+            break;
+        }
+        off += (size_t)k;
+    }
+    char *child_err = NULL;
+    uint32_t kind = b->eof ? 0 : get_u32(b);
+    if (kind == FR_WINDOW) {
+        size_t n = 0;
+        if (get_u64(b) != (uint64_t)rank || get_u64(b) != (uint64_t)from ||
+            get_window_arr(b, w, 0, sizeof(ms_trace_event), to - from, &n) < 0 || n != to - from)
+            b->bad = 1;
+        w->from = from;
+        w->n = n;
+        w->ev = w->buf[0];
+        /* each side array's part: [lo, lo + m) within the rank's */
+        size_t lo[3], m[3] = {0, 0, 0}, total[3] = {sz->nlists, sz->nresults, sz->ntext};
+        static const size_t elem[3] = {sizeof(uint64_t), sizeof(ms_trace_result), 1};
+        for (int a = 0; a < 3 && !b->bad; a++) {
+            lo[a] = (size_t)get_u64(b);
+            if (lo[a] > total[a] || get_window_arr(b, w, a + 1, elem[a], total[a] - lo[a], &m[a]) < 0) b->bad = 1;
+        }
+        if (!b->bad) {
+            w->lists = w->buf[1];
+            w->lists_from = lo[0];
+            w->nlists = m[0];
+            w->results = w->buf[2];
+            w->results_from = lo[1];
+            w->nresults = m[1];
+            w->text = w->buf[3];
+            w->text_from = lo[2];
+            w->ntext = m[2];
+            ((char *)w->buf[3])[m[2]] = 0;
+            return 0;
+        }
+    } else if (kind == FR_ERROR) {
+        child_err = get_str(b);
+        if (!child_err) b->bad = 1;
+    } else {
+        b->bad = 1;
+    }
+    stream_break(s, child_err, what);
+    free(child_err);
+    w->n = 0;   /* nothing of it is to be used */
+    return ms_trace_fail(err, errlen, "%s", s->err);
+}
+
+void ms_trace_stream_close(ms_trace_stream *s)
+{
+    if (!s) return;
+    if (s->pid > 0) {
+        close(s->fd);   /* the child reads the end of its requests and leaves */
+        s->fd = -1;
+        double t0 = mono_s();
+        int status;
+        pid_t w;
+        while ((w = waitpid(s->pid, &status, WNOHANG)) == 0 && mono_s() - t0 < 2.0) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (w == 0) {
+            kill(s->pid, SIGKILL);
+            while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    } else if (s->fd >= 0) {
+        close(s->fd);
+    }
+    ms_trace_free(s->t);
+    free(s->sizes);
+    free(s->b);
+    free(s->path);
+    free(s);
 }
