@@ -67,7 +67,8 @@ typedef struct ms_replay_result {
      * completion (most at once, and left at the end) */
     uint64_t early_done_peak, early_done_end;
     /* ms_replay_run_stream: the most bytes of records (with their lists, results and texts) held
-     * at once (per rank a stretch of its records, none once it has ended) */
+     * at once (per rank a stretch of its records and the next one read ahead, none once it has
+     * ended) */
     uint64_t trace_bytes_peak;
     int trace_unreadable;          /* 1: the stream could not read some records (outcome_text says which) */
 } ms_replay_result;

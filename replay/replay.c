@@ -170,7 +170,8 @@ typedef struct replay {
 #define RESULTS(r, e) ((r)->w.results + ((size_t)(e)->list_off - (r)->w.results_from))
 #define TEXT(r, e) ((r)->w.text + ((size_t)(e)->list_off - (r)->w.text_from))
 
-/* A streamed rank's stretch: records are read in aligned stretches of this many, the HDF5 chunk
+/* A streamed rank's stretch: records are read in aligned stretches of this many (the next one asked
+ * for as soon as one arrives, so that the child reads while the ranks play), the HDF5 chunk
  * of its events when that is within [STREAM_MIN, STREAM_MAX] (HDF5 inflates a chunk whole: a
  * smaller stretch inflates the same chunk again for each). The writer's chunk is 1024 records. */
 #define STREAM_MIN 1024
@@ -195,7 +196,10 @@ static int load(replay *p, int rank, size_t k, size_t j)
     char err[1024];
     int rc = ms_trace_stream_read(p->src, rank, a, b, &r->w, err, sizeof err);
     p->held += ms_trace_window_bytes(&r->w) - before;
-    if (p->held > p->res->trace_bytes_peak) p->res->trace_bytes_peak = p->held;
+    /* its next stretch, read by the child while the ranks play (the answer waits in the stream) */
+    if (rc == 0 && b < r->nev) ms_trace_stream_ask(p->src, rank, b, b + r->block < r->nev ? b + r->block : r->nev);
+    size_t held = p->held + ms_trace_stream_bytes(p->src);
+    if (held > p->res->trace_bytes_peak) p->res->trace_bytes_peak = held;
     if (rc < 0) {
         if (!p->read_failed) snprintf(p->read_err, sizeof p->read_err, "%s", err);
         if (!p->stopped) snprintf(p->stop, sizeof p->stop, "%s", err);

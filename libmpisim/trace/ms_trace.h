@@ -212,10 +212,19 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
 const ms_trace *ms_trace_stream_trace(const ms_trace_stream *s);
 const ms_trace_rank_size *ms_trace_stream_size(const ms_trace_stream *s, int rank);
 const char *ms_trace_stream_path(const ms_trace_stream *s);
-/* Rank i's records [from, to) into w (its buffers reused), not validated (ms_trace_validate_window).
- * After an error the stream reads nothing more: every later call repeats the first error. */
+/* Rank i's records [from, to) into w (its buffers replaced), not validated
+ * (ms_trace_validate_window). Records HDF5 cannot read are an error of this call (file, rank,
+ * records); a child that crashes, loops, outgrows its bound or sends damaged data breaks the
+ * stream: every later call repeats that error. */
 int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
                          size_t errlen);
+/* Ask for them now, to be read later by ms_trace_stream_read with the same arguments: the child
+ * reads them while the caller works (a rank's next stretch while it plays this one). Asking for
+ * other records of the rank, or reading them, drops the request. 0, or -1 (broken, or out of
+ * range: nothing asked). */
+int ms_trace_stream_ask(ms_trace_stream *s, int rank, size_t from, size_t to);
+/* Bytes the stream holds in answers not yet read. */
+size_t ms_trace_stream_bytes(const ms_trace_stream *s);
 void ms_trace_stream_close(ms_trace_stream *s);
 
 /* ms_trace_validate_events for records [from, to) of a window of rank i whose rank has the sizes sz

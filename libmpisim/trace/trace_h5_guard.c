@@ -612,6 +612,17 @@ static void child_stream(int fd, const char *path)
     _exit(0);   /* as child_read: no exit handlers */
 }
 
+/* A request sent to the child, answered in the order sent. */
+typedef struct pending {
+    int rank;
+    size_t from, to;
+    int state;                    /* ASKED, then RECEIVED or FAILED (err) */
+    int dropped;                  /* nobody will claim it: forgotten once answered */
+    char *err;
+    ms_trace_window w;
+} pending;
+enum { ASKED, RECEIVED, FAILED };
+
 struct ms_trace_stream {
     char *path;
     pid_t pid;
@@ -621,6 +632,10 @@ struct ms_trace_stream {
     ms_trace_rank_size *sizes;
     int broken;                   /* a failed exchange: err says it, the child is gone */
     char err[1024];
+    pending *q;                   /* requests not yet claimed, oldest first */
+    size_t nq, capq;
+    size_t answered;              /* q[0, answered) have their answers */
+    size_t held;                  /* bytes of the answers' windows */
 };
 
 /* The child failed or was stopped: why, into s->err (what: the rank and records at stake, or "") */
@@ -806,47 +821,74 @@ static int get_window_arr(in *b, ms_trace_window *w, int k, size_t elem, size_t 
     return m ? get(b, w->buf[k], (size_t)m * elem) : 0;
 }
 
-int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
-                         size_t errlen)
+/* Send a request; 0, or -1 (the stream broke). */
+static int send_request(ms_trace_stream *s, int rank, size_t from, size_t to)
 {
-    if (s->broken) return ms_trace_fail(err, errlen, "%s", s->err);
-    if (rank < 0 || rank >= s->t->nranks || from > to || to > s->sizes[rank].nev)
-        return ms_trace_fail(err, errlen, "%s: rank %d: records [%zu, %zu) asked for, it has %zu", s->path, rank, from,
-                             to, rank >= 0 && rank < s->t->nranks ? s->sizes[rank].nev : 0);
-    const ms_trace_rank_size *sz = &s->sizes[rank];
-    char what[96];
-    snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", from, to, rank);
-    stream_req q = {BLOB_MAGIC, rank, from, to};
-    in *b = s->b;
-    b->last = mono_s();   /* the time limit counts from the request */
-    const char *c = (const char *)&q;
-    for (size_t off = 0; off < sizeof q;) {
-        ssize_t k = send(s->fd, c + off, sizeof q - off, MSG_NOSIGNAL);
+    if (s->nq == s->capq) {
+        size_t cap = s->capq ? 2 * s->capq : 16;
+        pending *q = realloc(s->q, cap * sizeof *q);
+        if (!q) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%.500s: out of memory", s->path);
+            stream_break(s, msg, "");
+            return -1;
+        }
+        s->q = q;
+        s->capq = cap;
+    }
+    stream_req req = {BLOB_MAGIC, rank, from, to};
+    const char *c = (const char *)&req;
+    for (size_t off = 0; off < sizeof req;) {
+        ssize_t k = send(s->fd, c + off, sizeof req - off, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {   /* the child is gone: what it says of it */
-            b->eof = 1;
-            break;
+        if (k <= 0) {   /* the child is gone: what its end says of it */
+            s->b->eof = 1;
+            char what[96];
+            snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", from, to, rank);
+            stream_break(s, NULL, what);
+            return -1;
         }
         off += (size_t)k;
     }
+    pending *p = &s->q[s->nq++];
+    memset(p, 0, sizeof *p);
+    p->rank = rank;
+    p->from = from;
+    p->to = to;
+    return 0;
+}
+
+/* The answer to the oldest request without one; 0, or -1 (the stream broke). An error the child
+ * reports for that request (HDF5 cannot read those records) is that request's, not the stream's. */
+static int receive_answer(ms_trace_stream *s)
+{
+    pending *p = &s->q[s->answered];
+    const ms_trace_rank_size *sz = &s->sizes[p->rank];
+    in *b = s->b;
+    b->last = mono_s();   /* the time limit counts from the wait (the child works on the requests in order) */
     char *child_err = NULL;
-    uint32_t kind = b->eof ? 0 : get_u32(b);
+    char what[96];
+    snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", p->from, p->to, p->rank);
+    uint32_t kind = get_u32(b);
+    ms_trace_window *w = &p->w;
+    size_t before = ms_trace_window_bytes(w);
     if (kind == FR_WINDOW) {
         size_t n = 0;
-        if (get_u64(b) != (uint64_t)rank || get_u64(b) != (uint64_t)from ||
-            get_window_arr(b, w, 0, sizeof(ms_trace_event), to - from, &n) < 0 || n != to - from)
+        if (get_u64(b) != (uint64_t)p->rank || get_u64(b) != (uint64_t)p->from ||
+            get_window_arr(b, w, 0, sizeof(ms_trace_event), p->to - p->from, &n) < 0 || n != p->to - p->from)
             b->bad = 1;
-        w->from = from;
-        w->n = n;
-        w->ev = w->buf[0];
         /* each side array's part: [lo, lo + m) within the rank's */
-        size_t lo[3], m[3] = {0, 0, 0}, total[3] = {sz->nlists, sz->nresults, sz->ntext};
+        size_t lo[3] = {0, 0, 0}, m[3] = {0, 0, 0}, total[3] = {sz->nlists, sz->nresults, sz->ntext};
         static const size_t elem[3] = {sizeof(uint64_t), sizeof(ms_trace_result), 1};
         for (int a = 0; a < 3 && !b->bad; a++) {
             lo[a] = (size_t)get_u64(b);
             if (lo[a] > total[a] || get_window_arr(b, w, a + 1, elem[a], total[a] - lo[a], &m[a]) < 0) b->bad = 1;
         }
+        s->held += ms_trace_window_bytes(w) - before;
         if (!b->bad) {
+            w->from = p->from;
+            w->n = n;
+            w->ev = w->buf[0];
             w->lists = w->buf[1];
             w->lists_from = lo[0];
             w->nlists = m[0];
@@ -857,19 +899,114 @@ int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, m
             w->text_from = lo[2];
             w->ntext = m[2];
             ((char *)w->buf[3])[m[2]] = 0;
-            return 0;
+            p->state = RECEIVED;
         }
     } else if (kind == FR_ERROR) {
         child_err = get_str(b);
-        if (!child_err) b->bad = 1;
+        if (child_err) {
+            p->state = FAILED;
+            p->err = child_err;
+            child_err = NULL;
+        } else {
+            b->bad = 1;
+        }
     } else {
         b->bad = 1;
     }
-    stream_break(s, child_err, what);
-    free(child_err);
-    w->n = 0;   /* nothing of it is to be used */
-    return ms_trace_fail(err, errlen, "%s", s->err);
+    if (p->state == ASKED) {
+        stream_break(s, child_err, what);
+        free(child_err);
+        return -1;
+    }
+    s->answered++;
+    return 0;
 }
+
+/* Forget request i (claimed or dropped and answered). */
+static void remove_request(ms_trace_stream *s, size_t i)
+{
+    pending *p = &s->q[i];
+    s->held -= ms_trace_window_bytes(&p->w);
+    ms_trace_window_free(&p->w);
+    free(p->err);
+    memmove(p, p + 1, (s->nq - i - 1) * sizeof *p);
+    s->nq--;
+    if (i < s->answered) s->answered--;
+}
+
+static int check_range(ms_trace_stream *s, int rank, size_t from, size_t to, char *err, size_t errlen)
+{
+    if (rank < 0 || rank >= s->t->nranks || from > to || to > s->sizes[rank].nev)
+        return ms_trace_fail(err, errlen, "%s: rank %d: records [%zu, %zu) asked for, it has %zu", s->path, rank, from,
+                             to, rank >= 0 && rank < s->t->nranks ? s->sizes[rank].nev : 0);
+    return 0;
+}
+
+/* The unclaimed request for exactly these records, or -1; requests for other records of the rank
+ * are dropped (the reader went elsewhere). */
+static long find_request(ms_trace_stream *s, int rank, size_t from, size_t to)
+{
+    long at = -1;
+    for (size_t i = 0; i < s->nq; i++) {
+        pending *p = &s->q[i];
+        if (p->rank != rank || p->dropped) continue;
+        if (p->from == from && p->to == to && at < 0) at = (long)i;
+        else p->dropped = 1;
+    }
+    /* answered dropped requests hold memory for nobody */
+    for (size_t i = s->answered; i-- > 0;)
+        if (s->q[i].dropped) {
+            remove_request(s, i);
+            if (at > (long)i) at--;
+        }
+    return at;
+}
+
+int ms_trace_stream_ask(ms_trace_stream *s, int rank, size_t from, size_t to)
+{
+    char err[256];
+    if (s->broken || check_range(s, rank, from, to, err, sizeof err) < 0) return -1;
+    if (find_request(s, rank, from, to) >= 0) return 0;
+    return send_request(s, rank, from, to);
+}
+
+int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
+                         size_t errlen)
+{
+    if (check_range(s, rank, from, to, err, errlen) < 0) return -1;
+    long at = s->broken ? -1 : find_request(s, rank, from, to);
+    if (!s->broken && at < 0) {
+        if (send_request(s, rank, from, to) == 0) at = (long)s->nq - 1;
+    }
+    while (!s->broken && s->answered <= (size_t)at) {
+        if (receive_answer(s) < 0) break;
+        /* answers nobody will claim are forgotten as they come */
+        while (s->answered > 0 && s->answered - 1 != (size_t)at && s->q[s->answered - 1].dropped) {
+            remove_request(s, s->answered - 1);
+            at--;
+        }
+    }
+    if (s->broken) {
+        w->n = 0;   /* nothing of it is to be used */
+        return ms_trace_fail(err, errlen, "%s", s->err);
+    }
+    pending *p = &s->q[at];
+    int rc = 0;
+    if (p->state == FAILED) {
+        w->n = 0;
+        rc = ms_trace_fail(err, errlen, "%s", p->err);
+    } else {   /* the answer's buffers become the caller's, the caller's are freed with the request */
+        ms_trace_window t = *w;
+        *w = p->w;
+        p->w = t;
+        s->held -= ms_trace_window_bytes(w);
+        s->held += ms_trace_window_bytes(&p->w);
+    }
+    remove_request(s, (size_t)at);
+    return rc;
+}
+
+size_t ms_trace_stream_bytes(const ms_trace_stream *s) { return s->held; }
 
 void ms_trace_stream_close(ms_trace_stream *s)
 {
@@ -892,6 +1029,8 @@ void ms_trace_stream_close(ms_trace_stream *s)
     } else if (s->fd >= 0) {
         close(s->fd);
     }
+    while (s->nq) remove_request(s, s->nq - 1);
+    free(s->q);
     ms_trace_free(s->t);
     free(s->sizes);
     free(s->b);
