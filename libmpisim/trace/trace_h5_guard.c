@@ -136,17 +136,25 @@ static int send_each(void *user, const ms_trace *t, int rank)
  * death callback a fuzzer installed in the parent (which would record the parent as crashed). */
 extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
-static void child_read(int fd, const char *path)
+/* The child's faults end it (and only it); its stream to the parent, the magic sent first. */
+static out *child_start(int fd)
 {
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
     static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) signal(faults[i], SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);   /* a parent gone: the write fails and the child ends */
     out *o = calloc(1, sizeof *o);
     if (!o) _exit(3);
     o->fd = fd;
-    char err[1024] = "";
     uint32_t magic = BLOB_MAGIC;
     put(o, &magic, 4);
+    return o;
+}
+
+static void child_read(int fd, const char *path)
+{
+    out *o = child_start(fd);
+    char err[1024] = "";
     ms_trace *t = ms_trace_read_h5_each(path, send_each, o, err, sizeof err);
     if (t) {
         put_u32(o, FR_END);
@@ -331,28 +339,17 @@ static char **get_strs(in *b, size_t *n)
     return v;
 }
 
-/* The trace as the child sends it; NULL when the stream is damaged, stopped or ends early, or
- * when the child reports an error (*child_err, to free). */
-static ms_trace *decode(in *b, char **child_err)
+/* A META frame after its kind: the trace without records (t->nranks of them, each `extra` more
+ * bytes charged for the caller), or NULL (b->bad). */
+static ms_trace *decode_meta(in *b, size_t extra)
 {
-    *child_err = NULL;
-    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
-    if (kind == FR_ERROR) {   /* failed before any rank (not HDF5, not a trace, no metadata) */
-        *child_err = get_str(b);
-        if (!*child_err) b->bad = 1;
-        return NULL;
-    }
-    if (kind != FR_META) {
-        b->bad = 1;
-        return NULL;
-    }
     ms_trace *t = calloc(1, sizeof *t);
     if (!t) {
         b->bad = b->oom = 1;
         return NULL;
     }
     uint64_t nr = get_u64(b);
-    if (nr < 1 || nr > 10000000 || charge(b, (double)nr * sizeof *t->ranks) < 0) {
+    if (nr < 1 || nr > 10000000 || charge(b, (double)nr * (double)(sizeof *t->ranks + extra)) < 0) {
         b->bad = 1;
         free(t);
         return NULL;
@@ -370,6 +367,46 @@ static ms_trace *decode(in *b, char **child_err)
     t->ranks = calloc((size_t)nr, sizeof *t->ranks);
     if (!t->ranks) b->bad = b->oom = 1;
     else t->nranks = (int)nr;
+    if (b->bad) {
+        ms_trace_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* A rank's head as send_rank and send_head put it (text_last: send_head's last text byte). */
+static void decode_head(in *b, ms_trace_rank *r, int32_t *text_last)
+{
+    int32_t head[6] = {0, 0, 0, 0, 0, 0};
+    get(b, head, (text_last ? 6 : 5) * sizeof *head);
+    r->rank = head[0];
+    r->pid = head[1];
+    r->cosim = head[2];
+    r->truncated = head[3];
+    r->missing = head[4];
+    if (text_last) *text_last = head[5];
+    r->start_real_ns = (int64_t)get_u64(b);
+    get(b, r->hostname, sizeof r->hostname);
+    r->hostname[sizeof r->hostname - 1] = 0;
+}
+
+/* The trace as the child sends it; NULL when the stream is damaged, stopped or ends early, or
+ * when the child reports an error (*child_err, to free). */
+static ms_trace *decode(in *b, char **child_err)
+{
+    *child_err = NULL;
+    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
+    if (kind == FR_ERROR) {   /* failed before any rank (not HDF5, not a trace, no metadata) */
+        *child_err = get_str(b);
+        if (!*child_err) b->bad = 1;
+        return NULL;
+    }
+    if (kind != FR_META) {
+        b->bad = 1;
+        return NULL;
+    }
+    ms_trace *t = decode_meta(b, 0);
+    if (!t) return NULL;
     int next = 0;
     while (!b->bad) {
         kind = get_u32(b);
@@ -379,16 +416,7 @@ static ms_trace *decode(in *b, char **child_err)
                 break;
             }
             ms_trace_rank *r = &t->ranks[next++];
-            int32_t head[5] = {0, 0, 0, 0, 0};
-            get(b, head, sizeof head);
-            r->rank = head[0];
-            r->pid = head[1];
-            r->cosim = head[2];
-            r->truncated = head[3];
-            r->missing = head[4];
-            r->start_real_ns = (int64_t)get_u64(b);
-            get(b, r->hostname, sizeof r->hostname);
-            r->hostname[sizeof r->hostname - 1] = 0;
+            decode_head(b, r, NULL);
             r->ev = get_arr(b, &r->nev, sizeof *r->ev, 0);
             r->lists = get_arr(b, &r->nlists, sizeof *r->lists, 0);
             r->results = get_arr(b, &r->nresults, sizeof *r->results, 0);
@@ -561,16 +589,8 @@ static int read_full(int fd, void *p, size_t n)
 
 static void child_stream(int fd, const char *path)
 {
-    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
-    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) signal(faults[i], SIG_DFL);
-    signal(SIGPIPE, SIG_IGN);   /* a parent gone: the write fails and the child ends */
-    out *o = calloc(1, sizeof *o);
-    if (!o) _exit(3);
-    o->fd = fd;
+    out *o = child_start(fd);
     char err[1024] = "";
-    uint32_t magic = BLOB_MAGIC;
-    put(o, &magic, 4);
     ms_trace *t = NULL;
     ms_trace_h5 *h = ms_trace_h5_open(path, &t, err, sizeof err);
     if (h) {
@@ -717,27 +737,8 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
     char *child_err = NULL;
     uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
     if (kind == FR_META) {
-        /* the metadata as decode() reads it */
-        ms_trace *t = s->t = calloc(1, sizeof *t);
-        uint64_t nr = get_u64(b);
-        if (!t || nr < 1 || nr > 10000000 || charge(b, (double)nr * (sizeof *t->ranks + sizeof *s->sizes)) < 0) {
-            b->bad = 1;
-        } else {
-            t->comms = get_arr(b, &t->ncomms, sizeof *t->comms, 0);
-            t->members = get_arr(b, &t->nmembers, sizeof *t->members, 0);
-            size_t np = 0;
-            t->program = get_strs(b, &np);
-            t->nprogram = (int)np;
-            t->config_json = get_str(b);
-            t->machine = get_str(b);
-            t->bindings_json = get_str(b);
-            t->mpisim_version = get_str(b);
-            t->fn_names = get_strs(b, &t->nfn);
-            t->ranks = calloc((size_t)nr, sizeof *t->ranks);
-            s->sizes = calloc((size_t)nr, sizeof *s->sizes);
-            if (!t->ranks || !s->sizes) b->bad = b->oom = 1;
-            else t->nranks = (int)nr;
-        }
+        ms_trace *t = s->t = decode_meta(b, sizeof *s->sizes);
+        if (t && !(s->sizes = calloc((size_t)t->nranks, sizeof *s->sizes))) b->bad = b->oom = 1;
         for (int next = 0; !b->bad;) {
             kind = get_u32(b);
             if (kind == FR_HEAD && next < t->nranks) {
@@ -745,17 +746,8 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
                     b->bad = 1;
                     break;
                 }
-                ms_trace_rank *r = &t->ranks[next];
-                int32_t head[6] = {0, 0, 0, 0, 0, 0};
-                get(b, head, sizeof head);
-                r->rank = head[0];
-                r->pid = head[1];
-                r->cosim = head[2];
-                r->truncated = head[3];
-                r->missing = head[4];
-                r->start_real_ns = (int64_t)get_u64(b);
-                get(b, r->hostname, sizeof r->hostname);
-                r->hostname[sizeof r->hostname - 1] = 0;
+                int32_t text_last = 0;
+                decode_head(b, &t->ranks[next], &text_last);
                 uint64_t n[5] = {0, 0, 0, 0, 0};
                 get(b, n, sizeof n);
                 ms_trace_rank_size *sz = &s->sizes[next];
@@ -769,7 +761,7 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
                 sz->nresults = (size_t)n[2];
                 sz->ntext = (size_t)n[3];
                 sz->chunk = n[4] < sz->nev ? (size_t)n[4] : sz->nev;
-                if (!b->bad && sz->ntext && head[5] != 0) {   /* ms_trace_validate's check of the text */
+                if (!b->bad && sz->ntext && text_last != 0) {   /* ms_trace_validate's check of the text */
                     char text_err[600];
                     snprintf(text_err, sizeof text_err, "%.500s: rank %d: text not terminated", path, next);
                     stream_break(s, text_err, "");

@@ -18,29 +18,9 @@
 #include "ms_replay.h"
 #include "ms_trace.h"
 #include "synth_trace.h"
+#include "test_tmpdir.h"
 
 namespace {
-
-int remove_entry(const char *path, const struct stat *, int, struct FTW *) { return remove(path); }
-
-std::string tmpdir()
-{
-    static std::string d;
-    static pid_t owner;
-    if (d.empty()) {
-        const char *base = std::getenv("TMPDIR");
-        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/ms_stream_test.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        if (!mkdtemp(buf.data())) std::abort();
-        d = buf.data();
-        owner = getpid();
-        std::atexit([] {
-            if (getpid() == owner) nftw(d.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        });
-    }
-    return d;
-}
 
 std::string write(ms_trace *t, const std::string &name)
 {
