@@ -398,7 +398,10 @@ static int recorded_done(replay *p, int rank, size_t k, const uint64_t **ids, si
 
 /* Play one rank until it blocks, finishes or its records end: each record becomes the event the
  * rank reported when it ran, at the clock the records rebuild. */
-__attribute__((noinline)) static void play(replay *p, int rank)
+/* `streamed` is a constant in each of play()'s two copies: a trace in memory is one window from
+ * record 0, with no stretch to read (its records are found as before this window existed). */
+#define RECS(r, k) (streamed ? REC(r, k) : &(r)->w.ev[k])
+static inline __attribute__((always_inline)) void play_records(replay *p, int rank, const int streamed)
 {
     rrank *r = &p->r[rank];
     const ms_model *model = ms_driver_model(p->drv);
@@ -408,20 +411,20 @@ __attribute__((noinline)) static void play(replay *p, int rank)
     size_t w_end = r->w.from + r->w.n;
     if (r->pc >= r->w.from)
         for (size_t k = r->pc, e = r->pc + PREFETCH_RECORDS < w_end ? r->pc + PREFETCH_RECORDS : w_end; k < e; k++)
-            for (size_t o = 0; o < sizeof *REC(r, k); o += 64) __builtin_prefetch((const char *)REC(r, k) + o);
+            for (size_t o = 0; o < sizeof *RECS(r, k); o += 64) __builtin_prefetch((const char *)RECS(r, k) + o);
     while (r->pc < r->nev && !p->stopped) {
         size_t k = r->pc++;
         size_t end = r->w.from + r->w.n;
-        if (__builtin_expect(k >= end, 0)) {   /* streamed: its next stretch */
+        if (streamed && __builtin_expect(k >= end, 0)) {   /* its next stretch */
             if (load(p, rank, k, k) < 0) return;
             end = r->w.from + r->w.n;
         }
         if (k + PREFETCH_AHEAD < end) {
-            __builtin_prefetch((const char *)REC(r, k + PREFETCH_AHEAD));
-            __builtin_prefetch((const char *)REC(r, k + PREFETCH_AHEAD) + 64);
+            __builtin_prefetch((const char *)RECS(r, k + PREFETCH_AHEAD));
+            __builtin_prefetch((const char *)RECS(r, k + PREFETCH_AHEAD) + 64);
         }
         if (ensure_valid(p, rank, k) < 0) return;
-        const ms_trace_event *e = REC(r, k);
+        const ms_trace_event *e = RECS(r, k);
         ms_driver_event ev;
         p->res->events++;
         switch (e->kind) {
@@ -497,7 +500,7 @@ __attribute__((noinline)) static void play(replay *p, int rank)
                 if (rd == -1) stop_at(p, rank, k, "a wait: out of memory");
                 return;
             }
-            e = REC(r, k);
+            e = RECS(r, k);
             ev = event_of(e, MS_EV_WAIT, r->clock);
             if (e->list_n > 0) {
                 ev.list = LISTS(r, e);
@@ -515,7 +518,7 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             r->wait_ev = k;
             if (r->cosim) note_resume(p, rank);
             if (p->stopped) return;
-            e = REC(r, k);
+            e = RECS(r, k);
             ev = event_of(e, MS_EV_PROBE, r->clock);
             if (recorded && (ev.peer == MS_ANY_SOURCE || ev.tag == MS_ANY_TAG) && e->matched_source >= 0) {
                 ev.peer = e->matched_source;
@@ -556,6 +559,13 @@ __attribute__((noinline)) static void play(replay *p, int rank)
         ms_driver_rank_gone(p->drv, rank);
         release(p, rank);
     }
+}
+#undef RECS
+
+__attribute__((noinline)) static void play(replay *p, int rank)
+{
+    if (p->src) play_records(p, rank, 1);
+    else play_records(p, rank, 0);
 }
 
 static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, const ms_replay_opts *opts,
