@@ -307,6 +307,34 @@ int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int
     return i64max(next, first_free - (h->c_tx + dma_len));
 }
 
+uint32_t ms_host_tx_run(ms_host *h, int node, uint64_t payload, int64_t t, uint32_t max, int64_t *wire0,
+                        int64_t *period, int64_t *after)
+{
+    if (h->ports != 1 || max == 0) return 0;
+    node_state *n = &h->n[node];
+    node_state saved = *n;
+    int64_t port0 = n->port_free[0];
+    uint32_t k = 0;
+    int64_t first = 0, step = 0, take = t;
+    for (; k < max; k++) {
+        int64_t w;
+        int p;
+        int64_t next = ms_host_tx_packet(h, node, payload, take, &w, &p);
+        if (k == 0) first = w;
+        else if (k == 1) step = w - first;
+        else if (w != first + (int64_t)k * step) break;   /* packet k is not in the run */
+        take = next;
+    }
+    *n = saved;
+    n->port_free[0] = port0;
+    *wire0 = first;
+    *period = step;
+    *after = take;
+    return k;
+}
+
+int ms_host_rx_stateless(const ms_host *h) { return h->c_rx == 0 && h->dma_setup == 0 && h->write_ps_pb == 0; }
+
 int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 {
     if (h->c_rx == 0 && h->dma_setup == 0 && h->write_ps_pb == 0) return d;

@@ -44,6 +44,16 @@ int ms_host_node_of_host(const ms_host *h, int topo_host);
  * packet: when this one's DMA is done and a port will be free (so that the NIC queue, not the
  * port, holds what waits, and a control packet queued later waits behind one packet at most). */
 int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int64_t *wire_at, int *port);
+/* The NIC send side's answer for a run of up to `max` packets of `payload` bytes taken back to back
+ * from t (each taken when ms_host_tx_packet said the NIC takes the next), with nothing else using
+ * the node's NIC, bus or ports in between: how many of them go on the wire at *wire0 + i * *period
+ * (one port only; 0 with several), and *after: when the NIC takes the packet after them. The node's
+ * state is left as it was. */
+uint32_t ms_host_tx_run(ms_host *h, int node, uint64_t payload, int64_t t, uint32_t max, int64_t *wire0,
+                        int64_t *period, int64_t *after);
+/* 1 when receiving holds no state (no NIC receive cost, DMA setup or write rate): then
+ * ms_host_rx_packet(.., d) is d and the order of receives does not matter. */
+int ms_host_rx_stateless(const ms_host *h);
 /* NIC receive side: a packet of `payload` bytes delivered to `node` at d is in host memory at
  * the returned time (LANai cost and DMA write, FIFO per node, bus shared with sends). */
 int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);

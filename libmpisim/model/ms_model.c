@@ -38,6 +38,10 @@ static const nm_key_def mpi_keys[] = {
      "MPI header bytes carried in a message's first packet", NULL, NM_KEY_NONNEG},
     {"mpi.control_bytes", NM_KEY_INT, "B", "0", "project choice (header-only packets)",
      "payload of rendezvous RTS/CTS and synchronous-send ACK packets", NULL, NM_KEY_NONNEG},
+    {"mpi.packet_trains", NM_KEY_INT, "", "1", "project choice (exact: the same results as 0)",
+     "1: a message's back-to-back full packets go to the network as one train (nm_network_inject_train) "
+     "where the engine runs trains (myrinet), the node has one port and receiving costs nothing; 0: "
+     "packet by packet", "0..1", 0},
     {"mpi.poll_cost", NM_KEY_INT, "ps", "100000",
      "project choice: makes polling loops (MPI_Test/MPI_Iprobe) advance in virtual time",
      "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
@@ -166,6 +170,15 @@ typedef struct nic_queue {
 typedef struct nic_state {
     nic_queue q[NQ_COUNT];
     int busy;                 /* an EV_NIC is scheduled */
+    /* A packet train in the network (docs/architecture.md "Packet trains"): the next tr_n -
+     * tr_taken packets of the head job of q[tr_cls] are in it already; the EV_NICs that take them
+     * wait in m->tev, which the network may run past, and only check that the NIC's timing is the
+     * one the train was injected with. A job pushed ahead of it cuts the train. */
+    uint8_t tr_on, tr_cls;
+    uint32_t tr_msg, tr_n, tr_taken;
+    int tr_from;
+    uint64_t tr_cookie;
+    ms_time_t tr_w0, tr_period, tr_after;   /* wire times w0 + i period; the NIC's take after it */
 } nic_state;
 /* Message starts of one (sender node, receiver node) pair, for in-order arrival when packets
  * spread over several ports and may overtake each other (GM delivers in order per connection). */
@@ -274,6 +287,9 @@ struct ms_model {
     mc_group *mc_collect;     /* while a multicast bcast step posts its sends: its eager messages */
     ms_time_t mc_tinj;
     int mc_ok;                /* the network multicasts (nm_network_has_multicast) */
+    int trains_ok;            /* mpi.packet_trains, and the network and hosts allow them */
+    ms_event *tev;            /* EV_NICs of trains (nic_state), at most one per node */
+    size_t ntev, captev;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -317,6 +333,66 @@ static void push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint
 {
     push_ev(m, t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), type, -1, p, a);
 }
+static inline int ev_before(const ms_event *a, const ms_event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->order < b->order);
+}
+/* An EV_NIC that takes a packet already in the network as part of a train: ordered with the other
+ * events exactly as push_internal's, but kept aside so that the network may run past it. */
+static void push_train_nic(ms_model *m, ms_time_t t, int node)
+{
+    if (m->ntev == m->captev) {
+        size_t nc = m->captev ? 2 * m->captev : 8;
+        ms_event *nt = realloc(m->tev, nc * sizeof *nt);
+        if (!nt) { model_error(m, "out of memory (event queue)"); return; }
+        m->tev = nt;
+        m->captev = nc;
+    }
+    ms_event ev = {t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), NULL,
+                   ((uint64_t)node << EV_TYPE_BITS) | EV_NIC};
+    size_t i = m->ntev++;   /* kept in order: the first is the next */
+    while (i > 0 && ev_before(&ev, &m->tev[i - 1])) { m->tev[i] = m->tev[i - 1]; i--; }
+    m->tev[i] = ev;
+}
+/* The earliest train EV_NIC (index in m->tev), -1 if none. */
+static inline long tev_first(const ms_model *m) { return m->ntev ? 0 : -1; }
+static void tev_remove(ms_model *m, size_t i)
+{
+    memmove(&m->tev[i], &m->tev[i + 1], (m->ntev - i - 1) * sizeof *m->tev);
+    m->ntev--;
+}
+/* The model's next event, trains' EV_NICs included; *tidx its index in m->tev or -1. */
+static const ms_event *next_event(const ms_model *m, long *tidx)
+{
+    const ms_event *e = ms_heap_top(&m->heap);
+    long i = tev_first(m);
+    *tidx = -1;
+    if (i >= 0 && (!e || ev_before(&m->tev[i], e))) { *tidx = i; return &m->tev[i]; }
+    return e;
+}
+static void pop_event(ms_model *m, long tidx, ms_event *out)
+{
+    if (tidx < 0) { ms_heap_pop(&m->heap, out); return; }
+    *out = m->tev[tidx];
+    tev_remove(m, (size_t)tidx);
+}
+/* How far the network may run: before the model's next event of its own heap, and before the
+ * NIC takes its first packet after each train (that one is pushed when the train's last packet is
+ * taken, which may come after the network has run past it). */
+static ms_time_t network_bound(const ms_model *m, ms_time_t bound)
+{
+    const ms_event *e = ms_heap_top(&m->heap);
+    if (e) {
+        ms_time_t b = ORDER_CLASS(e->order) == CLS_RESUME ? e->t + 1 : e->t;
+        if (b < bound) bound = b;
+    }
+    for (size_t i = 0; i < m->ntev; i++) {
+        const nic_state *ns = &m->nic[EV_ARG(&m->tev[i])];
+        if (ns->tr_after < bound) bound = ns->tr_after;
+    }
+    return bound;
+}
+
 static void push_post(ms_model *m, int rank, ms_time_t t, uint32_t type, void *p)
 {
     rank_state *rs = &m->ranks[rank];
@@ -1005,9 +1081,43 @@ static void do_nic(ms_model *m, int node, ms_time_t t)
         j->off += payload;
     }
     int port = 0;
-    ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
     mc_group *c = j->grp;
-    if (c) {
+    uint64_t pp = (uint64_t)m->pkt_payload;
+    if (!ns->tr_on && m->trains_ok && j->kind == PK_DATA && !c && payload == pp && j->left >= 2) {
+        /* the job's next full packets as one train, when the NIC sends them periodically */
+        uint64_t rest = g->bytes + (uint64_t)m->env_bytes - (j->off - payload);
+        uint32_t full = (uint32_t)(rest / pp < j->left ? rest / pp : j->left);
+        ms_time_t w0, per, after;
+        uint32_t n = full >= 2 ? ms_host_tx_run(m->host, node, pp, t, full, &w0, &per, &after) : 0;
+        if (n >= 2 && w0 >= nm_network_now(m->net)) {
+            int from = ms_host_port_host(m->host, g->sh, 0), to = ms_host_port_host(m->host, g->dh, 0);
+            uint64_t cookie = ((uint64_t)g->idx << PK_BITS) | (uint64_t)PK_DATA;
+            m->tn_valid = 0;
+            if (nm_network_inject_train(m->net, from, to, pp, n, w0, per, cookie) == 0) {
+                ns->tr_on = 1;
+                ns->tr_cls = (uint8_t)(q - ns->q);
+                ns->tr_msg = j->msg;
+                ns->tr_n = n;
+                ns->tr_taken = 0;
+                ns->tr_from = from;
+                ns->tr_cookie = cookie;
+                ns->tr_w0 = w0;
+                ns->tr_period = per;
+                ns->tr_after = after;
+            }
+        }
+    }
+    ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
+    int train_next = 0;
+    if (ns->tr_on) {
+        /* a packet of the train: in the network already, at the time the train was given */
+        if (j->msg != ns->tr_msg || j->kind != PK_DATA || c || q != &ns->q[ns->tr_cls] || payload != pp ||
+            wire != ns->tr_w0 + (ms_time_t)ns->tr_taken * ns->tr_period)
+            model_error(m, "packet train of node %d out of step (a defect)", node);
+        g->pending++;
+        if (++ns->tr_taken == ns->tr_n) ns->tr_on = 0;
+        train_next = ns->tr_on;
+    } else if (c) {
         net_inject_mcast(m, c, payload, wire, port);
     } else {
         g->pending++;
@@ -1024,7 +1134,33 @@ static void do_nic(ms_model *m, int node, ms_time_t t)
             msg_unref(m, g);
         }
     }
-    push_internal(m, next, EV_NIC, NULL, (uint64_t)node);
+    if (train_next) push_train_nic(m, next, node);
+    else push_internal(m, next, EV_NIC, NULL, (uint64_t)node);
+}
+
+/* A job was queued on node's NIC ahead of its train's job: the NIC takes it before the train's
+ * next packet, so the train keeps the packets taken so far; its next EV_NIC becomes ordinary. The
+ * network has not run to the withdrawn packets' times (it stops before this event's time or at
+ * this delivery's). */
+static void train_cut(ms_model *m, int node)
+{
+    nic_state *ns = &m->nic[node];
+    if (!ns->tr_on) return;
+    ns->tr_on = 0;
+    uint32_t delivered = 0;
+    m->tn_valid = 0;
+    if (nm_network_train_cut(m->net, ns->tr_from, ns->tr_cookie, ns->tr_taken, &delivered) != 0)
+        model_error(m, "could not cut the packet train of node %d (a defect)", node);
+    /* kept packets the network delivered without a callback: none is the message's last */
+    ms_msg *g = msg_at(m, ns->tr_msg);
+    for (uint32_t i = 0; i < delivered && g; i++) packet_done(m, g, PK_DATA, m->now);
+    for (size_t i = 0; i < m->ntev; i++)
+        if ((int)EV_ARG(&m->tev[i]) == node) {
+            ms_event ev = m->tev[i];
+            tev_remove(m, i);
+            if (ms_heap_push(&m->heap, &ev) != 0) model_error(m, "out of memory (event queue)");
+            break;
+        }
 }
 
 static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
@@ -1062,6 +1198,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         return;
     }
     nic_state *ns = &m->nic[node];
+    if (ns->tr_on && cls < ns->tr_cls) train_cut(m, node);
     if (!ns->busy) {
         ns->busy = 1;
         do_nic(m, node, t);
@@ -1209,6 +1346,7 @@ static void do_mcast(ms_model *m, mc_group *c, ms_time_t t)
         return;
     }
     nic_state *ns = &m->nic[node];
+    if (ns->tr_on && NQ_START < ns->tr_cls) train_cut(m, node);
     if (!ns->busy) {
         ns->busy = 1;
         do_nic(m, node, t);
@@ -1468,22 +1606,33 @@ static void on_deliver(void *user, const nm_delivery *d)
     if (!g) { model_error(m, "delivery with unknown cookie %" PRIu64, d->cookie); return; }
     int was = m->in_cb;
     m->in_cb = 1;
+    /* Trains' EV_NICs due by now come first: packet by packet, the network would have stopped for
+     * them (ms_model_run_until). */
+    for (long ti; (ti = tev_first(m)) >= 0 && m->tev[ti].t <= d->deliver_time;) {
+        ms_event ev;
+        pop_event(m, ti, &ev);
+        process(m, &ev);
+    }
     /* the receiving NIC processes the packet and writes it to host memory */
     int node = ms_host_node_of_host(m->host, d->dst_host);
+    int kind = (int)(d->cookie & ((1u << PK_BITS) - 1));
     ms_time_t in_mem = ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
-    packet_done_at(m, g, (int)(d->cookie & ((1u << PK_BITS) - 1)), in_mem, d->deliver_time);
+    /* a train's earlier packets, delivered unseen (receiving holds no state: see trains_ok) */
+    for (uint32_t i = 1; i < d->train; i++) packet_done(m, g, kind, d->deliver_time);
+    packet_done_at(m, g, kind, in_mem, d->deliver_time);
     /* Zero-delay reactions (a CTS making the data go, an ACK at match time, a collective step
      * starting when a receive completes) are processed now, while the network is at this time. */
     for (;;) {
-        const ms_event *e = ms_heap_top(&m->heap);
+        long ti;
+        const ms_event *e = next_event(m, &ti);
         if (!e || e->t > d->deliver_time || ORDER_CLASS(e->order) == CLS_RESUME) break;
         ms_event ev;
-        ms_heap_pop(&m->heap, &ev);
+        pop_event(m, ti, &ev);
         process(m, &ev);
     }
     /* the network runs ahead only to the model's next event (see ms_model_run_until) */
-    const ms_event *e = ms_heap_top(&m->heap);
-    if (e) nm_network_stop_before(m->net, ORDER_CLASS(e->order) == CLS_RESUME ? e->t + 1 : e->t);
+    ms_time_t b = network_bound(m, NEVER);
+    if (b != NEVER) nm_network_stop_before(m->net, b);
     m->in_cb = was;
 }
 
@@ -1498,7 +1647,8 @@ static void on_drop(void *user, const nm_delivery *d)
 ms_time_t ms_model_next_time(const ms_model *m)
 {
     if (!m) return NEVER;
-    const ms_event *e = ms_heap_top(&m->heap);
+    long ti;
+    const ms_event *e = next_event(m, &ti);
     ms_time_t tm = e ? e->t : NEVER, tn = nm_network_next_time(m->net);
     return tm < tn ? tm : tn;
 }
@@ -1574,6 +1724,8 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
     if (probe && rs->unexp_first < q) q = rs->unexp_first;
     ms_time_t tn = nm_network_next_time(m->net);
     if (tn < q) q = tn;
+    long ti = tev_first(m);
+    if (ti >= 0 && m->tev[ti].t < q) q = m->tev[ti].t;   /* internal events, as the heap's below */
     /* Pending events: the model's own (injections, NIC, packets, collective steps) may act on the
      * rank at their time; a post or a resume is another rank's action, felt a latency later. The
      * heap is walked from its top, skipping subtrees that start too late to matter. */
@@ -1605,7 +1757,8 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
     m->tn_valid = 0;
     for (;;) {
         if (m->mqs.n > m->mq_limit) mq_sweep(m);
-        const ms_event *e = ms_heap_top(&m->heap);
+        long ti;
+        const ms_event *e = next_event(m, &ti);
         if (!m->tn_valid) {
             m->tn_cache = nm_network_next_time(m->net);
             m->tn_valid = 1;
@@ -1613,7 +1766,7 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
         ms_time_t tm = e ? e->t : NEVER, tn = m->tn_cache;
         if (e && tm < m->stop && (ORDER_CLASS(e->order) == CLS_RESUME ? tm < tn : tm <= tn)) {
             ms_event ev;
-            ms_heap_pop(&m->heap, &ev);
+            pop_event(m, ti, &ev);
             if (ev.t > m->now) m->now = ev.t;
             process(m, &ev);
             continue;
@@ -1623,11 +1776,8 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
              * take none of them in between. A network event at the time of a model event comes
              * after it, except after a resume (a resumed rank acts after what happened at its
              * resume time). Deliveries that add model events lower the bound (on_deliver). */
-            ms_time_t bound = m->stop;
-            if (e) {
-                ms_time_t b = ORDER_CLASS(e->order) == CLS_RESUME ? tm + 1 : tm;
-                if (b < bound) bound = b;
-            }
+            /* (trains' EV_NICs aside: they take packets already in the network) */
+            ms_time_t bound = network_bound(m, m->stop);
             m->tn_valid = 0;
             int nrc = nm_network_run_instants(m->net, bound);
             ms_time_t last = nm_network_now(m->net) - 1;   /* the last instant processed */
@@ -1705,6 +1855,8 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->nhosts = ms_host_nodes(m->host);
     m->ports = ms_host_ports(m->host);
     m->mc_ok = nm_network_has_multicast(net) && m->ports == 1;
+    m->trains_ok = nm_config_int(cfg, "mpi.packet_trains") && nm_network_has_trains(net) && m->ports == 1 &&
+                   ms_host_rx_stateless(m->host);
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
     m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
     if (!m->nic_free || !m->nic) goto oom;
@@ -1774,6 +1926,7 @@ void ms_model_destroy(ms_model *m)
     ms_hmap_free(&m->conns);
     ms_pool_free(&m->connpool);
     ms_heap_free(&m->heap);
+    free(m->tev);
     ms_hmap_free(&m->reqs);
     ms_hmap_free(&m->comms);
     ms_hmap_free(&m->cranks);

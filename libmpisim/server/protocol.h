@@ -192,6 +192,11 @@ typedef struct ms_msg_charging {
     int64_t return_comp_ns;      /* taken off those gaps as the cold return path's measured penalty */
     int64_t cold_baseline_ns;    /* an empty gap's charge right after a switch (recent trials' median) */
     uint64_t cold_trials;        /* such trials taken (one per switched-out call) */
+    uint64_t window_gaps;        /* gaps measured between the wrappers' counter stamps (shim.h) */
+    int64_t window_baseline_ns;  /* an empty wrapper window's charge, measured at start */
+    int64_t window_cold_ns;      /* ... right after a switch (recent trials' median) */
+    int64_t window_ps_per_tick;  /* the counter's measured period, in 1e-6 ps (0: no window) */
+    uint64_t probes;             /* gaps after a switch whose next wrapper was probed (warm_path.c) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

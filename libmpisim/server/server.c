@@ -1461,14 +1461,18 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             ", \"charging\": {\"method\": \"%s\", \"baseline_ns\": %lld, \"page_misses\": %llu, \"woken_gaps\": %llu, \"woken_raw_ns\": %lld, \"gaps\": %llu, "
             "\"descheduled_gaps\": %llu, \"cpu_clock_syscalls\": %llu, \"raw_ns\": %lld, \"compensated_ns\": %lld, "
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld, \"woken_charged_ns\": %lld, \"return_comp_ns\": %lld, "
-            "\"cold_baseline_ns\": %lld, \"cold_trials\": %llu, "
+            "\"cold_baseline_ns\": %lld, \"cold_trials\": %llu, \"window_gaps\": %llu, \"window_baseline_ns\": %lld, "
+            "\"window_cold_ns\": %lld, \"counter_ghz\": %.6f, \"probes\": %llu, "
             "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
             m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
             (unsigned long long)c->descheduled_gaps, (unsigned long long)c->syscalls, (long long)c->raw_ns,
             (long long)c->compensated_ns, (long long)c->wall_ns, (long long)c->descheduled_ns,
             (long long)c->woken_charged_ns, (long long)c->return_comp_ns, (long long)c->cold_baseline_ns,
-            (unsigned long long)c->cold_trials, (int)c->gate_slots,
+            (unsigned long long)c->cold_trials, (unsigned long long)c->window_gaps, (long long)c->window_baseline_ns,
+            (long long)c->window_cold_ns, c->window_ps_per_tick > 0 ? 1e9 / (double)c->window_ps_per_tick : 0.0,
+            (unsigned long long)c->probes,
+            (int)c->gate_slots,
             (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }
 

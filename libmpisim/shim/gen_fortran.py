@@ -124,11 +124,15 @@ def modelled(fn, plist, names):
         ix = 'array_of_indices' if 'array_of_indices' in names else 'indices'
         post.append(f'if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {ix}[i] += 1;')
     fparams.append('MPI_Fint *ierr')
-    body = [f'    {s}' for s in pre]
-    body.append('    ms_f_callsite(__builtin_return_address(0));')
+    # the wrapper window (shim.h) spans the binding's own conversions: its stamps, not the C
+    # wrapper's, bound the program's gap
+    body = ['    uint64_t entry_tsc = ms_tsc();', '    if (MS_UNLIKELY(ms_probing)) return;']
+    body += [f'    {s}' for s in pre]
+    body.append('    ms_f_callsite_at(__builtin_return_address(0), entry_tsc);')
     body.append(f'    int rc = {fn}({", ".join(args)});')
     body += [f'    {s}' for s in post]
     body.append('    if (ierr) *ierr = (MPI_Fint)rc;')
+    body.append('    ms_window_exit();')
     return fparams, body
 
 
@@ -139,20 +143,23 @@ def forwarder(fn, cls, plist, names):
     cargs = [f'a{i}' for i in range(len(plist))] + ['ierr'] + [f'l{i}' for i in range(nchar)]
     ptypes = ', '.join(['void *'] * len(plist) + ['MPI_Fint *'] + ['size_t'] * nchar)
     real = 'ompi_' + fn[4:].lower() + '_f'
-    b = [f'    static void (*real)({ptypes});',
+    b = ['    uint64_t entry_tsc = ms_tsc();',
+         '    if (MS_UNLIKELY(ms_probing)) return;',
+         f'    static void (*real)({ptypes});',
          f'    if (!real) *(void **)&real = ms_f_real("{real}", "{fn}");',
          '    if (ms_bypass()) {',
          f'        real({", ".join(cargs)});',
          '        return;',
          '    }',
-         f'    ms_enter(MS_FN_{fn}, __builtin_return_address(0));']
+         f'    ms_enter_at(MS_FN_{fn}, __builtin_return_address(0), entry_tsc);']
     if cls == 'passthrough':
         b.append(f'    ms_passthrough(MS_FN_{fn});')
     else:
         b.append(f'    ms_unmodelled(MS_FN_{fn});')
     b += [f'    real({", ".join(cargs)});',
           f'    ms_unmodelled_done(MS_FN_{fn});',
-          f'    ms_exit(MS_FN_{fn}, ierr ? (int)*ierr : 0);']
+          f'    ms_exit(MS_FN_{fn}, ierr ? (int)*ierr : 0);',
+          '    ms_window_exit();']
     return params, b
 
 
@@ -202,6 +209,7 @@ def emit(protos, wrapped):
         made.append('MPI_' + fname)
     c.append('')
     skipped = []
+    entries = []
     for fn, cls, handler, plist, names in wrapped:
         if cls == 'modelled':
             r = modelled(fn, plist, names)
@@ -221,6 +229,11 @@ def emit(protos, wrapped):
             c.append(f'void {a}({sig}) __attribute__((alias("{target}")));')
         c.append('')
         made.append(fn)
+        entries.append(target)
+    c.append('/* every generated binding, for the warm path\'s probe (warm_path.c) */')
+    c.append(f'void (*const ms_fortran_entries[{len(entries)}])(void) = {{')
+    c += [f'    (void (*)(void))(void *){t},' for t in entries]
+    c += ['};', f'const int ms_fortran_entry_count = {len(entries)};', '']
     if skipped:
         raise SystemExit('gen_fortran: modelled calls without a Fortran conversion: ' + ', '.join(skipped))
     return '\n'.join(c), len(made)

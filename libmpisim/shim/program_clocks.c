@@ -115,8 +115,9 @@ static int is_monotonic(clockid_t c)
 
 int clock_gettime(clockid_t clock, struct timespec *ts)
 {
+    uint64_t entry_tsc = ms_tsc();   /* the wrapper window (shim.h) */
     if ((is_realtime(clock) || is_monotonic(clock)) && virtual_read(__builtin_return_address(0))) {
-        int64_t ns = ms_read_virtual_clock(MS_FN_clock_gettime, __builtin_return_address(0)) / 1000 +
+        int64_t ns = ms_read_virtual_clock(MS_FN_clock_gettime, __builtin_return_address(0), entry_tsc) / 1000 +
                      (is_realtime(clock) ? epoch_realtime_ns : epoch_monotonic_ns);
         ts->tv_sec = (time_t)(ns / 1000000000LL);
         ts->tv_nsec = (long)(ns % 1000000000LL);
@@ -127,8 +128,9 @@ int clock_gettime(clockid_t clock, struct timespec *ts)
 
 int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
+    uint64_t entry_tsc = ms_tsc();
     if (virtual_read(__builtin_return_address(0))) {
-        int64_t ns = ms_read_virtual_clock(MS_FN_gettimeofday, __builtin_return_address(0)) / 1000 + epoch_realtime_ns;
+        int64_t ns = ms_read_virtual_clock(MS_FN_gettimeofday, __builtin_return_address(0), entry_tsc) / 1000 + epoch_realtime_ns;
         tv->tv_sec = (time_t)(ns / 1000000000LL);
         tv->tv_usec = (suseconds_t)(ns % 1000000000LL / 1000);
         if (tz) memset(tz, 0, sizeof(struct timezone));

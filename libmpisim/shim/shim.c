@@ -36,6 +36,7 @@
 
 
 ms_state ms_shim_state = {.tp.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
+ms_window ms_wrapper_window;
 
 int ms_has_server(void) { return S.server; }
 
@@ -198,9 +199,11 @@ static int cmp_i64(const void *a, const void *b)
  * usual paths and return at once, so a trial's gap is the way an empty gap takes. */
 static __attribute__((noinline)) int calib_wrapper(int x)
 {
+    uint64_t entry_tsc = ms_tsc();
     if (ms_bypass()) return x;
-    ms_enter(MS_FN_Wtime, __builtin_return_address(0));
+    ms_enter_at(MS_FN_Wtime, __builtin_return_address(0), entry_tsc);
     ms_exit(MS_FN_Wtime, x);
+    S.calib_exit_tsc = ms_tsc();
     return x;
 }
 static int (*volatile calib_wrapper_fn)(int) = calib_wrapper;   /* called like a PLT call */
@@ -228,19 +231,26 @@ static void clock_woken(const void *wrapper_ret)
     S.ck.woken_gaps++;
     S.ck_woken = 1;
     if (!S.rp_on) return;   /* shim.return_path = off: charged as it comes */
-    ms_wp_touch(S.site, wrapper_ret);
+    S.ck.probes += (uint64_t)ms_wp_touch(S.site, wrapper_ret);
     S.calibrating = 1;
     int64_t exit_side = S.calib_exit_ns = clock_now(&S.calib_mono);
     uint32_t seq = S.ck_seq_now;
+    uint64_t exit_tsc = ms_tsc();
     calib_wrapper_fn(0);
     S.calibrating = 0;
     if (S.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
         enum { N = sizeof S.cold_trial_ns / sizeof S.cold_trial_ns[0] };
-        S.cold_trial_ns[S.ck.cold_trials++ % N] = S.calib_enter_ns - exit_side;
-        int64_t v[N];
-        int k = 0, n = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
-        for (int i = 0; i < n; i++) sorted_insert(v, &k, S.cold_trial_ns[i]);
+        int i = (int)(S.ck.cold_trials++ % N);
+        S.cold_trial_ns[i] = S.calib_enter_ns - exit_side;
+        S.cold_trial_ticks[i] = (int64_t)(S.calib_enter_tsc - exit_tsc);
+        int64_t v[N], w[N];
+        int k = 0, kw = 0, n = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
+        for (int j = 0; j < n; j++) {
+            sorted_insert(v, &k, S.cold_trial_ns[j]);
+            sorted_insert(w, &kw, S.cold_trial_ticks[j]);
+        }
         S.ck.cold_baseline_ns = v[k / 2];
+        if (S.ns_per_tick > 0) S.ck.window_cold_ns = llround((double)w[kw / 2] * S.ns_per_tick);
     }
 }
 
@@ -252,17 +262,22 @@ static void clock_woken(const void *wrapper_ret)
 static void clock_calibrate(void)
 {
     enum { FAST = 255 };
-    int64_t d[FAST];
+    int64_t d[FAST], dt[FAST];
     S.calibrating = 1;
     S.calib_exit_ns = clock_now(&S.calib_mono);
+    S.calib_exit_tsc = ms_tsc();
     for (int i = 0; i < FAST; i++) {
         int64_t exit_side = S.calib_exit_ns;
+        uint64_t exit_tsc = S.calib_exit_tsc;
         calib_wrapper_fn(i);
         d[i] = S.calib_enter_ns - exit_side;
+        dt[i] = (int64_t)(S.calib_enter_tsc - exit_tsc);
     }
     S.calibrating = 0;
     qsort(d, FAST, sizeof d[0], cmp_i64);
+    qsort(dt, FAST, sizeof dt[0], cmp_i64);
     S.ck.baseline_ns = d[FAST / 2];
+    S.baseline_ticks = dt[FAST / 2];
 
     S.ck.syscalls = 0;
     S.ck.page_misses = 0;
@@ -349,9 +364,85 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
     return c;
 }
 
+/* The wrapper window (shim.h; docs/architecture.md "The wrapper window"). The counter's ticks
+ * become ns by its rate against CLOCK_MONOTONIC, measured in the run: a pair of readings at the
+ * first exit and one at most every ms after (each pair bracketed by two counter reads a few ns
+ * apart), used from 2 ms on (20 ns of pairing error in 2 ms: 1e-5). The window is only used where
+ * the counter is invariant (one rate, on every CPU: CPUID 0x80000007 EDX bit 8), and is given up
+ * for the run if the rate moves by more than 1e-3 between two measurements. */
+static int tsc_invariant(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u) return 0;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d >> 8) & 1;
+#else
+    return 0;
+#endif
+}
+
+static int tsc_pair(uint64_t *tsc, int64_t *mono)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        uint64_t t0 = ms_tsc();
+        int64_t m = mono_ns();
+        uint64_t t1 = ms_tsc();
+        if (t1 > t0 && t1 - t0 < 2000) {   /* not interrupted between the reads */
+            *tsc = t0 + (t1 - t0) / 2;
+            *mono = m;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void window_off(void)
+{
+    S.window_on = 0;
+    S.tsc_invariant = 0;
+    ms_wrapper_window.lock = NULL;
+    ms_wrapper_window.exit_tsc = 0;
+}
+
+/* At an exit reading (mono: its CLOCK_MONOTONIC): refine the rate, at most once a ms. */
+static void window_refine(int64_t mono)
+{
+    if (MS_LIKELY(mono - S.tsc_last_mono < 1000000) || !S.tsc_invariant || !ck_owner) return;
+    uint64_t t;
+    int64_t m;
+    if (!tsc_pair(&t, &m)) return;
+    S.tsc_last_mono = m;
+    if (!S.tsc_ref) {
+        S.tsc_ref = t;
+        S.tsc_ref_mono = m;
+        return;
+    }
+    if (m - S.tsc_ref_mono < 2000000) return;
+    double r = t > S.tsc_ref ? (double)(m - S.tsc_ref_mono) / (double)(t - S.tsc_ref) : 0;
+    if (r < 0.01 || r > 100 || (S.ns_per_tick > 0 && fabs(r / S.ns_per_tick - 1) > 1e-3)) {
+        window_off();   /* not a steady counter: measured between the shim's readings from now on */
+        return;
+    }
+    S.ns_per_tick = r;
+    S.ck.window_ps_per_tick = llround(r * 1e9);
+    S.ck.window_baseline_ns = llround((double)S.baseline_ticks * r);
+    if (!S.window_on) {
+        S.window_on = 1;
+        S.ck.window_cold_ns = S.ck.window_baseline_ns;   /* until a trial after a switch */
+        if (S.rp) memset(S.rp, 0, RP_PAIRS * sizeof *S.rp);   /* the pairs' samples were of the other measure */
+        ms_wrapper_window.lock = &S.ck_page->lock;
+    }
+}
+
 static void clock_start(void)
 {
     memset(&S.ck, 0, sizeof S.ck);
+    window_off();
+    S.tsc_ref = 0;
+    S.tsc_last_mono = 0;
+    S.ns_per_tick = 0;
     S.ck_page = NULL;
     S.ck_origin_ns = 0;
     if (S.params.compute_mode == MS_COMPUTE_NONE) {
@@ -361,6 +452,7 @@ static void clock_start(void)
     if (S.params.compute_mode == MS_COMPUTE_WALL) S.ck.method = MS_CHARGING_WALL;
     else S.ck.method = clock_open_page() == 0 ? MS_CHARGING_TASK_CLOCK : MS_CHARGING_SYSCALL;
     clock_calibrate();
+    S.tsc_invariant = S.ck.method == MS_CHARGING_TASK_CLOCK && tsc_invariant();
     /* allocated once; without the memory the gaps are charged as measured */
     S.rp_on = S.params.return_path && S.ck.method == MS_CHARGING_TASK_CLOCK;
     if (S.rp_on && !S.rp) S.rp = calloc(RP_PAIRS, sizeof *S.rp);
@@ -369,6 +461,7 @@ static void clock_start(void)
 
 static void clock_stop(void)
 {
+    window_off();
     if (!S.ck_page) return;
     munmap((void *)S.ck_page, (size_t)sysconf(_SC_PAGESIZE) * (1 + CK_DATA_PAGES));
     close(S.ck_fd);
@@ -403,21 +496,25 @@ static void gate_stats_into(ms_msg_charging *c)
 
 /* Computation since the last MPI call returned, in ns of the measured clock, compensated.
  * site: the call the gap ends in. */
-static int64_t clock_gap(int64_t now, int64_t mono, const void *site)
+static int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window)
 {
     int64_t raw = now - S.last_exit_ns;
     if (raw < 0) raw = 0;
     int64_t wall = mono - S.last_exit_mono_ns;
-    int64_t base = S.ck.baseline_ns;
+    /* a window gap is measured between the wrappers' stamps, the others between the readings */
+    int64_t base = window ? S.ck.window_baseline_ns : S.ck.baseline_ns;
+    int64_t cold = window ? S.ck.window_cold_ns : S.ck.cold_baseline_ns;
     int64_t d = raw > base ? raw - base : 0;
     int desched = S.ck.method == MS_CHARGING_TASK_CLOCK && S.ck_seq_now != S.last_exit_seq;
     int woken = S.ck_woken;
     S.ck_woken = 0;
     /* after a switch: what an empty gap costs right after one, measured (clock_woken) */
-    int64_t excess = S.ck.cold_baseline_ns > base ? S.ck.cold_baseline_ns - base : 0;
+    int64_t excess = cold > base ? cold - base : 0;
     int64_t dw = woken ? (d > excess ? d - excess : 0) : d;
-    int64_t c = rp_charge(dw, site, woken, desched);
+    /* a pair's samples are all of one measure: the window's once it is on */
+    int64_t c = rp_charge(dw, site, woken, desched || window != S.window_on);
     S.ck.gaps++;
+    S.ck.window_gaps += (uint64_t)window;
     S.ck.raw_ns += raw;
     S.ck.compensated_ns += raw - c;
     if (woken) {
@@ -442,19 +539,50 @@ void ms_f_callsite(void *ret)
     if (!ms_bypass()) S.fortran_site = ret;
 }
 
-void ms_enter(ms_fn_id fn, void *callsite)
+void ms_f_callsite_at(void *ret, uint64_t entry_tsc)
+{
+    if (!ms_bypass()) {
+        S.fortran_site = ret;
+        S.fortran_tsc = entry_tsc;
+    }
+}
+
+void ms_enter(ms_fn_id fn, void *callsite) { ms_enter_at(fn, callsite, 0); }
+
+void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 {
     if (S.depth++ == 0) {
+        if (S.fortran_tsc) {   /* called by a generated Fortran binding: its stamp */
+            entry_tsc = S.fortran_tsc;
+            S.fortran_tsc = 0;
+        }
         int64_t d = 0, ps = 0;
         int64_t mono = 0;
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
-            int64_t now = clock_now(&mono);
+            int64_t now = 0;
+            int window = 0;
+            uint64_t exit_tsc = ms_wrapper_window.exit_tsc;
+            ms_wrapper_window.exit_tsc = 0;
+            /* the wrapper window: not switched out since the exit stamp (the lock unchanged since
+             * the exit reading, and even: the kernel not writing it), on the event's own thread */
+            if (exit_tsc && entry_tsc > exit_tsc && S.window_on && S.window_exit_ok && ck_owner) {
+                uint32_t lock = *ms_wrapper_window.lock;
+                if (lock == ms_wrapper_window.exit_lock && lock == S.last_exit_seq && !(lock & 1)) {
+                    int64_t ns = llround((double)(entry_tsc - exit_tsc) * S.ns_per_tick);
+                    now = S.last_exit_ns + ns;
+                    mono = S.last_exit_mono_ns + ns;
+                    S.ck_seq_now = lock;
+                    window = 1;
+                }
+            }
+            if (!window) now = clock_now(&mono);
             if (__builtin_expect(S.calibrating, 0)) {
                 S.calib_enter_ns = now;
+                S.calib_enter_tsc = entry_tsc;
                 return;
             }
             if (mono - S.progress_mono_ns > 1000000000LL) S.progress_due = 1;
-            d = clock_gap(now, mono, callsite);
+            d = clock_gap(now, mono, callsite, window);
             ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
             S.clock_ps += ps;
             S.compute_ps += ps;
@@ -522,8 +650,12 @@ void ms_exit(ms_fn_id fn, int rc)
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
             if (S.ck_page && S.ck_page->lock != S.ck_seq_now) clock_woken(__builtin_return_address(0));
+            window_refine(S.last_exit_mono_ns);   /* before the reading: a gap may be measured from it */
             S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
             S.last_exit_seq = S.ck_seq_now;
+            /* the wrapper's exit stamp follows (ms_window_exit); until it, none */
+            ms_wrapper_window.exit_tsc = 0;
+            S.window_exit_ok = ck_owner && S.ck_seq_now != 1;
         }
     }
 }
@@ -1451,14 +1583,15 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 /* The rank's virtual time now, read as a call of its own (the computation before it is charged,
  * the trace records it): MPI_Wtime, and the program's own clock reads (program_clocks.c). */
-int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite)
+int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 {
     if (S.depth > 0) return S.clock_ps;
     S.clock_read = 1;   /* ms_enter: a read that finds the clock unmoved advances it */
-    ms_enter(fn, callsite);
+    ms_enter_at(fn, callsite, entry_tsc);
     int64_t t = S.clock_ps;
     ms_exit(fn, 0);
     S.wtime_last_ps = S.clock_ps;
+    ms_window_exit();
     return t;
 }
 
@@ -1466,8 +1599,9 @@ int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_
 
 double MPI_Wtime(void)
 {
+    uint64_t entry_tsc = ms_tsc();
     if (!S.active || !S.server) return PMPI_Wtime();
-    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL) * 1e-12;
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL, entry_tsc) * 1e-12;
 }
 
 double MPI_Wtick(void)

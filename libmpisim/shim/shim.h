@@ -35,12 +35,57 @@ MS_HIDDEN int ms_bypass(void);
 /* program_clocks.c: the program's clock reads; the shim's own always go to the host's clock */
 MS_HIDDEN int ms_clock_real(int clock, struct timespec *ts);   /* clock: a clockid_t */
 MS_HIDDEN void ms_program_clocks_start(void);
-MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite);
+MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
 MS_HIDDEN int ms_virtual_clock_on(void);
-/* a Fortran binding passes its caller's address for the C wrapper it is about to call */
+/* a Fortran binding passes its caller's address for the C wrapper it is about to call (and, from
+ * a generated binding, its own entry stamp: the wrapper window starts there) */
 void ms_f_callsite(void *ret);
+void ms_f_callsite_at(void *ret, uint64_t entry_tsc);
 MS_HIDDEN void ms_enter(ms_fn_id fn, void *callsite);
 MS_HIDDEN void ms_exit(ms_fn_id fn, int rc);
+
+/* The wrapper window (docs/architecture.md "The wrapper window"). A wrapper reads the time-stamp
+ * counter as its first instruction and again as its last before returning, so that a gap between
+ * two MPI calls can be measured over the program's code alone rather than over the shim's way
+ * out of its exit reading and into its entry reading: after a switch-out that way costs 2-3x
+ * what it costs warm (mispredicted returns, cold lines), and it is not the program's. ms_enter_at
+ * uses the stamps only when the task-clock page's lock shows that the thread was not switched
+ * out since the exit stamp, so the counter's ticks between them are the thread's CPU time. */
+typedef struct ms_window {
+    const volatile uint32_t *lock;   /* the task-clock page's lock; NULL: no stamps (yet) */
+    uint64_t exit_tsc;               /* the last wrapper's exit stamp; 0: none since the exit reading */
+    uint32_t exit_lock;              /* the lock at that stamp */
+} ms_window;
+MS_HIDDEN extern ms_window ms_wrapper_window;
+
+static inline uint64_t ms_tsc(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_ia32_rdtsc();
+#else
+    return 0;   /* no stamps: every gap is measured between the shim's readings */
+#endif
+}
+
+/* The wrapper's last act: its exit stamp (the lock first: a switch after it shows at entry). */
+static inline void ms_window_exit(void)
+{
+    const volatile uint32_t *lock = ms_wrapper_window.lock;
+    if (lock) {
+        ms_wrapper_window.exit_lock = *lock;
+        ms_wrapper_window.exit_tsc = ms_tsc();
+    }
+}
+
+/* Set while the warm path probes the way into the next wrapper (warm_path.c): a generated
+ * wrapper entered then, on this thread, returns at once, before anything else. */
+MS_HIDDEN extern __thread int ms_probing __attribute__((tls_model("initial-exec")));
+/* the generated Fortran bindings (gen_fortran.py), probed like the C wrappers */
+MS_HIDDEN extern void (*const ms_fortran_entries[])(void);
+MS_HIDDEN extern const int ms_fortran_entry_count;
+
+/* ms_enter with the wrapper's entry stamp (ms_tsc() as its first instruction; 0: none). */
+MS_HIDDEN void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
 /* Is a model server attached (co-simulation), or only a trace being captured? */
 int ms_has_server(void);
 void ms_trace_resolution(const ms_rq *r);

@@ -45,6 +45,16 @@ typedef struct ms_state {
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
     struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
     int64_t cold_trial_ns[16];   /* the last trials of an empty gap right after a switch */
+    /* the wrapper window (shim.h): the counter's rate against CLOCK_MONOTONIC, and baselines */
+    int tsc_invariant;           /* CPUID: the counter runs at one rate, on every CPU */
+    uint64_t tsc_ref;            /* the first (counter, CLOCK_MONOTONIC) pair; 0: none yet */
+    int64_t tsc_ref_mono, tsc_last_mono;
+    double ns_per_tick;          /* measured; 0: not yet */
+    int window_on;               /* the stamps are taken (ms_wrapper_window.lock is set) */
+    int window_exit_ok;          /* the last exit reading was on the perf event's own thread */
+    uint64_t calib_enter_tsc, calib_exit_tsc;
+    int64_t baseline_ticks;      /* an empty window, measured at start */
+    int64_t cold_trial_ticks[16];
     int rp_on;                   /* shim.return_path = measured */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
@@ -84,6 +94,7 @@ typedef struct ms_state {
     uint64_t pc_pcs[MS_CS_MAX_DEPTH];
     int pc_npcs;
     void *fortran_site;          /* set by a Fortran binding for the C wrapper it calls */
+    uint64_t fortran_tsc;        /* ... and the binding's entry stamp (0: none) */
     int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
     int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
     uint64_t call_bytes;

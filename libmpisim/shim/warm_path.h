@@ -11,6 +11,6 @@ void ms_wp_note(const void *prev_site, const void *site);
 /* Touch what the way back from the current call (returning to `site` through `wrapper_ret`) into
  * the next wrapper is known to run: the wrapper's return, the program's code up to its next
  * call, that call's PLT stub and GOT slot, the next wrapper's entry. */
-void ms_wp_touch(const void *site, const void *wrapper_ret);
+int ms_wp_touch(const void *site, const void *wrapper_ret);   /* 1: the next wrapper was probed */
 
 #endif

@@ -191,6 +191,10 @@ typedef struct nm_delivery {
     nm_time_t inject_time;    /* when the packet was handed to the source NIC */
     nm_time_t deliver_time;   /* when its last character (CRC) reached the destination host */
     uint64_t cookie;          /* caller's tag, returned untouched */
+    uint32_t train;           /* 0: one packet; n > 0: the last packet of a train, reporting n
+                               * packets: itself and those of the train delivered without a
+                               * callback (see nm_network_inject_train); a drop callback of a
+                               * train's packet other than its last reports that packet alone */
 } nm_delivery;
 
 typedef void (*nm_deliver_fn)(void *user, const nm_delivery *d);
@@ -205,6 +209,25 @@ void nm_network_set_callbacks(nm_network *net, nm_deliver_fn deliver, nm_drop_fn
  * GAP) is the engine's business. Returns 0, or negative on bad hosts / time. */
 int nm_network_inject(nm_network *net, int src_host, int dst_host, uint64_t payload_bytes,
                       nm_time_t t, uint64_t cookie);
+/* A packet train: `count` packets of `payload` bytes each from src to dst, packet i handed to the
+ * source NIC at t + i * period (period >= 0), all carrying `cookie`. The network behaves exactly
+ * as for `count` nm_network_inject calls (same delivery times, statistics, link busy times), but
+ * only the train's last packet makes a delivery callback (train = count); a caller that needs
+ * each packet's arrival injects packets. On an engine without trains of its own the network
+ * matches deliveries to the train by (src, dst, cookie): no other packet between the same hosts
+ * may then carry the same cookie while the train is in flight. Engines that can (myrinet) run the back-to-back
+ * packets of an uncontended train in a few events instead of a few per packet. Returns as
+ * nm_network_inject (nothing is injected on error); count 0 is an error. */
+int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
+                            nm_time_t period, uint64_t cookie);
+/* 1 when the engine runs trains itself (myrinet) and can cut them (nm_network_train_cut). */
+int nm_network_has_trains(const nm_network *net);
+/* Keep only the first `keep` packets of src's train `cookie` (on an engine with trains of its own):
+ * the others are withdrawn as if never injected; they must not have left the NIC yet (-1 if one
+ * has: a caller cuts before the network has run to their injection times). The kept packets not
+ * yet delivered make one callback at the last one's delivery (train = their number); *delivered
+ * (may be NULL) gets how many kept packets were delivered already (they make no callback). */
+int nm_network_train_cut(nm_network *net, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered);
 /* Time of the next pending engine event, NM_TIME_NEVER when idle. */
 nm_time_t nm_network_next_time(const nm_network *net);
 /* A multicast: one packet of `payload` bytes from src to each of dst[0..n-1] (distinct hosts, not

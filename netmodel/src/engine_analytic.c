@@ -313,7 +313,7 @@ static int process(analytic *A, const ev *E)
         __attribute__((fallthrough));  /* no receive cost: deliver now */
     }
     case EV_DELIVER: {
-        nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->time, p->cookie};
+        nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->time, p->cookie, 0};
         heap_pop_top(A);  /* before the callback, which may inject */
         pkt_free(A, i);   /* before the callback, which may inject and move the pool */
         if (A->timeout > 0 && d.deliver_time - d.inject_time > A->timeout) {

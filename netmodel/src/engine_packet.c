@@ -575,7 +575,7 @@ static void mcast_done(pengine *E, int p, int node, nm_time_t t, int dropped)
             if (t > mc->last[i]) mc->last[i] = t;
             if (--mc->left[i] == 0) {
                 nm_delivery d = {E->pk[p].src, mc->dst[i], E->pk[p].payload, E->pk[p].inject, mc->last[i],
-                                 mc->cookie[i]};
+                                 mc->cookie[i], 0};
                 if (mc->dropped[i]) {
                     E->st.packets_dropped++;
                     nm_network_drop_(E->net, &d);
@@ -606,7 +606,7 @@ static void packet_unit_done(pengine *E, int p, nm_time_t t, int dropped)
     if (dropped) P->dropped = 1;
     if (t > P->last) P->last = t;
     if (--P->units_left > 0) return;
-    nm_delivery d = {P->src, P->dst, P->payload, P->inject, P->last, P->cookie};
+    nm_delivery d = {P->src, P->dst, P->payload, P->inject, P->last, P->cookie, 0};
     if (P->dropped) {
         E->st.packets_dropped++;
         nm_network_drop_(E->net, &d);

@@ -14,6 +14,9 @@ struct nm_network {
     nm_drop_fn drop;
     void *user;
     nm_time_t stop;     /* nm_network_run_instants: lowered by callbacks (nm_network_stop_before) */
+    /* trains of an engine without inject_train: deliveries still held back, per train */
+    struct held_train { int src, dst; uint64_t cookie; uint32_t count, left, dropped; } *held;
+    size_t nheld, capheld;
 };
 
 static const nm_engine_ops *const engines[] = {
@@ -99,6 +102,7 @@ void nm_network_destroy(nm_network *net)
 {
     if (!net) return;
     net->ops->destroy(net->eng);
+    free(net->held);
     free(net);
 }
 
@@ -118,6 +122,46 @@ int nm_network_inject(nm_network *net, int src, int dst, uint64_t payload, nm_ti
     if (nm_route_get(tp, src, dst)->nhops < 0) return -3;
     if (t < net->ops->now(net->eng)) return -4;
     return net->ops->inject(net->eng, src, dst, payload, t, cookie);
+}
+
+int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t,
+                            nm_time_t period, uint64_t cookie)
+{
+    if (!net) return -1;
+    const nm_topology *tp = net->topo;
+    if (src < 0 || dst < 0 || src >= tp->nhosts || dst >= tp->nhosts || src == dst || count == 0 || period < 0)
+        return -2;
+    if (nm_route_get(tp, src, dst)->nhops < 0) return -3;
+    if (t < net->ops->now(net->eng)) return -4;
+    if (period > 0 && (NM_TIME_NEVER - t) / period < (nm_time_t)count) return -2;
+    if (net->ops->inject_train) return net->ops->inject_train(net->eng, src, dst, payload, count, t, period, cookie);
+    if (net->nheld == net->capheld) {
+        size_t nc = net->capheld ? 2 * net->capheld : 8;
+        struct held_train *nh = realloc(net->held, nc * sizeof *nh);
+        if (!nh) return -6;
+        net->held = nh;
+        net->capheld = nc;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        int rc = net->ops->inject(net->eng, src, dst, payload, t + (nm_time_t)i * period, cookie);
+        if (rc < 0) return rc;   /* only the first can fail: the arguments are the same */
+    }
+    net->held[net->nheld++] = (struct held_train){src, dst, cookie, count, count, 0};
+    return 0;
+}
+
+int nm_network_has_trains(const nm_network *net)
+{
+    return net && net->ops->inject_train && net->ops->train_cut;
+}
+
+int nm_network_train_cut(nm_network *net, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered)
+{
+    if (!nm_network_has_trains(net) || src < 0 || src >= net->topo->nhosts) return -2;
+    uint32_t d = 0;
+    int rc = net->ops->train_cut(net->eng, src, cookie, keep, &d);
+    if (delivered) *delivered = d;
+    return rc;
 }
 
 int nm_network_has_multicast(const nm_network *net)
@@ -216,10 +260,34 @@ size_t nm_network_link_busy(const nm_network *net, nm_time_t *busy_ps, size_t ma
 
 void nm_network_deliver_(nm_network *net, const nm_delivery *d)
 {
-    if (net && net->deliver) net->deliver(net->user, d);
+    if (!net) return;
+    for (size_t i = 0; i < net->nheld; i++) {   /* a packet of a train the engine does not know */
+        struct held_train *h = &net->held[i];
+        if (h->src != d->src_host || h->dst != d->dst_host || h->cookie != d->cookie) continue;
+        if (--h->left > 0) return;
+        nm_delivery last = *d;
+        last.train = h->count - h->dropped;   /* drops were reported on their own */
+        *h = net->held[--net->nheld];
+        if (net->deliver) net->deliver(net->user, &last);
+        return;
+    }
+    if (net->deliver) net->deliver(net->user, d);
 }
 
 void nm_network_drop_(nm_network *net, const nm_delivery *d)
 {
-    if (net && net->drop) net->drop(net->user, d);
+    if (!net) return;
+    nm_delivery last = *d;
+    for (size_t i = 0; i < net->nheld; i++) {   /* the train has one packet less to wait for */
+        struct held_train *h = &net->held[i];
+        if (h->src != d->src_host || h->dst != d->dst_host || h->cookie != d->cookie) continue;
+        if (--h->left == 0) {   /* its last: it reports the packets delivered unseen too */
+            last.train = h->count - h->dropped;
+            *h = net->held[--net->nheld];
+        } else {
+            h->dropped++;
+        }
+        break;
+    }
+    if (net->drop) net->drop(net->user, &last);
 }

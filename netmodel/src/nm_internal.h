@@ -115,6 +115,11 @@ typedef struct nm_engine_ops {
     /* Optional (NULL: nothing to say): why run_until failed other than by a deadlock, in words
      * that name the keys to change; 1 when written. */
     int (*failure_reason)(const void *eng, char *buf, size_t len);
+    /* Optional (NULL: the network injects the packets and holds back all deliveries but the
+     * last): nm_network_inject_train, arguments checked. */
+    int (*inject_train)(void *eng, int src, int dst, uint64_t payload, uint32_t count, nm_time_t t, nm_time_t period,
+                        uint64_t cookie);
+    int (*train_cut)(void *eng, int src, uint64_t cookie, uint32_t keep, uint32_t *delivered);
 } nm_engine_ops;
 
 /* Engines report deliveries and drops through these (they call the user's callbacks). */

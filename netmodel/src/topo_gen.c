@@ -358,6 +358,61 @@ static int gen_clos(gen *g, int nhosts)
     return attach(g, nhosts);
 }
 
+/* Beyond 1024 hosts: an 8-ary n-tree of 16-port switches (Petrini and Vanneschi's k-ary n-tree,
+ * n = 4 up to 4096 hosts, 5 up to 32768), 8 ports down and 8 up at every level but the top.
+ * Switch (l, x), level l = 0 (leaves) .. n-1, x = sum of digits x_i 8^i (i < n-1): its up port
+ * 8+u goes to (l+1, x with digit l set to u), arriving on that switch's down port x_l. The leaves
+ * below (l, x) are those with x's digits from l up, so a switch is built only where one of the
+ * ceil(N/8) leaves needed is below it. Full bisection; shortest paths go up to the nearest common
+ * ancestor and down, so they are deadlock-free (checked by the routes like any topology's). */
+static int gen_ntree(gen *g, int nhosts)
+{
+    enum { K = 8 };
+    int leaves = (nhosts + K - 1) / K, n = 2, per = K;   /* per: switches per level, 8^(n-1) */
+    while ((long)per * K < nhosts) {
+        n++;
+        per *= K;
+    }
+    int *id = malloc((size_t)n * (size_t)per * sizeof *id);
+    if (!id) {
+        nm_set_err(g->err, g->errlen, "out of memory");
+        return -1;
+    }
+    int pw = 1;   /* 8^l */
+    for (int l = 0; l < n; l++, pw *= K)
+        for (int x = 0; x < per; x++) {
+            /* needed: a leaf below, i.e. x with its digits under l cleared is a leaf in use */
+            int need = x - x % pw < leaves;
+            id[l * per + x] = need ? sw(g, 16) : -2;
+            if (id[l * per + x] == -1) {
+                free(id);
+                return -1;
+            }
+        }
+    pw = 1;
+    for (int l = 0; l + 1 < n; l++, pw *= K)
+        for (int x = 0; x < per; x++) {
+            if (id[l * per + x] < 0) continue;
+            int digit = x / pw % K;
+            for (int u = 0; u < K; u++) {
+                int up = x + (u - digit) * pw;
+                if (id[(l + 1) * per + up] >= 0 && sw_link(g, id[l * per + x], K + u, id[(l + 1) * per + up], digit) < 0) {
+                    free(id);
+                    return -1;
+                }
+            }
+        }
+    for (int x = 0; x < leaves; x++)
+        for (int p = 0; p < K; p++)
+            if (add_slot(g, id[x], p) < 0) {
+                free(id);
+                return -1;
+            }
+    free(id);
+    g->t->prefer_spread = 1;
+    return attach(g, nhosts);
+}
+
 /* Seed 001's conventional Gigabit Ethernet: E edge switches with H hosts each on ports 0..H-1,
  * each joined to one central switch S(E) by T trunked links (edge e's ports H..H+T-1 to the
  * central switch's ports eT..eT+T-1): a loop-free spanning tree; the route ties spread the host
@@ -453,7 +508,8 @@ static int mk_auto(gen *g, const char *spec, int n, const long *a)
     if (a[0] <= 18) return gen_triangle18(g, (int)a[0]);
     if (a[0] <= 96) return gen_system96(g, (int)a[0]);
     if (a[0] <= 1024) return gen_clos(g, (int)a[0]);
-    return BAD("topology '%s': the default Clos of 16-port switches holds up to 1024 hosts; name a generator or a "
+    if (a[0] <= 32768) return gen_ntree(g, (int)a[0]);
+    return BAD("topology '%s': the default fat tree of 16-port switches holds up to 32768 hosts; name a generator or a "
                "topology file", spec);
 }
 
@@ -532,8 +588,8 @@ static int mk_irregular(gen *g, const char *spec, int n, const long *a)
 
 static int mk_clos(gen *g, const char *spec, int n, const long *a)
 {
-    if (n != 1 || a[0] < 1 || a[0] > 1024) return BAD("topology '%s': expected clos:N with 1 <= N <= 1024 hosts", spec);
-    return gen_clos(g, (int)a[0]);
+    if (n != 1 || a[0] < 1 || a[0] > 32768) return BAD("topology '%s': expected clos:N with 1 <= N <= 32768 hosts", spec);
+    return a[0] <= 1024 ? gen_clos(g, (int)a[0]) : gen_ntree(g, (int)a[0]);
 }
 
 static int mk_gige_tree(gen *g, const char *spec, int n, const long *a)
@@ -568,13 +624,13 @@ static const struct generator {
     gen_fn make;
 } generators[] = {
     {{"auto", "auto:N", "the default testbed for N hosts: a network.switch_ports crossbar up to that many, "
-                        "triangle18 up to 18, system96 up to 96, clos up to 1024"}, mk_auto},
+                        "triangle18 up to 18, system96 up to 96, clos up to 32768"}, mk_auto},
     {{"crossbar", "crossbar:N", "one N-port switch with N hosts (seed 000 sec 3.1)"}, mk_crossbar},
     {{"triangle18", "triangle18[:N]", "three 8-port switches in a triangle, 18 hosts (seed 000 sec 2.1)"},
      mk_triangle18},
     {{"system96", "system96[:N]", "six 16-host triangle clusters joined by one 8-port switch (seed 000 sec 2.1)"}, mk_system96},
     {{"clos64", "clos64[:N]", "a 64-host Clos of sixteen 16-port switches (seed 004 sec 4.1)"}, mk_clos64},
-    {{"clos", "clos:N", "a Clos of 16-port switches for up to 1024 hosts"}, mk_clos},
+    {{"clos", "clos:N", "a Clos of 16-port switches for up to 32768 hosts (beyond 1024: an 8-ary n-tree)"}, mk_clos},
     {{"array", "array:S:K", "a line of S 16-port switches with K hosts each (seed 004 sec 4.1)"}, mk_array},
     {{"ring", "ring:S:K:L", "a ring of S 16-port switches, K hosts each, L links to each neighbour (seed 004 sec 4.1)"}, mk_ring},
     {{"torus2d", "torus2d:X:Y:K", "an X x Y torus of 16-port switches with K hosts each (seed 002 sec 5.1)"}, mk_torus2d},

@@ -4,9 +4,10 @@ compute mode, with a CPU-bound job beside). A ping-pong with nothing between its
 `mpisim run`, alone and beside a python CPU-bound loop, ROUNDS times interleaved; prints each run
 and the medians, and how many gaps followed a switch-out.
 
-Usage: bench_charged.py [BUILD_DIR] [--rounds K] [--trips N] [--compare OTHER_BUILD_DIR]
+Usage: bench_charged.py [BUILD_DIR] [--rounds K] [--trips N] [--compare OTHER_BUILD_DIR] [--fortran]
 With --compare, every run is made with both builds in turn (same-run ratios against a previous
-version)."""
+version). With --fortran, the same program in Fortran (tests/shim/progs/empty_pingpong_f.f90,
+1000 round trips: the bindings' handle conversions must not be charged either)."""
 import json
 import os
 import statistics
@@ -30,17 +31,24 @@ def opt(name, default):
 rounds = int(opt("--rounds", "5"))
 trips = int(opt("--trips", "1000"))
 other = opt("--compare", None)
+fortran = "--fortran" in args
+if fortran:
+    args.remove("--fortran")
 build = os.path.abspath(args[0] if args else os.path.join(here, "..", "..", "build"))
 builds = [("this", build)] + ([("other", os.path.abspath(other))] if other else [])
 tmp = tempfile.mkdtemp(prefix="mpisim-bench-charged-")
 prog = os.path.join(tmp, "empty_pingpong")
-subprocess.run(["mpicc", "-O2", "-o", prog, os.path.join(here, "..", "shim", "progs", "empty_pingpong.c")], check=True)
+if fortran:
+    subprocess.run(["mpifort", "-O2", "-o", prog, os.path.join(here, "..", "shim", "progs", "empty_pingpong_f.f90")],
+                   check=True)
+else:
+    subprocess.run(["mpicc", "-O2", "-o", prog, os.path.join(here, "..", "shim", "progs", "empty_pingpong.c")], check=True)
 
 
 def per_call(b):
     rep = os.path.join(tmp, "r.json")
     subprocess.run([os.path.join(b, "bin", "mpisim"), "run", "--compute", "cpu", "--set", "shim.cpu_factor=1",
-                    "--report", rep, "-n", "2", "--", prog, str(trips)], check=True, capture_output=True)
+                    "--report", rep, "-n", "2", "--", prog] + ([] if fortran else [str(trips)]), check=True, capture_output=True)
     r = json.load(open(rep))
     c = [x["charging"] for x in r["ranks"]]
     ns = sum(x["compute_ps"] for x in r["ranks"]) / sum(x["calls"] for x in r["ranks"]) / 1e3

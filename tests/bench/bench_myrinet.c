@@ -90,16 +90,21 @@ static int bench(int payload, double sim_ms)
     return 0;
 }
 
-typedef struct { uint64_t digest; int delivered; } lstate;
+typedef struct { uint64_t digest, last_digest; int delivered; } lstate;
+static uint64_t fnv(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 static void on_long(void *u, const nm_delivery *d)
 {
     lstate *l = u;
-    l->digest = (l->digest ^ (uint64_t)d->deliver_time) * 1099511628211ull;
-    l->delivered++;
+    l->digest = fnv(l->digest, (uint64_t)d->deliver_time);
+    if (d->train || d->cookie == 255) l->last_digest = fnv(l->last_digest, (uint64_t)d->deliver_time);
+    l->delivered += d->train ? (int)d->train : 1;
 }
 
-/* One 1 MiB message at a time from host 0 to the last host. */
-static int bench_long(const char *topology, int messages)
+typedef struct { double wall, events; uint64_t last_digest, stats_digest; } lresult;
+
+/* One 1 MiB message at a time from host 0 to the last host: 256 packets (train = 0) or one train
+ * of 256 packets (train = 1), which must give the same last delivery times and statistics. */
+static int bench_long(const char *topology, int messages, int train, lresult *res)
 {
     char err[512];
     nm_config *cfg = nm_config_create();
@@ -110,24 +115,34 @@ static int bench_long(const char *topology, int messages)
     nm_topology *topo = nm_topology_load(topology, cfg, err, sizeof err);
     nm_network *net = topo ? nm_network_create(cfg, topo, err, sizeof err) : NULL;
     if (!net) { fprintf(stderr, "%s\n", err); return 1; }
-    lstate st = {1469598103934665603ull, 0};
+    lstate st = {1469598103934665603ull, 1469598103934665603ull, 0};
     nm_network_set_callbacks(net, on_long, NULL, &st);
     int dst = nm_topology_hosts(topo) - 1;
     const int packets = 256, payload = 4096 + 8;   /* mpi.packet_payload, plus the envelope */
     double w0 = now_s(), c0 = cpu_s();
     for (int m = 0; m < messages; m++) {
         nm_time_t t = nm_network_now(net);
-        for (int k = 0; k < packets; k++)
-            if (nm_network_inject(net, 0, dst, (uint64_t)payload, t, (uint64_t)k) != 0) return 1;
+        if (train) {
+            if (nm_network_inject_train(net, 0, dst, (uint64_t)payload, packets, t, 0, 255) != 0) return 1;
+        } else {
+            for (int k = 0; k < packets; k++)
+                if (nm_network_inject(net, 0, dst, (uint64_t)payload, t, (uint64_t)k) != 0) return 1;
+        }
         if (nm_network_run(net) < 0) { fprintf(stderr, "engine error\n"); return 1; }
     }
     double wall = now_s() - w0, cpu = cpu_s() - c0;
     nm_stats s;
     nm_network_stats(net, &s);
-    printf("1 MiB message, %-10s (%d switches): %.3f ms wall, %.3f ms CPU, %.0f events per message "
-           "(%d messages), digest %016llx\n",
-           strchr(topology, '/') ? "line of 5" : topology, nm_topology_route_hops(topo, 0, dst), wall * 1e3 / messages, cpu * 1e3 / messages,
-           (double)s.events / messages, messages, (unsigned long long)st.digest);
+    uint64_t sd = fnv(fnv(fnv(1469598103934665603ull, s.char_hops), s.packets_delivered), s.payload_bytes_delivered);
+    nm_time_t busy[64];
+    size_t nb = nm_network_link_busy(net, busy, 64);
+    for (size_t i = 0; i < nb && i < 64; i++) sd = fnv(sd, (uint64_t)busy[i]);
+    printf("1 MiB message, %-10s (%d switches), %-7s: %.3f ms wall, %.3f ms CPU, %.0f events per message "
+           "(%d messages), digest %016llx, last packets %016llx, stats %016llx\n",
+           strchr(topology, '/') ? "line of 5" : topology, nm_topology_route_hops(topo, 0, dst), train ? "train" : "packets",
+           wall * 1e3 / messages, cpu * 1e3 / messages, (double)s.events / messages, messages,
+           (unsigned long long)(train ? 0 : st.digest), (unsigned long long)st.last_digest, (unsigned long long)sd);
+    *res = (lresult){wall, (double)s.events / messages, st.last_digest, sd};
     nm_network_destroy(net);
     nm_topology_destroy(topo);
     nm_config_destroy(cfg);
@@ -154,7 +169,17 @@ int main(int argc, char **argv)
               "host A\nhost B\nlink A:0 S0:0\nlink S0:1 S1:0\nlink S1:1 S2:0\nlink S2:1 S3:0\nlink S3:1 S4:0\n"
               "link B:0 S4:1\n", f);
         fclose(f);
-        int rc = bench_long("crossbar:8", longm) || bench_long(line, longm);
+        int rc = 0;
+        const char *topos[2] = {"crossbar:8", line};
+        for (int i = 0; i < 2 && !rc; i++) {
+            lresult p, tr;
+            rc = bench_long(topos[i], longm, 0, &p) || bench_long(topos[i], longm, 1, &tr);
+            if (rc) break;
+            int same = p.last_digest == tr.last_digest && p.stats_digest == tr.stats_digest;
+            printf("  train: %.0f events per message (packets %.0f), wall time ratio train/packets %.3f, %s\n", tr.events,
+                   p.events, tr.wall / p.wall, same ? "identical" : "DIFFERENT (defect)");
+            if (!same) rc = 1;
+        }
         remove(line);
         return rc;
     }

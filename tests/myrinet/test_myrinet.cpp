@@ -2,6 +2,7 @@
 // its own one-character-at-a-time reference mode.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -382,5 +383,266 @@ TEST(Myrinet, FastModeEqualsCharacterSteppingLongMessages)
         EXPECT_EQ(res[0].size(), 54u) << cs.topo;
         EXPECT_TRUE(res[0] == res[1]) << cs.topo;
         EXPECT_LT(events[0] * 50, events[1]) << cs.topo << ": the fast mode should take far fewer events";
+    }
+}
+
+// Packet trains (nm_network_inject_train): the same network as the train's packets injected one
+// by one, in fast mode (where uncontended back-to-back packets are run periods at a time) and in
+// stepping mode. Randomized: trains of random length, size and injection period from random
+// hosts at random times, single packets in between (contending on shared channels), tiny buffers
+// (STOP/GO), mixed rates, a routing delay, a NIC cost, a short BEAT period, run calls that end
+// inside trains. Every observable must agree: each train's last delivery time (the only one it
+// reports), every single packet's, and after every run call the statistics and link busy times.
+namespace {
+struct TrainCase {
+    std::string topo;
+    std::vector<std::string> sets;
+    int payload_max, count_max;
+    nm_time_t gap_max = 40000000;   // ps between injections
+    bool stepping = true;           // also against stepping mode (slow for long trains)
+};
+struct TrainRun {
+    std::map<uint64_t, nm_time_t> last;      // per cookie: the train's last / the packet's delivery
+    std::vector<std::vector<nm_time_t>> obs;  // after each run call: stats and link busy
+    uint64_t events = 0, drops = 0;
+};
+// mode 0: trains, fast; 1: the trains' packets one by one, fast; 2: trains, stepping
+TrainRun run_trains(const TrainCase &cs, int mode, uint64_t seed, bool instants)
+{
+    TrainRun out;
+    auto sets = cs.sets;
+    sets.push_back(std::string("network.myrinet_stepping=") + (mode == 2 ? "1" : "0"));
+    Net n(cs.topo, sets);
+    int H = nm_topology_hosts(n.topo);
+    uint64_t rng = seed;
+    auto rnd = [&rng]() { rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; return rng >> 33; };
+    std::map<uint64_t, uint32_t> count;   // packets-mode cookie (train << 16 | index) -> train length
+    nm_time_t t = 0;
+    auto observe = [&]() {
+        nm_stats st;
+        nm_network_stats(n.net, &st);
+        std::vector<nm_time_t> o = {(nm_time_t)st.packets_injected, (nm_time_t)st.packets_delivered,
+                                    (nm_time_t)st.packets_dropped, (nm_time_t)st.payload_bytes_delivered,
+                                    (nm_time_t)st.char_hops, nm_network_now(n.net)};
+        std::vector<nm_time_t> b(nm_network_link_busy(n.net, nullptr, 0));
+        nm_network_link_busy(n.net, b.data(), b.size());
+        o.insert(o.end(), b.begin(), b.end());
+        out.obs.push_back(o);
+    };
+    for (int i = 0; i < 24; i++) {
+        int s = (int)(rnd() % H), d = (int)(rnd() % (H - 1));
+        if (d >= s) d++;
+        uint64_t P = 1 + rnd() % cs.payload_max;
+        if (rnd() % 3 == 0) {   // a single packet
+            EXPECT_EQ(nm_network_inject(n.net, s, d, P, t, (uint64_t)i << 16), 0);
+        } else {
+            uint32_t k = 1 + (uint32_t)(rnd() % cs.count_max);
+            nm_time_t period = rnd() % 2 ? 0 : (nm_time_t)(rnd() % 3000000);
+            if (mode == 1) {
+                for (uint32_t j = 0; j < k; j++)
+                    EXPECT_EQ(nm_network_inject(n.net, s, d, P, t + (nm_time_t)j * period,
+                                                (uint64_t)i << 16 | (j + 1 < k ? 0x8000 | j : j)), 0);
+                count[(uint64_t)i << 16 | (k - 1)] = k;
+            } else {
+                EXPECT_EQ(nm_network_inject_train(n.net, s, d, P, k, t, period, (uint64_t)i << 16 | (k - 1)), 0);
+            }
+        }
+        t += (nm_time_t)(rnd() % (uint64_t)cs.gap_max);
+        int rc = instants ? nm_network_run_instants(n.net, t) : nm_network_run_until(n.net, t);
+        EXPECT_EQ(rc, 0) << cs.topo << " mode " << mode;
+        observe();
+    }
+    EXPECT_EQ(nm_network_run(n.net), 0);
+    observe();
+    for (auto &d : n.rec.del) {
+        if (mode == 1 && (d.cookie & 0x8000)) continue;   // not a train's last
+        if (mode == 1 && count.count(d.cookie)) { EXPECT_EQ(d.train, 0u); }
+        out.last[d.cookie] = d.deliver_time;
+    }
+    out.drops = n.rec.drop.size();
+    if (mode != 1) {   // every packet of a train is reported once: by a callback or in a train's count
+        std::map<uint64_t, uint32_t> told;
+        for (auto *v : {&n.rec.del, &n.rec.drop})
+            for (auto &d : *v) told[d.cookie] += d.train ? d.train : 1;
+        for (auto &kv : told) EXPECT_EQ(kv.second, (uint32_t)(kv.first & 0xffff) + 1) << "cookie " << kv.first;
+    }
+    nm_stats st;
+    nm_network_stats(n.net, &st);
+    out.events = st.events;
+    return out;
+}
+}  // namespace
+
+TEST(Myrinet, TrainsEqualPacketsAndStepping)
+{
+    std::string mixed = write_mixed_topology();
+    const TrainCase cases[] = {
+        {"crossbar:4", {}, 300, 40},
+        {"crossbar:4", {"network.slack_buffer=40", "network.high_water=8", "network.low_water=4"}, 200, 30},
+        {mixed, {"network.slack_buffer=100", "network.high_water=20", "network.low_water=10"}, 300, 30},
+        {"triangle18", {"network.switch_delay=150ns", "network.nic_send_cost=300ns"}, 200, 30},
+        {"triangle18", {"network.beat_period=20us"}, 300, 40},
+        {"system96", {"network.switch_delay=100ns"}, 1500, 60},
+        {"crossbar:4", {"network.timeout=2us"}, 300, 30},
+        {"triangle18", {}, 4096, 200, 2000000000, false},   // long trains, mostly one at a time
+    };
+    uint64_t ev_train = 0, ev_packets = 0, drops = 0;
+    // MPISIM_TRAIN_SEEDS=N: N seeds per case instead of 3 (a longer soak by hand)
+    const char *ns = getenv("MPISIM_TRAIN_SEEDS");
+    uint64_t nseeds = ns && atoi(ns) > 0 ? (uint64_t)atoi(ns) : 3;
+    for (const auto &cs : cases)
+        for (uint64_t seed = 1; seed <= nseeds; seed++) {
+            bool instants = seed % 3 == 2;
+            TrainRun a = run_trains(cs, 0, seed, instants), b = run_trains(cs, 1, seed, instants);
+            EXPECT_TRUE(a.last == b.last) << cs.topo << " seed " << seed;
+            EXPECT_TRUE(a.obs == b.obs) << cs.topo << " seed " << seed;
+            EXPECT_EQ(a.drops, b.drops);
+            drops += a.drops;
+            ev_train += a.events;
+            ev_packets += b.events;
+            if (seed == 1 && cs.stepping) {   // the reference: one character at a time
+                TrainRun c = run_trains(cs, 2, seed, instants);
+                EXPECT_TRUE(a.last == c.last) << cs.topo << " stepping";
+                EXPECT_TRUE(a.obs == c.obs) << cs.topo << " stepping";
+            }
+        }
+    EXPECT_LT(ev_train, ev_packets) << "trains should save events";
+    EXPECT_GT(drops, 0u) << "the short timeout should drop packets";
+    printf("events: trains %llu, packets %llu\n", (unsigned long long)ev_train, (unsigned long long)ev_packets);
+}
+
+// An uncontended long message as a train: a handful of events, not a few per packet, and the
+// same last delivery as its packets; a second train contending on the destination splits both.
+TEST(Myrinet, UncontendedTrainTakesFewEvents)
+{
+    for (int contended = 0; contended < 2; contended++) {
+        nm_time_t last[2] = {0, 0};
+        uint64_t events[2] = {0, 0};
+        for (int mode = 0; mode < 2; mode++) {
+            Net n("crossbar:8", {});
+            if (mode == 0) {
+                ASSERT_EQ(nm_network_inject_train(n.net, 0, 7, 4104, 256, 0, 0, 99), 0);
+            } else {
+                for (int k = 0; k < 256; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 7, 4104, 0, k == 255 ? 99 : k), 0);
+            }
+            if (contended) {   // host 1's message to the same destination, injected mid-way
+                ASSERT_EQ(nm_network_run_until(n.net, 300000000), 0);
+                for (int k = 0; k < 20; k++) ASSERT_EQ(nm_network_inject(n.net, 1, 7, 4104, 300000000, 1000 + k), 0);
+            }
+            ASSERT_EQ(nm_network_run(n.net), 0);
+            for (auto &d : n.rec.del)
+                if (d.cookie == 99) last[mode] = d.deliver_time;
+            if (mode == 0) { EXPECT_EQ(n.rec.del.size(), contended ? 21u : 1u); }
+            nm_stats st;
+            nm_network_stats(n.net, &st);
+            events[mode] = st.events;
+        }
+        EXPECT_EQ(last[0], last[1]) << "contended " << contended;
+        if (!contended) { EXPECT_LT(events[0], 40u); }
+        EXPECT_LT(events[0], events[1]);
+    }
+}
+
+// Two trains back to back from one host to one destination: each reports its own last packet.
+TEST(Myrinet, ConsecutiveTrainsReportEach)
+{
+    std::map<uint64_t, nm_time_t> last[2];
+    for (int mode = 0; mode < 2; mode++) {
+        Net n("triangle18", {});
+        for (int tr = 0; tr < 3; tr++) {
+            uint64_t c = 100 + tr;
+            if (mode == 0) {
+                ASSERT_EQ(nm_network_inject_train(n.net, 0, 17, 512, 60, 0, 0, c), 0);
+            } else {
+                for (int k = 0; k < 60; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 17, 512, 0, k == 59 ? c : 7), 0);
+            }
+        }
+        ASSERT_EQ(nm_network_run(n.net), 0);
+        for (auto &d : n.rec.del)
+            if (d.cookie != 7) last[mode][d.cookie] = d.deliver_time;
+    }
+    EXPECT_EQ(last[0].size(), 3u);
+    EXPECT_TRUE(last[0] == last[1]);
+}
+
+// nm_network_train_cut: a train cut after K packets is the network of its first K packets alone
+// (withdrawn ones never injected), with the other host's traffic that follows; the kept packets
+// already delivered are told, the rest report at the last kept one.
+TEST(Myrinet, TrainCutKeepsTheFirstPackets)
+{
+    const nm_time_t P = 700000, T = 20 * P + 1;   // packets handed to the NIC every 0.7 us; cut at T
+    const uint32_t K = 21;                         // those handed over before T
+    std::map<uint64_t, nm_time_t> del[2];
+    std::vector<nm_time_t> obs[2];
+    uint32_t delivered = 99;
+    for (int mode = 0; mode < 2; mode++) {
+        Net n("crossbar:4", {});
+        if (mode == 0) {
+            ASSERT_EQ(nm_network_inject_train(n.net, 0, 3, 100, 60, 0, P, 5), 0);
+        } else {
+            for (uint32_t k = 0; k < K; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 3, 100, (nm_time_t)k * P, k + 1 == K ? 5 : 6), 0);
+        }
+        ASSERT_EQ(nm_network_run_until(n.net, T), 0);
+        if (mode == 0) {
+            ASSERT_EQ(nm_network_train_cut(n.net, 0, 5, K, &delivered), 0);
+            EXPECT_GT(delivered, 0u);
+            EXPECT_LT(delivered, K);
+            EXPECT_EQ(nm_network_train_cut(n.net, 0, 77, 1, nullptr), -1) << "no such train";
+        }
+        for (int k = 0; k < 4; k++) ASSERT_EQ(nm_network_inject(n.net, 0, 3, 2000, T, 100 + k), 0);
+        ASSERT_EQ(nm_network_inject(n.net, 1, 3, 3000, T, 200), 0);
+        ASSERT_EQ(nm_network_run(n.net), 0);
+        for (auto &d : n.rec.del) {
+            if (d.cookie == 6) continue;
+            del[mode][d.cookie] = d.deliver_time;
+            if (mode == 0 && d.cookie == 5) { EXPECT_EQ(d.train, K - delivered); }
+        }
+        nm_stats st;
+        nm_network_stats(n.net, &st);
+        obs[mode] = {(nm_time_t)st.packets_injected, (nm_time_t)st.packets_delivered, (nm_time_t)st.char_hops};
+        std::vector<nm_time_t> b(nm_network_link_busy(n.net, nullptr, 0));
+        nm_network_link_busy(n.net, b.data(), b.size());
+        obs[mode].insert(obs[mode].end(), b.begin(), b.end());
+    }
+    EXPECT_EQ(del[0].size(), 6u);
+    EXPECT_TRUE(del[0] == del[1]);
+    EXPECT_EQ(obs[0], obs[1]);
+}
+
+// Engines without trains of their own: the network injects the packets and reports the last.
+TEST(Myrinet, TrainOnPacketEngine)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        Rec rec;
+        char err[512];
+        nm_config *cfg = nm_config_create();
+        ASSERT_EQ(nm_config_set(cfg, "network.engine=ethernet", "test", err, sizeof err), 0) << err;
+        nm_topology *topo = nm_topology_load("crossbar:4", cfg, err, sizeof err);
+        nm_network *net = nm_network_create(cfg, topo, err, sizeof err);
+        ASSERT_NE(net, nullptr) << err;
+        nm_network_set_callbacks(net, on_del, on_drop, &rec);
+        static nm_time_t ref;
+        if (mode == 0) {
+            ASSERT_EQ(nm_network_inject_train(net, 0, 3, 1000, 10, 0, 5000, 7), 0);
+        } else {
+            for (int k = 0; k < 10; k++) ASSERT_EQ(nm_network_inject(net, 0, 3, 1000, k * 5000, 7), 0);
+        }
+        ASSERT_EQ(nm_network_inject(net, 1, 3, 100, 0, 8), 0);
+        ASSERT_EQ(nm_network_run(net), 0);
+        if (mode == 0) {
+            ASSERT_EQ(rec.del.size(), 2u);
+            for (auto &d : rec.del)
+                if (d.cookie == 7) { EXPECT_EQ(d.train, 10u); ref = d.deliver_time; }
+        } else {
+            ASSERT_EQ(rec.del.size(), 11u);
+            nm_time_t l = 0;
+            for (auto &d : rec.del)
+                if (d.cookie == 7) l = std::max(l, d.deliver_time);
+            EXPECT_EQ(l, ref);
+        }
+        EXPECT_EQ(nm_network_inject_train(net, 0, 3, 1000, 0, nm_network_now(net), 0, 9), -2);
+        nm_network_destroy(net);
+        nm_topology_destroy(topo);
+        nm_config_destroy(cfg);
     }
 }

@@ -324,7 +324,7 @@ TEST(Topology, SpreadTiesUseAllSpines)
 
 TEST(Topology, GeneratorArgumentErrors)
 {
-    for (const char *s : {"crossbar:0", "crossbar:x", "crossbar", "auto:0", "auto:1025", "triangle18:19",
+    for (const char *s : {"crossbar:0", "crossbar:x", "crossbar", "auto:0", "auto:32769", "triangle18:19",
                           "system96:0", "clos64:65", "array:3", "array:3:15", "ring:3:8", "ring:3:8:5",
                           "crossbar:2:3"}) {
         Topo T(s);
@@ -353,6 +353,32 @@ TEST(Topology, DefaultsCannotDeadlockAndScale)
                     EXPECT_EQ(nm_topology_route_hops(T.t, s, d), s / 8 == d / 8 ? 1 : s / 64 == d / 64 ? 3 : 5);
                 }
         check_routes(T.t);
+    }
+    {   // beyond 1024 hosts: an 8-ary 4-tree, deadlock-free, up to the nearest common ancestor
+        // (1100 hosts, 138 leaves: all four levels are used; 4096 hosts take 15 s to check here,
+        // the spread ties making a route per pair of hosts)
+        Topo T("auto:1100");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_hosts(T.t), 1100);
+        EXPECT_EQ(nm_topology_switches(T.t), 138 + 144 + 192 + 512);
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_TRUE(ri.deadlock_free);
+        for (int s = 0; s < 1100; s += 37)
+            for (int d = 0; d < 1100; d += 23)
+                if (s != d) {
+                    int hops = s / 8 == d / 8 ? 1 : s / 64 == d / 64 ? 3 : s / 512 == d / 512 ? 5 : 7;
+                    EXPECT_EQ(nm_topology_route_hops(T.t, s, d), hops) << s << " -> " << d;
+                }
+    }
+    {   // a part of one: only the switches some used leaf is below (250 leaves, 256 + 256 above,
+        // and the 512 at the top, every one above every leaf)
+        Topo T("clos:2000");
+        ASSERT_NE(T.t, nullptr) << T.err;
+        EXPECT_EQ(nm_topology_hosts(T.t), 2000);
+        EXPECT_EQ(nm_topology_switches(T.t), 250 + 256 + 256 + 512);
+        nm_topology_routing_info(T.t, &ri);
+        EXPECT_TRUE(ri.deadlock_free);
+        EXPECT_EQ(nm_topology_route_hops(T.t, 0, 1999), 7);
     }
     {   // up to 128 hosts: leaves and 8 spines (Myricom's Clos128)
         Topo T("auto:128");
@@ -414,7 +440,7 @@ TEST(Topology, FabricGenerators)
         EXPECT_EQ(T.t->gen_kind, NM_GEN_SCI);
         EXPECT_EQ(T.t->gen_ndims, 3);
     }
-    for (const char *bad : {"sci-torus:1:2", "sci-torus:4", "avici:0:1:1", "gige-tree:4:64", "clos:2000"}) {
+    for (const char *bad : {"sci-torus:1:2", "sci-torus:4", "avici:0:1:1", "gige-tree:4:64", "clos:40000"}) {
         Topo T(bad);
         EXPECT_EQ(T.t, nullptr) << bad;
         EXPECT_NE(T.err.find(bad), std::string::npos) << T.err;

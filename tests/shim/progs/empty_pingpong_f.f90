@@ -1,0 +1,25 @@
+! Blocking 1-byte ping-pongs with nothing between the MPI calls, in Fortran (issue 10): the
+! bindings' handle conversions are the shim's work, not the program's computation.
+! 1000 round trips, no arguments (a formatted read of one would be computation of its own: a
+! few us in the first gap); needs 2 ranks.
+program empty_pingpong_f
+  use mpi
+  implicit none
+  integer :: ierr, rank, i, trips
+  integer :: st(MPI_STATUS_SIZE)
+  character :: b
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  trips = 1000
+  b = 'x'
+  do i = 1, trips
+    if (rank == 0) then
+      call MPI_Send(b, 1, MPI_CHARACTER, 1, 0, MPI_COMM_WORLD, ierr)
+      call MPI_Recv(b, 1, MPI_CHARACTER, 1, 0, MPI_COMM_WORLD, st, ierr)
+    else if (rank == 1) then
+      call MPI_Recv(b, 1, MPI_CHARACTER, 0, 0, MPI_COMM_WORLD, st, ierr)
+      call MPI_Send(b, 1, MPI_CHARACTER, 0, 0, MPI_COMM_WORLD, ierr)
+    end if
+  end do
+  call MPI_Finalize(ierr)
+end program empty_pingpong_f
