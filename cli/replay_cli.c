@@ -54,6 +54,7 @@ static void release_all(void)
 }
 
 static void free_trace(void *p) { ms_trace_free(p); }
+static void free_stream(void *p) { ms_trace_stream_close(p); }
 static void free_cfg(void *p) { nm_config_destroy(p); }
 
 static double now_s(void)
@@ -175,11 +176,13 @@ static int replay_main(int argc, char **argv)
     }
     if (trace_operand(&c, argv, &o) != 0) return 2;
     char err[2048], warn[4096];
-    ms_trace *t = own(ms_trace_read_h5(o.trace, err, sizeof err), free_trace);
-    if (!t) {
+    /* the records are read as the replay plays them (memory: ranks x a stretch of records) */
+    ms_trace_stream *src = own(ms_trace_stream_open(o.trace, err, sizeof err), free_stream);
+    if (!src) {
         fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
     }
+    const ms_trace *t = ms_trace_stream_trace(src);
     nm_config *cfg = own(ms_replay_config(t, o.profile, o.sets, o.nsets, warn, sizeof warn, err, sizeof err), free_cfg);
     if (!cfg) {
         if (!strncmp(err, "the trace's", 11)) fprintf(stderr, "mpisim replay: %s: %s\n", o.trace, err);
@@ -193,14 +196,15 @@ static int replay_main(int argc, char **argv)
         return MS_EXIT_OUTPUT;
     }
     o.ro.warn = warn_now;   /* before the replay starts */
-    int run_rc = ms_replay_run(t, cfg, &o.ro, &res, err, sizeof err);
+    int run_rc = ms_replay_run_stream(src, cfg, &o.ro, &res, err, sizeof err);
     if (o.ro.timeline) fclose(o.ro.timeline);
     if (run_rc < 0) {
         fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
     }
-    /* exit codes as mpisim run's (README.md "Exit codes") */
-    int rc = ms_exit_code_of_outcome(res.outcome);
+    /* exit codes as mpisim run's (README.md "Exit codes"); a trace damaged in its records is an
+     * unreadable input, reported with what was replayed before the damage */
+    int rc = res.trace_unreadable ? MS_EXIT_USAGE : ms_exit_code_of_outcome(res.outcome);
     FILE *f = !strcmp(report, "-") ? stdout : fopen(report, "w");
     int bad = !f;
     if (f) {

@@ -66,6 +66,11 @@ typedef struct ms_replay_result {
     /* requests the model completed before the recording did, kept until the recording's
      * completion (most at once, and left at the end) */
     uint64_t early_done_peak, early_done_end;
+    /* ms_replay_run_stream: the most bytes of records (with their lists, results and texts) held
+     * at once (per rank a stretch of its records and the next one read ahead, none once it has
+     * ended) */
+    uint64_t trace_bytes_peak;
+    int trace_unreadable;          /* 1: the stream could not read some records (outcome_text says which) */
 } ms_replay_result;
 
 /* Configuration for a replay: keys of netmodel, [shim] and [mpi]; then the profile (NULL: the
@@ -77,6 +82,11 @@ nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *
 
 int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
                   char *err, size_t errlen);
+/* The same, reading each rank's records from the stream as it plays them (memory: ranks x a
+ * stretch, not the trace's length). A stretch the stream cannot read stops the replay there:
+ * outcome 2, its text the stream's error (file, rank, records), the result what was replayed. */
+int ms_replay_run_stream(ms_trace_stream *s, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
+                         char *err, size_t errlen);
 void ms_replay_result_free(ms_replay_result *res);
 
 /* The report of a run ("mpisim-report/1", the online run's schema) plus a "replay" object. */

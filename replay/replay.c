@@ -119,19 +119,29 @@ static void recorded_value(const ms_trace *t, const char *key, char *out, size_t
 /* A rank of the trace: where it is in its records and its clock as the records rebuild it.
  * States, synchronising groups, the horizon and the model calls are the driver's, as online. */
 typedef struct rrank {
-    const ms_trace_rank *tr;
+    /* what play() touches per record first, then the window's first fields: one or two lines */
     size_t pc;
+    size_t valid_to;             /* its records before this one are validated (ensure_valid) */
+    size_t nev;                  /* its records in the trace */
     int64_t clock;               /* the time of its next event: recorded computation, the model's costs */
-    int queued;
-    size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
     int64_t compute;
-    uint64_t calls, unmodelled;
+    uint64_t calls;
     int64_t call_entry;
+    int queued;
+    int cosim;
+    ms_trace_window w;           /* its records in memory: all of them, or a stretch read from the stream */
+    size_t block;                /* streamed: records per stretch read (aligned to it) */
+    size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
+    uint64_t unmodelled;
     int finalized;
     int64_t fin_t;
     uint64_t *rec_done;          /* the blocking wait's recorded completions (ms_driver_event) */
     size_t rec_done_cap;
-    size_t valid_to;             /* its records before this one are validated (ensure_valid) */
+    size_t resume_for;           /* rec_resume is of the WAIT/PROBE at resume_for - 1 (0: none yet) */
+    int64_t rec_resume;          /* the recorded resume after it, MS_TRACE_UNKNOWN_TIME if none */
+    int32_t wait_fn;             /* that WAIT/PROBE's MPI function */
+    size_t fin_at;               /* streamed: 1 + index of its last FINALIZE seen (0: none) */
+    int64_t fin_rec_t;
 } rrank;
 
 typedef struct replay {
@@ -148,7 +158,75 @@ typedef struct replay {
     int stopped;
     char stop[1024];
     int invalid;                 /* stopped at a record that fails ms_trace_validate_events: stop says which */
+    ms_trace_stream *src;        /* NULL: the trace's records are in memory */
+    int read_failed;             /* the stream could not read a stretch: read_err says which */
+    char read_err[1024];
+    size_t held;                 /* bytes of the ranks' windows */
 } replay;
+
+#define REC(r, k) (&(r)->w.ev[(k) - (r)->w.from])
+/* a record's side arrays (its list_off is the rank's index) */
+#define LISTS(r, e) ((r)->w.lists + ((size_t)(e)->list_off - (r)->w.lists_from))
+#define RESULTS(r, e) ((r)->w.results + ((size_t)(e)->list_off - (r)->w.results_from))
+#define TEXT(r, e) ((r)->w.text + ((size_t)(e)->list_off - (r)->w.text_from))
+
+/* A streamed rank's stretch: records are read in aligned stretches of this many (the next one asked
+ * for as soon as one arrives, so that the child reads while the ranks play), the HDF5 chunk
+ * of its events when that is within [STREAM_MIN, STREAM_MAX] (HDF5 inflates a chunk whole: a
+ * smaller stretch inflates the same chunk again for each). The writer's chunk is 1024 records. */
+#define STREAM_MIN 1024
+#define STREAM_MAX 8192
+
+static void release(replay *p, int rank)
+{
+    rrank *r = &p->r[rank];
+    if (!p->src) return;
+    p->held -= ms_trace_window_bytes(&r->w);
+    ms_trace_window_free(&r->w);
+}
+
+/* Streamed: read records [k, j] of the rank (and what precedes k in its stretch), validate them.
+ * 0, or -1: the replay stops (a record fails validation, or the stream cannot read them). */
+static int load(replay *p, int rank, size_t k, size_t j)
+{
+    rrank *r = &p->r[rank];
+    size_t a = k / r->block * r->block, b = (j / r->block + 1) * r->block;
+    if (b > r->nev) b = r->nev;
+    size_t before = ms_trace_window_bytes(&r->w);
+    char err[1024];
+    int rc = ms_trace_stream_read(p->src, rank, a, b, &r->w, err, sizeof err);
+    p->held += ms_trace_window_bytes(&r->w) - before;
+    /* its next stretch, read by the child while the ranks play (the answer waits in the stream) */
+    if (rc == 0 && b < r->nev) ms_trace_stream_ask(p->src, rank, b, b + r->block < r->nev ? b + r->block : r->nev);
+    size_t held = p->held + ms_trace_stream_bytes(p->src);
+    if (held > p->res->trace_bytes_peak) p->res->trace_bytes_peak = held;
+    if (rc < 0) {
+        if (!p->read_failed) snprintf(p->read_err, sizeof p->read_err, "%s", err);
+        if (!p->stopped) snprintf(p->stop, sizeof p->stop, "%s", err);
+        p->stopped = p->read_failed = 1;
+        return -1;
+    }
+    if (ms_trace_validate_window(p->t, rank, ms_trace_stream_size(p->src, rank), &r->w, a, b, "trace", p->stop,
+                                 sizeof p->stop) < 0) {
+        p->stopped = p->invalid = 1;
+        return -1;
+    }
+    if (b > r->valid_to) r->valid_to = b;
+    for (size_t i = b; i-- > a && i + 1 > r->fin_at;)   /* the recorded end (report) */
+        if (REC(r, i)->kind == MS_TRACE_FINALIZE) {
+            r->fin_at = i + 1;
+            r->fin_rec_t = REC(r, i)->t_ps;
+        }
+    return 0;
+}
+
+/* Records [k, j] of the rank are in memory: 0, or -1 (stopped). Pointers into its window taken
+ * before a call that may read further are stale after it. */
+static inline int need(replay *p, int rank, size_t k, size_t j)
+{
+    rrank *r = &p->r[rank];
+    return k >= r->w.from && j < r->w.from + r->w.n ? 0 : load(p, rank, k, j);
+}
 
 /* Records are validated a stretch at a time just before they are read (ms_trace_validate_events),
  * not in a pass of their own before the replay: a large trace does not fit in any cache, and one
@@ -164,6 +242,7 @@ typedef struct replay {
 static int validate_to(replay *p, int rank, size_t k)
 {
     rrank *r = &p->r[rank];
+    if (p->src) return need(p, rank, k, k);   /* a stretch is validated as it is read */
     size_t to = r->valid_to + VALIDATE_STRETCH;
     if (to < k + 1) to = k + 1;
     if (ms_trace_validate_events(p->t, rank, r->valid_to, to, "trace", p->stop, sizeof p->stop) < 0) {
@@ -189,26 +268,41 @@ static void enqueue(replay *p, int rank)
     p->qlen++;
 }
 
+/* The recorded resume after the rank's WAIT/PROBE at wait_ev (co-simulation traces), noted when
+ * the rank blocks there: a resume may come while another rank plays, and reading records then
+ * could move the window of a rank whose records are in use. */
+static void note_resume(replay *p, int rank)
+{
+    rrank *r = &p->r[rank];
+    r->resume_for = r->wait_ev + 1;
+    r->rec_resume = MS_TRACE_UNKNOWN_TIME;
+    if (!r->cosim || need(p, rank, r->wait_ev, r->wait_ev) < 0) return;
+    r->wait_fn = REC(r, r->wait_ev)->fn;
+    for (size_t k = r->wait_ev + 1; k < r->nev; k++) {
+        if (need(p, rank, r->wait_ev, k) < 0) return;
+        const ms_trace_event *e = REC(r, k);
+        if (e->kind == MS_TRACE_RESUME) {
+            r->rec_resume = e->t_ps;
+            return;
+        }
+        if (e->kind != MS_TRACE_RESOLVE && e->kind != MS_TRACE_CLOCK && e->kind != MS_TRACE_CALLSITE) return;
+    }
+}
+
 /* Compare a resume with the recorded one (co-simulation traces). */
 static void check_resume(replay *p, int rank, int64_t t)
 {
     rrank *r = &p->r[rank];
-    const ms_trace_rank *tr = r->tr;
-    if (!tr->cosim) return;
-    for (size_t k = r->wait_ev + 1; k < tr->nev; k++) {
-        const ms_trace_event *e = &tr->ev[k];
-        if (e->kind == MS_TRACE_RESUME) {
-            p->res->resumes_checked++;
-            if (e->t_ps != t) {
-                if (!p->res->resumes_differ)
-                    snprintf(p->res->first_difference, sizeof p->res->first_difference,
-                             "rank %d event %zu (%s): recorded resume at %lld ps, replay %lld ps", rank, r->wait_ev,
-                             ms_trace_fn_name(p->t, tr->ev[r->wait_ev].fn), (long long)e->t_ps, (long long)t);
-                p->res->resumes_differ++;
-            }
-            return;
-        }
-        if (e->kind != MS_TRACE_RESOLVE && e->kind != MS_TRACE_CLOCK && e->kind != MS_TRACE_CALLSITE) return;
+    if (!r->cosim) return;
+    if (r->resume_for != r->wait_ev + 1) note_resume(p, rank);   /* not noted yet: resumed before any wait */
+    if (r->rec_resume == MS_TRACE_UNKNOWN_TIME) return;
+    p->res->resumes_checked++;
+    if (r->rec_resume != t) {
+        if (!p->res->resumes_differ)
+            snprintf(p->res->first_difference, sizeof p->res->first_difference,
+                     "rank %d event %zu (%s): recorded resume at %lld ps, replay %lld ps", rank, r->wait_ev,
+                     ms_trace_fn_name(p->t, r->wait_fn), (long long)r->rec_resume, (long long)t);
+        p->res->resumes_differ++;
     }
 }
 
@@ -272,20 +366,19 @@ static inline ms_driver_event event_of(const ms_trace_event *e, int kind, int64_
 static int recorded_done(replay *p, int rank, size_t k, const uint64_t **ids, size_t *n)
 {
     rrank *r = &p->r[rank];
-    const ms_trace_rank *tr = r->tr;
-    const ms_trace_event *we = &tr->ev[k];
+    const ms_trace_event *we = REC(r, k);
     *ids = NULL;
     *n = 0;
     if (we->mode == MS_WAIT_ALL) {
-        *ids = tr->lists + we->list_off;
+        *ids = LISTS(r, we);
         *n = we->list_n > 0 ? (size_t)we->list_n : 0;
         return 0;
     }
-    for (size_t j = k + 1; j < tr->nev; j++) {
-        if (ensure_valid(p, rank, j) < 0) return -2;
-        const ms_trace_event *e = &tr->ev[j];
+    for (size_t j = k + 1; j < r->nev; j++) {
+        if (need(p, rank, k, j) < 0 || ensure_valid(p, rank, j) < 0) return -2;
+        const ms_trace_event *e = REC(r, j);
         if (e->kind == MS_TRACE_RESUME) {
-            const ms_trace_result *res = tr->results + e->list_off;
+            const ms_trace_result *res = RESULTS(r, e);
             size_t m = e->list_n > 0 ? (size_t)e->list_n : 0;
             if (m > r->rec_done_cap) {
                 uint64_t *q = realloc(r->rec_done, sizeof *q * m);
@@ -305,24 +398,33 @@ static int recorded_done(replay *p, int rank, size_t k, const uint64_t **ids, si
 
 /* Play one rank until it blocks, finishes or its records end: each record becomes the event the
  * rank reported when it ran, at the clock the records rebuild. */
-__attribute__((noinline)) static void play(replay *p, int rank)
+/* `streamed` is a constant in each of play()'s two copies: a trace in memory is one window from
+ * record 0, with no stretch to read (its records are found as before this window existed). */
+#define RECS(r, k) (streamed ? REC(r, k) : &(r)->w.ev[k])
+static inline __attribute__((always_inline)) void play_records(replay *p, int rank, const int streamed)
 {
     rrank *r = &p->r[rank];
-    const ms_trace_rank *tr = r->tr;
     const ms_model *model = ms_driver_model(p->drv);
     const int recorded = p->o->wildcards == MS_WILDCARDS_RECORDED;
     if (!playing(p, rank)) return;   /* queued again while it played (a rejoin resumes at once) */
     /* its next records, asked for together rather than one miss at a time as the loop reaches them */
-    for (size_t k = r->pc, e = r->pc + PREFETCH_RECORDS < tr->nev ? r->pc + PREFETCH_RECORDS : tr->nev; k < e; k++)
-        for (size_t o = 0; o < sizeof tr->ev[k]; o += 64) __builtin_prefetch((const char *)&tr->ev[k] + o);
-    while (r->pc < tr->nev && !p->stopped) {
+    size_t w_end = r->w.from + r->w.n;
+    if (r->pc >= r->w.from)
+        for (size_t k = r->pc, e = r->pc + PREFETCH_RECORDS < w_end ? r->pc + PREFETCH_RECORDS : w_end; k < e; k++)
+            for (size_t o = 0; o < sizeof *RECS(r, k); o += 64) __builtin_prefetch((const char *)RECS(r, k) + o);
+    while (r->pc < r->nev && !p->stopped) {
         size_t k = r->pc++;
-        if (k + PREFETCH_AHEAD < tr->nev) {
-            __builtin_prefetch((const char *)&tr->ev[k + PREFETCH_AHEAD]);
-            __builtin_prefetch((const char *)&tr->ev[k + PREFETCH_AHEAD] + 64);
+        size_t end = r->w.from + r->w.n;
+        if (streamed && __builtin_expect(k >= end, 0)) {   /* its next stretch */
+            if (load(p, rank, k, k) < 0) return;
+            end = r->w.from + r->w.n;
+        }
+        if (k + PREFETCH_AHEAD < end) {
+            __builtin_prefetch((const char *)RECS(r, k + PREFETCH_AHEAD));
+            __builtin_prefetch((const char *)RECS(r, k + PREFETCH_AHEAD) + 64);
         }
         if (ensure_valid(p, rank, k) < 0) return;
-        const ms_trace_event *e = &tr->ev[k];
+        const ms_trace_event *e = RECS(r, k);
         ms_driver_event ev;
         p->res->events++;
         switch (e->kind) {
@@ -373,7 +475,7 @@ __attribute__((noinline)) static void play(replay *p, int rank)
         case MS_TRACE_ICOLL:
             ev = event_of(e, MS_EV_ICOLL, r->clock);
             if (e->list_n > 0) {
-                ev.list = tr->lists + e->list_off;
+                ev.list = LISTS(r, e);
                 ev.nlist = (size_t)e->list_n;
             }
             feed(p, rank, k, &ev);
@@ -387,30 +489,41 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             feed(p, rank, k, &ev);
             break;
         }
-        case MS_TRACE_WAIT:
+        case MS_TRACE_WAIT: {
+            /* the records after it first (they may be read into the window), then what points into it */
             r->wait_ev = k;
-            ev = event_of(e, MS_EV_WAIT, r->clock);
-            if (e->list_n > 0) {
-                ev.list = tr->lists + e->list_off;
-                ev.nlist = (size_t)e->list_n;
-            }
-            ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
-                       ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
-            int rd = recorded_done(p, rank, k, &ev.recorded_done, &ev.nrecorded_done);
+            if (r->cosim) note_resume(p, rank);
+            const uint64_t *done = NULL;
+            size_t ndone = 0;
+            int rd = p->stopped ? -2 : recorded_done(p, rank, k, &done, &ndone);
             if (rd < 0) {
                 if (rd == -1) stop_at(p, rank, k, "a wait: out of memory");
                 return;
             }
+            e = RECS(r, k);
+            ev = event_of(e, MS_EV_WAIT, r->clock);
+            if (e->list_n > 0) {
+                ev.list = LISTS(r, e);
+                ev.nlist = (size_t)e->list_n;
+            }
+            ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
+                       ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
+            ev.recorded_done = done;
+            ev.nrecorded_done = ndone;
             feed(p, rank, k, &ev);
             if (!playing(p, rank)) return;   /* blocked until the driver resumes it */
             break;
+        }
         case MS_TRACE_PROBE:
+            r->wait_ev = k;
+            if (r->cosim) note_resume(p, rank);
+            if (p->stopped) return;
+            e = RECS(r, k);
             ev = event_of(e, MS_EV_PROBE, r->clock);
             if (recorded && (ev.peer == MS_ANY_SOURCE || ev.tag == MS_ANY_TAG) && e->matched_source >= 0) {
                 ev.peer = e->matched_source;
                 ev.tag = e->matched_tag;
             }
-            r->wait_ev = k;
             feed(p, rank, k, &ev);
             if (!playing(p, rank)) return;
             break;
@@ -419,9 +532,10 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             r->fin_t = r->clock;
             ev = event_of(e, MS_EV_FINALIZE, r->clock);
             feed(p, rank, k, &ev);
+            release(p, rank);   /* streamed: what follows is read again when it is checked at the end */
             return;
         case MS_TRACE_UNMODELLED: {
-            const char *text = tr->text + e->list_off;
+            const char *text = TEXT(r, e);
             if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
                 if (!p->stopped) {
                     p->stopped = 1;
@@ -438,16 +552,24 @@ __attribute__((noinline)) static void play(replay *p, int rank)
             break;
         }
     }
-    if (r->pc >= tr->nev && playing(p, rank)) {
+    if (r->pc >= r->nev && playing(p, rank)) {
         /* the records end without MPI_Finalize: the rank was killed (or its file truncated) */
         ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
         feed(p, rank, r->pc, &ev);
         ms_driver_rank_gone(p->drv, rank);
+        release(p, rank);
     }
 }
+#undef RECS
 
-int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
-                  char *err, size_t errlen)
+__attribute__((noinline)) static void play(replay *p, int rank)
+{
+    if (p->src) play_records(p, rank, 1);
+    else play_records(p, rank, 0);
+}
+
+static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, const ms_replay_opts *opts,
+               ms_replay_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
     ms_replay_opts defaults = {1.0, MS_WILDCARDS_RECORDED, NULL, NULL, NULL, NULL, NULL};
@@ -455,6 +577,7 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     replay p;
     memset(&p, 0, sizeof p);
     p.t = t;
+    p.src = src;
     p.o = opts;
     p.n = t->nranks;
     p.res = res;
@@ -503,7 +626,24 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     }
     res->nranks = p.n;
     for (int i = 0; i < p.n; i++) {
-        p.r[i].tr = &t->ranks[i];
+        rrank *r = &p.r[i];
+        const ms_trace_rank *tr = &t->ranks[i];
+        r->cosim = tr->cosim;
+        if (src) {   /* its records are read as it plays them */
+            const ms_trace_rank_size *sz = ms_trace_stream_size(src, i);
+            r->nev = sz->nev;
+            r->block = sz->chunk < STREAM_MIN ? STREAM_MIN : sz->chunk > STREAM_MAX ? STREAM_MAX : sz->chunk;
+        } else {     /* all of them in memory: one window */
+            r->nev = tr->nev;
+            r->w.n = tr->nev;
+            r->w.ev = tr->ev;
+            r->w.lists = tr->lists;
+            r->w.nlists = tr->nlists;
+            r->w.results = tr->results;
+            r->w.nresults = tr->nresults;
+            r->w.text = tr->text;
+            r->w.ntext = tr->ntext;
+        }
         ms_driver_connect(p.drv, i);
         enqueue(&p, i);
     }
@@ -543,8 +683,13 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     }
     /* the records no rank reached (a deadlock, a stop, records after MPI_Finalize): an invalid
      * trace is an error wherever its fault is */
-    for (int i = 0; i < p.n && !p.invalid; i++)
-        if (p.r[i].valid_to < t->ranks[i].nev) validate_to(&p, i, t->ranks[i].nev - 1);
+    for (int i = 0; i < p.n && !p.invalid && !p.read_failed; i++) {
+        rrank *r = &p.r[i];
+        if (!src && r->valid_to < r->nev) validate_to(&p, i, r->nev - 1);
+        while (src && r->valid_to < r->nev && load(&p, i, r->valid_to, r->valid_to) == 0) {   /* stretch by stretch */
+        }
+        release(&p, i);
+    }
     if (p.invalid) {   /* as ms_trace_validate before the replay would have said, with no result */
         fail(err, errlen, "%s", p.stop);
         goto out;
@@ -552,6 +697,13 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
     if (p.stopped && res->outcome == 0) {
         res->outcome = 2;
         snprintf(res->outcome_text, sizeof res->outcome_text, "%s", p.stop);
+    }
+    res->trace_unreadable = p.read_failed;
+    if (p.read_failed) {   /* said whatever else stopped the replay; what it played is in the result */
+        size_t o = strlen(res->outcome_text);
+        snprintf(res->outcome_text + o, sizeof res->outcome_text - o, "%s%s%s",
+                 strcmp(res->outcome_text, p.read_err) ? "\n  " : "", strcmp(res->outcome_text, p.read_err) ? p.read_err : "",
+                 "\n  the trace could not be read further: the result holds what was replayed up to that point");
     }
     /* a rank that ended without MPI_Finalize (killed, its file cut or missing): the replay played
      * what exists, and that is not a complete run, whether or not the others waited for it (the
@@ -602,12 +754,17 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
                     : s == MS_RANK_DEAD ? MS_RR_DIED
                     : s == MS_RANK_STOPPED ? MS_RR_STOPPED
                     : ms_driver_waiting(p.drv, i) ? MS_RR_BLOCKED : MS_RR_RUNNING;
-        for (size_t k = r->tr->nev; k-- > 0;)
-            if (r->tr->ev[k].kind == MS_TRACE_FINALIZE) {
-                o->recorded_end_known = r->tr->cosim;
-                o->recorded_end_ps = r->tr->ev[k].t_ps;
-                break;
-            }
+        if (src) {
+            o->recorded_end_known = r->fin_at && r->cosim;
+            o->recorded_end_ps = r->fin_at ? r->fin_rec_t : 0;
+        } else {
+            for (size_t k = r->nev; k-- > 0;)
+                if (r->w.ev[k].kind == MS_TRACE_FINALIZE) {
+                    o->recorded_end_known = r->cosim;
+                    o->recorded_end_ps = r->w.ev[k].t_ps;
+                    break;
+                }
+        }
         if (o->virtual_end_ps > res->virtual_time_ps) res->virtual_time_ps = o->virtual_end_ps;
         sum += (double)o->virtual_end_ps;
         res->msgs_sent += st.msgs_sent;
@@ -620,12 +777,27 @@ int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts 
 out:
     res->wall_s = wall_now() - w0;
     if (p.r)
-        for (int i = 0; i < p.n; i++) free(p.r[i].rec_done);
+        for (int i = 0; i < p.n; i++) {
+            free(p.r[i].rec_done);
+            release(&p, i);
+        }
     free(p.r);
     free(p.queue);
     ms_driver_destroy(p.drv);
     if (rc < 0) ms_replay_result_free(res);
     return rc;
+}
+
+int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
+                  char *err, size_t errlen)
+{
+    return run(t, NULL, cfg, opts, res, err, errlen);
+}
+
+int ms_replay_run_stream(ms_trace_stream *s, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
+                         char *err, size_t errlen)
+{
+    return run(ms_trace_stream_trace(s), s, cfg, opts, res, err, errlen);
 }
 
 void ms_replay_result_free(ms_replay_result *res)

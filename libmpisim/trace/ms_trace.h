@@ -172,6 +172,66 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen);
 ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen);
 double ms_trace_read_limit_s(const char *path);
 
+/* ---- reading an HDF5 trace as it is replayed ------------------------------------------------ */
+
+/* A stretch of one rank's records and the parts of its side arrays they point into. Record k of
+ * the rank is ev[k - from]; a record keeps the rank's indices into the side arrays, so its list is
+ * lists + (list_off - lists_from), its results results + (list_off - results_from), its text
+ * text + (list_off - text_from) (a streamed window's text has a NUL one byte past ntext). */
+typedef struct ms_trace_window {
+    size_t from, n;
+    const ms_trace_event *ev;
+    const uint64_t *lists;
+    size_t lists_from, nlists;
+    const ms_trace_result *results;
+    size_t results_from, nresults;
+    const char *text;
+    size_t text_from, ntext;
+    void *buf[4];                 /* a streamed window's own buffers (ms_trace_window_free) */
+    size_t cap[4];
+} ms_trace_window;
+void ms_trace_window_free(ms_trace_window *w);
+/* Bytes a window's buffers hold. */
+size_t ms_trace_window_bytes(const ms_trace_window *w);
+
+/* The sizes of a rank's records and side arrays in the file (its ms_trace_rank has none in memory). */
+typedef struct ms_trace_rank_size {
+    size_t nev, nlists, nresults, ntext;
+    size_t chunk;                 /* records per HDF5 chunk of its events (0: not chunked): HDF5 inflates a
+                                   * chunk whole, so a reader's stretch is best one chunk, aligned */
+} ms_trace_rank_size;
+
+/* An HDF5 trace read stretch by stretch in the guarded child of ms_trace_read_h5 (same protections:
+ * a child process, a time limit counted from its last progress, a memory bound, every length of what
+ * it sends checked; errors name the file, and the rank and records when they are at fault). The
+ * child stays until ms_trace_stream_close and reads what it is asked for, one stretch at a time. */
+typedef struct ms_trace_stream ms_trace_stream;
+ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen);
+/* The trace without records: metadata, communicators, each rank's head (nev etc. 0); it passes
+ * ms_trace_validate_shape. Owned by the stream. */
+const ms_trace *ms_trace_stream_trace(const ms_trace_stream *s);
+const ms_trace_rank_size *ms_trace_stream_size(const ms_trace_stream *s, int rank);
+const char *ms_trace_stream_path(const ms_trace_stream *s);
+/* Rank i's records [from, to) into w (its buffers replaced), not validated
+ * (ms_trace_validate_window). Records HDF5 cannot read are an error of this call (file, rank,
+ * records); a child that crashes, loops, outgrows its bound or sends damaged data breaks the
+ * stream: every later call repeats that error. */
+int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
+                         size_t errlen);
+/* Ask for them now, to be read later by ms_trace_stream_read with the same arguments: the child
+ * reads them while the caller works (a rank's next stretch while it plays this one). Asking for
+ * other records of the rank, or reading them, drops the request. 0, or -1 (broken, or out of
+ * range: nothing asked). */
+int ms_trace_stream_ask(ms_trace_stream *s, int rank, size_t from, size_t to);
+/* Bytes the stream holds in answers not yet read. */
+size_t ms_trace_stream_bytes(const ms_trace_stream *s);
+void ms_trace_stream_close(ms_trace_stream *s);
+
+/* ms_trace_validate_events for records [from, to) of a window of rank i whose rank has the sizes sz
+ * (what ms_trace_validate would say of them), plus: what the records point into is in the window. */
+int ms_trace_validate_window(const ms_trace *t, int rank, const ms_trace_rank_size *sz, const ms_trace_window *w,
+                             size_t from, size_t to, const char *name, char *err, size_t errlen);
+
 /* raw dir -> HDF5 (what `mpisim trace`, `mpisim run --trace` and `mpisim trace-recover DIR` call).
  * Ranks killed mid-run are kept up to their last flushed record. 0: done; 1: done, but some ranks
  * left no records (err then says which); -1: the raw files could not be read (none, damaged);

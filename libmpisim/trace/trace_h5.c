@@ -96,12 +96,15 @@ static hid_t str_type(void)
 
 /* ---- writing -------------------------------------------------------------------------------- */
 
-/* 1-D dataset, chunked, shuffled and deflated (empty ones too: extent 0, unlimited). */
+/* 1-D dataset, chunked, shuffled and deflated (empty ones too: extent 0, unlimited). Chunks of
+ * 128 KiB (1024 records): replay reads a rank's records a chunk at a time as it plays them, and
+ * HDF5 inflates a chunk whole, so the chunk is what each rank holds in memory (1 MiB chunks made
+ * files no smaller: deflate's window is 32 KiB). */
 static int put_dataset(hid_t loc, const char *name, hid_t type, size_t n, const void *data)
 {
     size_t elem = H5Tget_size(type);
     hsize_t dims[1] = {n}, maxd[1] = {H5S_UNLIMITED};
-    hsize_t chunk = (hsize_t)(elem ? (1u << 20) / elem : 1024);
+    hsize_t chunk = (hsize_t)(elem ? (1u << 17) / elem : 1024);
     if (chunk < 1) chunk = 1;
     if (n && chunk > n) chunk = n;
     hid_t sp = H5Screate_simple(1, dims, maxd);
@@ -424,30 +427,34 @@ out:
     return rc;
 }
 
-ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *user, char *err, size_t errlen)
+/* What is not records: the file's metadata and /comms into a new trace with nranks ranks and no
+ * records; the open file in *fp. NULL with `what` set on failure. */
+static ms_trace *read_meta(const char *path, hid_t ct, hid_t *fp, char *what, size_t wlen)
 {
-    h5_quiet q;
-    quiet_on(&q);
+    *fp = -1;
     ms_trace *t = calloc(1, sizeof *t);
-    hid_t et = event_type(), rt = result_type(), ct = comm_type();
-    hid_t f = -1, g = -1, gr = -1;
-    char what[128] = "";
+    hid_t f = -1;
     if (!t) {
-        snprintf(what, sizeof what, "out of memory");
+        snprintf(what, wlen, "out of memory");
         goto fail;
     }
     if (H5Fis_hdf5(path) <= 0) {
         FILE *probe = fopen(path, "rb");
-        if (!probe) snprintf(what, sizeof what, "cannot open it");
+        if (!probe) snprintf(what, wlen, "cannot open it");
         else {
             fclose(probe);
-            snprintf(what, sizeof what, "not an HDF5 file (or its superblock is damaged)");
+            snprintf(what, wlen, "not an HDF5 file (or its superblock is damaged)");
         }
         goto fail;
     }
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    /* an object's metadata leaves HDF5's cache when the object is closed: a reader that opens each
+     * rank's group and datasets again for each stretch held ~45 KB per rank in the cache otherwise */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_evict_on_close(fapl, 1);
+    f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0) H5Pclose(fapl);
     if (f < 0) {
-        snprintf(what, sizeof what, "HDF5 cannot open it (truncated or damaged?)");
+        snprintf(what, wlen, "HDF5 cannot open it (truncated or damaged?)");
         goto fail;
     }
     int bad = 0;
@@ -455,7 +462,7 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     if (!schema || strcmp(schema, MS_TRACE_SCHEMA)) {
         for (char *c = schema; c && *c; c++)   /* the message must stay text whatever the file holds */
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-        snprintf(what, sizeof what, "not an mpisim trace (attribute schema is %.40s, expected %s)",
+        snprintf(what, wlen, "not an mpisim trace (attribute schema is %.40s, expected %s)",
                  schema ? schema : "missing", MS_TRACE_SCHEMA);
         free(schema);
         goto fail;
@@ -463,7 +470,7 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     free(schema);
     int32_t nr = 0;
     if (get_int_attr(f, "nranks", H5T_NATIVE_INT32, &nr) < 0 || nr < 1 || nr > 10000000) {
-        snprintf(what, sizeof what, "attribute nranks missing or out of range");
+        snprintf(what, wlen, "attribute nranks missing or out of range");
         goto fail;
     }
     t->mpisim_version = get_str_attr(f, "mpisim_version", &bad);
@@ -474,20 +481,55 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     int prc = bad ? -1 : get_str_dataset(path, f, "program", &t->program, &np);
     t->nprogram = (int)np;   /* set before anything else can fail: ms_trace_free frees them */
     if (prc < 0 || get_str_dataset(path, f, "fn_names", &t->fn_names, &t->nfn) < 0) {
-        snprintf(what, sizeof what, "unreadable metadata (program, fn_names or attributes)");
+        snprintf(what, wlen, "unreadable metadata (program, fn_names or attributes)");
         goto fail;
     }
     if (get_dataset(f, "comms/index", ct, (void **)&t->comms, &t->ncomms, 1u << 26) < 0 ||
         get_dataset(f, "comms/members", H5T_NATIVE_INT32, (void **)&t->members, &t->nmembers, 1u << 30) < 0) {
-        snprintf(what, sizeof what, "cannot read /comms");
+        snprintf(what, wlen, "cannot read /comms");
         goto fail;
     }
     t->ranks = calloc((size_t)nr, sizeof *t->ranks);
     if (!t->ranks) {
-        snprintf(what, sizeof what, "out of memory");
+        snprintf(what, wlen, "out of memory");
         goto fail;
     }
     t->nranks = nr;
+    *fp = f;
+    return t;
+fail:
+    if (f >= 0) H5Fclose(f);
+    ms_trace_free(t);
+    return NULL;
+}
+
+/* A rank's attributes (its records are not read). */
+static void read_rank_head(hid_t gr, ms_trace_rank *r)
+{
+    int bad = 0;
+    if (get_int_attr(gr, "rank", H5T_NATIVE_INT32, &r->rank) < 0) r->rank = -1;
+    get_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid);
+    get_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim);
+    get_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated);
+    get_int_attr(gr, "missing", H5T_NATIVE_INT32, &r->missing);   /* absent in older traces */
+    get_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns);
+    char *host = get_str_attr(gr, "hostname", &bad);
+    if (host) {
+        snprintf(r->hostname, sizeof r->hostname, "%s", host);
+        free(host);
+    }
+}
+
+ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *user, char *err, size_t errlen)
+{
+    h5_quiet q;
+    quiet_on(&q);
+    hid_t et = event_type(), rt = result_type(), ct = comm_type();
+    hid_t f = -1, g = -1, gr = -1;
+    char what[128] = "";
+    ms_trace *t = read_meta(path, ct, &f, what, sizeof what);
+    if (!t) goto fail;
+    int nr = t->nranks;
     if (each && each(user, t, -1) < 0) {
         snprintf(what, sizeof what, "cannot pass its metadata on");
         goto fail;
@@ -506,17 +548,7 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
             snprintf(what, sizeof what, "no group /ranks/%d", i);
             goto fail;
         }
-        if (get_int_attr(gr, "rank", H5T_NATIVE_INT32, &r->rank) < 0) r->rank = -1;
-        get_int_attr(gr, "pid", H5T_NATIVE_INT32, &r->pid);
-        get_int_attr(gr, "cosim", H5T_NATIVE_INT32, &r->cosim);
-        get_int_attr(gr, "truncated", H5T_NATIVE_INT32, &r->truncated);
-        get_int_attr(gr, "missing", H5T_NATIVE_INT32, &r->missing);   /* absent in older traces */
-        get_int_attr(gr, "start_real_ns", H5T_NATIVE_INT64, &r->start_real_ns);
-        char *host = get_str_attr(gr, "hostname", &bad);
-        if (host) {
-            snprintf(r->hostname, sizeof r->hostname, "%s", host);
-            free(host);
-        }
+        read_rank_head(gr, r);
         const char *ds = "events";
         if (get_dataset(gr, ds, et, (void **)&r->ev, &r->nev, (size_t)1 << 34) < 0 ||
             get_dataset(gr, ds = "lists", H5T_NATIVE_UINT64, (void **)&r->lists, &r->nlists, (size_t)1 << 34) < 0 ||
@@ -559,6 +591,230 @@ fail:
     ms_trace_fail(err, errlen, "%s: %s", path, what);
     ms_trace_free(t);
     return NULL;
+}
+
+/* ---- reading stretches of records (the guarded stream's child) ------------------------------ */
+
+/* A rank's group and datasets, kept open for its next stretch: HDF5's chunk cache of an open
+ * dataset then spares inflating the same chunk again (a side array's chunk holds the lists of
+ * many stretches of records). */
+typedef struct open_rank {
+    int rank;                     /* -1: free */
+    hid_t gr, d[4];               /* events, lists, results, text */
+    size_t dims[4];
+    unsigned long used;
+} open_rank;
+#define OPEN_RANKS 8
+
+struct ms_trace_h5 {
+    char *path;
+    hid_t f, g, et, rt, ct;
+    open_rank open[OPEN_RANKS];
+    unsigned long clock;
+    h5_quiet q;
+};
+
+static const char *const rank_datasets[4] = {"events", "lists", "results", "text"};
+
+static void close_rank(open_rank *o)
+{
+    for (int k = 0; k < 4; k++)
+        if (o->d[k] >= 0) H5Dclose(o->d[k]);
+    if (o->gr >= 0) H5Gclose(o->gr);
+    o->gr = o->d[0] = o->d[1] = o->d[2] = o->d[3] = -1;
+    o->rank = -1;
+}
+
+/* Rank i's group and datasets, opened in place of the least recently used. */
+static open_rank *open_rank_of(ms_trace_h5 *h, int i, char *what, size_t wlen)
+{
+    open_rank *o = &h->open[0];
+    for (int s = 0; s < OPEN_RANKS; s++) {
+        if (h->open[s].rank == i) {
+            h->open[s].used = ++h->clock;
+            return &h->open[s];
+        }
+        if (h->open[s].used < o->used) o = &h->open[s];
+    }
+    close_rank(o);
+    char name[32];
+    snprintf(name, sizeof name, "%d", i);
+    o->gr = H5Gopen2(h->g, name, H5P_DEFAULT);
+    if (o->gr < 0) {
+        snprintf(what, wlen, "no group /ranks/%d", i);
+        return NULL;
+    }
+    for (int k = 0; k < 4; k++) {
+        o->d[k] = H5Dopen2(o->gr, rank_datasets[k], H5P_DEFAULT);
+        hid_t sp = o->d[k] >= 0 ? H5Dget_space(o->d[k]) : -1;
+        hsize_t dims[1];
+        int ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1 &&
+                 dims[0] <= ((hsize_t)1 << 34);
+        if (sp >= 0) H5Sclose(sp);
+        if (!ok) {
+            snprintf(what, wlen, "cannot read /ranks/%d/%s (truncated or damaged file?)", i, rank_datasets[k]);
+            close_rank(o);
+            return NULL;
+        }
+        o->dims[k] = (size_t)dims[0];
+    }
+    o->rank = i;
+    o->used = ++h->clock;
+    return o;
+}
+
+ms_trace_h5 *ms_trace_h5_open(const char *path, ms_trace **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    ms_trace_h5 *h = calloc(1, sizeof *h);
+    char what[128] = "";
+    if (!h || !(h->path = strdup(path))) {
+        free(h);
+        ms_trace_fail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    quiet_on(&h->q);
+    h->et = event_type();
+    h->rt = result_type();
+    h->ct = comm_type();
+    h->g = -1;
+    for (int k = 0; k < OPEN_RANKS; k++) {
+        h->open[k].gr = h->open[k].d[0] = h->open[k].d[1] = h->open[k].d[2] = h->open[k].d[3] = -1;
+        h->open[k].rank = -1;
+    }
+    ms_trace *t = read_meta(path, h->ct, &h->f, what, sizeof what);
+    if (t && (h->g = H5Gopen2(h->f, "ranks", H5P_DEFAULT)) < 0) snprintf(what, sizeof what, "no group /ranks");
+    if (!t || h->g < 0) {
+        ms_trace_fail(err, errlen, "%s: %s", path, what);
+        ms_trace_free(t);
+        ms_trace_h5_close(h);
+        return NULL;
+    }
+    *out = t;
+    return h;
+}
+
+static int read_slab(hid_t d, hid_t type, size_t from, size_t n, void *buf)
+{
+    if (!n) return 0;
+    hsize_t start[1] = {from}, count[1] = {n};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, count, NULL);
+    int rc = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+                     H5Dread(d, type, ms, fs, H5P_DEFAULT, buf) >= 0
+                 ? 0
+                 : -1;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+int ms_trace_h5_head(ms_trace_h5 *h, ms_trace *t, int i, ms_trace_rank_size *sz, int *text_last, char *err,
+                     size_t errlen)
+{
+    char what[160] = "";
+    open_rank *o = open_rank_of(h, i, what, sizeof what);
+    if (!o) return ms_trace_fail(err, errlen, "%s: %s", h->path, what);
+    read_rank_head(o->gr, &t->ranks[i]);
+    memset(sz, 0, sizeof *sz);
+    sz->nev = o->dims[0];
+    sz->nlists = o->dims[1];
+    sz->nresults = o->dims[2];
+    sz->ntext = o->dims[3];
+    hsize_t chunk[1] = {0};
+    hid_t pl = H5Dget_create_plist(o->d[0]);
+    if (pl >= 0 && H5Pget_layout(pl) == H5D_CHUNKED && H5Pget_chunk(pl, 1, chunk) == 1) sz->chunk = (size_t)chunk[0];
+    if (pl >= 0) H5Pclose(pl);
+    char last = 0;
+    if (sz->ntext && read_slab(o->d[3], H5T_NATIVE_CHAR, sz->ntext - 1, 1, &last) < 0)
+        return ms_trace_fail(err, errlen, "%s: cannot read /ranks/%d/text (truncated or damaged file?)", h->path, i);
+    *text_last = last;
+    return 0;
+}
+
+/* [lo, hi) of a side array that the records' (list_off, list_n) point into, within n */
+static void hull(size_t *lo, size_t *hi, int64_t off, int64_t len, size_t n)
+{
+    if (off < 0 || len < 0 || (uint64_t)off >= n) return;   /* out of range: validation says so */
+    uint64_t end = (uint64_t)off + (uint64_t)len;
+    if (end > n) end = n;
+    if ((size_t)off < *lo) *lo = (size_t)off;
+    if ((size_t)end > *hi) *hi = (size_t)end;
+}
+
+static void *room(ms_trace_window *w, int k, size_t n, size_t elem)
+{
+    return ms_trace_window_room(w, k, n + 1, elem);
+}
+
+int ms_trace_h5_range(ms_trace_h5 *h, int i, size_t from, size_t to, ms_trace_window *w, char *err, size_t errlen)
+{
+    char what[160] = "";
+    open_rank *o = open_rank_of(h, i, what, sizeof what);
+    if (!o) return ms_trace_fail(err, errlen, "%s: %s", h->path, what);
+    const size_t *dims = o->dims;
+    if (from > to || to > dims[0])
+        return ms_trace_fail(err, errlen, "%s: records [%zu, %zu) of rank %d asked for, it has %zu", h->path, from, to,
+                             i, dims[0]);
+    size_t n = to - from;
+    ms_trace_event *ev = room(w, 0, n, sizeof *ev);
+    if (!ev) return ms_trace_fail(err, errlen, "%s: out of memory", h->path);
+    if (read_slab(o->d[0], h->et, from, n, ev) < 0)
+        return ms_trace_fail(err, errlen,
+                             "%s: cannot read records [%zu, %zu) of rank %d in /ranks/%d/events (truncated or damaged "
+                             "file?)",
+                             h->path, from, to, i, i);
+    size_t lo[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX}, hi[3] = {0, 0, 0};
+    for (size_t k = 0; k < n; k++) {
+        const ms_trace_event *e = &ev[k];
+        switch (e->kind) {
+        case MS_TRACE_WAIT: case MS_TRACE_ICOLL: hull(&lo[0], &hi[0], e->list_off, e->list_n, dims[1]); break;
+        case MS_TRACE_RESUME: hull(&lo[1], &hi[1], e->list_off, e->list_n, dims[2]); break;
+        case MS_TRACE_UNMODELLED: case MS_TRACE_CALLSITE: case MS_TRACE_SITE:   /* with its terminating NUL */
+            hull(&lo[2], &hi[2], e->list_off, (int64_t)e->list_n + 1, dims[3]);
+            break;
+        default: break;
+        }
+    }
+    size_t elem[3] = {sizeof(uint64_t), sizeof(ms_trace_result), 1};
+    hid_t type[3] = {H5T_NATIVE_UINT64, h->rt, H5T_NATIVE_CHAR};
+    for (int a = 0; a < 3; a++) {
+        if (lo[a] >= hi[a]) lo[a] = hi[a] = 0;
+        void *p = room(w, a + 1, hi[a] - lo[a], elem[a]);
+        if (!p) return ms_trace_fail(err, errlen, "%s: out of memory", h->path);
+        if (read_slab(o->d[a + 1], type[a], lo[a], hi[a] - lo[a], p) < 0)
+            return ms_trace_fail(err, errlen,
+                                 "%s: cannot read [%zu, %zu) of /ranks/%d/%s for records [%zu, %zu) (truncated or "
+                                 "damaged file?)",
+                                 h->path, lo[a], hi[a], i, rank_datasets[a + 1], from, to);
+    }
+    w->from = from;
+    w->n = n;
+    w->ev = ev;
+    w->lists_from = lo[0];
+    w->nlists = hi[0] - lo[0];
+    w->lists = w->buf[1];
+    w->results_from = lo[1];
+    w->nresults = hi[1] - lo[1];
+    w->results = w->buf[2];
+    w->text_from = lo[2];
+    w->ntext = hi[2] - lo[2];
+    ((char *)w->buf[3])[w->ntext] = 0;
+    w->text = w->buf[3];
+    return 0;
+}
+
+void ms_trace_h5_close(ms_trace_h5 *h)
+{
+    if (!h) return;
+    for (int k = 0; k < OPEN_RANKS; k++) close_rank(&h->open[k]);
+    if (h->g >= 0) H5Gclose(h->g);
+    if (h->f >= 0) H5Fclose(h->f);
+    H5Tclose(h->et);
+    H5Tclose(h->rt);
+    H5Tclose(h->ct);
+    quiet_off(&h->q);
+    free(h->path);
+    free(h);
 }
 
 ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -135,17 +136,25 @@ static int send_each(void *user, const ms_trace *t, int rank)
  * death callback a fuzzer installed in the parent (which would record the parent as crashed). */
 extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
-static void child_read(int fd, const char *path)
+/* The child's faults end it (and only it); its stream to the parent, the magic sent first. */
+static out *child_start(int fd)
 {
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
     static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) signal(faults[i], SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);   /* a parent gone: the write fails and the child ends */
     out *o = calloc(1, sizeof *o);
     if (!o) _exit(3);
     o->fd = fd;
-    char err[1024] = "";
     uint32_t magic = BLOB_MAGIC;
     put(o, &magic, 4);
+    return o;
+}
+
+static void child_read(int fd, const char *path)
+{
+    out *o = child_start(fd);
+    char err[1024] = "";
     ms_trace *t = ms_trace_read_h5_each(path, send_each, o, err, sizeof err);
     if (t) {
         put_u32(o, FR_END);
@@ -330,28 +339,17 @@ static char **get_strs(in *b, size_t *n)
     return v;
 }
 
-/* The trace as the child sends it; NULL when the stream is damaged, stopped or ends early, or
- * when the child reports an error (*child_err, to free). */
-static ms_trace *decode(in *b, char **child_err)
+/* A META frame after its kind: the trace without records (t->nranks of them, each `extra` more
+ * bytes charged for the caller), or NULL (b->bad). */
+static ms_trace *decode_meta(in *b, size_t extra)
 {
-    *child_err = NULL;
-    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
-    if (kind == FR_ERROR) {   /* failed before any rank (not HDF5, not a trace, no metadata) */
-        *child_err = get_str(b);
-        if (!*child_err) b->bad = 1;
-        return NULL;
-    }
-    if (kind != FR_META) {
-        b->bad = 1;
-        return NULL;
-    }
     ms_trace *t = calloc(1, sizeof *t);
     if (!t) {
         b->bad = b->oom = 1;
         return NULL;
     }
     uint64_t nr = get_u64(b);
-    if (nr < 1 || nr > 10000000 || charge(b, (double)nr * sizeof *t->ranks) < 0) {
+    if (nr < 1 || nr > 10000000 || charge(b, (double)nr * (double)(sizeof *t->ranks + extra)) < 0) {
         b->bad = 1;
         free(t);
         return NULL;
@@ -369,6 +367,46 @@ static ms_trace *decode(in *b, char **child_err)
     t->ranks = calloc((size_t)nr, sizeof *t->ranks);
     if (!t->ranks) b->bad = b->oom = 1;
     else t->nranks = (int)nr;
+    if (b->bad) {
+        ms_trace_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* A rank's head as send_rank and send_head put it (text_last: send_head's last text byte). */
+static void decode_head(in *b, ms_trace_rank *r, int32_t *text_last)
+{
+    int32_t head[6] = {0, 0, 0, 0, 0, 0};
+    get(b, head, (text_last ? 6 : 5) * sizeof *head);
+    r->rank = head[0];
+    r->pid = head[1];
+    r->cosim = head[2];
+    r->truncated = head[3];
+    r->missing = head[4];
+    if (text_last) *text_last = head[5];
+    r->start_real_ns = (int64_t)get_u64(b);
+    get(b, r->hostname, sizeof r->hostname);
+    r->hostname[sizeof r->hostname - 1] = 0;
+}
+
+/* The trace as the child sends it; NULL when the stream is damaged, stopped or ends early, or
+ * when the child reports an error (*child_err, to free). */
+static ms_trace *decode(in *b, char **child_err)
+{
+    *child_err = NULL;
+    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
+    if (kind == FR_ERROR) {   /* failed before any rank (not HDF5, not a trace, no metadata) */
+        *child_err = get_str(b);
+        if (!*child_err) b->bad = 1;
+        return NULL;
+    }
+    if (kind != FR_META) {
+        b->bad = 1;
+        return NULL;
+    }
+    ms_trace *t = decode_meta(b, 0);
+    if (!t) return NULL;
     int next = 0;
     while (!b->bad) {
         kind = get_u32(b);
@@ -378,16 +416,7 @@ static ms_trace *decode(in *b, char **child_err)
                 break;
             }
             ms_trace_rank *r = &t->ranks[next++];
-            int32_t head[5] = {0, 0, 0, 0, 0};
-            get(b, head, sizeof head);
-            r->rank = head[0];
-            r->pid = head[1];
-            r->cosim = head[2];
-            r->truncated = head[3];
-            r->missing = head[4];
-            r->start_real_ns = (int64_t)get_u64(b);
-            get(b, r->hostname, sizeof r->hostname);
-            r->hostname[sizeof r->hostname - 1] = 0;
+            decode_head(b, r, NULL);
             r->ev = get_arr(b, &r->nev, sizeof *r->ev, 0);
             r->lists = get_arr(b, &r->nlists, sizeof *r->lists, 0);
             r->results = get_arr(b, &r->nresults, sizeof *r->results, 0);
@@ -505,4 +534,498 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
     free(child_err);
     free(b);
     return t;
+}
+
+/* ---- a trace read stretch by stretch: the same child, asked for what the replay needs ---------- */
+
+/* After META: one HEAD per rank, then READY; then for each request (stream_req) one WINDOW or an
+ * ERROR. The child keeps the file open between requests; it ends when the parent closes its end. */
+enum { FR_HEAD = 5, FR_READY = 6, FR_WINDOW = 7 };
+
+typedef struct stream_req {
+    uint32_t magic;
+    int32_t rank;
+    uint64_t from, to;
+} stream_req;
+
+static void send_head(out *o, const ms_trace_rank *r, int i, const ms_trace_rank_size *sz, int text_last)
+{
+    put_u32(o, FR_HEAD);
+    put_u64(o, (uint64_t)i);
+    int32_t head[6] = {r->rank, r->pid, r->cosim, r->truncated, r->missing, text_last};
+    put(o, head, sizeof head);
+    put_u64(o, (uint64_t)r->start_real_ns);
+    put(o, r->hostname, sizeof r->hostname);
+    uint64_t n[5] = {sz->nev, sz->nlists, sz->nresults, sz->ntext, sz->chunk};
+    put(o, n, sizeof n);
+}
+
+static void send_window(out *o, int i, const ms_trace_window *w)
+{
+    put_u32(o, FR_WINDOW);
+    put_u64(o, (uint64_t)i);
+    put_u64(o, w->from);
+    put_arr(o, w->ev, w->n, sizeof *w->ev);
+    put_u64(o, w->lists_from);
+    put_arr(o, w->lists, w->nlists, sizeof *w->lists);
+    put_u64(o, w->results_from);
+    put_arr(o, w->results, w->nresults, sizeof *w->results);
+    put_u64(o, w->text_from);
+    put_arr(o, w->text, w->ntext, 1);
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void child_stream(int fd, const char *path)
+{
+    out *o = child_start(fd);
+    char err[1024] = "";
+    ms_trace *t = NULL;
+    ms_trace_h5 *h = ms_trace_h5_open(path, &t, err, sizeof err);
+    if (h) {
+        send_meta(o, t);
+        flush(o);
+        for (int i = 0; i < t->nranks && h && !o->bad; i++) {
+            ms_trace_rank_size sz;
+            int last = 0;
+            if (ms_trace_h5_head(h, t, i, &sz, &last, err, sizeof err) < 0) {
+                ms_trace_h5_close(h);
+                h = NULL;
+                break;
+            }
+            send_head(o, &t->ranks[i], i, &sz, last);
+            flush(o);   /* progress the parent sees */
+        }
+    }
+    if (!h) {
+        put_u32(o, FR_ERROR);
+        put_str(o, err);
+        flush(o);
+        _exit(0);
+    }
+    put_u32(o, FR_READY);
+    flush(o);
+    ms_trace_window w;
+    memset(&w, 0, sizeof w);
+    stream_req q;
+    while (!o->bad && read_full(fd, &q, sizeof q) == 0 && q.magic == BLOB_MAGIC) {
+        if (q.rank < 0 || q.rank >= t->nranks) break;
+        if (ms_trace_h5_range(h, q.rank, (size_t)q.from, (size_t)q.to, &w, err, sizeof err) < 0) {
+            put_u32(o, FR_ERROR);
+            put_str(o, err);
+        } else {
+            send_window(o, q.rank, &w);
+        }
+        flush(o);
+    }
+    _exit(0);   /* as child_read: no exit handlers */
+}
+
+/* A request sent to the child, answered in the order sent. */
+typedef struct pending {
+    int rank;
+    size_t from, to;
+    int state;                    /* ASKED, then RECEIVED or FAILED (err) */
+    int dropped;                  /* nobody will claim it: forgotten once answered */
+    char *err;
+    ms_trace_window w;
+} pending;
+enum { ASKED, RECEIVED, FAILED };
+
+struct ms_trace_stream {
+    char *path;
+    pid_t pid;
+    int fd;
+    in *b;
+    ms_trace *t;                  /* without records */
+    ms_trace_rank_size *sizes;
+    int broken;                   /* a failed exchange: err says it, the child is gone */
+    char err[1024];
+    pending *q;                   /* requests not yet claimed, oldest first */
+    size_t nq, capq;
+    size_t answered;              /* q[0, answered) have their answers */
+    size_t held;                  /* bytes of the answers' windows */
+};
+
+/* The child failed or was stopped: why, into s->err (what: the rank and records at stake, or "") */
+static void stream_break(ms_trace_stream *s, const char *child_err, const char *what)
+{
+    in *b = s->b;
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);   /* nothing more is read from it (a child that crashed keeps its status) */
+        close(s->fd);
+        s->fd = -1;
+        int status = 0;
+        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        s->pid = -1;
+        if (b->timed_out)
+            snprintf(s->err, sizeof s->err,
+                     "%s: HDF5 did not finish reading it within %.0f s of its last progress (a damaged file can make "
+                     "it loop; it was reading %s)", s->path, b->limit, what);
+        else if (b->too_big)
+            snprintf(s->err, sizeof s->err,
+                     "%s: HDF5 used more than %.1f GB reading it (a damaged file can make it allocate without end; "
+                     "it was reading %s)", s->path, b->mem_limit * 1e-9, what);
+        else if (child_err)
+            snprintf(s->err, sizeof s->err, "%.1000s", child_err);
+        else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)   /* not ours */
+            snprintf(s->err, sizeof s->err, "%s: HDF5 crashed reading it (signal %d, reading %s): the file is damaged",
+                     s->path, WTERMSIG(status), what);
+        else if (b->oom)
+            snprintf(s->err, sizeof s->err, "%s: out of memory reading %s", s->path, what);
+        else
+            snprintf(s->err, sizeof s->err, "%s: the reader sent damaged data for %s", s->path, what);
+    }
+    s->broken = 1;
+}
+
+static ms_trace_stream *stream_fail(ms_trace_stream *s, char *err, size_t errlen)
+{
+    ms_trace_fail(err, errlen, "%s", s->err);
+    ms_trace_stream_close(s);
+    return NULL;
+}
+
+ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen)
+{
+    ms_trace_stream *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path)) || !(s->b = calloc(1, sizeof *s->b))) {
+        if (s) free(s->path);
+        free(s);
+        ms_trace_fail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    s->pid = -1;
+    s->fd = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(s->err, sizeof s->err, "%s: cannot create a socket pair: %s", path, strerror(errno));
+        return stream_fail(s, err, errlen);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        snprintf(s->err, sizeof s->err, "%s: cannot fork the reader: %s", path, strerror(errno));
+        return stream_fail(s, err, errlen);
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        child_stream(sv[1], path);
+    }
+    close(sv[1]);
+    s->pid = pid;
+    s->fd = sv[0];
+    in *b = s->b;
+    b->fd = s->fd;
+    b->pid = pid;
+    b->limit = ms_trace_read_limit_s(path);
+    b->last = mono_s();
+    b->mem_limit = read_limit_bytes(path);
+    char *child_err = NULL;
+    uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
+    if (kind == FR_META) {
+        ms_trace *t = s->t = decode_meta(b, sizeof *s->sizes);
+        if (t && !(s->sizes = calloc((size_t)t->nranks, sizeof *s->sizes))) b->bad = b->oom = 1;
+        for (int next = 0; !b->bad;) {
+            kind = get_u32(b);
+            if (kind == FR_HEAD && next < t->nranks) {
+                if (get_u64(b) != (uint64_t)next) {
+                    b->bad = 1;
+                    break;
+                }
+                int32_t text_last = 0;
+                decode_head(b, &t->ranks[next], &text_last);
+                uint64_t n[5] = {0, 0, 0, 0, 0};
+                get(b, n, sizeof n);
+                ms_trace_rank_size *sz = &s->sizes[next];
+                if (n[0] > ((uint64_t)1 << 34) || n[1] > ((uint64_t)1 << 34) || n[2] > ((uint64_t)1 << 34) ||
+                    n[3] > ((uint64_t)1 << 30)) {
+                    b->bad = 1;
+                    break;
+                }
+                sz->nev = (size_t)n[0];
+                sz->nlists = (size_t)n[1];
+                sz->nresults = (size_t)n[2];
+                sz->ntext = (size_t)n[3];
+                sz->chunk = n[4] < sz->nev ? (size_t)n[4] : sz->nev;
+                if (!b->bad && sz->ntext && text_last != 0) {   /* ms_trace_validate's check of the text */
+                    char text_err[600];
+                    snprintf(text_err, sizeof text_err, "%.500s: rank %d: text not terminated", path, next);
+                    stream_break(s, text_err, "");
+                    return stream_fail(s, err, errlen);
+                }
+                next++;
+            } else if (kind == FR_READY && next == t->nranks) {
+                break;
+            } else if (kind == FR_ERROR) {
+                child_err = get_str(b);
+                if (!child_err) b->bad = 1;
+                break;
+            } else {
+                b->bad = 1;
+            }
+        }
+    } else if (kind == FR_ERROR) {
+        child_err = get_str(b);
+        if (!child_err) b->bad = 1;
+    } else {
+        b->bad = 1;
+    }
+    if (b->bad || child_err || b->timed_out || b->too_big) {
+        stream_break(s, child_err, "its metadata");
+        free(child_err);
+        return stream_fail(s, err, errlen);
+    }
+    if (ms_trace_validate_shape(s->t, path, s->err, sizeof s->err) < 0) return stream_fail(s, err, errlen);
+    return s;
+}
+
+const ms_trace *ms_trace_stream_trace(const ms_trace_stream *s) { return s->t; }
+const ms_trace_rank_size *ms_trace_stream_size(const ms_trace_stream *s, int rank) { return &s->sizes[rank]; }
+const char *ms_trace_stream_path(const ms_trace_stream *s) { return s->path; }
+
+/* An array of the window's buffer k: its length (at most max) and its elements, straight into place. */
+static int get_window_arr(in *b, ms_trace_window *w, int k, size_t elem, size_t max, size_t *n)
+{
+    uint64_t m = get_u64(b);
+    if (b->bad || m > max || (double)m * (double)elem > b->mem_limit) {
+        b->bad = 1;
+        return -1;
+    }
+    if (!ms_trace_window_room(w, k, (size_t)m + 1, elem)) {
+        b->bad = b->oom = 1;
+        return -1;
+    }
+    *n = (size_t)m;
+    return m ? get(b, w->buf[k], (size_t)m * elem) : 0;
+}
+
+/* Send a request; 0, or -1 (the stream broke). */
+static int send_request(ms_trace_stream *s, int rank, size_t from, size_t to)
+{
+    if (s->nq == s->capq) {
+        size_t cap = s->capq ? 2 * s->capq : 16;
+        pending *q = realloc(s->q, cap * sizeof *q);
+        if (!q) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%.500s: out of memory", s->path);
+            stream_break(s, msg, "");
+            return -1;
+        }
+        s->q = q;
+        s->capq = cap;
+    }
+    stream_req req = {BLOB_MAGIC, rank, from, to};
+    const char *c = (const char *)&req;
+    for (size_t off = 0; off < sizeof req;) {
+        ssize_t k = send(s->fd, c + off, sizeof req - off, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {   /* the child is gone: what its end says of it */
+            s->b->eof = 1;
+            char what[96];
+            snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", from, to, rank);
+            stream_break(s, NULL, what);
+            return -1;
+        }
+        off += (size_t)k;
+    }
+    pending *p = &s->q[s->nq++];
+    memset(p, 0, sizeof *p);
+    p->rank = rank;
+    p->from = from;
+    p->to = to;
+    return 0;
+}
+
+/* The answer to the oldest request without one; 0, or -1 (the stream broke). An error the child
+ * reports for that request (HDF5 cannot read those records) is that request's, not the stream's. */
+static int receive_answer(ms_trace_stream *s)
+{
+    pending *p = &s->q[s->answered];
+    const ms_trace_rank_size *sz = &s->sizes[p->rank];
+    in *b = s->b;
+    b->last = mono_s();   /* the time limit counts from the wait (the child works on the requests in order) */
+    char *child_err = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", p->from, p->to, p->rank);
+    uint32_t kind = get_u32(b);
+    ms_trace_window *w = &p->w;
+    size_t before = ms_trace_window_bytes(w);
+    if (kind == FR_WINDOW) {
+        size_t n = 0;
+        if (get_u64(b) != (uint64_t)p->rank || get_u64(b) != (uint64_t)p->from ||
+            get_window_arr(b, w, 0, sizeof(ms_trace_event), p->to - p->from, &n) < 0 || n != p->to - p->from)
+            b->bad = 1;
+        /* each side array's part: [lo, lo + m) within the rank's */
+        size_t lo[3] = {0, 0, 0}, m[3] = {0, 0, 0}, total[3] = {sz->nlists, sz->nresults, sz->ntext};
+        static const size_t elem[3] = {sizeof(uint64_t), sizeof(ms_trace_result), 1};
+        for (int a = 0; a < 3 && !b->bad; a++) {
+            lo[a] = (size_t)get_u64(b);
+            if (lo[a] > total[a] || get_window_arr(b, w, a + 1, elem[a], total[a] - lo[a], &m[a]) < 0) b->bad = 1;
+        }
+        s->held += ms_trace_window_bytes(w) - before;
+        if (!b->bad) {
+            w->from = p->from;
+            w->n = n;
+            w->ev = w->buf[0];
+            w->lists = w->buf[1];
+            w->lists_from = lo[0];
+            w->nlists = m[0];
+            w->results = w->buf[2];
+            w->results_from = lo[1];
+            w->nresults = m[1];
+            w->text = w->buf[3];
+            w->text_from = lo[2];
+            w->ntext = m[2];
+            ((char *)w->buf[3])[m[2]] = 0;
+            p->state = RECEIVED;
+        }
+    } else if (kind == FR_ERROR) {
+        child_err = get_str(b);
+        if (child_err) {
+            p->state = FAILED;
+            p->err = child_err;
+            child_err = NULL;
+        } else {
+            b->bad = 1;
+        }
+    } else {
+        b->bad = 1;
+    }
+    if (p->state == ASKED) {
+        stream_break(s, child_err, what);
+        free(child_err);
+        return -1;
+    }
+    s->answered++;
+    return 0;
+}
+
+/* Forget request i (claimed or dropped and answered). */
+static void remove_request(ms_trace_stream *s, size_t i)
+{
+    pending *p = &s->q[i];
+    s->held -= ms_trace_window_bytes(&p->w);
+    ms_trace_window_free(&p->w);
+    free(p->err);
+    memmove(p, p + 1, (s->nq - i - 1) * sizeof *p);
+    s->nq--;
+    if (i < s->answered) s->answered--;
+}
+
+static int check_range(ms_trace_stream *s, int rank, size_t from, size_t to, char *err, size_t errlen)
+{
+    if (rank < 0 || rank >= s->t->nranks || from > to || to > s->sizes[rank].nev)
+        return ms_trace_fail(err, errlen, "%s: rank %d: records [%zu, %zu) asked for, it has %zu", s->path, rank, from,
+                             to, rank >= 0 && rank < s->t->nranks ? s->sizes[rank].nev : 0);
+    return 0;
+}
+
+/* The unclaimed request for exactly these records, or -1; requests for other records of the rank
+ * are dropped (the reader went elsewhere). */
+static long find_request(ms_trace_stream *s, int rank, size_t from, size_t to)
+{
+    long at = -1;
+    for (size_t i = 0; i < s->nq; i++) {
+        pending *p = &s->q[i];
+        if (p->rank != rank || p->dropped) continue;
+        if (p->from == from && p->to == to && at < 0) at = (long)i;
+        else p->dropped = 1;
+    }
+    /* answered dropped requests hold memory for nobody */
+    for (size_t i = s->answered; i-- > 0;)
+        if (s->q[i].dropped) {
+            remove_request(s, i);
+            if (at > (long)i) at--;
+        }
+    return at;
+}
+
+int ms_trace_stream_ask(ms_trace_stream *s, int rank, size_t from, size_t to)
+{
+    char err[256];
+    if (s->broken || check_range(s, rank, from, to, err, sizeof err) < 0) return -1;
+    if (find_request(s, rank, from, to) >= 0) return 0;
+    return send_request(s, rank, from, to);
+}
+
+int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, ms_trace_window *w, char *err,
+                         size_t errlen)
+{
+    if (check_range(s, rank, from, to, err, errlen) < 0) return -1;
+    long at = s->broken ? -1 : find_request(s, rank, from, to);
+    if (!s->broken && at < 0) {
+        if (send_request(s, rank, from, to) == 0) at = (long)s->nq - 1;
+    }
+    while (!s->broken && s->answered <= (size_t)at) {
+        if (receive_answer(s) < 0) break;
+        /* answers nobody will claim are forgotten as they come */
+        while (s->answered > 0 && s->answered - 1 != (size_t)at && s->q[s->answered - 1].dropped) {
+            remove_request(s, s->answered - 1);
+            at--;
+        }
+    }
+    if (s->broken) {
+        w->n = 0;   /* nothing of it is to be used */
+        return ms_trace_fail(err, errlen, "%s", s->err);
+    }
+    pending *p = &s->q[at];
+    int rc = 0;
+    if (p->state == FAILED) {
+        w->n = 0;
+        rc = ms_trace_fail(err, errlen, "%s", p->err);
+    } else {   /* the answer's buffers become the caller's, the caller's are freed with the request */
+        ms_trace_window t = *w;
+        *w = p->w;
+        p->w = t;
+        s->held -= ms_trace_window_bytes(w);
+        s->held += ms_trace_window_bytes(&p->w);
+    }
+    remove_request(s, (size_t)at);
+    return rc;
+}
+
+size_t ms_trace_stream_bytes(const ms_trace_stream *s) { return s->held; }
+
+void ms_trace_stream_close(ms_trace_stream *s)
+{
+    if (!s) return;
+    if (s->pid > 0) {
+        close(s->fd);   /* the child reads the end of its requests and leaves */
+        s->fd = -1;
+        double t0 = mono_s();
+        int status;
+        pid_t w;
+        while ((w = waitpid(s->pid, &status, WNOHANG)) == 0 && mono_s() - t0 < 2.0) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (w == 0) {
+            kill(s->pid, SIGKILL);
+            while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    } else if (s->fd >= 0) {
+        close(s->fd);
+    }
+    while (s->nq) remove_request(s, s->nq - 1);
+    free(s->q);
+    ms_trace_free(s->t);
+    free(s->sizes);
+    free(s->b);
+    free(s->path);
+    free(s);
 }

@@ -830,11 +830,20 @@ static int known_kind(int32_t k)
     }
 }
 
+/* The records being checked and what they point into: a whole rank in memory, or a window of it
+ * (then the side arrays' parts in the window must hold what the records point to). */
+typedef struct rec_view {
+    const ms_trace_event *ev;     /* record k is ev[k - ev_from] */
+    size_t ev_from;
+    size_t nlists, nresults, ntext;   /* the rank's sizes */
+    const uint64_t *lists;        /* lists[j - lists_from], j in [lists_from, lists_to) */
+    size_t lists_from, lists_to, results_from, results_to, text_from, text_to;
+} rec_view;
+
 /* Sizes and times a record claims, against what the model can take (MS_TRACE_MAX_*). */
-static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *name, int i, size_t k, char *err,
-                        size_t errlen)
+static int check_bounds(const ms_trace *t, const rec_view *v, const ms_trace_event *e, const char *name, int i,
+                        size_t k, char *err, size_t errlen)
 {
-    const ms_trace_rank *r = &t->ranks[i];
 #define fn ms_trace_fn_name(t, e->fn)   /* looked up for a message only (this runs per record) */
     int sized = e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL ||
                 e->kind == MS_MSG_RESOLVE;
@@ -844,13 +853,14 @@ static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *
                              "(damaged record?)",
                              name, i, k, fn, (unsigned long long)e->bytes, (unsigned long long)MS_TRACE_MAX_BYTES);
     if (e->kind == MS_MSG_ICOLL)
-        for (int32_t c = 0; c < e->list_n; c++)
-            if (r->lists[e->list_off + c] > MS_TRACE_MAX_BYTES)
+        for (int32_t c = 0; c < e->list_n; c++) {
+            uint64_t b = v->lists[(size_t)e->list_off + (size_t)c - v->lists_from];
+            if (b > MS_TRACE_MAX_BYTES)
                 return ms_trace_fail(err, errlen,
                                      "%s: rank %d event %zu (%s): block %d of %llu bytes, more than the %llu a record "
                                      "may claim (damaged record?)",
-                                     name, i, k, fn, c, (unsigned long long)r->lists[e->list_off + c],
-                                     (unsigned long long)MS_TRACE_MAX_BYTES);
+                                     name, i, k, fn, c, (unsigned long long)b, (unsigned long long)MS_TRACE_MAX_BYTES);
+        }
     if ((e->kind == MS_MSG_WAIT || e->kind == MS_MSG_RESUME) && e->list_n > MS_MAX_WAIT_REQS)
         return ms_trace_fail(err, errlen, "%s: rank %d event %zu (%s): %d requests, more than the %d one call takes",
                              name, i, k, fn, e->list_n, MS_MAX_WAIT_REQS);
@@ -868,13 +878,11 @@ static int check_bounds(const ms_trace *t, const ms_trace_event *e, const char *
     return 0;
 }
 
-int ms_trace_validate_events(const ms_trace *t, int i, size_t from, size_t to, const char *name, char *err,
-                             size_t errlen)
+static int validate_view(const ms_trace *t, int i, const rec_view *v, size_t from, size_t to, const char *name,
+                         char *err, size_t errlen)
 {
-    const ms_trace_rank *r = &t->ranks[i];
-    if (to > r->nev) to = r->nev;
     for (size_t k = from; k < to; k++) {
-        const ms_trace_event *e = &r->ev[k];
+        const ms_trace_event *e = &v->ev[k - v->ev_from];
         /* most records: what the general checks below would find, in fewer steps */
         if (e->kind == MS_MSG_TR_EXIT || e->kind == MS_MSG_CLOCK) continue;
         if ((e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV) && e->bytes <= MS_TRACE_MAX_BYTES) continue;
@@ -883,14 +891,15 @@ int ms_trace_validate_events(const ms_trace *t, int i, size_t from, size_t to, c
             continue;
         if (!known_kind(e->kind))
             return ms_trace_fail(err, errlen, "%s: rank %d event %zu: unknown kind %d", name, i, k, e->kind);
-        size_t limit = 0;
-        int check = 1;
+        size_t limit = 0, in_from = 0, in_to = 0;
+        int check = 1, text = 0;
         switch (e->kind) {
-        case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = r->nlists; break;
-        case MS_MSG_RESUME: limit = r->nresults; break;
-        case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: limit = r->ntext; break;
+        case MS_MSG_WAIT: case MS_MSG_ICOLL: limit = v->nlists; in_from = v->lists_from; in_to = v->lists_to; break;
+        case MS_MSG_RESUME: limit = v->nresults; in_from = v->results_from; in_to = v->results_to; break;
+        case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE:
+            limit = v->ntext; in_from = v->text_from; in_to = v->text_to; text = 1; break;
 #ifdef MS_SITE_TEXT
-        case MS_MSG_SITE: limit = r->ntext; break;
+        case MS_MSG_SITE: limit = v->ntext; in_from = v->text_from; in_to = v->text_to; text = 1; break;
 #endif
         case MS_MSG_COMM_ADD:
             if (e->list_off < 0 || (size_t)e->list_off >= t->ncomms || t->comms[e->list_off].size != e->peer ||
@@ -905,13 +914,66 @@ int ms_trace_validate_events(const ms_trace *t, int i, size_t from, size_t to, c
             return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) out of range", name, i, k,
                                  (long long)e->list_off, e->list_n);
         if ((e->kind == MS_MSG_UNMODELLED || e->kind == MS_MSG_CALLSITE || e->kind == 12) &&
-            (size_t)e->list_off + (size_t)e->list_n >= r->ntext)
+            (size_t)e->list_off + (size_t)e->list_n >= v->ntext)
             return ms_trace_fail(err, errlen, "%s: rank %d event %zu: text out of range", name, i, k);
+        /* a window's side arrays must hold what its records point to (a text with its NUL) */
+        if (check && e->list_n + text > 0 &&
+            ((size_t)e->list_off < in_from || (size_t)e->list_off + (size_t)e->list_n + (size_t)text > in_to))
+            return ms_trace_fail(err, errlen, "%s: rank %d event %zu: list [%lld, +%d) not in what the reader sent",
+                                 name, i, k, (long long)e->list_off, e->list_n);
         if (e->kind == MS_MSG_ICOLL && e->list_n > 0 && (e->mode < 0 || e->mode > 64))
             return ms_trace_fail(err, errlen, "%s: rank %d event %zu: bad collective kind %d", name, i, k, e->mode);
-        if (check_bounds(t, e, name, i, k, err, errlen) < 0) return -1;
+        if (check_bounds(t, v, e, name, i, k, err, errlen) < 0) return -1;
     }
     return 0;
+}
+
+int ms_trace_validate_events(const ms_trace *t, int i, size_t from, size_t to, const char *name, char *err,
+                             size_t errlen)
+{
+    const ms_trace_rank *r = &t->ranks[i];
+    if (to > r->nev) to = r->nev;
+    rec_view v = {r->ev, 0, r->nlists, r->nresults, r->ntext, r->lists, 0, r->nlists, 0, r->nresults, 0, r->ntext};
+    return validate_view(t, i, &v, from, to, name, err, errlen);
+}
+
+int ms_trace_validate_window(const ms_trace *t, int i, const ms_trace_rank_size *sz, const ms_trace_window *w,
+                             size_t from, size_t to, const char *name, char *err, size_t errlen)
+{
+    if (from < w->from || to > w->from + w->n || to > sz->nev)
+        return ms_trace_fail(err, errlen, "%s: rank %d: records [%zu, %zu) not in what the reader sent", name, i, from,
+                             to);
+    rec_view v = {w->ev, w->from, sz->nlists, sz->nresults, sz->ntext, w->lists,
+                  w->lists_from, w->lists_from + w->nlists, w->results_from, w->results_from + w->nresults,
+                  w->text_from, w->text_from + w->ntext};
+    return validate_view(t, i, &v, from, to, name, err, errlen);
+}
+
+void ms_trace_window_free(ms_trace_window *w)
+{
+    for (int k = 0; k < 4; k++) free(w->buf[k]);
+    memset(w, 0, sizeof *w);
+}
+
+void *ms_trace_window_room(ms_trace_window *w, int k, size_t n, size_t elem)
+{
+    if (n <= w->cap[k]) return w->buf[k];
+    /* as asked (a window holds one stretch: no room to grow into), at least 64 elements */
+    size_t c = n < 64 ? 64 : n;
+    if (c > SIZE_MAX / elem) return NULL;
+    void *q = realloc(w->buf[k], c * elem);
+    if (!q) return NULL;
+    w->buf[k] = q;
+    w->cap[k] = c;
+    return q;
+}
+
+size_t ms_trace_window_bytes(const ms_trace_window *w)
+{
+    static const size_t elem[4] = {sizeof(ms_trace_event), sizeof(uint64_t), sizeof(ms_trace_result), 1};
+    size_t b = 0;
+    for (int k = 0; k < 4; k++) b += w->cap[k] * elem[k];
+    return b;
 }
 
 static int validate_comms(const ms_trace *t, const char *name, char *err, size_t errlen)

@@ -288,6 +288,33 @@ def test_corrupt_traces():
           "HDF5's loop is stopped: %d %s" % (p.returncode, p.stderr))
 
 
+def test_unreadable_records():
+    """A trace whose records cannot be read from some point on (a chunk of rank 1's events in the
+    middle of the file overwritten): `mpisim replay` reads records as it plays them, so it replays
+    everything before the damage, then stops with exit 2 and an error naming the file, the rank and
+    the records, and writes the report of what it replayed."""
+    import h5py
+    h5 = synth("pingpong", 2, 3000, 64, 1000, os.path.join(WORK, "cut.h5"))
+    with h5py.File(h5, "r") as f:
+        d = f["ranks/1/events"]
+        info = d.id.get_chunk_info(3)
+        first, nev = info.chunk_offset[0], d.shape[0]
+    with open(h5, "r+b") as f:
+        f.seek(info.byte_offset)
+        f.write(b"\x5a" * info.size)
+    rep = os.path.join(WORK, "cut.json")
+    p = run([MPISIM, "replay", h5, "--set", "network.engine=analytic", "--report", rep], ok=False)
+    check(p.returncode == 2, "exit %d\n%s" % (p.returncode, p.stderr))
+    check(h5 in p.stderr and "of rank 1" in p.stderr and "records [%d," % first in p.stderr,
+          "the error names the file, the rank and the records: %s" % p.stderr)
+    r = json.load(open(rep))
+    check(r["summary"]["outcome"] == "error", "outcome %s" % r["summary"]["outcome"])
+    recv = r["ranks"][1]["msgs_recv"]
+    check(first * 3000 // nev - 3 < recv < 3000, "rank 1 received %d of 3000 messages, its records end "
+          "being readable at %d of %d" % (recv, first, nev))
+    print("replayed %d of 3000 rounds before the damaged records; %s" % (recv, p.stderr.strip().splitlines()[-2]))
+
+
 def test_trace_dir_symlinks():
     """Links another user planted in a pre-existing trace directory are never written through:
     mpisim refuses the directory (or, with --replace-trace, removes the links without following

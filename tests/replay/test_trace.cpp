@@ -14,31 +14,10 @@
 #include "ms_trace.h"
 #include "protocol.h"
 #include "synth_trace.h"
+#include "test_tmpdir.h"
 #include "trace_raw.h"
 
 namespace {
-
-int remove_entry(const char *path, const struct stat *, int, struct FTW *) { return remove(path); }
-
-// This process's scratch directory under TMPDIR (or /tmp), removed with all it holds at exit.
-std::string tmpdir()
-{
-    static std::string d;
-    static pid_t owner;
-    if (d.empty()) {
-        const char *base = std::getenv("TMPDIR");
-        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/ms_trace_test.XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        if (!mkdtemp(buf.data())) std::abort();
-        d = buf.data();
-        owner = getpid();
-        std::atexit([] {
-            if (getpid() == owner) nftw(d.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        });
-    }
-    return d;
-}
 
 // A trace using every record kind.
 ms_trace *rich_trace()
