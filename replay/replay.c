@@ -472,8 +472,15 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, e->kind == MS_TRACE_CANCEL ? MS_EV_CANCEL : MS_EV_FREE, r->clock);
             feed(p, rank, k, &ev);
             break;
+        case MS_TRACE_RMA:
+            ev = event_of(e, MS_EV_RMA, r->clock);
+            ev.bytes_out = e->callsite;   /* the result's bytes (ms_trace_event) */
+            feed(p, rank, k, &ev);
+            r->clock += ms_model_isend_cost(model, e->bytes);   /* as the shim charged it */
+            break;
         case MS_TRACE_ICOLL:
             ev = event_of(e, MS_EV_ICOLL, r->clock);
+            ev.flags = e->flags;   /* an intercommunicator's low group */
             if (e->list_n > 0) {
                 ev.list = LISTS(r, e);
                 ev.nlist = (size_t)e->list_n;

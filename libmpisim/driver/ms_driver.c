@@ -422,6 +422,15 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a receive", "no such receive to notify");
         if (e->buf) ms_model_buffer(d->model, rank, e->req, e->buf);
         return 0;
+    case MS_EV_RMA:
+        set_clock(d, r, e->t);
+        if (d->log)
+            logline(d, rank, "rma t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " target=%d kind=%d bytes=%" PRIu64
+                    " out=%" PRIu64, e->t, e->req, e->comm, e->peer, e->mode, e->bytes, e->bytes_out);
+        if (ms_model_rma(d->model, rank, e->t, e->req, e->comm, e->peer, (ms_rma_kind)e->mode, e->bytes, e->bytes_out,
+                         merr, sizeof merr) < 0)
+            return refused(err, errlen, "a one-sided operation", merr);
+        return 0;
     case MS_EV_CANCEL:
         set_clock(d, r, e->t);
         if (d->log) logline(d, rank, "cancel t=%" PRId64 " req=%" PRIu64, e->t, e->req);
@@ -437,10 +446,12 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
     case MS_EV_ICOLL: {
         set_clock(d, r, e->t);
         r->last_coll_comm = e->comm;
-        ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->nlist ? e->list : NULL, e->nlist ? e->nlist : 0};
+        ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->nlist ? e->list : NULL, e->nlist ? e->nlist : 0,
+                          e->flags};
         if (d->log)
-            logline(d, rank, "icoll t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " kind=%d root=%d bytes=%" PRIu64 " counts=%s",
-                    e->t, e->req, e->comm, e->mode, e->peer, e->bytes, list_text(l, sizeof l, e->list, e->nlist));
+            logline(d, rank, "icoll t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " kind=%d root=%d bytes=%" PRIu64 " counts=%s inter=%d",
+                    e->t, e->req, e->comm, e->mode, e->peer, e->bytes, list_text(l, sizeof l, e->list, e->nlist),
+                    e->flags);
         if (ms_model_icoll(d->model, rank, e->t, e->req, e->comm, &a, merr, sizeof merr) < 0)
             return refused(err, errlen, "a collective", merr);
         return 0;

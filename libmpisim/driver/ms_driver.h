@@ -44,7 +44,8 @@ typedef enum {
 typedef enum {
     MS_EV_ISEND = 1,   /* req comm peer=dst tag bytes mode=ms_send_mode buf */
     MS_EV_IRECV,       /* req comm peer=src tag bytes flags=MS_EV_FLAG_NOTIFY buf */
-    MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood) */
+    MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood)
+                        * flags=the low group's size of an intercommunicator's collective (0: intra) */
     MS_EV_COMM_ADD,    /* comm members[nmembers] (world ranks) */
     MS_EV_WAIT,        /* mode=ms_wait_mode list=request ids flags fn: blocks until resumed */
     MS_EV_PROBE,       /* comm peer=src tag mode=blocking fn: blocks until resumed */
@@ -52,7 +53,8 @@ typedef enum {
     MS_EV_FREE,        /* req: MPI_Request_free of an active send */
     MS_EV_CLOCK,       /* the clock moved without a model event */
     MS_EV_UNTIMED,     /* the rank enters an untimed call: it stops holding the horizon back */
-    MS_EV_FINALIZE     /* MPI_Finalize: the rank posts nothing more */
+    MS_EV_FINALIZE,    /* MPI_Finalize: the rank posts nothing more */
+    MS_EV_RMA          /* req comm=the window's peer=target mode=ms_rma_kind bytes bytes_out: a one-sided operation */
 } ms_event_kind;
 
 /* MS_EV_WAIT flags */
@@ -68,6 +70,7 @@ typedef struct ms_driver_event {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t peer, tag, mode, flags;
+    uint64_t bytes_out;       /* RMA: the result's bytes (a get's, a fetching atomic's) */
     uint64_t buf;             /* ISEND, IRECV: the user's buffer address, 0 unknown (ms_model_buffer: the host
                                * model's memory registration cache) */
     const uint64_t *list;     /* WAIT: request ids; ICOLL: counts */

@@ -73,6 +73,8 @@ int ms_host_sync_rendezvous(const ms_host *h);
 int ms_host_rndv_fin(const ms_host *h);
 /* The turns of a rendezvous happen only while the host is inside an MPI call (host.rndv_progress). */
 int ms_host_rndv_in_call(const ms_host *h);
+/* One-sided operations are done by the target's CPU inside its MPI calls, not by its NIC (host.rma_progress). */
+int ms_host_rma_in_call(const ms_host *h);
 /* Host time at each turn of a rendezvous: before the CTS, and after it before the data (host.rndv_handling). */
 int64_t ms_host_rndv_handling(const ms_host *h);
 /* Host CPU time of copying an eager message into the NIC's registered send buffers, and out of

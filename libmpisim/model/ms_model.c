@@ -77,10 +77,12 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 
 /* ---- internal structures --------------------------------------------------------------------- */
 
-enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
+enum { REQ_SEND = 1, REQ_RECV, REQ_COLL, REQ_RMA };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
+#define PK_RMA 5   /* not a packet: a held turn of a one-sided operation at its target (host.rma_progress) */
 #define PK_BITS 3
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS,
+       EV_RMA_POST };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -133,6 +135,8 @@ typedef struct ms_msg {
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
     uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
+    uint8_t rma;              /* RMA_OP: a one-sided operation to its target; RMA_RESP: its result back */
+    uint8_t rma_kind;         /* ms_rma_kind */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -290,6 +294,8 @@ struct ms_model {
     int trains_ok;            /* mpi.packet_trains, and the network and hosts allow them */
     ms_event *tev;            /* EV_NICs of trains (nic_state), at most one per node */
     size_t ntev, captev;
+    ms_hmap locks;            /* one-sided locks by (window's context, target world rank): rma_lock */
+    int rma_in_call;          /* host.rma_progress = in_call */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -720,6 +726,8 @@ static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 }
 
 static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call);
+static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d);
+static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t);
 
 /* The receiver of rendezvous message g, matched by r, says "send" (CTS) from t: it registers its
  * buffer (host model) first. */
@@ -874,7 +882,9 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
     rank_state *rs = &m->ranks[rank];
     for (size_t i = 0; i < rs->nturns; i++) {   /* a turn only schedules injections: the list stays put */
         ms_msg *g = msg_at(m, (uint32_t)(rs->turns[i] >> PK_BITS));
-        if ((rs->turns[i] & ((1u << PK_BITS) - 1)) == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        unsigned kind = (unsigned)(rs->turns[i] & ((1u << PK_BITS) - 1));
+        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+        else if (kind == PK_RMA) rma_handle(m, g, t);
         else rndv_send_data(m, g, t);
         msg_unref(m, g);
     }
@@ -943,7 +953,9 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     switch (k) {
     case PK_DATA:
         if (--g->pkts_left > 0) break;
-        if (!g->rndv) {
+        if (g->rma) {
+            rma_data_in(m, g, d);
+        } else if (!g->rndv) {
             start_arrived(m, g, d);
         } else {
             ms_req *s = g->sreq, *r = g->rreq;
@@ -983,7 +995,8 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     case PK_ACK: {
         ms_req *s = g->sreq;
         g->sreq = NULL;
-        if (s) determine(m, s, tmax(d, g->local_done));
+        /* a one-sided operation's acknowledgement (or lock grant): the origin takes the completion */
+        if (s) determine(m, s, g->rma ? d + or_cost(m, 0) : tmax(d, g->local_done));
         break;
     }
     }
@@ -1188,7 +1201,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
     } else if (k == PK_FIN && ms_host_rndv_fin(m->host) == 2) {
         cls = NQ_BULK;   /* behind its put's data */
     }
-    if (cls == NQ_START && m->ports > 1) {
+    if (cls == NQ_START && m->ports > 1 && !g->rma) {   /* one-sided operations are not matched: no order */
         ms_conn *c = conn_get(m, g->sh, g->dh);
         if (c) g->cseq = c->sent++;
     }
@@ -1316,6 +1329,270 @@ static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
     r->m_tag = -1;
     r->m_bytes = 0;
     determine(m, r, t);
+}
+
+/* ---- one-sided communication (README.md "One-sided communication") ---------------------------- */
+
+enum { RMA_NONE = 0, RMA_OP, RMA_RESP };
+
+static const char *const rma_names[MS_RMA_KIND_COUNT] = {
+    "MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
+    "lock (shared)", "lock (exclusive)", "unlock"};
+
+const char *ms_model_rma_name(ms_rma_kind kind) { return (unsigned)kind < MS_RMA_KIND_COUNT ? rma_names[kind] : "?"; }
+
+/* a result comes back (else an acknowledgement) */
+static int rma_fetches(int k)
+{
+    return k == MS_RMA_GET || k == MS_RMA_GET_ACCUMULATE || k == MS_RMA_FETCH_AND_OP || k == MS_RMA_COMPARE_AND_SWAP;
+}
+/* the target combines what arrives with what it holds (mpi.reduce_cost_per_byte) */
+static int rma_reduces(int k)
+{
+    return k == MS_RMA_ACCUMULATE || k == MS_RMA_GET_ACCUMULATE || k == MS_RMA_FETCH_AND_OP ||
+           k == MS_RMA_COMPARE_AND_SWAP;
+}
+
+/* A lock of one window at one target: its holders, and the requests waiting, in the order they
+ * reached the target (shared ones queued behind a waiting exclusive one, so that none starves). */
+typedef struct lock_wait {
+    ms_req *r;                /* the origin's request */
+    ms_msg *g;                /* its message (off-node: the grant goes back as its ACK); NULL on one node */
+    int excl, origin;
+} lock_wait;
+typedef struct rma_lock {
+    int excl;                 /* world rank holding it exclusively, -1: none */
+    uint32_t shared;          /* shared holders */
+    lock_wait *q;
+    size_t head, n, cap;
+} rma_lock;
+
+static rma_lock *lock_get(ms_model *m, int32_t ctx, int target)
+{
+    rma_lock *l = ms_hmap_get(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target);
+    if (l) return l;
+    l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->excl = -1;
+    if (ms_hmap_put(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target, l) != 0) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* The grant (or an unlock's acknowledgement) leaves the target at t. */
+static void lock_answer(ms_model *m, ms_req *r, ms_msg *g, ms_time_t t)
+{
+    if (g) schedule_inject(m, g, PK_ACK, t);
+    else determine(m, r, t);
+}
+
+static int lock_free_for(const rma_lock *l, int excl)
+{
+    return excl ? l->excl < 0 && l->shared == 0 : l->excl < 0;
+}
+
+/* Waiting requests that can have the lock now, in order, at t. */
+static void lock_grant_waiting(ms_model *m, rma_lock *l, ms_time_t t)
+{
+    while (l->n) {
+        lock_wait *w = &l->q[l->head];
+        if (!lock_free_for(l, w->excl)) break;
+        if (w->excl) l->excl = w->origin;
+        else l->shared++;
+        lock_wait x = *w;
+        l->head = (l->head + 1) % l->cap;
+        l->n--;
+        lock_answer(m, x.r, x.g, t);
+        if (x.g) msg_unref(m, x.g);   /* the reference held while it waited */
+    }
+}
+
+/* A lock request or an unlock of `origin` at the target's lock, handled at t. Returns 1 if the
+ * request waits (g, if any, keeps its reference). */
+static int lock_op(ms_model *m, int32_t ctx, int target, int origin, int kind, ms_req *r, ms_msg *g, ms_time_t t)
+{
+    rma_lock *l = lock_get(m, ctx, target);
+    if (!l) {
+        model_error(m, "out of memory (one-sided locks)");
+        lock_answer(m, r, g, t);
+        return 0;
+    }
+    if (kind == MS_RMA_UNLOCK) {
+        if (l->excl == origin) l->excl = -1;
+        else if (l->shared) l->shared--;
+        else model_error(m, "rank %d unlocks a window at rank %d it holds no lock of", origin, target);
+        lock_answer(m, r, g, t);
+        lock_grant_waiting(m, l, t);
+        return 0;
+    }
+    int excl = kind == MS_RMA_LOCK_EXCLUSIVE;
+    if (!l->n && lock_free_for(l, excl)) {
+        if (excl) l->excl = origin;
+        else l->shared++;
+        lock_answer(m, r, g, t);
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 8;
+        lock_wait *q = malloc(nc * sizeof *q);
+        if (!q) {
+            model_error(m, "out of memory (one-sided locks)");
+            lock_answer(m, r, g, t);
+            return 0;
+        }
+        for (size_t i = 0; i < l->n; i++) q[i] = l->q[(l->head + i) % l->cap];
+        free(l->q);
+        l->q = q;
+        l->head = 0;
+        l->cap = nc;
+    }
+    l->q[(l->head + l->n) % l->cap] = (lock_wait){r, g, excl, origin};
+    l->n++;
+    return 1;
+}
+
+/* Operation g (RMA_OP) is handled at its target at t: by the NIC, or (host.rma_progress = in_call)
+ * by the target's CPU, which then spends a receive overhead, the reduction and the overhead of
+ * sending the answer. The answer goes back: the result (a message of its own), else an ACK. */
+static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t)
+{
+    int kind = g->rma_kind;
+    ms_req *r = g->sreq;
+    uint64_t res = r ? r->m_bytes : 0;
+    ms_time_t red = rma_reduces(kind) ? (ms_time_t)g->bytes * m->red_pb : 0;
+    ms_time_t done = t + red;
+    if (m->rma_in_call) {
+        rank_state *rt = &m->ranks[g->dst];
+        ms_time_t start = tmax(t, rt->cpu_free);
+        done = start + or_cost(m, kind <= MS_RMA_COMPARE_AND_SWAP ? g->bytes : 0) + red + os_cost(m, res);
+        rt->cpu_free = done;
+    }
+    if (kind >= MS_RMA_LOCK_SHARED) {
+        g->sreq = r;   /* the ACK completes it, now or at the grant */
+        if (lock_op(m, g->ctx, g->dst, g->src, kind, r, g, done)) return;   /* waits: keeps its reference */
+    } else if (!rma_fetches(kind)) {
+        schedule_inject(m, g, PK_ACK, done);
+    } else {
+        /* the result: a message of its own from the target to the origin */
+        uint32_t idx;
+        ms_msg *q = ms_pool_alloc(&m->msgs, &idx);
+        if (!q || idx > (UINT32_MAX >> PK_BITS)) {
+            model_error(m, "out of memory (messages)");
+            g->sreq = NULL;
+            if (r) determine(m, r, done);
+        } else {
+            q->idx = idx;
+            q->pending = 0;
+            q->src = g->dst;
+            q->dst = g->src;
+            q->sh = g->dh;
+            q->dh = g->sh;
+            q->ctx = g->ctx;
+            q->bytes = res;
+            q->rma = RMA_RESP;
+            q->rma_kind = (uint8_t)kind;
+            q->sreq = r;
+            g->sreq = NULL;
+            ms_time_t tinj = tmax(done, m->nic_free[q->sh]);   /* a message start of the target's NIC */
+            m->nic_free[q->sh] = tinj + m->gap;
+            schedule_inject(m, q, PK_DATA, tinj);
+        }
+    }
+    msg_unref(m, g);   /* the "awaiting handling" reference */
+}
+
+/* The last packet of g is in the memory of its destination at d. */
+static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d)
+{
+    if (g->rma == RMA_RESP) {
+        ms_req *r = g->sreq;
+        g->sreq = NULL;
+        if (r) determine(m, r, d + or_cost(m, 0));
+        return;
+    }
+    /* at the target: its NIC does it now; its CPU when it is inside an MPI call (as the turns of a
+     * host-driven rendezvous: rndv_turn) */
+    int rank = g->dst;
+    ms_time_t from = rank_call_from(m, rank);
+    if (!m->rma_in_call || from <= d) {
+        rma_handle(m, g, d);
+        return;
+    }
+    rank_state *rs = &m->ranks[rank];
+    if (rs->nturns == rs->capturns) {
+        size_t nc = rs->capturns ? 2 * rs->capturns : 8;
+        uint64_t *n = realloc(rs->turns, nc * sizeof *n);
+        if (!n) {
+            model_error(m, "out of memory (one-sided turns)");
+            rma_handle(m, g, d);
+            return;
+        }
+        rs->turns = n;
+        rs->capturns = nc;
+    }
+    g->pending++;   /* held by the turn */
+    rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | PK_RMA;
+    if (from != NEVER && !rs->progress_pending) {
+        rs->progress_pending = 1;
+        push_post(m, rank, from, EV_PROGRESS, NULL);
+    }
+}
+
+/* Origin r starts its operation at t. */
+static void do_rma(ms_model *m, ms_req *r, ms_time_t t)
+{
+    if (r->peer == MS_PROC_NULL) {
+        determine(m, r, t);
+        return;
+    }
+    rank_state *rs = &m->ranks[r->rank];
+    int kind = r->mode, target = r->peer_world_cache;
+    ms_time_t start = tmax(t, rs->cpu_free);
+    ms_time_t ldone = start + os_cost(m, r->bytes);
+    rs->cpu_free = ldone;
+    rs->st.rma_ops++;
+    rs->st.rma_bytes += r->bytes + r->m_bytes;
+    r->open = 1;   /* it waits for the target's answer (lookahead: no latency can be promised) */
+    rs->open_sends++;
+    if (rs->host == m->ranks[target].host) {
+        /* one node: the origin's CPU does it through shared memory (a single copy; locks are
+         * atomics on the window's memory) */
+        if (kind >= MS_RMA_LOCK_SHARED) {
+            lock_op(m, r->ctx, target, r->rank, kind, r, NULL, ldone);
+            return;
+        }
+        ms_time_t done = ms_host_shm_copy(m->host, rs->host, r->bytes + r->m_bytes, ldone);
+        if (rma_reduces(kind)) done += (ms_time_t)r->bytes * m->red_pb;
+        rs->cpu_free = done;
+        determine(m, r, done);
+        return;
+    }
+    uint32_t idx;
+    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
+    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
+        model_error(m, "out of memory (messages)");
+        determine(m, r, ldone);
+        return;
+    }
+    g->idx = idx;
+    g->pending = 1;   /* until the target has handled it */
+    g->src = r->rank;
+    g->dst = target;
+    g->sh = rs->host;
+    g->dh = m->ranks[target].host;
+    g->ctx = r->ctx;
+    g->src_c = r->m_src;
+    g->bytes = kind >= MS_RMA_LOCK_SHARED || kind == MS_RMA_GET ? (uint64_t)m->ctl_bytes : r->bytes;
+    g->rma = RMA_OP;
+    g->rma_kind = (uint8_t)kind;
+    g->sreq = r;
+    g->local_done = ldone;
+    /* a message start of the origin's NIC, in posting order with its other messages */
+    ms_time_t tinj = tmax(ldone, m->nic_free[g->sh]);
+    m->nic_free[g->sh] = tinj + m->gap;
+    schedule_inject(m, g, PK_DATA, tinj);
 }
 
 /* ---- collectives ----------------------------------------------------------------------------- */
@@ -1595,6 +1872,7 @@ static void process(ms_model *m, const ms_event *e)
     case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
     case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
     case EV_MCAST: do_mcast(m, e->p, e->t); break;
+    case EV_RMA_POST: do_rma(m, e->p, e->t); break;
     default: break;
     }
 }
@@ -1667,6 +1945,8 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
     /* host-driven rendezvous: every entry into the library (a post too) may run held turns on
      * this host's CPU, at times the model alone knows */
     if (ms_host_rndv_in_call(m->host)) return -1;
+    /* one-sided operations the target's CPU handles move it at times their origins decide */
+    if (m->rma_in_call) return -1;
     return rs->cpu_free;
 }
 
@@ -1709,7 +1989,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
     if (!m || rank < 0 || rank >= m->nranks || m->in_run) return t;
     /* host-driven rendezvous: a test is an entry into the library, which runs the rank's held
      * turns; the model must see every one */
-    if (ms_host_rndv_in_call(m->host)) return t;
+    if (ms_host_rndv_in_call(m->host) || m->rma_in_call) return t;
     const rank_state *rs = &m->ranks[rank];
     ms_time_t q = NEVER;
     /* receives (and probes) change only when a message or its RTS arrives: a send overhead after
@@ -1857,6 +2137,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->mc_ok = nm_network_has_multicast(net) && m->ports == 1;
     m->trains_ok = nm_config_int(cfg, "mpi.packet_trains") && nm_network_has_trains(net) && m->ports == 1 &&
                    ms_host_rx_stateless(m->host);
+    m->rma_in_call = ms_host_rma_in_call(m->host);
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
     m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
     if (!m->nic_free || !m->nic) goto oom;
@@ -1931,6 +2212,12 @@ void ms_model_destroy(ms_model *m)
     ms_hmap_free(&m->comms);
     ms_hmap_free(&m->cranks);
     ms_hmap_free(&m->mqs);
+    for (size_t i = 0; i < m->locks.cap; i++) {
+        rma_lock *l = m->locks.s ? m->locks.s[i].v : NULL;
+        if (l) free(l->q);
+        free(l);
+    }
+    ms_hmap_free(&m->locks);
     ms_pool_free(&m->msgs);
     ms_pool_free(&m->reqpool);
     ms_pool_free(&m->mqpool);
@@ -2078,6 +2365,38 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     return 0;
 }
 
+int ms_model_rma(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int target, ms_rma_kind kind,
+                 uint64_t bytes, uint64_t result_bytes, char *err, size_t errlen)
+{
+    ms_comm *c;
+    int cr;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    if (target != MS_PROC_NULL && (target < 0 || target >= c->size)) {
+        set_err(err, errlen, "rank %d: one-sided operation to rank %d of window communicator %" PRIu64 " (size %d)",
+                rank, target, comm, c->size);
+        return -1;
+    }
+    if ((unsigned)kind >= MS_RMA_KIND_COUNT) {
+        set_err(err, errlen, "rank %d: one-sided operation of unknown kind %d", rank, (int)kind);
+        return -1;
+    }
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    if (!r) return -1;
+    r->kind = REQ_RMA;
+    r->mode = (uint8_t)kind;
+    r->comm = comm;
+    r->ctx = c->idx * 2;          /* names the window: its locks */
+    r->peer = target;
+    r->peer_world_cache = target == MS_PROC_NULL ? -1 : comm_world_of(c, target, rank);
+    r->tag = -1;
+    r->bytes = kind >= MS_RMA_LOCK_SHARED ? 0 : bytes;
+    r->m_bytes = rma_fetches(kind) ? result_bytes : 0;
+    r->m_src = cr;
+    r->post = t;
+    push_post(m, rank, t, EV_RMA_POST, r);
+    return 0;
+}
+
 int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
 {
     if (!m || rank < 0 || rank >= m->nranks) return -1;
@@ -2153,19 +2472,25 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     if (args->kind == MS_COLL_NEIGHBOR)
         short_list = !counts || args->ncounts < 2 || counts[0] > args->ncounts || counts[1] > args->ncounts ||
                      args->ncounts != 2 + 2 * (counts[0] + counts[1]);
-    else if (counts && args->ncounts < (size_t)c->size && (v || args->kind == MS_COLL_REDUCE_SCATTER))
+    else if (!args->inter_low && counts && args->ncounts < (size_t)c->size && (v || args->kind == MS_COLL_REDUCE_SCATTER))
         short_list = 1;
     if (short_list) {
         set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d): %zu counts do not fit", rank,
                 ms_coll_mpi_name(args->kind), comm, c->size, args->ncounts);
         return -1;
     }
+    if (args->inter_low < 0 || args->inter_low >= c->size) {
+        set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d): low group of %d", rank,
+                ms_coll_mpi_name(args->kind), comm, c->size, args->inter_low);
+        return -1;
+    }
     coll_member *cm = calloc(1, sizeof *cm);
     if (!cm) { set_err(err, errlen, "out of memory"); return -1; }
     /* gatherv/scatterv: only the root's counts describe the blocks */
     if ((args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV) && cr != args->root) counts = NULL;
-    if (ms_coll_generate(&cm->plan, args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes,
-                         counts) != 0) {
+    ms_coll_spec spec = {args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes, counts,
+                         counts ? args->ncounts : 0, args->inter_low};
+    if (ms_coll_generate_spec(&cm->plan, &spec) != 0) {
         ms_coll_plan_free(&cm->plan);
         free(cm);
         set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d, root %d): bad arguments", rank,
@@ -2355,6 +2680,11 @@ static void describe_req(const ms_model *m, const ms_req *r, char *buf, size_t l
                      ms_coll_mpi_name(cm->kind), r->comm, cm->step + 1, cm->plan.nsteps, us);
         else
             snprintf(buf, len, "collective on comm %" PRIu64 " (entered at %.3f us)", r->comm, us);
+        return;
+    }
+    if (r->kind == REQ_RMA) {
+        snprintf(buf, len, "%s to rank %d (world %d) of window communicator %" PRIu64 " (%" PRIu64 " B, posted at %.3f us)",
+                 ms_model_rma_name((ms_rma_kind)r->mode), r->peer, r->peer_world_cache, r->comm, r->bytes, us);
         return;
     }
     if (r->peer == MS_ANY_SOURCE) snprintf(peer, sizeof peer, "any source");

@@ -49,6 +49,9 @@ typedef enum {
                             * (where: call, peer, tag, call site); empty text: it moves again */
     MS_MSG_PROGRESS,       /* ms_msg_finalize: the totals so far, about once a second (what the report keeps
                             * of a rank that never reaches MPI_Finalize), then its SITEs */
+    MS_MSG_RMA,            /* ms_msg_rma: a one-sided operation (ms_model_rma) */
+    MS_MSG_EXIT,           /* ms_msg_exit: the process exits (exit() or a return from main) with this code,
+                            * before or after MPI_Finalize; never in the trace */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -138,7 +141,19 @@ typedef struct ms_msg_icoll {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t kind, root, ncounts, fn;
+    int32_t inter_low, pad;      /* an intercommunicator's: the size of its low group (ms_coll_args) */
 } ms_msg_icoll;
+
+typedef struct ms_msg_rma {
+    int64_t t;
+    uint64_t req, comm, bytes, result_bytes;   /* comm: the window's communicator */
+    int32_t target, kind, fn, pad;             /* kind: ms_rma_kind */
+} ms_msg_rma;
+
+typedef struct ms_msg_exit {
+    int32_t code;                /* the process's exit status (exit's argument) */
+    int32_t finalized;           /* 1: after MPI_Finalize */
+} ms_msg_exit;
 
 typedef struct ms_msg_comm_add {
     uint64_t comm;
@@ -281,7 +296,8 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
-                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u);
+                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u + sizeof(ms_msg_rma) * 47u +
+                      sizeof(ms_msg_exit) * 53u);
 }
 
 #endif

@@ -558,10 +558,19 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
         }
         e = (ms_driver_event){.kind = MS_EV_ICOLL, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .list = counts,
+                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .flags = m.inter_low, .list = counts,
                               .nlist = counts ? (size_t)m.ncounts : 0};
         apply(s, rank, &e);
         free(counts);
+        break;
+    }
+    case MS_MSG_RMA: {
+        ms_msg_rma m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        e = (ms_driver_event){.kind = MS_EV_RMA, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                              .bytes = m.bytes, .bytes_out = m.result_bytes, .peer = m.target, .mode = m.kind};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_COMM_ADD: {

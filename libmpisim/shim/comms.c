@@ -104,6 +104,26 @@ int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm)
     return MPI_SUCCESS;
 }
 
+/* A window on comm: its own model communicator, with comm's members (post, start, complete and
+ * wait notices, fence barriers and locks never meet the program's messages). Window creation is
+ * collective over comm, in the same order as comm's other creations, on every member. */
+uint64_t ms_comm_register_window(MPI_Comm comm)
+{
+    ms_comm_info *pi = comm_info(comm);
+    if (!pi) ms_fatal("a window on a communicator made by a call mpisim does not model");
+    uint64_t seq = ++pi->children;
+    int n = 0;
+    MPI_Group g;
+    PMPI_Comm_size(comm, &n);
+    PMPI_Comm_group(comm, &g);
+    int32_t *members = group_world_ranks(g, n);
+    PMPI_Group_free(&g);
+    uint64_t id = comm_id_of(mix64(pi->id ^ mix64(seq) ^ 0x77696e646f77ULL), members, n);   /* "window" */
+    comm_add(id, members, n);
+    free(members);
+    return id;
+}
+
 /* MPI_Comm_create_group is collective over the group only, so the parent's creation count
  * cannot name the new communicator: its id comes from the parent, the tag, the members and how
  * many times these three have made one before. The model learns the communicator first; the

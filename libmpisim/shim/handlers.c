@@ -10,13 +10,14 @@
 #include "ms_model.h"
 #include "shim.h"
 
-static uint64_t type_bytes(MPI_Datatype dt, int count)
+uint64_t ms_type_bytes(MPI_Datatype dt, int count)
 {
     int sz = 0;
     if (dt == MPI_DATATYPE_NULL || count <= 0) return 0;
     PMPI_Type_size(dt, &sz);
     return (uint64_t)sz * (uint64_t)count;
 }
+#define type_bytes ms_type_bytes
 
 static int comm_size_of(MPI_Comm comm);
 static int comm_rank_of(MPI_Comm comm);
@@ -112,6 +113,7 @@ static int finish(ms_rq *r, MPI_Status *status)
         r->real_done = 1;
     }
     if (r->model_cancelled) return finish_cancelled(r, status);
+    if (r->kind == MS_RQ_RMA) ms_rma_request_done(r);
     if (r->kind == MS_RQ_RECV && r->deferred) ms_post_deferred();
     if (r->kind == MS_RQ_RECV && r->deferred) ms_fatal("internal: a completed receive could not be posted");
     rc = ms_real_complete(r);
@@ -124,6 +126,8 @@ static int finish(ms_rq *r, MPI_Status *status)
     ms_rq_free(r);
     return rc;
 }
+
+#define give_handle ms_give_handle
 
 /* ---------------------------------------------------------------------------------------- */
 /* point-to-point */
@@ -226,7 +230,7 @@ static int cancel_fn(void *extra, int complete) { (void)extra; (void)complete; r
 /* The program's handle for r. Usually the real request itself; but Open MPI hands out one
  * static, already complete request for every small send it sends inline, so a real handle that
  * is already taken gets a generalized request standing in for it. */
-static void give_handle(ms_rq *r, MPI_Request *request)
+void ms_give_handle(ms_rq *r, MPI_Request *request)
 {
     static MPI_Request shared_empty = MPI_REQUEST_NULL;
     if (shared_empty == MPI_REQUEST_NULL) {
@@ -723,6 +727,16 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
         ms_rq *owner;
         ms_rq *t = target_of(reqs[i], &owner, ms_fn_names[fn]);
         if (!t) continue;
+        if (t->kind == MS_RQ_RMA && t->model_done) {
+            /* MPI_Rput...: a flush completed it in the model already; the real MPI finishes it */
+            if (any && done) continue;
+            int e = complete_handle(&reqs[i], t, owner, STATUS_FOR(i));
+            if (e != MPI_SUCCESS) rc = e;
+            if (any) *index = i;
+            if (some) indices[(*outcount)++] = i;
+            done++;
+            continue;
+        }
         ts[n] = t;
         os[n] = owner;
         at[n] = i;
@@ -832,6 +846,19 @@ int ms_h_request_free(MPI_Request *request)
         r->persist = NULL;
         ms_rq_free(r);
         return PMPI_Request_free(request);
+    }
+    if (r->kind == MS_RQ_RMA) {
+        /* MPI_Rput...: it stays one of its window's operations; the next synchronisation completes it */
+        ms_rq_unindex(r);
+        ms_rma_request_freed(r);
+        if (r->user_is_grequest) {
+            PMPI_Grequest_complete(r->user);
+            PMPI_Request_free(&r->user);
+        }
+        if (r->real != MPI_REQUEST_NULL) PMPI_Request_free(&r->real);
+        ms_rq_free(r);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
     }
     /* an active operation the program will not wait for: it goes on; the shim completes it */
     if (r->kind != MS_RQ_SEND)

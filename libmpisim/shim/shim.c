@@ -887,7 +887,13 @@ static int backoff_ms(unsigned spins)
     return 1;
 }
 
-static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags);
+typedef struct real_call {
+    int (*fn)(void *arg);
+    void *arg;
+    int rc;
+} real_call;
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags,
+                        real_call *real);
 
 /* Send what is batched and wait for the server's RESUME, keeping the real MPI moving. */
 static void await_resume(ms_fn_id fn)
@@ -907,13 +913,21 @@ static void await_resume(ms_fn_id fn)
 
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
 {
-    wait_common(mode, n, reqs, results, fn, 0);
+    wait_common(mode, n, reqs, results, fn, 0, NULL);
 }
 
 void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
 {
     ms_msg_result res;
-    wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC);
+    wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC, NULL);
+}
+
+int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+                         int (*real)(void *arg), void *arg)
+{
+    real_call rc = {real, arg, MPI_SUCCESS};
+    wait_common(mode, n, reqs, results, fn, 0, &rc);
+    return rc.rc;
 }
 
 /* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
@@ -1058,7 +1072,8 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
     return 1;
 }
 
-static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags)
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags,
+                        real_call *real)
 {
     ms_msg_wait w = {0};
     w.flags = flags;
@@ -1073,6 +1088,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     for (int i = 0; i < n; i++) ids[i] = reqs[i]->id;
     if (wait_local(&w, n, reqs, ids, results)) {
         if (ids != ids_small) free(ids);
+        if (real) real->rc = real->fn(real->arg);
         return;
     }
     put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
@@ -1086,8 +1102,15 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     }
     if (ids != ids_small) free(ids);
     if (!S.server) {
+        if (real) real->rc = real->fn(real->arg);
         wait_real(mode, n, reqs, results);
         return;
+    }
+    if (real) {
+        /* the model holds the rank from here: the real call may wait for any rank */
+        flush_out();
+        S.blocked_fn = fn;
+        real->rc = real->fn(real->arg);
     }
     await_resume(fn);
     if (S.results_n != n) ms_fatal("model answered %d results for %d requests", S.results_n, n);
@@ -1311,8 +1334,31 @@ static void report_request_op(uint32_t type, const ms_rq *r, ms_fn_id fn)
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_CANCEL, r, fn); }
 void ms_report_free(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_FREE, r, fn); }
 
+void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_t bytes, uint64_t result_bytes,
+                   ms_fn_id fn)
+{
+    S.cpu_free = -1;   /* moved by the operation in ways the shim does not follow (copies on a node) */
+    ms_msg_rma m = {0};
+    m.t = S.clock_ps;
+    m.req = id;
+    m.comm = win_comm;
+    m.bytes = bytes;
+    m.result_bytes = result_bytes;
+    m.target = target;
+    m.kind = kind;
+    m.fn = (int32_t)fn;
+    S.call_bytes += bytes + result_bytes;
+    put_msg(MS_MSG_RMA, &m, sizeof m, NULL, 0);
+}
+
 void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn)
+{
+    ms_report_icoll_inter(r, kind, root, bytes, counts, ncounts, 0, fn);
+}
+
+void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+                           int inter_low, ms_fn_id fn)
 {
     r->model_bytes = bytes;
     S.cpu_free = -1;   /* its steps send at times other ranks decide */
@@ -1325,6 +1371,7 @@ void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_
     m.root = root;
     m.ncounts = counts ? ncounts : 0;
     m.fn = (int32_t)fn;
+    m.inter_low = inter_low;
     S.call_bytes += bytes;
     put_msg(MS_MSG_ICOLL, &m, sizeof m, counts, counts ? sizeof *counts * (size_t)ncounts : 0);
 }
@@ -1441,7 +1488,7 @@ void ms_unmodelled_done(ms_fn_id fn)
 {
     /* the call was untimed; the rank rejoins the model at the model's present time */
     ms_msg_result none;
-    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED);
+    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -45,7 +45,7 @@ extern "C" {
 typedef enum {
     MS_TRACE_ISEND = 2, MS_TRACE_IRECV = 3, MS_TRACE_ICOLL = 4, MS_TRACE_COMM_ADD = 5, MS_TRACE_WAIT = 6,
     MS_TRACE_PROBE = 7, MS_TRACE_FINALIZE = 8, MS_TRACE_UNMODELLED = 9, MS_TRACE_CALLSITE = 10,
-    MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14,
+    MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14, MS_TRACE_RMA = 17,
     MS_TRACE_CALL = 32, MS_TRACE_EXIT = 33, MS_TRACE_PCONTROL = 34,  /* an MPI call begins, returns; MPI_Pcontrol */
     MS_TRACE_RESUME = 65, MS_TRACE_RESOLVE = 66                       /* the model's (or the real MPI's) answers */
 } ms_trace_kind;
@@ -73,13 +73,17 @@ typedef struct ms_trace_event {
     uint64_t bytes;          /* message/collective bytes; RESOLVE: bytes; FINALIZE: calls */
     uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
     uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program; ISEND, IRECV: the
-                              * user's buffer address (0 unknown), for the host model's registration cache */
+                              * user's buffer address (0 unknown), for the host model's registration cache;
+                              * RMA: the result's bytes (a get's, a fetching atomic's) */
     int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
     int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: list_off = index in /comms */
-    int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
+    int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size,
+                              * RMA target */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
-    int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
-    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED, _LOCAL); IRECV: MS_TRACE_FLAG_NOTIFY */
+    int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc,
+                              * RMA kind (ms_rma_kind) */
+    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED, _LOCAL); IRECV: MS_TRACE_FLAG_NOTIFY;
+                              * ICOLL: an intercommunicator's low group size (0: intra) */
     int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
     int32_t matched_tag;     /* same, its tag */
     int32_t pad;

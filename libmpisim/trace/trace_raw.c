@@ -231,6 +231,7 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_CANCEL:
     case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
     case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * (1u << 24); return 1;
+    case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
     case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * (1u << 24); return 1;
     case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
@@ -336,12 +337,20 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             if (m.ncounts < 0 || (size_t)m.ncounts * 8u != h.length - sizeof m)
                 BAD("collective record with %d counts in %u bytes", m.ncounts, h.length);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
-            e->mode = m.kind; e->peer = m.root; e->fn = m.fn;
+            e->mode = m.kind; e->peer = m.root; e->fn = m.fn; e->flags = m.inter_low;
             e->list_off = (int64_t)r->nlists;
             e->list_n = m.ncounts;
             if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.ncounts, 8) < 0) OOM();
             if (m.ncounts) memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.ncounts * 8u);
             r->nlists += (size_t)m.ncounts;
+            break;
+        }
+        case MS_MSG_RMA: {
+            ms_msg_rma m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes; e->peer = m.target;
+            e->mode = m.kind; e->fn = m.fn;
+            e->callsite = m.result_bytes;   /* RMA records: the result's bytes */
             break;
         }
         case MS_MSG_COMM_ADD: {
@@ -820,6 +829,7 @@ static int known_kind(int32_t k)
     case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL: case MS_MSG_FREE:
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
     case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_TR_PCONTROL: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
+    case MS_MSG_RMA:
         return 1;
 #ifdef MS_SITE_TEXT
     case MS_MSG_SITE:
@@ -846,7 +856,12 @@ static int check_bounds(const ms_trace *t, const rec_view *v, const ms_trace_eve
 {
 #define fn ms_trace_fn_name(t, e->fn)   /* looked up for a message only (this runs per record) */
     int sized = e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL ||
-                e->kind == MS_MSG_RESOLVE;
+                e->kind == MS_MSG_RESOLVE || e->kind == MS_MSG_RMA;
+    if (e->kind == MS_MSG_RMA && e->callsite > MS_TRACE_MAX_BYTES)
+        return ms_trace_fail(err, errlen,
+                             "%s: rank %d event %zu (%s): a result of %llu bytes, more than the %llu (64 GiB) a record "
+                             "may claim (damaged record?)",
+                             name, i, k, fn, (unsigned long long)e->callsite, (unsigned long long)MS_TRACE_MAX_BYTES);
     if (sized && e->bytes > MS_TRACE_MAX_BYTES)
         return ms_trace_fail(err, errlen,
                              "%s: rank %d event %zu (%s): %llu bytes, more than the %llu (64 GiB) a record may claim "
