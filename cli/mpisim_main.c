@@ -812,7 +812,9 @@ static int launch_and_serve(const run_opts *o_)
          * is the program's answer (a program that is no MPI program, or stops before MPI_Init).
          * Otherwise mpisim's findings win: a deadlock or stall, or an error, means the ranks were
          * stopped by mpisim, and the launcher's code only says so */
-        if (oc && !(oc == MS_OUTCOME_NEVER_CONNECTED && rc != 0)) rc = ms_exit_code_of_outcome(oc);
+        /* untimed calls: 6 in place of 0; a code of the program's own stands (the report says untimed) */
+        if (oc && !((oc == MS_OUTCOME_NEVER_CONNECTED || oc == MS_OUTCOME_UNTIMED) && rc != 0))
+            rc = ms_exit_code_of_outcome(oc);
         const char *written = o.report;
         if (o.report && strcmp(o.report, "-")) {
             FILE *f = fopen(o.report, "w");

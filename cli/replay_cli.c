@@ -214,7 +214,7 @@ static int replay_main(int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "mpisim replay: cannot write the report %s: %s\n", report, strerror(errno));
-        if (!rc) rc = MS_EXIT_OUTPUT;
+        if (!rc || rc == MS_EXIT_UNTIMED) rc = MS_EXIT_OUTPUT;
         if (f != stdout) f = NULL;
     }
     if (!quiet) {
@@ -385,7 +385,7 @@ static void run_point(const sweep *s, long p, char *row, size_t len)
         char f[1100] = "";
         if (res.outcome) csv_field(f, sizeof f, res.outcome_text);
         snprintf(row + o, len - o, ",%s,%.12e,%lld,%lld,%d,%lld,%lld,%llu,%llu,%llu,%.3f,%s\n",
-                 res.outcome == 0 ? "ok" : res.outcome == 1 ? "deadlock" : "error", res.virtual_time_ps * 1e-12,
+                 ms_outcome_name(res.outcome), res.virtual_time_ps * 1e-12,
                  (long long)res.virtual_time_ps, (long long)res.mean_end_ps, argmax, (long long)maxc, (long long)maxm,
                  (unsigned long long)res.msgs_sent, (unsigned long long)res.bytes_sent,
                  (unsigned long long)res.collectives, res.wall_s, f);
@@ -394,6 +394,14 @@ static void run_point(const sweep *s, long p, char *row, size_t len)
     if (rl + 1 >= len) row[len - 2] = '\n';
     ms_replay_result_free(&res);
     nm_config_destroy(cfg);
+}
+
+/* Whether a point's row says outcome untimed (the trace's untimed calls: every point's). */
+static int rows_untimed(char *const *rows, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (rows[i] && strstr(rows[i], ",untimed,")) return 1;
+    return 0;
 }
 
 static void header(const sweep *s, FILE *f)
@@ -761,7 +769,8 @@ static int sweep_main(int argc, char **argv)
             unlink(part);
         }
         fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s.npoints - missing, out);
-        return missing || rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points whose rows are missing */
+        if (missing || rc < 0) return MS_EXIT_RANK_ERROR;   /* points whose rows are missing */
+        return rows_untimed(all, s.npoints) ? MS_EXIT_UNTIMED : 0;
     }
 
     FILE *f = out ? fopen(out, "w") : stdout;
@@ -778,7 +787,8 @@ static int sweep_main(int argc, char **argv)
     }
     fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
             wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
-    return rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points that could not be replayed */
+    if (rc < 0) return MS_EXIT_RANK_ERROR;   /* points that could not be replayed */
+    return rows_untimed(rows, nmine) ? MS_EXIT_UNTIMED : 0;
 }
 
 int mpisim_sweep_main(int argc, char **argv)

@@ -62,9 +62,14 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
         if (json_is_string(json_array_get(prog, i))) fprintf(out, " %s", json_string_value(json_array_get(prog, i)));
     fprintf(out, "\n@ Ranks          : %d\n@ Network        : %s (%s engine)\n", (int)num(root, "nranks"),
             str(root, "topology"), str(root, "engine"));
-    if (summary)
-        fprintf(out, "@ Virtual time   : %.6f s\n@ Outcome        : %s\n@ Wall time      : %.3f s\n",
-                num(summary, "virtual_time_ps") * 1e-12, str(summary, "outcome"), num(summary, "wall_s"));
+    if (summary) {
+        fprintf(out, "@ Virtual time   : %.6f s\n@ Outcome        : %s\n", num(summary, "virtual_time_ps") * 1e-12,
+                str(summary, "outcome"));
+        /* what went wrong, or which calls ran untimed: the report's own words */
+        if (strcmp(str(summary, "outcome"), "ok") && str(summary, "outcome_text")[0])
+            fprintf(out, "@ Outcome text   : %s\n", str(summary, "outcome_text"));
+        fprintf(out, "@ Wall time      : %.3f s\n", num(summary, "wall_s"));
+    }
 
     /* per rank: App = the rank's virtual time, MPI = virtual time inside MPI calls */
     double app_sum = 0, mpi_sum = 0;

@@ -55,7 +55,7 @@ typedef struct ms_replay_result {
     uint64_t msgs_sent, bytes_sent, events, resumes, collectives;
     double wall_s;                 /* the whole call */
     double setup_s;                /* of which: topology, routes, network and model creation */
-    int outcome;                   /* 0 ok, 1 deadlock, 2 error */
+    int outcome;                   /* ms_outcome (ms_report.h): 0 ok, 1 deadlock, 2 error, 5 untimed */
     char outcome_text[2048];
     /* comparison with the recorded resumes (co-simulation traces only) */
     uint64_t resumes_checked, resumes_differ;

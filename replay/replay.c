@@ -162,7 +162,29 @@ typedef struct replay {
     int read_failed;             /* the stream could not read a stretch: read_err says which */
     char read_err[1024];
     size_t held;                 /* bytes of the ranks' windows */
+    struct untimed { char name[64]; uint64_t count; } *untimed;   /* the untimed calls' names */
+    size_t nuntimed, capuntimed;
 } replay;
+
+/* An untimed call of the recording (its record's text: the name, NUL, the call site). */
+static void note_untimed(replay *p, const char *text)
+{
+    size_t i = 0;
+    while (i < p->nuntimed && strncmp(p->untimed[i].name, text, sizeof p->untimed[i].name - 1)) i++;
+    if (i == p->nuntimed) {
+        if (p->nuntimed == p->capuntimed) {
+            size_t nc = p->capuntimed ? 2 * p->capuntimed : 8;
+            struct untimed *q = realloc(p->untimed, nc * sizeof *q);
+            if (!q) return;
+            p->untimed = q;
+            p->capuntimed = nc;
+        }
+        snprintf(p->untimed[i].name, sizeof p->untimed[i].name, "%.63s", text);
+        p->untimed[i].count = 0;
+        p->nuntimed++;
+    }
+    p->untimed[i].count++;
+}
 
 #define REC(r, k) (&(r)->w.ev[(k) - (r)->w.from])
 /* a record's side arrays (its list_off is the rank's index) */
@@ -550,11 +572,15 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
                 }
             } else {
                 r->unmodelled++;
+                note_untimed(p, text);
                 ev = event_of(e, MS_EV_UNTIMED, r->clock);
                 feed(p, rank, k, &ev);
             }
             break;
         }
+        case MS_TRACE_PROC_EXIT:   /* the process exited on its own, without MPI_Finalize, with this code */
+            ms_driver_rank_exit_code(p->drv, rank, e->mode);
+            break;
         default: /* CLOCK, RESUME, RESOLVE, CALLSITE, SITE, PCONTROL: the recording's, not inputs */
             break;
         }
@@ -719,8 +745,9 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     if (dead >= 0 && res->outcome == 0) {
         res->outcome = 2;
         dead_cause = 1;
-        snprintf(res->outcome_text, sizeof res->outcome_text,
-                 "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us", dead, p.r[dead].clock * 1e-6);
+        int o = ms_driver_gone_text(p.drv, dead, res->outcome_text, sizeof res->outcome_text);
+        if (o >= 0 && (size_t)o < sizeof res->outcome_text)
+            snprintf(res->outcome_text + o, sizeof res->outcome_text - (size_t)o, " at %.6f us", p.r[dead].clock * 1e-6);
     }
     if (dead_cause) {   /* what the trace says of it */
         size_t o = strlen(res->outcome_text);
@@ -737,6 +764,21 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         res->outcome = 2;
         snprintf(res->outcome_text, sizeof res->outcome_text, "the model reported %llu errors, the last: %s",
                  (unsigned long long)res->model_errors, me);
+    }
+    if (res->outcome == 0 && p.nuntimed) {   /* complete, but calls ran untimed in the recording */
+        const char **names = malloc(sizeof *names * p.nuntimed);
+        uint64_t *counts = malloc(sizeof *counts * p.nuntimed);
+        char calls[1536] = "(out of memory naming them)";
+        uint64_t ncalls = 0;
+        for (size_t i = 0; names && counts && i < p.nuntimed; i++) {
+            names[i] = p.untimed[i].name;
+            counts[i] = p.untimed[i].count;
+        }
+        if (names && counts) ncalls = ms_untimed_text(names, counts, p.nuntimed, calls, sizeof calls);
+        free(names);
+        free(counts);
+        res->outcome = MS_OUTCOME_UNTIMED;
+        ms_untimed_outcome_text(calls, ncalls, res->outcome_text, sizeof res->outcome_text);
     }
     double sum = 0;
     for (int i = 0; i < p.n; i++) {
@@ -790,6 +832,7 @@ out:
         }
     free(p.r);
     free(p.queue);
+    free(p.untimed);
     ms_driver_destroy(p.drv);
     if (rc < 0) ms_replay_result_free(res);
     return rc;

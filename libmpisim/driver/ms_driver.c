@@ -20,6 +20,7 @@ typedef struct drank {
     int64_t held_t;
     ms_req_result held_result;
     char *stall_text;            /* the stall watchdog: where it waits in the real MPI (NULL: not stalled) */
+    int exit_known, exit_code;   /* its process exited on its own (exit(), a return from main) with this code */
 } drank;
 
 typedef struct comm_size {
@@ -362,6 +363,28 @@ ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank)
 
 int ms_driver_first_dead(const ms_driver *d) { return d->first_dead; }
 
+void ms_driver_rank_exit_code(ms_driver *d, int rank, int code)
+{
+    d->r[rank].exit_known = 1;
+    d->r[rank].exit_code = code;
+}
+
+int ms_driver_rank_exited(const ms_driver *d, int rank, int *code)
+{
+    if (!d->r[rank].exit_known) return 0;
+    *code = d->r[rank].exit_code;
+    return 1;
+}
+
+int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len)
+{
+    int code;
+    if (ms_driver_rank_exited(d, rank, &code))
+        return snprintf(buf, len, "rank %d exited with code %d after MPI_Init without calling MPI_Finalize (the "
+                                  "program's own exit, not a crash)", rank, code);
+    return snprintf(buf, len, "rank %d ended without MPI_Finalize (crashed or killed)", rank);
+}
+
 void ms_driver_stop(ms_driver *d) { d->stopping = 1; }
 
 /* ---- events ------------------------------------------------------------------------------------ */
@@ -650,11 +673,11 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
     size_t off = 0;
     /* ranks that died leave the others waiting for them: that is the cause, not a deadlock */
     int dead = d->first_dead;
-    if (dead >= 0)
-        off += (size_t)snprintf(buf + off, len - off,
-                                "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
-                                "wait for it",
-                                dead, d->r[dead].clock * 1e-6);
+    if (dead >= 0) {
+        off += (size_t)ms_driver_gone_text(d, dead, buf + off, len - off);
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, " at %.6f us; the other ranks wait for it", d->r[dead].clock * 1e-6);
+    }
     else if (d->nstalled)
         off += (size_t)snprintf(buf + off, len - off,
                                 "stall: ranks wait inside the real MPI and nothing has completed there for %g s "

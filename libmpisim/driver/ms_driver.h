@@ -134,6 +134,14 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
 ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank);
 /* The rank that died first (DEAD), or -1. */
 int ms_driver_first_dead(const ms_driver *d);
+/* The rank's process exited on its own (exit(), a return from main) with this code, as its shim
+ * said (or its trace records): a rank that then ends without MPI_Finalize ended by the program's
+ * choice, not in a crash, and the texts say so. */
+void ms_driver_rank_exit_code(ms_driver *d, int rank, int code);
+int ms_driver_rank_exited(const ms_driver *d, int rank, int *code);   /* 1 and *code when known */
+/* "rank R exited with code C after MPI_Init without calling MPI_Finalize (...)" when the code is
+ * known, else "rank R ended without MPI_Finalize (crashed or killed)"; snprintf's return. */
+int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len);
 /* The front end stops the run (an error, a deadlock, a timeout): ranks that end from now on were
  * ended by it, not on their own (STOPPED). Nothing else changes. */
 void ms_driver_stop(ms_driver *d);

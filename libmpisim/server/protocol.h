@@ -51,7 +51,7 @@ typedef enum {
                             * of a rank that never reaches MPI_Finalize), then its SITEs */
     MS_MSG_RMA,            /* ms_msg_rma: a one-sided operation (ms_model_rma) */
     MS_MSG_EXIT,           /* ms_msg_exit: the process exits (exit() or a return from main) with this code,
-                            * before or after MPI_Finalize; never in the trace */
+                            * before or after MPI_Finalize (traced when before: the trace is closed after) */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */

@@ -69,6 +69,7 @@ typedef struct rank_info {
     char binding[64];
     ms_msg_finalize fin;
     int finalized;
+    int exit_known, exit_code, exit_after_fin;   /* its process's own exit (ms_msg_exit) */
     ms_msg_finalize progress;    /* its totals at its last PROGRESS (a rank that never finalizes) */
     int has_progress;
     site_total *sites;           /* its call sites' totals so far (each SITE replaces its entry) */
@@ -481,7 +482,10 @@ static void rank_gone(ms_server *s, int rank)
          * or mpisim ended after it ("stopped"); the error says which */
         ms_rank_state st = ms_driver_rank_gone(s->drv, rank);
         char why[256];
-        if (st == MS_RANK_DEAD)
+        if (st == MS_RANK_DEAD && r->exit_known)
+            snprintf(why, sizeof why, "the rank's process exited with code %d after MPI_Init without calling "
+                                      "MPI_Finalize (the program's own exit, not a crash)", r->exit_code);
+        else if (st == MS_RANK_DEAD)
             snprintf(why, sizeof why, "the rank's process ended without MPI_Finalize (crashed or killed)");
         else if (s->stopped)
             snprintf(why, sizeof why, "stopped by mpisim (see the run's outcome)");
@@ -562,6 +566,16 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
                               .nlist = counts ? (size_t)m.ncounts : 0};
         apply(s, rank, &e);
         free(counts);
+        break;
+    }
+    case MS_MSG_EXIT: {   /* its process exits with this code (before its process is seen gone) */
+        ms_msg_exit m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->exit_known = 1;
+        r->exit_code = m.code;
+        r->exit_after_fin = m.finalized != 0;
+        if (!m.finalized) ms_driver_rank_exit_code(s->drv, rank, m.code);
         break;
     }
     case MS_MSG_RMA: {
@@ -1369,6 +1383,46 @@ static int launcher_failed_after_finalize(const ms_server *s)
     return code;
 }
 
+/* The first rank whose process exited with a non-zero code of its own after MPI_Finalize (its
+ * shim said so): then the launcher's failure is the program's exit code, not the MPI library's
+ * shutdown. -1 if none. */
+static int exit_after_finalize(const ms_server *s, int *code)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].exit_known && s->ranks[i].exit_after_fin && s->ranks[i].exit_code) {
+            *code = s->ranks[i].exit_code;
+            return i;
+        }
+    return -1;
+}
+
+/* "MPI_File_open (4 calls), ..." over every rank; the number of distinct calls. */
+static size_t untimed_calls(const ms_server *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (int i = 0; i < s->nranks; i++) n += s->ranks[i].n_unmodelled;
+    if (len) buf[0] = 0;
+    if (!n) return 0;
+    const char **names = malloc(sizeof *names * n);
+    uint64_t *counts = malloc(sizeof *counts * n);
+    if (!names || !counts) {
+        free(names);
+        free(counts);
+        snprintf(buf, len, "(out of memory naming them)");
+        return 1;
+    }
+    size_t k = 0;
+    for (int i = 0; i < s->nranks; i++)
+        for (size_t j = 0; j < s->ranks[i].n_unmodelled; j++) {
+            names[k] = s->ranks[i].unmodelled[j].name;
+            counts[k++] = s->ranks[i].unmodelled[j].count;
+        }
+    ms_untimed_text(names, counts, n, buf, len);
+    free(names);
+    free(counts);
+    return n;
+}
+
 int ms_server_outcome(const ms_server *s, char *buf, size_t len)
 {
     if (s->deadlocked) {
@@ -1417,6 +1471,15 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
                  "MPI_Init? the launcher's messages may name a rank that left before it)",
                  never, s->nranks, first);
         return MS_OUTCOME_NEVER_CONNECTED;
+    }
+    /* complete, but calls ran untimed (passthrough, MPI-IO): named, with their counts over the ranks */
+    char calls[2048];
+    if (untimed_calls(s, calls, sizeof calls)) {
+        uint64_t n = 0;
+        for (int i = 0; i < s->nranks; i++)
+            for (size_t k = 0; k < s->ranks[i].n_unmodelled; k++) n += s->ranks[i].unmodelled[k].count;
+        ms_untimed_outcome_text(calls, n, buf, len);
+        return MS_OUTCOME_UNTIMED;
     }
     if (len) buf[0] = 0;
     return MS_OUTCOME_OK;
@@ -1647,7 +1710,11 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         int lf = launcher_failed_after_finalize(s);
         fprintf(f, ",\n  \"launcher\": {\"exit_code\": %d",
                 WIFEXITED(s->child_status) ? WEXITSTATUS(s->child_status) : 128 + WTERMSIG(s->child_status));
-        if (lf)
+        int code = 0, who = lf ? exit_after_finalize(s, &code) : -1;
+        if (who >= 0)
+            fprintf(f, ", \"note\": \"every rank reached MPI_Finalize; rank %d then exited with code %d: the program's "
+                       "own exit code\"", who, code);
+        else if (lf)
             fputs(", \"note\": \"every rank reached MPI_Finalize before the launcher failed: the model's results "
                   "are complete; the failure is in the MPI library's shutdown\"", f);
         fputc('}', f);
@@ -1679,7 +1746,11 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
     if (report_path) fprintf(f, "; report %s", report_path);
     fputc('\n', f);
     char outcome[8192];
+    int code = 0, who = exit_after_finalize(s, &code);
     if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    else if (who >= 0 && launcher_failed_after_finalize(s))
+        fprintf(f, "mpisim: every rank reached MPI_Finalize and the model's results are complete (outcome ok); "
+                   "rank %d then exited with code %d: the exit code is the program's own\n", who, code);
     else if (launcher_failed_after_finalize(s))
         fprintf(f, "mpisim: every rank reached MPI_Finalize and the model's results are complete (outcome ok); the "
                    "launcher exited with %d afterwards, in the MPI library's own shutdown: believe the report's "

@@ -105,6 +105,7 @@ void ms_trace_resolution(const ms_rq *r)
     if (S.trace_fd < 0 || r->kind != MS_RQ_RECV) return;
     int count = 0;
     PMPI_Get_count(&r->status, MPI_BYTE, &count);
-    ms_msg_resolve m = {r->id, (uint64_t)(count < 0 ? 0 : count), r->status.MPI_SOURCE, r->status.MPI_TAG};
+    /* the model's ranks: an intercommunicator's remote rank r is its union's roff + r */
+    ms_msg_resolve m = {r->id, (uint64_t)(count < 0 ? 0 : count), r->status.MPI_SOURCE + r->roff, r->status.MPI_TAG};
     trace_put(MS_MSG_RESOLVE, &m, sizeof m, NULL, 0);
 }

@@ -799,7 +799,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         ms_rq *r = find_by_id(rv.req);
         if (r && !r->resolved) {
             r->resolved = 1;
-            r->src = rv.source;
+            r->src = rv.source - r->roff;   /* the program's rank (an intercommunicator's remote rank) */
             r->tag = rv.tag;
         }
         if (r) {
@@ -970,7 +970,7 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         if (c && r->kind == MS_RQ_RECV && r->real_posted && !cancelled) {
             int count = 0;
             PMPI_Get_count(&r->status, MPI_BYTE, &count);
-            results[i].source = r->status.MPI_SOURCE;
+            results[i].source = r->status.MPI_SOURCE + r->roff;   /* the model's rank, as a co-simulation records it */
             results[i].tag = r->status.MPI_TAG;
             results[i].bytes = (uint64_t)(count < 0 ? 0 : count);
             r->resolved = 1;
@@ -1126,7 +1126,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
                 reqs[i]->matched = 1;
                 if (!reqs[i]->resolved) {
                     reqs[i]->resolved = 1;
-                    reqs[i]->src = S.results[i].source;
+                    reqs[i]->src = S.results[i].source - reqs[i]->roff;
                     reqs[i]->tag = S.results[i].tag;
                 }
             }
@@ -1136,7 +1136,10 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
 
 void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn)
 {
-    uint64_t comm = ms_comm_id(mcomm);
+    int roff = 0, inter = 0;
+    uint64_t comm = ms_comm_id_x(mcomm, &roff, &inter);
+    int user_src = src;
+    if (src >= 0) src += roff;   /* an intercommunicator's remote rank, in the model's union */
     ms_msg_probe pr = {0};
     pr.t = S.clock_ps;
     pr.comm = comm;
@@ -1172,11 +1175,11 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
     if (!S.server) {
         MPI_Status st;
         int flag = 1;
-        if (blocking) PMPI_Probe(src, tag, mcomm, &st);
-        else PMPI_Iprobe(src, tag, mcomm, &flag, &st);
+        if (blocking) PMPI_Probe(user_src, tag, mcomm, &st);
+        else PMPI_Iprobe(user_src, tag, mcomm, &flag, &st);
         memset(result, 0, sizeof *result);
         result->completed = flag;
-        result->source = flag ? st.MPI_SOURCE : -1;
+        result->source = flag ? st.MPI_SOURCE + roff : -1;   /* traced in the model's ranks */
         result->tag = flag ? st.MPI_TAG : -1;
         if (flag) {
             int count = 0;
@@ -1185,10 +1188,12 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         }
         ms_msg_resume rs = {0, 1, 0};
         trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
+        if (flag) result->source -= roff;
         return;
     }
     await_resume(fn);
     *result = S.results[0];
+    if (inter && result->source >= 0) result->source -= roff;   /* the program's (remote) rank */
 }
 
 int ms_real_complete(ms_rq *r)
@@ -1511,6 +1516,8 @@ void cpu_list(char *out, size_t len)
     }
 }
 
+static void report_exit(int status, void *arg);
+
 static void start_session(void)
 {
     const char *server = getenv("MPISIM_SERVER");
@@ -1593,6 +1600,26 @@ static void start_session(void)
     gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
+    if (S.server) on_exit(report_exit, NULL);
+}
+
+/* The process exits (exit(), a return from main): say with which code, before or after
+ * MPI_Finalize, so that the run names a rank that returned EXIT_FAILURE on its own as such (not
+ * "crashed or killed"), and a non-zero code after MPI_Finalize as the program's own (not the MPI
+ * library's shutdown). The connection stays open after MPI_Finalize for this one message; a
+ * process that is killed never gets here, and the run says so as before. */
+static void report_exit(int status, void *arg)
+{
+    (void)arg;
+    if (!S.server || S.exit_sent) return;
+    S.exit_sent = 1;
+    ms_msg_exit m = {status, S.finalized};
+    put_msg(MS_MSG_EXIT, &m, sizeof m, NULL, 0);
+    trace_flush();
+    if (S.tp.fd >= 0 || S.tp.shm) {
+        ms_tp_flush(&S.tp);
+        ms_tp_close(&S.tp);
+    }
 }
 
 /* A rank that ends without entering MPI_Init leaves the others waiting inside it, and the
@@ -1739,7 +1766,9 @@ int MPI_Finalize(void)
     ms_real_wait_end(&w);
     S.active = 0;
     S.depth--;
-    ms_tp_close(&S.tp);
+    S.finalized = 1;
+    /* the connection stays for the process's exit code (report_exit); the trace is complete */
+    if (!S.server) ms_tp_close(&S.tp);
     trace_flush();
     if (S.trace_fd >= 0) close(S.trace_fd);
     S.trace_fd = -1;

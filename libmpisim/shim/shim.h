@@ -102,6 +102,16 @@ int64_t ms_eager_threshold(void);
 
 /* Communicators known to the model. */
 uint64_t ms_comm_id(MPI_Comm comm);     /* registers new communicators lazily is NOT allowed: */
+/* An intercommunicator's layout in the model's union of its groups (comms.c): the low group's
+ * size, this rank's group's first union rank and size, the remote group's, this rank's union rank. */
+typedef struct ms_inter {
+    int nlow, loff, lsize, roff, rsize, urank;
+} ms_inter;
+int ms_comm_inter(MPI_Comm comm, ms_inter *x);   /* 1: an intercommunicator (*x filled); 0: intra */
+/* The model id and the remote group's offset (0 for an intracommunicator): a remote rank r of
+ * an intercommunicator is rank roff + r of the model's communicator. */
+uint64_t ms_comm_id_x(MPI_Comm comm, int *roff, int *inter);
+void ms_comm_register_intercomm(MPI_Comm inter, int tag);   /* after MPI_Intercomm_create */
 int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm); /* call after every creation */
 /* MPI_Comm_create_group: the new communicator's id, registered with the model before the real
  * call (only the group's members call it); then ms_comm_attach on the result */

@@ -46,6 +46,7 @@ typedef enum {
     MS_TRACE_ISEND = 2, MS_TRACE_IRECV = 3, MS_TRACE_ICOLL = 4, MS_TRACE_COMM_ADD = 5, MS_TRACE_WAIT = 6,
     MS_TRACE_PROBE = 7, MS_TRACE_FINALIZE = 8, MS_TRACE_UNMODELLED = 9, MS_TRACE_CALLSITE = 10,
     MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14, MS_TRACE_RMA = 17,
+    MS_TRACE_PROC_EXIT = 18,  /* the process exits (exit()) without MPI_Finalize: mode = its exit code */
     MS_TRACE_CALL = 32, MS_TRACE_EXIT = 33, MS_TRACE_PCONTROL = 34,  /* an MPI call begins, returns; MPI_Pcontrol */
     MS_TRACE_RESUME = 65, MS_TRACE_RESOLVE = 66                       /* the model's (or the real MPI's) answers */
 } ms_trace_kind;

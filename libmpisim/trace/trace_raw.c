@@ -232,6 +232,7 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
     case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * (1u << 24); return 1;
     case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
+    case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
     case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * (1u << 24); return 1;
     case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
@@ -351,6 +352,13 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes; e->peer = m.target;
             e->mode = m.kind; e->fn = m.fn;
             e->callsite = m.result_bytes;   /* RMA records: the result's bytes */
+            break;
+        }
+        case MS_MSG_EXIT: {
+            ms_msg_exit m;
+            memcpy(&m, p, sizeof m);
+            e->mode = m.code;
+            e->flags = m.finalized;
             break;
         }
         case MS_MSG_COMM_ADD: {
@@ -829,7 +837,7 @@ static int known_kind(int32_t k)
     case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL: case MS_MSG_FREE:
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
     case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_TR_PCONTROL: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
-    case MS_MSG_RMA:
+    case MS_MSG_RMA: case MS_MSG_EXIT:
         return 1;
 #ifdef MS_SITE_TEXT
     case MS_MSG_SITE:
