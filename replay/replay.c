@@ -796,6 +796,8 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         o->msgs_recv = st.msgs_recv;
         o->bytes_recv = st.bytes_recv;
         o->collectives = st.coll_calls;
+        o->rma_ops = st.rma_ops;
+        o->rma_bytes = st.rma_bytes;
         o->node = ms_model_rank_node(model, i);
         o->unmodelled = r->unmodelled;
         ms_rank_state s = ms_driver_state(p.drv, i);
@@ -880,7 +882,7 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
         const ms_replay_rank_result *o = &res->ranks[i];
         ms_report_rank rr = {i, t->ranks[i].pid, t->ranks[i].hostname, NULL, status_name(o->status), o->virtual_end_ps,
                              o->compute_ps, o->mpi_ps, o->calls, o->msgs_sent, o->bytes_sent, o->msgs_recv,
-                             o->bytes_recv, o->collectives};
+                             o->bytes_recv, o->collectives, o->rma_ops, o->rma_bytes};
         ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);

@@ -19,6 +19,7 @@ typedef struct ms_report_rank {
     const char *status;
     int64_t end_ps, compute_ps, mpi_ps;
     uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives;
+    uint64_t rma_ops, rma_bytes;  /* one-sided operations it started (locks included), their bytes both ways */
 } ms_report_rank;
 /* One rank's object, open inside "unmodelled": {...: the caller writes the entries, closes it
  * with "}", may add fields, and ends the object with ms_report_rank_close. */

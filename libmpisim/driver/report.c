@@ -38,11 +38,12 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r)
     fprintf(f,
             ", \"pid\": %d, \"status\": \"%s\", \"virtual_end_ps\": %lld, \"compute_ps\": %lld, "
             "\"mpi_ps\": %lld, \"mpi_percent\": %.2f, \"calls\": %llu, \"msgs_sent\": %llu, \"bytes_sent\": %llu, \"msgs_recv\": %llu, "
-            "\"bytes_recv\": %llu, \"collectives\": %llu, \"unmodelled\": {",
+            "\"bytes_recv\": %llu, \"collectives\": %llu, \"rma_ops\": %llu, \"rma_bytes\": %llu, \"unmodelled\": {",
             r->pid, r->status, (long long)r->end_ps, (long long)r->compute_ps, (long long)r->mpi_ps,
             /* mpiP's MPI%: time in MPI over the rank's whole (here virtual) time */
             r->end_ps > 0 ? 100.0 * (double)r->mpi_ps / (double)r->end_ps : 0.0, (unsigned long long)r->calls, (unsigned long long)r->msgs_sent, (unsigned long long)r->bytes_sent,
-            (unsigned long long)r->msgs_recv, (unsigned long long)r->bytes_recv, (unsigned long long)r->collectives);
+            (unsigned long long)r->msgs_recv, (unsigned long long)r->bytes_recv, (unsigned long long)r->collectives,
+            (unsigned long long)r->rma_ops, (unsigned long long)r->rma_bytes);
 }
 
 void ms_report_rank_close(FILE *f, int last) { fprintf(f, "}%s\n", last ? "" : ","); }

@@ -1645,7 +1645,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         /* a rank that never finalized: its totals at its last PROGRESS (a second old at most) */
         const ms_msg_finalize *fin = r->finalized || !r->has_progress ? &r->fin : &r->progress;
         ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, fin->compute_ps, fin->mpi_ps,
-                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
+                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls,
+                             st.rma_ops, st.rma_bytes};
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
