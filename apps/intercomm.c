@@ -116,16 +116,27 @@ int main(int argc, char **argv)
             t = (MPI_Wtime() - t) / (2.0 * (double)iters);
             if (wrank == 0) printf("%s,%ld,%.9e\n", pass ? "pingpong_world" : "pingpong_inter", bytes, t);
         }
-        /* a wildcard receive over the intercommunicator: B's leader sends to A's leader */
-        if (lrank == 0) {
-            MPI_Status st;
-            if (in_a) {
-                MPI_Recv(rb, (int)n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, inter, &st);
-                expect(st.MPI_SOURCE == 0 && st.MPI_TAG == 9 && rb[0] == val(1, 0, 0), "wildcard receive", bytes);
-            } else {
-                for (long i = 0; i < n; i++) sb[i] = val(g, 0, i);
-                MPI_Send(sb, (int)n, MPI_INT, 0, 9, inter);
+        /* a wildcard receive over the intercommunicator, after a probe: B's leader sends to A's
+         * leader; then the same over a dup of it */
+        for (int pass = 0; pass < 2; pass++) {
+            MPI_Comm c = inter;
+            if (pass) MPI_Comm_dup(inter, &c);
+            if (lrank == 0) {
+                MPI_Status st;
+                if (in_a) {
+                    int flag = 0;
+                    MPI_Probe(MPI_ANY_SOURCE, 9, c, &st);
+                    expect(st.MPI_SOURCE == 0, "probe", bytes);
+                    MPI_Iprobe(0, MPI_ANY_TAG, c, &flag, &st);
+                    expect(flag && st.MPI_TAG == 9, "iprobe", bytes);
+                    MPI_Recv(rb, (int)n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, c, &st);
+                    expect(st.MPI_SOURCE == 0 && st.MPI_TAG == 9 && rb[0] == val(1, 0, 0), "wildcard receive", bytes);
+                } else {
+                    for (long i = 0; i < n; i++) sb[i] = val(g, 0, i);
+                    MPI_Send(sb, (int)n, MPI_INT, 0, 9, c);
+                }
             }
+            if (pass) MPI_Comm_free(&c);
         }
 #define TIMED(name, body)                                                                                  \
     do {                                                                                                   \
@@ -161,7 +172,10 @@ int main(int argc, char **argv)
             }
             expect(ok, "reduce", bytes);
         }
-        /* allreduce: each group gets the other's sum */
+        /* allreduce: each group gets the other's sum (nonblocking, then blocking) */
+        MPI_Request rq;
+        MPI_Iallreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, inter, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
         TIMED("allreduce", MPI_Allreduce(sb, rb, (int)n, MPI_INT, MPI_SUM, inter));
         {
             int ok = 1;

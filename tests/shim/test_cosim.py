@@ -1035,6 +1035,20 @@ def test_rma_locks():
           f"(osc/rdma and osc/pt2pt alike)")
 
 
+def test_rma_shared():
+    """An MPI-3 shared-memory window (MPI_Win_allocate_shared, MPI_Win_shared_query, MPI_Win_sync):
+    the program's loads and stores are its computation; a put between fences is an operation of
+    the host model's node (host.ranks_per_node = 4: the origin's copy) or of the network (one rank
+    per node); native answers either way, every call timed."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/shared_win.c"), os.path.join(WORK, "shared_win"))
+    for sets in (["host.ranks_per_node=4"], []):
+        for n, _, rep, _ in same_answers(exe, ((3, "cpu"), (2, "none")), sets=sets):
+            unm = {k for x in rep["ranks"] for k in x["unmodelled"]}
+            if unm or not any(c["call"] == "MPI_Win_allocate_shared" for c in rep["callsites"]):
+                sys.exit(f"FAILED: {unm}, {[c['call'] for c in rep['callsites']]}")
+    print("shared-memory window: same answers natively and under mpisim, on one modelled node and on several")
+
+
 def test_rma_replay():
     """A one-sided run under --compute cpu, captured, replays to the same virtual times (every
     recorded resume the same); replayed with the target's CPU doing the operations
