@@ -243,8 +243,8 @@ typedef struct rank_state {
     int64_t pf_tag;
     uint64_t pf_bytes;
     ms_time_t pf_time;
-    /* turns of rendezvous waiting for this host to enter the MPI library (host.rndv_progress =
-     * in_call): (message index << PK_BITS) | kind, PK_CTS to send or PK_DATA to start */
+    /* turns waiting for this host to enter the MPI library (host.rndv_progress, host.rma_progress =
+     * in_call): (message index << PK_BITS) | kind, PK_CTS to send, PK_DATA to start, PK_RMA to do */
     uint64_t *turns;
     size_t nturns, capturns;
     int progress_pending;     /* an EV_PROGRESS of this rank is queued */
@@ -728,6 +728,7 @@ static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call);
 static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d);
 static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t);
+static void do_turn(ms_model *m, ms_msg *g, int kind, ms_time_t t);
 
 /* The receiver of rendezvous message g, matched by r, says "send" (CTS) from t: it registers its
  * buffer (host model) first. */
@@ -882,10 +883,7 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
     rank_state *rs = &m->ranks[rank];
     for (size_t i = 0; i < rs->nturns; i++) {   /* a turn only schedules injections: the list stays put */
         ms_msg *g = msg_at(m, (uint32_t)(rs->turns[i] >> PK_BITS));
-        unsigned kind = (unsigned)(rs->turns[i] & ((1u << PK_BITS) - 1));
-        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-        else if (kind == PK_RMA) rma_handle(m, g, t);
-        else rndv_send_data(m, g, t);
+        do_turn(m, g, (int)(rs->turns[i] & ((1u << PK_BITS) - 1)), t);
         msg_unref(m, g);
     }
     rs->nturns = 0;
@@ -895,22 +893,26 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
  * is due at t on `rank`'s host. MPICH-GM drives its rendezvous from the host (seed 003 sec 5.5: the
  * overlap drops at the protocol switch): under host.rndv_progress = in_call the turn waits for the
  * rank to be inside an MPI call. */
-static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+/* A turn happens at t: the receiver's CTS, the sender's data, or (PK_RMA) a one-sided operation at
+ * its target. */
+static void do_turn(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 {
-    ms_time_t from = rank_call_from(m, rank);
-    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) {
-        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-        else rndv_send_data(m, g, t);
-        return;
-    }
+    if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+    else if (kind == PK_RMA) rma_handle(m, g, t);
+    else rndv_send_data(m, g, t);
+}
+
+/* `rank` holds turn (g, kind), due at t, until its next entry into the MPI library (`from` when it
+ * is in a call entered later than t). Out of memory: the turn happens now. */
+static void hold_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, ms_time_t from)
+{
     rank_state *rs = &m->ranks[rank];
     if (rs->nturns == rs->capturns) {
         size_t nc = rs->capturns ? 2 * rs->capturns : 8;
         uint64_t *n = realloc(rs->turns, nc * sizeof *n);
         if (!n) {
-            model_error(m, "out of memory (rendezvous turns)");
-            if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-            else rndv_send_data(m, g, t);
+            model_error(m, "out of memory (held turns)");
+            do_turn(m, g, kind, t);
             return;
         }
         rs->turns = n;
@@ -924,6 +926,13 @@ static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, i
         rs->progress_pending = 1;
         push_post(m, rank, from, EV_PROGRESS, NULL);
     }
+}
+
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+{
+    ms_time_t from = rank_call_from(m, rank);
+    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) do_turn(m, g, kind, t);
+    else hold_turn(m, rank, g, kind, t, from);
 }
 
 /* A rank enters a wait, test or probe at t (API call): its held turns happen then, by an event in
@@ -1514,30 +1523,9 @@ static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d)
     }
     /* at the target: its NIC does it now; its CPU when it is inside an MPI call (as the turns of a
      * host-driven rendezvous: rndv_turn) */
-    int rank = g->dst;
-    ms_time_t from = rank_call_from(m, rank);
-    if (!m->rma_in_call || from <= d) {
-        rma_handle(m, g, d);
-        return;
-    }
-    rank_state *rs = &m->ranks[rank];
-    if (rs->nturns == rs->capturns) {
-        size_t nc = rs->capturns ? 2 * rs->capturns : 8;
-        uint64_t *n = realloc(rs->turns, nc * sizeof *n);
-        if (!n) {
-            model_error(m, "out of memory (one-sided turns)");
-            rma_handle(m, g, d);
-            return;
-        }
-        rs->turns = n;
-        rs->capturns = nc;
-    }
-    g->pending++;   /* held by the turn */
-    rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | PK_RMA;
-    if (from != NEVER && !rs->progress_pending) {
-        rs->progress_pending = 1;
-        push_post(m, rank, from, EV_PROGRESS, NULL);
-    }
+    ms_time_t from = rank_call_from(m, g->dst);
+    if (!m->rma_in_call || from <= d) rma_handle(m, g, d);
+    else hold_turn(m, g->dst, g, PK_RMA, d, from);
 }
 
 /* Origin r starts its operation at t. */

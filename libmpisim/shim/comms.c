@@ -103,24 +103,33 @@ static ms_comm_info *comm_attach(MPI_Comm comm, uint64_t id)
     return ci;
 }
 
+/* An intercommunicator's two groups as world ranks (malloc'd), and whether the local one is the
+ * low group (it holds the least world rank). */
+static int inter_groups(MPI_Comm inter, int32_t **l, int *ln, int32_t **r, int *rn)
+{
+    MPI_Group lg, rg;
+    PMPI_Comm_size(inter, ln);
+    PMPI_Comm_remote_size(inter, rn);
+    PMPI_Comm_group(inter, &lg);
+    PMPI_Comm_remote_group(inter, &rg);
+    *l = group_world_ranks(lg, *ln);
+    *r = group_world_ranks(rg, *rn);
+    PMPI_Group_free(&lg);
+    PMPI_Group_free(&rg);
+    int32_t lmin = (*l)[0], rmin = (*r)[0];
+    for (int i = 0; i < *ln; i++) lmin = (*l)[i] < lmin ? (*l)[i] : lmin;
+    for (int i = 0; i < *rn; i++) rmin = (*r)[i] < rmin ? (*r)[i] : rmin;
+    return lmin < rmin;
+}
+
 /* An intercommunicator's union (low group first) and its layout, as every member sees them: its
  * model id comes from `seed` (the same on every member of both groups) and the members. */
 static void inter_register(MPI_Comm inter, uint64_t seed)
 {
     int ln = 0, rn = 0, lr = 0;
-    MPI_Group lg, rg;
-    PMPI_Comm_size(inter, &ln);
-    PMPI_Comm_remote_size(inter, &rn);
+    int32_t *l, *r;
+    int low = inter_groups(inter, &l, &ln, &r, &rn);
     PMPI_Comm_rank(inter, &lr);
-    PMPI_Comm_group(inter, &lg);
-    PMPI_Comm_remote_group(inter, &rg);
-    int32_t *l = group_world_ranks(lg, ln), *r = group_world_ranks(rg, rn);
-    PMPI_Group_free(&lg);
-    PMPI_Group_free(&rg);
-    int32_t lmin = l[0], rmin = r[0];
-    for (int i = 0; i < ln; i++) lmin = l[i] < lmin ? l[i] : lmin;
-    for (int i = 0; i < rn; i++) rmin = r[i] < rmin ? r[i] : rmin;
-    int low = lmin < rmin;
     int32_t *u = malloc(sizeof *u * (size_t)(ln + rn));
     if (!u) ms_fatal("out of memory");
     memcpy(u + (low ? 0 : rn), l, sizeof *u * (size_t)ln);
@@ -227,20 +236,11 @@ void ms_comm_attach(MPI_Comm comm, uint64_t id)
 void ms_comm_register_intercomm(MPI_Comm inter, int tag)
 {
     int ln = 0, rn = 0;
-    MPI_Group lg, rg;
-    PMPI_Comm_size(inter, &ln);
-    PMPI_Comm_remote_size(inter, &rn);
-    PMPI_Comm_group(inter, &lg);
-    PMPI_Comm_remote_group(inter, &rg);
-    int32_t *l = group_world_ranks(lg, ln), *r = group_world_ranks(rg, rn);
-    PMPI_Group_free(&lg);
-    PMPI_Group_free(&rg);
+    int32_t *l, *r;
+    int low = inter_groups(inter, &l, &ln, &r, &rn);
     /* a key both sides compute alike: the two groups in the order of their least members */
     uint64_t hl = comm_id_of(0x6c6fULL, l, ln), hr = comm_id_of(0x6c6fULL, r, rn);
-    int32_t lmin = l[0], rmin = r[0];
-    for (int i = 0; i < ln; i++) lmin = l[i] < lmin ? l[i] : lmin;
-    for (int i = 0; i < rn; i++) rmin = r[i] < rmin ? r[i] : rmin;
-    uint64_t key = lmin < rmin ? mix64(hl ^ mix64(hr)) : mix64(hr ^ mix64(hl));
+    uint64_t key = low ? mix64(hl ^ mix64(hr)) : mix64(hr ^ mix64(hl));
     key = mix64(key ^ (uint64_t)(uint32_t)tag ^ 0x6963ULL << 40);
     free(l);
     free(r);

@@ -425,6 +425,21 @@ int ms_h_win_post(MPI_Group group, int assert, MPI_Win win)
     return real_post(&ra);
 }
 
+/* Notices to (send) or from (receive) the epoch's targets, then a wait for them around the real call. */
+static int notices_around(ms_win *w, int send, int tag, ms_fn_id fn, real_arg *ra)
+{
+    ms_rq **r = malloc(sizeof *r * (size_t)w->ntargets);
+    ms_msg_result *res = malloc(sizeof *res * (size_t)w->ntargets);
+    if (!r || !res) ms_fatal("out of memory (one-sided communication)");
+    for (int i = 0; i < w->ntargets; i++)
+        r[i] = send ? notice_send(w, w->targets[i], tag, fn) : notice_recv(w, w->targets[i], tag, fn);
+    int rc = ms_model_wait_around(MS_WAIT_ALL, w->ntargets, r, res, fn, call_real, ra);
+    for (int i = 0; i < w->ntargets; i++) ms_rq_free(r[i]);
+    free(r);
+    free(res);
+    return rc;
+}
+
 static int real_start(real_arg *a) { return PMPI_Win_start(a->group, a->a, a->win); }
 
 int ms_h_win_start(MPI_Group group, int assert, MPI_Win win)
@@ -435,15 +450,7 @@ int ms_h_win_start(MPI_Group group, int assert, MPI_Win win)
     real_arg ra = {real_start, win, NULL, assert, 0, group, NULL};
     if (assert & MPI_MODE_NOCHECK || w->ntargets == 0) return real_start(&ra);
     /* every target's post notice (osc/rdma's start waits for them too) */
-    ms_rq **r = malloc(sizeof *r * (size_t)w->ntargets);
-    ms_msg_result *res = malloc(sizeof *res * (size_t)w->ntargets);
-    if (!r || !res) ms_fatal("out of memory (one-sided communication)");
-    for (int i = 0; i < w->ntargets; i++) r[i] = notice_recv(w, w->targets[i], TAG_POST, MS_FN_MPI_Win_start);
-    int rc = ms_model_wait_around(MS_WAIT_ALL, w->ntargets, r, res, MS_FN_MPI_Win_start, call_real, &ra);
-    for (int i = 0; i < w->ntargets; i++) ms_rq_free(r[i]);
-    free(r);
-    free(res);
-    return rc;
+    return notices_around(w, 0, TAG_POST, MS_FN_MPI_Win_start, &ra);
 }
 
 static int real_complete(real_arg *a) { return PMPI_Win_complete(a->win); }
@@ -454,15 +461,7 @@ int ms_h_win_complete(MPI_Win win)
     real_arg ra = {real_complete, win, NULL, 0, 0, MPI_GROUP_NULL, NULL};
     /* the epoch's operations complete at their targets, then each target gets a done notice */
     for (int i = 0; i < w->ntargets; i++) complete_ops(w, w->targets[i], MS_FN_MPI_Win_complete, NULL);
-    if (w->ntargets == 0) return real_complete(&ra);
-    ms_rq **r = malloc(sizeof *r * (size_t)w->ntargets);
-    ms_msg_result *res = malloc(sizeof *res * (size_t)w->ntargets);
-    if (!r || !res) ms_fatal("out of memory (one-sided communication)");
-    for (int i = 0; i < w->ntargets; i++) r[i] = notice_send(w, w->targets[i], TAG_COMPLETE, MS_FN_MPI_Win_complete);
-    int rc = ms_model_wait_around(MS_WAIT_ALL, w->ntargets, r, res, MS_FN_MPI_Win_complete, call_real, &ra);
-    for (int i = 0; i < w->ntargets; i++) ms_rq_free(r[i]);
-    free(r);
-    free(res);
+    int rc = w->ntargets ? notices_around(w, 1, TAG_COMPLETE, MS_FN_MPI_Win_complete, &ra) : real_complete(&ra);
     free(w->targets);
     w->targets = NULL;
     w->ntargets = 0;
