@@ -694,6 +694,18 @@ static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int6
 /* ---- messages -------------------------------------------------------------------------------- */
 
 static ms_msg *msg_at(const ms_model *m, uint32_t idx) { return ms_pool_at(&m->msgs, idx); }
+/* A zeroed message with its index (packet cookies name it), or NULL with the error recorded. */
+static ms_msg *msg_new(ms_model *m)
+{
+    uint32_t idx;
+    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
+    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
+        model_error(m, "out of memory (messages)");
+        return NULL;
+    }
+    g->idx = idx;
+    return g;
+}
 static void msg_unref(ms_model *m, ms_msg *g)
 {
     if (--g->pending == 0) ms_pool_release(&m->msgs, g->idx);
@@ -1251,14 +1263,11 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
-    uint32_t idx;
-    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
-    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
-        model_error(m, "out of memory (messages)");
+    ms_msg *g = msg_new(m);
+    if (!g) {
         determine(m, r, ldone);
         return;
     }
-    g->idx = idx;
     g->pending = 1;
     g->src = r->rank;
     g->dst = r->peer_world_cache;
@@ -1485,14 +1494,11 @@ static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t)
         schedule_inject(m, g, PK_ACK, done);
     } else {
         /* the result: a message of its own from the target to the origin */
-        uint32_t idx;
-        ms_msg *q = ms_pool_alloc(&m->msgs, &idx);
-        if (!q || idx > (UINT32_MAX >> PK_BITS)) {
-            model_error(m, "out of memory (messages)");
+        ms_msg *q = msg_new(m);
+        if (!q) {
             g->sreq = NULL;
             if (r) determine(m, r, done);
         } else {
-            q->idx = idx;
             q->pending = 0;
             q->src = g->dst;
             q->dst = g->src;
@@ -1557,14 +1563,11 @@ static void do_rma(ms_model *m, ms_req *r, ms_time_t t)
         determine(m, r, done);
         return;
     }
-    uint32_t idx;
-    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
-    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
-        model_error(m, "out of memory (messages)");
+    ms_msg *g = msg_new(m);
+    if (!g) {
         determine(m, r, ldone);
         return;
     }
-    g->idx = idx;
     g->pending = 1;   /* until the target has handled it */
     g->src = r->rank;
     g->dst = target;

@@ -201,12 +201,9 @@ uint64_t ms_comm_register_window(MPI_Comm comm)
 static struct cg_seen { uint64_t key, count; } *cg_seen;
 static size_t cg_n, cg_cap;
 
-uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag)
+/* How many communicators of this key have been made, this one included. */
+static uint64_t times_made(uint64_t key)
 {
-    int n = 0;
-    PMPI_Group_size(group, &n);
-    int32_t *members = group_world_ranks(group, n);
-    uint64_t key = comm_id_of(mix64(ms_comm_id(parent) ^ mix64(0x6367ULL << 32 ^ (uint32_t)tag)), members, n);
     size_t i = 0;
     while (i < cg_n && cg_seen[i].key != key) i++;
     if (i == cg_n) {
@@ -219,7 +216,16 @@ uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag)
         }
         cg_seen[cg_n++] = (struct cg_seen){key, 0};
     }
-    uint64_t id = comm_id_of(mix64(key ^ mix64(++cg_seen[i].count)), members, n);
+    return ++cg_seen[i].count;
+}
+
+uint64_t ms_comm_prepare_group(MPI_Comm parent, MPI_Group group, int tag)
+{
+    int n = 0;
+    PMPI_Group_size(group, &n);
+    int32_t *members = group_world_ranks(group, n);
+    uint64_t key = comm_id_of(mix64(ms_comm_id(parent) ^ mix64(0x6367ULL << 32 ^ (uint32_t)tag)), members, n);
+    uint64_t id = comm_id_of(mix64(key ^ mix64(times_made(key))), members, n);
     comm_add(id, members, n);
     free(members);
     return id;
@@ -244,19 +250,7 @@ void ms_comm_register_intercomm(MPI_Comm inter, int tag)
     key = mix64(key ^ (uint64_t)(uint32_t)tag ^ 0x6963ULL << 40);
     free(l);
     free(r);
-    size_t i = 0;
-    while (i < cg_n && cg_seen[i].key != key) i++;
-    if (i == cg_n) {
-        if (cg_n == cg_cap) {
-            size_t cap = cg_cap ? 2 * cg_cap : 16;
-            struct cg_seen *q = realloc(cg_seen, cap * sizeof *q);
-            if (!q) ms_fatal("out of memory");
-            cg_seen = q;
-            cg_cap = cap;
-        }
-        cg_seen[cg_n++] = (struct cg_seen){key, 0};
-    }
-    inter_register(inter, mix64(key ^ mix64(++cg_seen[i].count)));
+    inter_register(inter, mix64(key ^ mix64(times_made(key))));
 }
 
 int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
