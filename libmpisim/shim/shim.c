@@ -1600,7 +1600,10 @@ static void start_session(void)
     gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
-    if (S.server) on_exit(report_exit, NULL);
+    if (S.server) {
+        S.exit_pid = getpid();
+        on_exit(report_exit, NULL);
+    }
 }
 
 /* The process exits (exit(), a return from main): say with which code, before or after
@@ -1611,7 +1614,8 @@ static void start_session(void)
 static void report_exit(int status, void *arg)
 {
     (void)arg;
-    if (!S.server || S.exit_sent) return;
+    /* a child the program forked (and that exits without exec) shares the connection: not its word */
+    if (!S.server || S.exit_sent || getpid() != S.exit_pid) return;
     S.exit_sent = 1;
     ms_msg_exit m = {status, S.finalized};
     put_msg(MS_MSG_EXIT, &m, sizeof m, NULL, 0);

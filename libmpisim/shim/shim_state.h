@@ -20,6 +20,7 @@ typedef struct ms_state {
     int init_entered;            /* MPI_Init or MPI_Init_thread was called (the exit hook's question) */
     int finalized;               /* MPI_Finalize returned */
     int exit_sent;               /* the process's exit code went to the server (report_exit) */
+    int exit_pid;                /* the process that registered report_exit (not a fork of it) */
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int rank, size;
     ms_transport tp;             /* to the model server (transport.h) */
