@@ -1479,13 +1479,14 @@ void ms_unmodelled(ms_fn_id fn)
 
 void ms_passthrough(ms_fn_id fn)
 {
-    /* one note per kind (one-sided, file I/O), from rank 0 */
-    static int warned_file, warned_rma;
+    /* one note per kind (file I/O, the others), from rank 0; the run's outcome says it too (untimed) */
+    static int warned_file, warned_other;
     int file = !strncmp(ms_fn_names[fn], "MPI_File_", 9);
-    int *warned = file ? &warned_file : &warned_rma;
+    int *warned = file ? &warned_file : &warned_other;
     if (!(*warned)++ && S.rank == 0)
-        fprintf(stderr, "mpisim: %s (%s) runs untimed; the report counts such calls\n", ms_fn_names[fn],
-                file ? "file I/O: the model has no file system" : "one-sided communication, not modelled yet");
+        fprintf(stderr, "mpisim: %s (%s) runs untimed; the report counts such calls and the run ends with outcome "
+                        "untimed\n",
+                ms_fn_names[fn], file ? "file I/O: the model has no file system" : "not modelled");
     untimed_begin(fn);
 }
 
