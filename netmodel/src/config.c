@@ -648,6 +648,8 @@ static char *reader_fn(char *str, int num, void *stream)
 }
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
+/* "KEY.source = TEXT": where the value this file gives KEY comes from (a calibration, a paper) */
+typedef struct nm_declared { char key[256]; char *text; int line; } nm_declared;
 
 /* How a profile file is named in the origins of its values, which go into every result: a file
  * found in a directory of the search path that is called "configs" (the shipped profiles, in a
@@ -684,6 +686,8 @@ typedef struct nm_load {
     int pass;                   /* 1: collect includes; 2: apply keys */
     nm_include *inc;
     int ninc, capinc;
+    nm_declared *src;
+    int nsrc, capsrc;
     int err_line;               /* first handler error */
     char msg[1024];
 } nm_load;
@@ -728,6 +732,40 @@ static int handler(void *user, const char *section, const char *name, const char
     char full[256];
     if (!*section) snprintf(full, sizeof full, "%s", name);
     else snprintf(full, sizeof full, "%s.%s", section, name);
+    size_t fl = strlen(full);
+    if (fl > 7 && !strcmp(full + fl - 7, ".source") && !find(L->cfg, full)) {
+        /* applied after the pass, once this file's own value of the key is known */
+        full[fl - 7] = '\0';
+        if (!find(L->cfg, full)) {
+            L->err_line = line;
+            char hint[300];
+            did_you_mean(L->cfg, full, hint, sizeof hint);
+            snprintf(L->msg, sizeof L->msg, "'%s': a source for unknown key '%s'%s", name, full, hint);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        if (!*v) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "'%s': expected the source of the value, got nothing", name);
+            return 0;
+        }
+        if (L->nsrc == L->capsrc) {
+            int nc = L->capsrc ? 2 * L->capsrc : 8;
+            nm_declared *nd = realloc(L->src, (size_t)nc * sizeof *nd);
+            if (!nd) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            L->src = nd;
+            L->capsrc = nc;
+        }
+        nm_declared *d = &L->src[L->nsrc];
+        snprintf(d->key, sizeof d->key, "%s", full);
+        d->text = nm_strdup(v);
+        d->line = line;
+        if (!d->text) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        L->nsrc++;
+        return 1;
+    }
     nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
     if (!e) {
         L->err_line = line;
@@ -920,9 +958,27 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     }
     free(dir);
     if (run_pass(&L, 2, err, errlen) != 0) goto out;
+    /* declared sources: of values this file sets, in the origin "SOURCE (file:line)" */
+    for (int i = 0; i < L.nsrc; i++) {
+        nm_entry *e = find(cfg, L.src[i].key);
+        size_t ol = strlen(L.origin);
+        if (!e || strncmp(e->origin, L.origin, ol) || e->origin[ol] != ':') {
+            nm_set_err(err, errlen, "%s:%d: a source for '%s', which this file does not set", path, L.src[i].line,
+                       L.src[i].key);
+            goto out;
+        }
+        size_t n = strlen(L.src[i].text) + strlen(e->origin) + 4;
+        char *o = malloc(n);
+        if (!o) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        snprintf(o, n, "%s (%s)", L.src[i].text, e->origin);
+        free(e->origin);
+        e->origin = o;
+    }
     rc = 0;
 out:
     stack[depth] = NULL;
+    for (int i = 0; i < L.nsrc; i++) free(L.src[i].text);
+    free(L.src);
     free(L.inc);
     free(buf);
     free(canon);
