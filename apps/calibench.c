@@ -25,8 +25,10 @@
  *
  * Time: `--budget S` seconds for all measurements together (default 60): each measurement
  * gets its share of what is left; it ends at `--samples N` samples (default 31) or when its
- * share is spent with at least 5 samples, or at four times its share whatever it has (a loaded
- * machine then gives fewer samples, said in the output, never a longer run).
+ * share is spent. Each measurement is visited in 4 rounds spread over the run (a spell of load
+ * spoils a few samples of many sizes, not all of one); a visit ends at its part of the samples, at
+ * its share of the time left with 2 samples, or at four times the share with 1 (a loaded machine
+ * gives fewer samples, said in the output, never a longer run).
  *
  * Output: `--format raw` (default):
  *   # calibench procs=2 budget_s=60 samples=31 host0=NAME host1=NAME same_host=1
@@ -41,7 +43,9 @@
  * profile made from files (`mpisim calibrate --from`) and for the tests of the parsers.
  *
  * Usage: calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S]
- *                  [--samples N] [--window W] [--format F] [--progress] [--check]
+ *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
+ * The modes other than send, the streams and the reductions take every other size of the list
+ * (the first and the last always) unless --all-sizes.
  *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB); budget 60; samples 31.
  * Every message's payload is checked after the timed loops (--check: every message).
  */
@@ -53,7 +57,7 @@
 
 static const char *const USAGE =
     "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
-    "[--window W] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
+    "[--window W] [--all-sizes] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
 
 enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
 static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall",
@@ -84,6 +88,7 @@ typedef struct {
     const char *format;
     int progress;
     int check;
+    int all_sizes;
 } opts_t;
 
 static unsigned char *sbuf, *rbuf;
@@ -416,6 +421,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
         else if (!strcmp(a, "--progress")) o.progress = 1;
         else if (!strcmp(a, "--check")) o.check = 1;
+        else if (!strcmp(a, "--all-sizes")) o.all_sizes = 1;
         else if (!v) app_usage_error("calibench", USAGE, "%s needs a value (or is unknown)", a);
         else if (!strcmp(a, "--tests") || !strcmp(a, "--modes")) {
             int is_test = !strcmp(a, "--tests");
@@ -466,6 +472,9 @@ int main(int argc, char **argv)
         }
     }
     if (nprocs < 2) app_usage_error("calibench", USAGE, "needs at least 2 ranks");
+    /* a suite's table has every size; IMB's PingPing sends one message each way at a time */
+    if (strcmp(o.format, "raw")) o.all_sizes = 1;
+    if (!strcmp(o.format, "imb-pingping") && !o.window) o.window = 1;
     if (!any_test) for (int k = 0; k < T_COUNT; k++) o.tests[k] = 1;
     if (!any_mode) for (int k = 0; k < M_COUNT; k++) o.modes[k] = 1;
     if (!o.nsizes) {
@@ -557,6 +566,10 @@ int main(int argc, char **argv)
             if ((t == T_SENDCALL || t == T_RECVCALL) && m != M_SEND) continue;
             for (int s = 0; s < o.nsizes; s++) {
                 long b = o.sizes[s], w = 1;
+                /* the other modes and the streams: every other size (the first and last always),
+                 * unless --all-sizes */
+                int thin = !o.all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY);
+                if (thin && s % 2 && s != o.nsizes - 1) continue;
                 if (t == T_STREAM || t == T_BOTHWAY) {
                     w = o.window ? o.window : (b > 65536 ? 16 : 64);
                     long wc = b > 0 ? (64L << 20) / b : w;
@@ -570,43 +583,63 @@ int main(int argc, char **argv)
     if (o.tests[T_REDUCE])
         for (int m = 0; m < 2; m++)
             for (int s = 0; s < o.nsizes; s++)
-                if (o.sizes[s] >= 64) ADD(T_REDUCE, m, o.sizes[s], 1);
+                if (o.sizes[s] >= 64 && (o.all_sizes || s % 2 == 0 || s == o.nsizes - 1)) ADD(T_REDUCE, m, o.sizes[s], 1);
 
     result_t *res = calloc((size_t)(nm ? nm : 1), sizeof *res);
     if (!res) MPI_Abort(MPI_COMM_WORLD, 1);
     double start = now_s(), deadline = start + o.budget;
+    /* Rounds: every measurement is visited several times over the run, so that a spell of load
+     * spoils a few samples of many sizes rather than all of one size. */
+    int rounds = o.samples >= 8 ? 4 : 1;
+    int per_visit = (o.samples + rounds - 1) / rounds;
     for (int i = 0; i < nm; i++) {
-        result_t *r = &res[i];
-        r->m = ms[i];
-        r->v = malloc((size_t)o.samples * sizeof *r->v);
-        if (!r->v) MPI_Abort(MPI_COMM_WORLD, 1);
-        ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
-        double t_one = 0;
-        /* warm-up, and the batch that makes a sample ~10 us */
-        for (int w = 0; w < WARMUP; w++) t_one = sample(&c);
-        double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
-                           (c.test == T_PINGPONG ? 2.0 : 1.0);
-        long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
-        if (c.test == T_EMPTY) k = 1000;
-        else if (c.test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
-        if (k < 1) k = 1;
-        if (k > 64 && c.test != T_EMPTY && c.test != T_COMPUTE && c.test != T_REDUCE) k = 64;
-        if (k > 100000) k = 100000;
-        c.batch = k;
-        r->batch = k;
-        double t0 = now_s();
-        double left = deadline - t0;
-        double share = left > 0 ? left / (double)(nm - i) : 0;
-        while (r->n < o.samples) {
-            r->v[r->n++] = sample(&c);
-            double el = now_s() - t0;
-            if ((el >= share && r->n >= MIN_SAMPLES) || el >= 4 * share) break;
+        res[i].m = ms[i];
+        res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
+        if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int done_visits = 0, total_visits = rounds * nm;
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < nm; i++, done_visits++) {
+            result_t *r = &res[i];
+            if (r->n >= o.samples) continue;
+            ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
+            double t_one = 0;
+            if (round == 0) {
+                /* warm-up, and the batch that makes a sample ~10 us */
+                for (int w = 0; w < WARMUP; w++) t_one = sample(&c);
+                double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
+                                   (c.test == T_PINGPONG ? 2.0 : 1.0);
+                long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
+                if (c.test == T_EMPTY) k = 1000;
+                else if (c.test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
+                if (k < 1) k = 1;
+                if (k > 64 && c.test != T_EMPTY && c.test != T_COMPUTE && c.test != T_REDUCE) k = 64;
+                if (k > 100000) k = 100000;
+                r->batch = k;
+            }
+            c.batch = r->batch;
+            if (round > 0) sample(&c);   /* warm again: other sizes ran since */
+            double t0 = now_s();
+            double left = deadline - t0;
+            double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;
+            int got = 0, want = round == rounds - 1 ? o.samples - r->n : per_visit;
+            while (r->n < o.samples && got < want) {
+                r->v[r->n++] = sample(&c);
+                got++;
+                double el = now_s() - t0;
+                if ((el >= share && got >= 2) || el >= 4 * share) break;
+            }
+            if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL)) check_payload(c.bytes);
+            if (o.progress && round == rounds - 1) {
+                fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
+                        test_names[c.test], mode_name(c.test, (int)c.mode), c.bytes, r->n, r->batch,
+                        median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+                fflush(stderr);
+            }
         }
-        if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL)) check_payload(c.bytes);
-        if (o.progress) {
-            fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
-                    test_names[c.test], mode_name(c.test, (int)c.mode), c.bytes, r->n, k, median_of(r->v, r->n),
-                    r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+        if (o.progress && round < rounds - 1) {
+            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
+                    now_s() - start);
             fflush(stderr);
         }
     }

@@ -53,6 +53,8 @@ static const nm_key_def mpi_keys[] = {
      "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
      "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
      "FROM in bytes ascending; a message of B >= FROM bytes (up to the next FROM) costs o_s = OS + OS_PB*B "
+     "(at least the scalar o_s, which the sender's clock takes at once; the rest is its time in the call "
+     "before the send completes) "
      "and o_r = OR + OR_PB*B (ps, ps per byte, decimals allowed), its intra-node copy COPY_PB ps per byte "
      "(-1: host.shm_copy_rate); ':ack': its standard, ready and nonblocking eager sends complete when the "
      "receiver has taken the message (a shared-memory fragment returned to the sender). Below the first "
@@ -345,10 +347,16 @@ static inline ms_time_t seg_cost(double c, double pb, uint64_t b)
     double v = c + pb * (double)b;
     return v > 0 ? (ms_time_t)llround(v) : 0;
 }
-static inline ms_time_t os_cost(const ms_model *m, uint64_t b)
+/* The send overhead the caller adds to its clock (ms_model_isend_cost): the scalar keys, linear
+ * in the size, which the shim also computes by itself; a segment's larger o_s(B) is the rest of
+ * the sender's time in the call (seg_send_extra), like a copy: the send completes after it. */
+static inline ms_time_t os_cost(const ms_model *m, uint64_t b) { return m->o_s + (ms_time_t)b * m->o_s_pb; }
+static inline ms_time_t seg_send_extra(const ms_model *m, uint64_t b)
 {
     const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
-    return s ? seg_cost(s->os, s->os_pb, b) : m->o_s + (ms_time_t)b * m->o_s_pb;
+    if (!s) return 0;
+    ms_time_t c = seg_cost(s->os, s->os_pb, b) - os_cost(m, b);
+    return c > 0 ? c : 0;
 }
 static inline ms_time_t or_cost(const ms_model *m, uint64_t b)
 {
@@ -1350,7 +1358,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
     int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     ms_time_t start = tmax(t, rs->cpu_free);
-    ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
+    ms_time_t ldone = start + os_cost(m, r->bytes) + seg_send_extra(m, r->bytes) +
+                      ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
     /* host model: an eager message is copied into the NIC's registered buffers in the call; a
      * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
     int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
@@ -1807,7 +1816,7 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
 
 int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
 {
-    if (!m) return 0;
+    if (!m || m->nseg) return 0;   /* costs by size range: the shim does not know them */
     *recv_moves_cpu = ms_host_registers(m->host);
     double send_copy, shm_copy, shm_mem;
     ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);

@@ -336,12 +336,23 @@ static int numeric_range(const nm_key_def *def, double *lo, double *hi)
     return 1;
 }
 
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen);
 /* Parse `raw` for def into (ival, dval, text). On error writes "expected ..., got '...'". */
 static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, double *dval,
                        char **text, char *msg, size_t msglen)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", raw ? raw : "");
+    /* text values may be long (continued lines): a copy of the whole of it */
+    char *buf = nm_strdup(raw ? raw : "");
+    if (!buf) { nm_set_err(msg, msglen, "out of memory"); return -1; }
+    int rc = parse_value_in(def, buf, ival, dval, text, msg, msglen);
+    free(buf);
+    return rc;
+}
+
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen)
+{
     strip_hash_comment(buf);
     char *v = buf;
     while (is_space(*v)) v++;
@@ -622,6 +633,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
 typedef struct nm_reader {
     const char *buf;
     size_t len, pos;
+    size_t last_start;   /* where the line last handed to inih begins */
     int line;        /* line number of the chunk last handed to inih */
     int too_long;    /* line number of an over-long line, which stops the parse */
 } nm_reader;
@@ -634,6 +646,7 @@ static char *reader_fn(char *str, int num, void *stream)
     if (r->too_long || r->pos >= r->len || num < 2) return NULL;
     size_t n = 0, max = (size_t)num - 1;
     r->line++;
+    r->last_start = r->pos;
     while (r->pos < r->len && n < max) {
         char c = r->buf[r->pos++];
         str[n++] = c;
@@ -727,6 +740,9 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (is_include) return 1;
+    /* an indented line continues the value above it (inih's multi-line values): text values
+     * take it after a space, so that long lists stay within a line's length */
+    int cont = L->rd.last_start < L->rd.len && (L->rd.buf[L->rd.last_start] == ' ' || L->rd.buf[L->rd.last_start] == '\t');
     char sec[80];
     if (snprintf(sec, sizeof sec, "|%s|", section) < (int)sizeof sec && strstr(L->cfg->skip, sec)) return 1;
     char full[256];
@@ -746,6 +762,17 @@ static int handler(void *user, const char *section, const char *name, const char
         char v[512];
         snprintf(v, sizeof v, "%s", value);
         strip_hash_comment(v);
+        if (cont && L->nsrc > 0 && !strcmp(L->src[L->nsrc - 1].key, full)) {
+            /* a continued source: joined after a space */
+            nm_declared *d = &L->src[L->nsrc - 1];
+            size_t n = strlen(d->text) + strlen(v) + 2;
+            char *j = malloc(n);
+            if (!j) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            snprintf(j, n, "%s %s", d->text, v);
+            free(d->text);
+            d->text = j;
+            return 1;
+        }
         if (!*v) {
             L->err_line = line;
             snprintf(L->msg, sizeof L->msg, "'%s': expected the source of the value, got nothing", name);
@@ -767,6 +794,29 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
+    if (e && cont) {
+        if (e->def->type != NM_KEY_STRING) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "an indented line continues '%s', which is not a text value", full);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        size_t n = strlen(e->text) + strlen(v) + 2;
+        char *joined = malloc(n);
+        if (!joined) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        snprintf(joined, n, "%s%s%s", e->text, *e->text && *v ? " " : "", v);
+        char m[420];
+        int r = entry_assign(e, joined, e->origin, m, sizeof m);
+        free(joined);
+        if (r != 0) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
+            return 0;
+        }
+        return 1;
+    }
     if (!e) {
         L->err_line = line;
         char hint[300];

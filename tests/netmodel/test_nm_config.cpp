@@ -227,6 +227,28 @@ TEST(Config, DeclaredSourcesOfValues)
     }
 }
 
+// An indented line continues a text value (a long list stays within inih's 200-byte lines);
+// numeric values cannot be continued.
+TEST(Config, ContinuedTextValues)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string seg;
+    for (int i = 0; i < 40; i++) seg += "   segment" + std::to_string(i) + ":1:2:3:4:5\n";
+    std::string p = d.write("long.ini", "[profile]\ndescription = first part\n" + seg + "  ; a comment\n[network]\n"
+                                        "link_rate = 1 Gb/s\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    std::string v = nm_config_string(k.c, "profile.description");
+    EXPECT_EQ(v.substr(0, 21), "first part segment0:1");
+    EXPECT_NE(v.find("segment39:1:2:3:4:5"), std::string::npos);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "profile.description")), p + ":2");
+    std::string bad = d.write("bad.ini", "[network]\nlink_rate = 1 Gb/s\n  2 Gb/s\n");
+    Cfg kb;
+    EXPECT_NE(nm_config_load_file(kb.c, bad.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("bad.ini:3: an indented line continues 'network.link_rate'"), std::string::npos) << err;
+}
+
 TEST(Config, IncludesAndCycles)
 {
     nmt::TempDir d;
