@@ -269,9 +269,10 @@ int cal_read_stream(cal_data *d, FILE *f, const char *name, int off_node, char *
         }
         if (fmt == F_NP_TERM) continue;   /* its other lines: "Now starting...", host names */
         if ((fmt == F_NONE || fmt == F_NP_OUT) && n >= 3 && v[0] >= 1 && v[0] == floor(v[0]) && v[2] > 0) {
-            /* np.out: Mbps = 8 bytes / seconds / 10^6, which tells it from other tables */
-            double want = 8.0 * v[0] / v[2] / 1e6;
-            if (fabs(want - v[1]) <= 0.02 * want + 1e-3) {
+            /* np.out: Mbps = 8 bytes / seconds / 2^20 (NetPIPE's mega), which tells it from other
+             * tables; the seconds have 8 decimals */
+            double lo = 8.0 * v[0] / (v[2] + 5e-9) / 1048576.0, hi = 8.0 * v[0] / fmax(v[2] - 5e-9, 1e-12) / 1048576.0;
+            if ((v[1] >= 0.98 * lo && v[1] <= 1.02 * hi) || (v[1] >= 0.98 * lo * 1.048576 && v[1] <= 1.02 * hi * 1.048576)) {
                 fmt = F_NP_OUT;
                 if (cal_add_sample(d, CAL_PINGPONG, "send", 1, node, "NetPIPE", v[0], v[2]) == 0) values++;
                 continue;
@@ -474,7 +475,54 @@ double cal_noise(const double *x, const double *y, int n)
     return m ? 1.4826 * median(d, m) / sqrt(1.5) : 0;
 }
 
+static int segments_dp(const double *x, const double *const *ys, int nser, int n, int max_seg, int min_pts,
+                       double noise, cal_seg *out);
+
+/* A size far above the line through its two neighbours in any series, where those two agree (no
+ * step between them): one disturbed measurement. A step of the costs persists to the next size. */
+static int spike(const double *x, const double *const *ys, int nser, int n, int i)
+{
+    if (i == 0 || i == n - 1) return 0;
+    for (int k = 0; k < nser; k++) {
+        const double *y = ys[k];
+        double t = (x[i] - x[i - 1]) / (x[i + 1] - x[i - 1]), interp = y[i - 1] + t * (y[i + 1] - y[i - 1]);
+        double ratio = y[i + 1] > y[i - 1] ? y[i + 1] / y[i - 1] : y[i - 1] / y[i + 1];
+        if (y[i] > 1.5 * interp && ratio < 1.3 * (x[i + 1] / fmax(x[i - 1], 1)) + 0.3) return 1;
+    }
+    return 0;
+}
+
 int cal_segments_multi(const double *x, const double *const *ys, int nser, int n, int max_seg, int min_pts,
+                       double noise, cal_seg *out)
+{
+    if (n <= 0 || nser < 1 || nser > 8) return 0;
+    /* the breakpoints without the single disturbed sizes; the segments then span them again */
+    int *keep = malloc((size_t)n * sizeof *keep);
+    double *cx = malloc((size_t)n * sizeof *cx), *cy = malloc((size_t)n * (size_t)nser * sizeof *cy);
+    if (!keep || !cx || !cy) {
+        free(keep), free(cx), free(cy);
+        return 0;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!spike(x, ys, nser, n, i)) {
+            keep[m] = i;
+            cx[m] = x[i];
+            for (int k = 0; k < nser; k++) cy[(size_t)k * (size_t)n + (size_t)m] = ys[k][i];
+            m++;
+        }
+    const double *cys[8];
+    for (int k = 0; k < nser; k++) cys[k] = cy + (size_t)k * (size_t)n;
+    int ns = segments_dp(cx, cys, nser, m, max_seg, min_pts, noise, out);
+    for (int j = 0; j < ns; j++) {
+        int first = j == 0 ? 0 : keep[out[j].first], last = j == ns - 1 ? n - 1 : keep[out[j + 1].first] - 1;
+        out[j].first = first, out[j].last = last, out[j].from = x[first], out[j].to = x[last];
+    }
+    free(keep), free(cx), free(cy);
+    return ns;
+}
+
+static int segments_dp(const double *x, const double *const *ys, int nser, int n, int max_seg, int min_pts,
                        double noise, cal_seg *out)
 {
     if (n <= 0 || nser < 1) return 0;

@@ -254,9 +254,17 @@ int mpisim_calibrate_main(int argc, char **argv)
         case O_BUDGET:
             if (nm_cmdline_double(&c, k, v, 5, &budget) != 0) return MS_EXIT_USAGE;
             break;
-        case O_MAX:
-            if (nm_cmdline_long(&c, k, v, 1024, 1L << 30, &maxb) != 0) return MS_EXIT_USAGE;
+        case O_MAX: {
+            /* a byte count with a binary suffix, as calibench takes it: 64k, 4M */
+            char *e;
+            double x = strtod(v, &e);
+            double mul = *e == 'k' || *e == 'K' ? 1024.0 : *e == 'm' || *e == 'M' ? 1048576.0 : *e == 'g' || *e == 'G' ? 1073741824.0 : 1;
+            if (mul > 1) e++;
+            if (e == v || *e || !(x * mul >= 1024 && x * mul <= 1073741824.0) || x * mul != floor(x * mul))
+                return nm_cmdline_bad(&c, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
+            maxb = (long)(x * mul);
             break;
+        }
         case O_HOSTFILE: L.hostfile = v; break;
         case O_MPIRUN: L.mpirun = v; break;
         case O_MPIRUN_ARG: margs[L.nmargs++] = v; break;
