@@ -46,7 +46,8 @@
  *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
  * The modes other than send, the streams and the reductions take every other size of the list
  * (the first and the last always) unless --all-sizes.
- *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB); budget 60; samples 31.
+ *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 8 MiB: 2 at 4 MiB); budget 60;
+ *   samples 31.
  * Every message's payload is checked after the timed loops (--check: every message).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -490,12 +491,12 @@ int main(int argc, char **argv)
     maxbytes = o.sizes[o.nsizes - 1];
     if (maxbytes < 64) maxbytes = 64;
 
-    /* buffers: a window of the largest message (capped at 64 MiB) */
+    /* buffers: a window of the largest message (capped at 8 MiB, 2 messages at least) */
     long wmax = 1;
     for (int s = 0; s < o.nsizes; s++) {
         long w = o.window ? o.window : (o.sizes[s] > 65536 ? 16 : 64);
-        long cap = o.sizes[s] > 0 ? (64L << 20) / o.sizes[s] : w;
-        if (cap < 1) cap = 1;
+        long cap = o.sizes[s] > 0 ? (8L << 20) / o.sizes[s] : w;
+        if (cap < 2) cap = 2;
         if (w > cap) w = cap;
         if (w * (o.sizes[s] ? o.sizes[s] : 1) > wmax) wmax = w * (o.sizes[s] ? o.sizes[s] : 1);
     }
@@ -572,8 +573,9 @@ int main(int argc, char **argv)
                 if (thin && s % 2 && s != o.nsizes - 1) continue;
                 if (t == T_STREAM || t == T_BOTHWAY) {
                     w = o.window ? o.window : (b > 65536 ? 16 : 64);
-                    long wc = b > 0 ? (64L << 20) / b : w;
-                    if (wc < 1) wc = 1;
+                    /* a window of at most 8 MiB (2 messages): a sample stays short on a busy machine */
+                    long wc = b > 0 ? (8L << 20) / b : w;
+                    if (wc < 2) wc = 2;
                     if (w > wc) w = wc;
                 }
                 ADD(t, m, b, w);

@@ -1159,6 +1159,9 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
                 f->copy_pb[j] > 0 ? f->copy_pb[j] : 0, f->ack[j] ? ":ack" : "");
     }
     src_line(o, "size_segments", f->src_seg);
+    fprintf(o, "recv_overhead_serial = 1\nrecv_overhead_serial.source = assumed: one thread per rank runs the MPI "
+               "library (Open MPI progresses on the calling thread), so receives are taken in turn; the streams "
+               "and both-way runs of the check test it\n");
     if (f->poll >= 0) {
         fprintf(o, "poll_cost = %.0f ps\n", f->poll);
         src_line(o, "poll_cost", f->src_poll);

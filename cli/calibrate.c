@@ -501,10 +501,11 @@ int mpisim_calibrate_main(int argc, char **argv)
                 if (!strstr(wrapped, m)) mo += (size_t)snprintf(modes + mo, sizeof modes - mo, "%s%s", mo ? "," : "", s->mode);
             }
             if (!to) continue;
-            char *extra[16];
+            char *extra[20];
             int ne = 0;
             extra[ne++] = "--tests", extra[ne++] = tests, extra[ne++] = "--modes", extra[ne++] = modes;
             extra[ne++] = "--sizes", extra[ne++] = list, extra[ne++] = "--samples", extra[ne++] = "1";
+            extra[ne++] = "--all-sizes";   /* every size measured, whichever series it came from */
             extra[ne++] = "--budget", extra[ne++] = bud;
             if (windows[w]) extra[ne++] = "--window", extra[ne++] = wtxt;
             char *av[96];

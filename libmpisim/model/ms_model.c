@@ -49,6 +49,10 @@ static const nm_key_def mpi_keys[] = {
      "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
     {"mpi.reduce_cost_per_byte", NM_KEY_INT, "ps/B", "0", "project choice (0: reductions are free)",
      "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
+     "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
+     "(one thread runs the MPI library: several messages arriving at once are taken in turn); 0: each "
+     "receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
     {"mpi.size_segments", NM_KEY_STRING, "", "", "none: the overheads above hold at every size",
      "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
      "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
@@ -281,6 +285,7 @@ struct ms_model {
     int64_t eager_thr, o_s, o_r, o_s_pb, o_r_pb, gap, pkt_payload, env_bytes, ctl_bytes, poll, red_pb;
     ms_segment seg[MS_MAX_SEGMENTS];
     int nseg;
+    int recv_serial;          /* mpi.recv_overhead_serial */
     int coll_alg[MS_COLL_COUNT];
     nm_network *net;
     int nranks, nhosts;
@@ -335,6 +340,7 @@ static void model_error(ms_model *m, const char *fmt, ...)
 }
 
 static inline ms_time_t tmax(ms_time_t a, ms_time_t b) { return a > b ? a : b; }
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost);
 /* The segment of mpi.size_segments a message of b bytes falls in, or NULL (the scalar keys). */
 static inline const ms_segment *segment_of(const ms_model *m, uint64_t b)
 {
@@ -851,6 +857,17 @@ static void push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_
     x->bytes = bytes;
 }
 
+/* A receive's overhead of `cost` from `ready` on its rank's CPU: at once (the timing contract), or
+ * after what that CPU has to do already (mpi.recv_overhead_serial). Its end. */
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost)
+{
+    if (!m->recv_serial) return ready + cost;
+    rank_state *rs = &m->ranks[rank];
+    ms_time_t s = tmax(ready, rs->cpu_free);
+    rs->cpu_free = s + cost;
+    return s + cost;
+}
+
 static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 {
     g->pending++;
@@ -900,7 +917,7 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
         /* eager data is copied out of the registered receive buffers (host model) */
-        ms_time_t done = mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0);
+        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
         if (g->ack_taken) schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
         determine(m, r, done);
     } else {
@@ -1074,7 +1091,7 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
     /* a FIN is one more turn the receiving host handles */
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
+    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy));
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -1816,7 +1833,7 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
 
 int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
 {
-    if (!m || m->nseg) return 0;   /* costs by size range: the shim does not know them */
+    if (!m || m->nseg || m->recv_serial) return 0;   /* costs by size range, receives on the CPU: the shim does not know them */
     *recv_moves_cpu = ms_host_registers(m->host);
     double send_copy, shm_copy, shm_mem;
     ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);
@@ -1968,6 +1985,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->poll = nm_config_int(cfg, "mpi.poll_cost");
     m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
     if (m->pkt_payload < 1) m->pkt_payload = 1;
+    m->recv_serial = nm_config_has(cfg, "mpi.recv_overhead_serial") ? (int)nm_config_int(cfg, "mpi.recv_overhead_serial") : 0;
     if (parse_segments(m, nm_config_has(cfg, "mpi.size_segments") ? nm_config_string(cfg, "mpi.size_segments") : "",
                        err, errlen) != 0) {
         free(m);

@@ -83,3 +83,22 @@ TEST(ModelSegments, BadSegmentsAreRefusedWithTheReason)
     Sim s(2, {"mpi.size_segments=1000:-500:1:0:0:-1"});
     EXPECT_NE(s.m, nullptr);
 }
+
+// mpi.recv_overhead_serial: two messages that arrive at once are taken one after the other by the
+// receiving rank's CPU; without it (the contract of the seeds' profiles) both complete o_r after
+// their data.
+TEST(ModelSegments, SerialReceiveOverheads)
+{
+    auto two = [](int serial) {
+        Sim s(3, {"host.ranks_per_node=3", "host.shm_latency=100ns", "mpi.send_overhead=50ns", "mpi.recv_overhead=400ns",
+                  "mpi.recv_overhead_serial=" + std::to_string(serial)});
+        s.prog[0] = {isend(1, 2, 0, 8), wait({1})};
+        s.prog[1] = {isend(1, 2, 0, 8), wait({1})};
+        s.prog[2] = {irecv(1, 0, 0, 8), irecv(2, 1, 0, 8), wait({1, 2})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        return s.clock[2];
+    };
+    EXPECT_EQ(two(0), 50000 + 100000 + 400000);
+    EXPECT_EQ(two(1), 50000 + 100000 + 2 * 400000);
+}
