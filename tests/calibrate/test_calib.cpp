@@ -17,6 +17,7 @@ extern "C" {
 #include "netmodel.h"
 }
 
+static double urand(unsigned *s);
 static std::string data(const char *name) { return std::string(CALIB_DATA) + "/" + name; }
 
 struct Data {
@@ -300,4 +301,37 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
     nm_network_destroy(n);
     nm_topology_destroy(t);
     nm_config_destroy(cfg);
+}
+
+// Property: any prefix of a real file, and a file with bytes changed at random, reads without a
+// crash: either values or an error naming the file and a line.
+TEST(CalibRead, TruncatedAndMutatedFilesFailCleanly)
+{
+    const char *files[] = {"osu_latency.txt", "osu_bw.txt", "imb_pingpong_pingping.txt", "netpipe_np.out",
+                           "netpipe_stdout.txt", "calibench_raw.txt"};
+    unsigned seed = 5;
+    for (const char *name : files) {
+        FILE *f = fopen(data(name).c_str(), "r");
+        ASSERT_NE(f, nullptr);
+        std::string text;
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+        fclose(f);
+        for (size_t cut = 0; cut < text.size(); cut += 1 + text.size() / 61) {
+            Data a;
+            std::string e;
+            int r = read_text(a.d, text.substr(0, cut), &e);
+            EXPECT_TRUE(r > 0 || (r == -1 && e.find("mem.txt") == 0)) << name << " cut at " << cut << ": " << e;
+        }
+        for (int k = 0; k < 40; k++) {
+            std::string t = text;
+            for (int j = 0; j < 4; j++) t[(size_t)(urand(&seed) * (double)t.size())] = (char)(urand(&seed) * 256);
+            Data a;
+            std::string e;
+            int r = read_text(a.d, t, &e);
+            EXPECT_TRUE(r > 0 || (r == -1 && e.find("mem.txt") == 0)) << name << ": " << e;
+            if (r > 0) cal_data_estimate(a.d);
+        }
+    }
 }
