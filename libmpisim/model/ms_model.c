@@ -51,8 +51,9 @@ static const nm_key_def mpi_keys[] = {
      "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
     {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
      "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
-     "(one thread runs the MPI library: several messages arriving at once are taken in turn); 0: each "
-     "receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
+     "(one thread runs the MPI library: several messages arriving at once are taken in turn), and so do "
+     "the intra-node copies of the rendezvous messages it receives (a single-copy get by the receiver); 0: "
+     "each receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
     {"mpi.size_segments", NM_KEY_STRING, "", "", "none: the overheads above hold at every size",
      "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
      "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
@@ -1327,8 +1328,16 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
         uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
-        packet_done_at(m, g, k, ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy(m, b) : -1, t) + ms_host_shm_latency(m->host),
-                       t);
+        ms_time_t from = t;
+        if (b && m->recv_serial) {
+            /* a rendezvous's data is copied by its receiver (Open MPI's single-copy get), after
+             * what its CPU has queued, and keeps it busy */
+            rank_state *rd = &m->ranks[g->dst];
+            from = tmax(t, rd->cpu_free);
+        }
+        ms_time_t copied = ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy(m, b) : -1, from);
+        if (b && m->recv_serial) m->ranks[g->dst].cpu_free = copied;
+        packet_done_at(m, g, k, copied + ms_host_shm_latency(m->host), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }

@@ -102,3 +102,22 @@ TEST(ModelSegments, SerialReceiveOverheads)
     EXPECT_EQ(two(0), 50000 + 100000 + 400000);
     EXPECT_EQ(two(1), 50000 + 100000 + 2 * 400000);
 }
+
+// With serial receives, the intra-node rendezvous copies a rank receives (its single-copy gets)
+// are done one after the other by its CPU.
+TEST(ModelSegments, SerialReceiverCopiesOfRendezvousData)
+{
+    auto two = [](int serial) {
+        Sim s(3, {"host.ranks_per_node=3", "host.shm_latency=100ns", "mpi.send_overhead=50ns", "mpi.recv_overhead=0",
+                  "mpi.eager_threshold=1000", "host.shm_copy_rate=1 GB/s", "mpi.recv_overhead_serial=" + std::to_string(serial)});
+        s.prog[0] = {isend(1, 2, 0, 100000), wait({1})};
+        s.prog[1] = {isend(1, 2, 0, 100000), wait({1})};
+        s.prog[2] = {irecv(1, 0, 0, 100000), irecv(2, 1, 0, 100000), wait({1, 2})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        return s.clock[2];
+    };
+    // RTS, CTS, the copy of 100 us, the data's latency
+    EXPECT_EQ(two(0), 50000 + 100000 + 100000 + 100000000 + 100000);
+    EXPECT_EQ(two(1), 50000 + 100000 + 100000 + 2 * 100000000 + 100000);
+}
