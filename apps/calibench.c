@@ -45,8 +45,10 @@
  * Usage: calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S]
  *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
  * The modes other than send, the streams and the reductions take every other size of the list
- * (the first and the last always) unless --all-sizes.
- *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 8 MiB: 2 at 4 MiB); budget 60;
+ * (the first and the last always) unless --all-sizes. --quick: one warm-up and one operation per
+ * sample, a bounded amount of work: under mpisim, whose clocks (and so --budget) are virtual,
+ * `mpisim calibrate` checks its profile so.
+ *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 2 MiB of messages, 2 at least); budget 60;
  *   samples 31.
  * Every message's payload is checked after the timed loops (--check: every message).
  */
@@ -58,7 +60,7 @@
 
 static const char *const USAGE =
     "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
-    "[--window W] [--all-sizes] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
+    "[--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
 
 enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
 static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall",
@@ -90,6 +92,7 @@ typedef struct {
     int progress;
     int check;
     int all_sizes;
+    int quick;   /* one warm-up, one operation per sample: a bounded amount of work (under a model) */
 } opts_t;
 
 static unsigned char *sbuf, *rbuf;
@@ -150,9 +153,12 @@ static double stream(int rank, int mode, long bytes, long w, int both)
     int peer = 1 - rank;
     MPI_Request rr[MAX_WINDOW], sr[MAX_WINDOW];
     int receiving = both || rank == 1, sending = both || rank == 0;
+    /* every receive of the window into one buffer, as OSU's osu_bw and osu_bibw do: the copies are
+     * then as warm in the caches as a ping-pong's (the model has no caches; a window of buffers
+     * W x B long would measure the caches' size instead) */
     if (receiving)
         for (long i = 0; i < w; i++)
-            MPI_Irecv(wbufs + (size_t)i * (size_t)bytes, (int)bytes, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &rr[i]);
+            MPI_Irecv(wbufs, (int)bytes, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &rr[i]);
     /* ready: every receive of the window is posted */
     if (both) {
         MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
@@ -423,6 +429,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--progress")) o.progress = 1;
         else if (!strcmp(a, "--check")) o.check = 1;
         else if (!strcmp(a, "--all-sizes")) o.all_sizes = 1;
+        else if (!strcmp(a, "--quick")) o.quick = 1;
         else if (!v) app_usage_error("calibench", USAGE, "%s needs a value (or is unknown)", a);
         else if (!strcmp(a, "--tests") || !strcmp(a, "--modes")) {
             int is_test = !strcmp(a, "--tests");
@@ -491,11 +498,11 @@ int main(int argc, char **argv)
     maxbytes = o.sizes[o.nsizes - 1];
     if (maxbytes < 64) maxbytes = 64;
 
-    /* buffers: a window of the largest message (capped at 8 MiB, 2 messages at least) */
+    /* buffers: a window of the largest message (capped at 2 MiB, 2 messages at least) */
     long wmax = 1;
     for (int s = 0; s < o.nsizes; s++) {
         long w = o.window ? o.window : (o.sizes[s] > 65536 ? 16 : 64);
-        long cap = o.sizes[s] > 0 ? (8L << 20) / o.sizes[s] : w;
+        long cap = o.sizes[s] > 0 ? (2L << 20) / o.sizes[s] : w;
         if (cap < 2) cap = 2;
         if (w > cap) w = cap;
         if (w * (o.sizes[s] ? o.sizes[s] : 1) > wmax) wmax = w * (o.sizes[s] ? o.sizes[s] : 1);
@@ -573,8 +580,8 @@ int main(int argc, char **argv)
                 if (thin && s % 2 && s != o.nsizes - 1) continue;
                 if (t == T_STREAM || t == T_BOTHWAY) {
                     w = o.window ? o.window : (b > 65536 ? 16 : 64);
-                    /* a window of at most 8 MiB (2 messages): a sample stays short on a busy machine */
-                    long wc = b > 0 ? (8L << 20) / b : w;
+                    /* a window of at most 2 MiB (2 messages at least): a sample stays short on a busy machine */
+                    long wc = b > 0 ? (2L << 20) / b : w;
                     if (wc < 2) wc = 2;
                     if (w > wc) w = wc;
                 }
@@ -608,7 +615,7 @@ int main(int argc, char **argv)
             double t_one = 0;
             if (round == 0) {
                 /* warm-up, and the batch that makes a sample ~10 us */
-                for (int w = 0; w < WARMUP; w++) t_one = sample(&c);
+                for (int w = 0; w < (o.quick ? 1 : WARMUP); w++) t_one = sample(&c);
                 double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
                                    (c.test == T_PINGPONG ? 2.0 : 1.0);
                 long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
@@ -617,6 +624,7 @@ int main(int argc, char **argv)
                 if (k < 1) k = 1;
                 if (k > 64 && c.test != T_EMPTY && c.test != T_COMPUTE && c.test != T_REDUCE) k = 64;
                 if (k > 100000) k = 100000;
+                if (o.quick && c.test != T_EMPTY && c.test != T_COMPUTE) k = 1;
                 r->batch = k;
             }
             c.batch = r->batch;
