@@ -1134,14 +1134,15 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
     /* the scalar o_s is what a sender's clock takes at once (the shim knows it): no more than any
      * size range's own o_s, whose rest the model charges inside the call */
     double os_min = f->os[0];
-    for (int j = 1; j < f->nseg; j++) os_min = fmin(os_min, f->os[j] + f->os_pb[j] * f->from[j]);
+    for (int j = 1; j < f->nseg; j++)   /* eager ranges: a rendezvous sender's own o_s is small beside its transfer */
+        if (!f->rndv[j]) os_min = fmin(os_min, f->os[j] + f->os_pb[j] * f->from[j]);
     if (os_min < 0) os_min = 0;
     fprintf(o, "send_overhead = %.0f ps\n", floor(os_min));
     src_line(o, "send_overhead", f->src_seg);
     fprintf(o, "recv_overhead = %.0f ps\n", f->or_[0]);
     src_line(o, "recv_overhead", f->src_seg);
-    fprintf(o, "send_overhead_per_byte = 0\nrecv_overhead_per_byte = %.0f\n", f->or_pb[0]);
-    src_line(o, "recv_overhead_per_byte", f->src_seg);
+    fprintf(o, "send_overhead_per_byte = 0\nrecv_overhead_per_byte = 0\n");
+    fprintf(o, "recv_overhead_per_byte.source = not used: mpi.size_segments gives o_r at every size\n");
     fprintf(o, "; FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack] per size range (bytes, ps, ps per byte), README 'Piecewise costs by size':\n");
     for (int j = 0; j < f->nseg; j++)
         fprintf(o, ";   from %.0f B%s: o_s %.1f ns + %.4f ns/B, o_r %.1f ns + %.4f ns/B, copy %.4f ns/B (%.2f GB/s)%s; "

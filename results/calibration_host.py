@@ -57,6 +57,15 @@ def loadavg():
         return float(f.read().split()[0])
 
 
+def wait_for_load(limit, max_wait):
+    """Wait (at most max_wait seconds) for the 1-minute load average to fall below limit: the
+    native times of a machine shared with others are only the machine's when it is quiet."""
+    t0 = time.time()
+    while loadavg() > limit and time.time() - t0 < max_wait:
+        time.sleep(5)
+    return loadavg()
+
+
 def parse_time(kind, out):
     """The time the program itself prints, in seconds."""
     if kind == "matmul":
@@ -131,6 +140,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--update", action="store_true", help="write results/calibration_host.md too")
     ap.add_argument("--skip-calibration", action="store_true", help="reuse OUT/host.ini and OUT/host2.ini")
+    ap.add_argument("--wait-load", type=float, default=3.0,
+                    help="before each calibration and program, wait for the load average to fall below this")
+    ap.add_argument("--wait-max", type=float, default=300, help="at most this many seconds each time")
     a = ap.parse_args()
     bindir = os.path.join(a.build, "bin")
     out = a.out or os.path.join(a.build, "calibration_host")
@@ -138,6 +150,7 @@ def main():
     ini1, ini2 = os.path.join(out, "host.ini"), os.path.join(out, "host2.ini")
     cal = []
     if not a.skip_calibration:
+        wait_for_load(a.wait_load, a.wait_max)
         print("calibration 1 (alone) ...", flush=True)
         cal.append(calibrate(bindir, ini1, os.path.join(out, "calibrate1.log")))
         print("calibration 2 (a CPU-bound job on every core beside it) ...", flush=True)
@@ -160,6 +173,7 @@ def main():
     for name, pattern, argv, kind in HELD_OUT:
         prog = [os.path.join(bindir, argv[0])] + argv[1:]
         nat, sim, loads = [], [], []
+        wait_for_load(a.wait_load, a.wait_max)
         for i in range(a.runs):
             loads.append(loadavg())
             o, _ = run(mpirun_base() + prog)
