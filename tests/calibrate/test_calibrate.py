@@ -25,7 +25,7 @@ def check(cond, what):
 work = tempfile.mkdtemp(prefix="mpisim-calibrate-test-")
 ini = os.path.join(work, "host.ini")
 # a short budget: the point is the whole path, on whatever machine this is
-p = subprocess.run([MPISIM, "calibrate", "--out", ini, "--budget", "30", "--max", "1M"], stdout=subprocess.PIPE,
+p = subprocess.run([MPISIM, "calibrate", "--out", ini, "--budget", "30", "--max", "256k"], stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, text=True, timeout=800)
 err = p.stderr
 print(err[-6000:])
