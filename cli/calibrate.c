@@ -332,6 +332,14 @@ int mpisim_calibrate_main(int argc, char **argv)
     int ncores = cores_here();
     if (!rpn) rpn = ncores;
 
+    {
+        double l1 = atof(load0);
+        if (!nfrom && l1 > ncores)
+            fprintf(stderr, "mpisim calibrate: the machine is busy (load average %.1f on %d cores): samples spoiled by "
+                            "it are left out (the densest third of each size counts) and disturbed sizes measured again; "
+                            "a quiet machine gives a better fit\n",
+                    l1, ncores);
+    }
     cal_data *d = cal_data_create(), *chk = NULL;
     int measured = 0, rc = 0;
     char path[PATH_MAX + 64];
