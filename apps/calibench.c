@@ -46,7 +46,7 @@
  *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
  * The modes other than send, the streams and the reductions take every other size of the list
  * (the first and the last always) unless --all-sizes. --quick: one warm-up and one operation per
- * sample, a bounded amount of work: under mpisim, whose clocks (and so --budget) are virtual,
+ * sample and no warm-up, a bounded amount of work: under mpisim, whose clocks (and so --budget) are virtual,
  * `mpisim calibrate` checks its profile so.
  *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 2 MiB of messages, 2 at least); budget 60;
  *   samples 31.
@@ -615,7 +615,8 @@ int main(int argc, char **argv)
             double t_one = 0;
             if (round == 0) {
                 /* warm-up, and the batch that makes a sample ~10 us */
-                for (int w = 0; w < (o.quick ? 1 : WARMUP); w++) t_one = sample(&c);
+                /* --quick: no warm-up (a model's times do not warm up) */
+                for (int w = 0; w < (o.quick ? (c.test == T_EMPTY || c.test == T_COMPUTE) : WARMUP); w++) t_one = sample(&c);
                 double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
                                    (c.test == T_PINGPONG ? 2.0 : 1.0);
                 long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
@@ -628,7 +629,7 @@ int main(int argc, char **argv)
                 r->batch = k;
             }
             c.batch = r->batch;
-            if (round > 0) sample(&c);   /* warm again: other sizes ran since */
+            if (round > 0 && !o.quick) sample(&c);   /* warm again: other sizes ran since */
             double t0 = now_s();
             double left = deadline - t0;
             double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;

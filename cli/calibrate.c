@@ -190,7 +190,7 @@ static int is_checked_test(cal_test t)
 typedef struct {
     char test[16], mode[16];
     int region;
-    int n;
+    int n, out;   /* sizes compared; sizes left out as disturbed */
     double med, worst, rms;
 } quality_row;
 
@@ -514,37 +514,83 @@ int mpisim_calibrate_main(int argc, char **argv)
         chk = cal_data_create();
         char report[PATH_MAX + 64];
         snprintf(report, sizeof report, "%s/check-report.json", dir);
-        for (int w = 0; w < nw; w++) {
-            char wtxt[16], tests[128] = "", modes[128] = "";
-            snprintf(wtxt, sizeof wtxt, "%ld", windows[w]);
-            size_t to = 0, mo = 0;
+        /* The runs of the check. Measured here: the first pass's sizes with calibench's own choice
+         * per test (the same sizes as measured: less work than every size everywhere), then the
+         * second pass's sizes for its three tests. From files: every size of the files, per window. */
+        typedef struct { char tests[128], modes[128], sizes[8192]; long window; int all; } check_job;
+        static check_job jobs[6];
+        int nj = 0;
+        if (measured) {
+            check_job *j = &jobs[nj++];
+            memset(j, 0, sizeof *j);
+            size_t to = 0, mo = 0, so = 0;
             for (int i = 0; i < d->ns; i++) {
-                const cal_series *s = &d->s[i];
-                if (!is_checked_test(s->test) || s->off_node) continue;
-                if ((s->test == CAL_STREAM || s->test == CAL_BOTHWAY) && !measured && s->window != windows[w]) continue;
-                if (!strstr(tests, cal_test_name(s->test)))
-                    to += (size_t)snprintf(tests + to, sizeof tests - to, "%s%s", to ? "," : "", cal_test_name(s->test));
-                char m[24];
-                snprintf(m, sizeof m, ",%s,", s->mode);
-                char wrapped[140];
-                snprintf(wrapped, sizeof wrapped, ",%s,", modes);
-                if (!strstr(wrapped, m)) mo += (size_t)snprintf(modes + mo, sizeof modes - mo, "%s%s", mo ? "," : "", s->mode);
+                const cal_series *sr = &d->s[i];
+                if (!is_checked_test(sr->test) || sr->off_node) continue;
+                if (!strstr(j->tests, cal_test_name(sr->test)))
+                    to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
+                char m[24], wrapped[140];
+                snprintf(m, sizeof m, ",%s,", sr->mode);
+                snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+                if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
             }
-            if (!to) continue;
+            so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
+            for (long b = 1; b <= maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
+            /* the second pass's sizes */
+            const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
+            check_job *k = &jobs[nj];
+            memset(k, 0, sizeof *k);
+            snprintf(k->tests, sizeof k->tests, "pingpong,sendcall,recvcall");
+            snprintf(k->modes, sizeof k->modes, "send");
+            k->all = 1;
+            size_t ko = 0;
+            for (int i = 0; P && i < P->np && ko + 24 < sizeof k->sizes; i++) {
+                double b = P->p[i].bytes;
+                int pow2 = b == 0 || (b == floor(b) && ((long)b & ((long)b - 1)) == 0);
+                if (!pow2) ko += (size_t)snprintf(k->sizes + ko, sizeof k->sizes - ko, "%s%.0f", ko ? "," : "", b);
+            }
+            if (ko) nj++;
+        } else {
+            for (int w = 0; w < nw && nj < 6; w++) {
+                check_job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->window = windows[w];
+                j->all = 1;
+                snprintf(j->sizes, sizeof j->sizes, "%s", list);
+                size_t to = 0, mo = 0;
+                for (int i = 0; i < d->ns; i++) {
+                    const cal_series *sr = &d->s[i];
+                    if (!is_checked_test(sr->test) || sr->off_node) continue;
+                    if ((sr->test == CAL_STREAM || sr->test == CAL_BOTHWAY) && sr->window != windows[w]) continue;
+                    if (!strstr(j->tests, cal_test_name(sr->test)))
+                        to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
+                    char m[24], wrapped[140];
+                    snprintf(m, sizeof m, ",%s,", sr->mode);
+                    snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+                    if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+                }
+                if (to) nj++;
+            }
+        }
+        for (int w = 0; w < nj; w++) {
+            check_job *j = &jobs[w];
+            char wtxt[16];
+            snprintf(wtxt, sizeof wtxt, "%ld", j->window);
             char *extra[20];
             int ne = 0;
-            extra[ne++] = "--tests", extra[ne++] = tests, extra[ne++] = "--modes", extra[ne++] = modes;
-            extra[ne++] = "--sizes", extra[ne++] = list, extra[ne++] = "--samples", extra[ne++] = "1";
-            extra[ne++] = "--all-sizes";   /* every size measured, whichever series it came from */
+            extra[ne++] = "--tests", extra[ne++] = j->tests, extra[ne++] = "--modes", extra[ne++] = j->modes;
+            extra[ne++] = "--sizes", extra[ne++] = j->sizes, extra[ne++] = "--samples", extra[ne++] = "1";
+            if (j->all) extra[ne++] = "--all-sizes";
             /* the program's clocks are virtual under mpisim, and so its budget: a bounded amount of
              * work instead (the model's times do not vary from one operation to the next) */
             extra[ne++] = "--quick";
             extra[ne++] = "--budget", extra[ne++] = bud;
-            if (windows[w]) extra[ne++] = "--window", extra[ne++] = wtxt;
+            if (j->window) extra[ne++] = "--window", extra[ne++] = wtxt;
             char *av[96];
             bench_argv(&L, out, report, av, 96, extra, ne);
             snprintf(path, sizeof path, "%s/check-%d.txt", dir, w);
-            fprintf(stderr, "mpisim calibrate: checking: the benchmarks again under %s (virtual time, --compute none)\n", out);
+            fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
+                    w + 1, nj, out);
             int st = run_relay(av, path, "  ", 1);
             if (st != 0 || cal_read_file(chk, path, 0, err, sizeof err) < 0) {
                 fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? path : err);
@@ -576,16 +622,32 @@ int mpisim_calibrate_main(int argc, char **argv)
                 snprintf(q->test, sizeof q->test, "%s", cal_test_name(s->test));
                 snprintf(q->mode, sizeof q->mode, "%s", s->mode);
                 q->region = r;
-                q->n = ne[r];
                 double a[256], ss = 0;
+                for (int k = 0; k < ne[r]; k++) a[k] = fabs(e[r][k]);
+                qsort(a, (size_t)ne[r], sizeof a[0], cmp_d);
+                double med = ne[r] % 2 ? a[ne[r] / 2] : 0.5 * (a[ne[r] / 2 - 1] + a[ne[r] / 2]);
+                /* a measurement far slower than the model where the rest of its range agrees was
+                 * disturbed (load only adds time): left out of the figures, counted */
+                double cut = fmax(0.2, 3 * med);
+                int n = 0, out = 0;
                 for (int k = 0; k < ne[r]; k++) {
-                    a[k] = fabs(e[r][k]);
+                    if (e[r][k] < -cut) {
+                        out++;
+                        continue;
+                    }
+                    a[n++] = fabs(e[r][k]);
                     ss += e[r][k] * e[r][k];
                 }
-                qsort(a, (size_t)ne[r], sizeof a[0], cmp_d);
-                q->med = ne[r] % 2 ? a[ne[r] / 2] : 0.5 * (a[ne[r] / 2 - 1] + a[ne[r] / 2]);
-                q->worst = a[ne[r] - 1];
-                q->rms = sqrt(ss / ne[r]);
+                if (!n) {   /* all of them: nothing agrees, they all count */
+                    n = 0, ss = 0, out = 0;
+                    for (int k = 0; k < ne[r]; k++) a[n++] = fabs(e[r][k]), ss += e[r][k] * e[r][k];
+                }
+                qsort(a, (size_t)n, sizeof a[0], cmp_d);
+                q->n = n;
+                q->out = out;
+                q->med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+                q->worst = a[n - 1];
+                q->rms = sqrt(ss / n);
                 failed_regions += q->rms > 0.05;
             }
         }
@@ -597,17 +659,19 @@ int mpisim_calibrate_main(int argc, char **argv)
         size_t to = 0;
         to += (size_t)snprintf(tab + to, sizeof tab - to,
                                "Fit quality: the benchmarks re-run under this profile (virtual time, --compute none) "
-                               "against the measured times, per size range:\n"
-                               "%-9s %-6s %-22s %4s %8s %8s %8s\n",
-                               "test", "mode", "sizes", "n", "median", "worst", "rms");
+                               "against the measured times, per size range (out: sizes measured far slower than the rest "
+                               "of their range agrees, disturbed, left out):\n"
+                               "%-9s %-6s %-22s %4s %4s %8s %8s %8s\n",
+                               "test", "mode", "sizes", "n", "out", "median", "worst", "rms");
         for (int i = 0; i < nrows && to + 200 < sizeof tab; i++) {
             quality_row *q = &rows[i];
             char a[32], b[32], range[96];
             size_text(f.from[q->region], a, sizeof a);
             if (q->region + 1 < f.nseg) size_text(f.from[q->region + 1], b, sizeof b);
             snprintf(range, sizeof range, "%s%s%s", a, q->region + 1 < f.nseg ? "..<" : " and up", q->region + 1 < f.nseg ? b : "");
-            to += (size_t)snprintf(tab + to, sizeof tab - to, "%-9s %-6s %-22s %4d %7.1f%% %7.1f%% %7.1f%%%s\n", q->test, q->mode,
-                                   range, q->n, 100 * q->med, 100 * q->worst, 100 * q->rms, q->rms > 0.05 ? "  over 5 %" : "");
+            to += (size_t)snprintf(tab + to, sizeof tab - to, "%-9s %-6s %-22s %4d %4d %7.1f%% %7.1f%% %7.1f%%%s\n", q->test,
+                                   q->mode, range, q->n, q->out, 100 * q->med, 100 * q->worst, 100 * q->rms,
+                                   q->rms > 0.05 ? "  over 5 %" : "");
         }
         to += (size_t)snprintf(tab + to, sizeof tab - to, "%d of %d size ranges within 5 %% rms. Load average at the end %s; %.0f s in all.\n",
                                nrows - failed_regions, nrows, load1, now_s() - t_start);
@@ -666,8 +730,8 @@ done:
     cal_data_destroy(d);
     if (!keep) {
         /* the scratch directory: only the files this command wrote */
-        const char *names[] = {"calibench.txt", "calibench-refine.txt", "calibench-hosts.txt", "check-0.txt", "check-1.txt", "check-2.txt",
-                               "check-3.txt", "check-report.json", "plot.txt"};
+        const char *names[] = {"calibench.txt", "calibench-refine.txt", "calibench-hosts.txt", "check-0.txt", "check-1.txt",
+                               "check-2.txt", "check-3.txt", "check-4.txt", "check-5.txt", "check-report.json", "plot.txt"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
             unlink(path);
