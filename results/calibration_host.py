@@ -175,7 +175,7 @@ def main():
         nat, sim, loads = [], [], []
         wait_for_load(a.wait_load, a.wait_max)
         for i in range(a.runs):
-            loads.append(loadavg())
+            loads.append(wait_for_load(a.wait_load, a.wait_max))   # each native run on as quiet a machine as comes
             o, _ = run(mpirun_base() + prog)
             nat.append(parse_time(kind, o))
             o, _ = run([os.path.join(bindir, "mpisim"), "run", "--profile", ini1, "--cpu-factor", "1",
