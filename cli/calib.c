@@ -674,14 +674,14 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     if (f->have_calls) {
         /* the step of recvcall: the largest rise from one size to the next beyond what growing with
          * the size could give (a line through the origin at most), at least 2.5-fold, and still
-         * there at the size after (a disturbed point is not a step) */
+         * there at the two sizes after (a disturbed point is not a step) */
         double best = 2.5;
         for (int i = 1; i < n; i++) {
             if (ys_r[i] <= 0 || ys_r[i - 1] <= 0 || x[i - 1] <= 0) continue;
             double grow = x[i] / x[i - 1], jump = ys_r[i] / (ys_r[i - 1] * grow);
-            int stays = 1;
+            int stays = 1;   /* the sizes after do not fall back towards the level before */
             for (int k = i + 1; k < n && k <= i + 2; k++)
-                if (ys_r[k] > 0 && ys_r[k] / (ys_r[i - 1] * x[k] / x[i - 1]) < 1.5) stays = 0;
+                if (ys_r[k] > 0 && ys_r[k] < 0.6 * ys_r[i]) stays = 0;
             if (jump > best && stays) best = jump, split = i;
         }
     }
