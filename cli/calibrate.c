@@ -441,7 +441,7 @@ int mpisim_calibrate_main(int argc, char **argv)
         }
     }
     /* the profile; written again with the fit quality once checked */
-    char header[8192];
+    static char header[1 << 17];   /* the fit-quality table goes in too */
     char machine[256] = "";
     {
         hwloc_topology_t t;
@@ -655,7 +655,7 @@ int mpisim_calibrate_main(int argc, char **argv)
     loadavg(load1, sizeof load1);
     /* the table, on the terminal and in the profile's header */
     if (check) {
-        char tab[16384];
+        static char tab[1 << 16];
         size_t to = 0;
         to += (size_t)snprintf(tab + to, sizeof tab - to,
                                "Fit quality: the benchmarks re-run under this profile (virtual time, --compute none) "
