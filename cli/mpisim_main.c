@@ -1,4 +1,4 @@
-/* mpisim: the command. Subcommands: run, net, study, config, version. */
+/* mpisim: the command. Subcommands: run, net, study, calibrate, config, version. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +40,7 @@ static const nm_named subcommands[] = {
     {"sweep", "sweep TRACE.h5 --vary KEY=V1,V2,... [options]", "replay a trace over a grid of configurations"},
     {"net", "net [options]", "network-only runs with synthetic traffic"},
     {"study", "study speedup [options]", "the speedup study of seed 000 sec 4"},
+    {"calibrate", "calibrate [--out host.ini] [options]", "fit a profile of this machine (or of benchmark outputs)"},
     {"config", "config [options]", "print or describe the resolved configuration"},
     {"timeline", "timeline TRACE.h5 -o FILE.json", "write a Chrome/Perfetto timeline of a trace"},
     {"report", "report [--top N] REPORT.json", "print a report as an mpiP-style text summary"},
@@ -948,6 +949,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(sc, sv);
     if (!strcmp(cmd, "study")) return mpisim_study_main(sc, sv);
+    if (!strcmp(cmd, "calibrate")) return mpisim_calibrate_main(sc, sv);
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(sc, sv);
     if (!strcmp(cmd, "report")) return mpisim_report_main(sc, sv);
 #ifdef MPISIM_HAVE_NET_TOOL

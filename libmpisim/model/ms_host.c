@@ -357,7 +357,14 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
-    int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
+    return ms_host_shm_copy_ps(h, node, bytes, -1, t);
+}
+
+int64_t ms_host_shm_latency(const ms_host *h) { return h->shm_lat; }
+
+int64_t ms_host_shm_copy_ps(ms_host *h, int node, uint64_t bytes, int64_t copy_ps, int64_t t)
+{
+    int64_t copy_end = t + (copy_ps >= 0 ? copy_ps : bytes_ps(h->shm_copy_ps_pb, bytes));
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
     if (mem > 0) {   /* copies on one node share its memory bandwidth */
         node_state *n = &h->n[node];

@@ -6,7 +6,9 @@
 #include "ms_host.h"
 #include "ms_util.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,21 @@ static const nm_key_def mpi_keys[] = {
      "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
     {"mpi.reduce_cost_per_byte", NM_KEY_INT, "ps/B", "0", "project choice (0: reductions are free)",
      "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
+     "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
+     "(one thread runs the MPI library: several messages arriving at once are taken in turn), and so do "
+     "the intra-node copies of the rendezvous messages it receives (a single-copy get by the receiver); 0: "
+     "each receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
+    {"mpi.size_segments", NM_KEY_STRING, "", "", "none: the overheads above hold at every size",
+     "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
+     "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
+     "FROM in bytes ascending; a message of B >= FROM bytes (up to the next FROM) costs o_s = OS + OS_PB*B "
+     "(at least the scalar o_s, which the sender's clock takes at once; the rest is its time in the call "
+     "before the send completes) "
+     "and o_r = OR + OR_PB*B (ps, ps per byte, decimals allowed), its intra-node copy COPY_PB ps per byte "
+     "(-1: host.shm_copy_rate); ':ack': its standard, ready and nonblocking eager sends complete when the "
+     "receiver has taken the message (a shared-memory fragment returned to the sender). Below the first "
+     "FROM the keys above apply", NULL, 0},
 #define COLL_KEY(n, choices)                                                                        \
     {"mpi.coll." n ".algorithm", NM_KEY_STRING, "", "auto", "MPICH 3.x defaults (auto)",           \
      "algorithm of MPI_" n "; auto = MPICH's choice by size and message length", choices, 0}
@@ -134,6 +151,7 @@ typedef struct ms_msg {
     uint64_t bytes;
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
+    uint8_t ack_taken;        /* an ':ack' segment's eager send: completes when the receive has */
     uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
     uint8_t rma;              /* RMA_OP: a one-sided operation to its target; RMA_RESP: its result back */
     uint8_t rma_kind;         /* ms_rma_kind */
@@ -259,9 +277,20 @@ typedef struct rank_state {
     ms_rank_stats st;
 } rank_state;
 
+/* One segment of mpi.size_segments: the costs of messages of `from` bytes and more. */
+#define MS_MAX_SEGMENTS 16
+typedef struct ms_segment {
+    uint64_t from;
+    double os, os_pb, or_, or_pb, copy_pb;   /* ps, ps per byte; copy_pb < 0: host.shm_copy_rate */
+    int ack;
+} ms_segment;
+
 struct ms_model {
     /* parameters */
     int64_t eager_thr, o_s, o_r, o_s_pb, o_r_pb, gap, pkt_payload, env_bytes, ctl_bytes, poll, red_pb;
+    ms_segment seg[MS_MAX_SEGMENTS];
+    int nseg;
+    int recv_serial;          /* mpi.recv_overhead_serial */
     int coll_alg[MS_COLL_COUNT];
     nm_network *net;
     int nranks, nhosts;
@@ -318,8 +347,124 @@ static void model_error(ms_model *m, const char *fmt, ...)
 }
 
 static inline ms_time_t tmax(ms_time_t a, ms_time_t b) { return a > b ? a : b; }
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost);
+/* The segment of mpi.size_segments a message of b bytes falls in, or NULL (the scalar keys). */
+static inline const ms_segment *segment_of(const ms_model *m, uint64_t b)
+{
+    for (int i = m->nseg - 1; i >= 0; i--)
+        if (b >= m->seg[i].from) return &m->seg[i];
+    return NULL;
+}
+static inline ms_time_t seg_cost(double c, double pb, uint64_t b)
+{
+    double v = c + pb * (double)b;
+    return v > 0 ? (ms_time_t)llround(v) : 0;
+}
+/* The send overhead the caller adds to its clock (ms_model_isend_cost): the scalar keys, linear
+ * in the size, which the shim also computes by itself; a segment's larger o_s(B) is the rest of
+ * the sender's time in the call (seg_send_extra), like a copy: the send completes after it. */
 static inline ms_time_t os_cost(const ms_model *m, uint64_t b) { return m->o_s + (ms_time_t)b * m->o_s_pb; }
-static inline ms_time_t or_cost(const ms_model *m, uint64_t b) { return m->o_r + (ms_time_t)b * m->o_r_pb; }
+static inline ms_time_t seg_send_extra(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    if (!s) return 0;
+    ms_time_t c = seg_cost(s->os, s->os_pb, b) - os_cost(m, b);
+    return c > 0 ? c : 0;
+}
+static inline ms_time_t or_cost(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s ? seg_cost(s->or_, s->or_pb, b) : m->o_r + (ms_time_t)b * m->o_r_pb;
+}
+/* the intra-node copy of b bytes: the segment's rate, else host.shm_copy_rate (-1) */
+static inline ms_time_t seg_copy(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s && s->copy_pb >= 0 ? seg_cost(0, s->copy_pb, b) : -1;
+}
+static inline int seg_ack(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s && s->ack;
+}
+
+/* Parse mpi.size_segments into m->seg: 0, or -1 with the reason in err. */
+static int parse_segments(ms_model *m, const char *text, char *err, size_t errlen)
+{
+    m->nseg = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        if (!*p) break;
+        const char *end = p;
+        while (*end && *end != ' ' && *end != '\t' && *end != ',') end++;
+        char tok[256];
+        size_t len = (size_t)(end - p);
+        if (len >= sizeof tok) {
+            set_err(err, errlen, "mpi.size_segments: segment '%.40s...' too long", p);
+            return -1;
+        }
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        p = end;
+        if (m->nseg == MS_MAX_SEGMENTS) {
+            set_err(err, errlen, "mpi.size_segments: more than %d segments", MS_MAX_SEGMENTS);
+            return -1;
+        }
+        ms_segment sg = {0, 0, 0, 0, 0, -1, 0};
+        double v[6];
+        int nf = 0;
+        char *q = tok, *f;
+        while (nf < 7 && (f = q) != NULL) {
+            char *colon = strchr(q, ':');
+            if (colon) *colon = 0;
+            q = colon ? colon + 1 : NULL;
+            if (nf == 6) {
+                if (strcmp(f, "ack")) {
+                    set_err(err, errlen, "mpi.size_segments: segment '%s...': expected 'ack' as its seventh field, got '%s'",
+                            tok, f);
+                    return -1;
+                }
+                sg.ack = 1;
+                nf++;
+                break;
+            }
+            char *e;
+            errno = 0;
+            v[nf] = strtod(f, &e);
+            if (e == f || *e || errno || !isfinite(v[nf])) {
+                set_err(err, errlen, "mpi.size_segments: segment %d: field %d '%s' is not a number", m->nseg + 1, nf + 1, f);
+                return -1;
+            }
+            nf++;
+        }
+        if (q || nf < 6) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: expected FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]",
+                    m->nseg + 1);
+            return -1;
+        }
+        if (v[0] < 0 || v[0] != floor(v[0]) || v[0] > 1e18) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: FROM must be a whole number of bytes", m->nseg + 1);
+            return -1;
+        }
+        sg.from = (uint64_t)v[0];
+        sg.os = v[1], sg.os_pb = v[2], sg.or_ = v[3], sg.or_pb = v[4], sg.copy_pb = v[5];
+        /* a cost may start below 0 only where its slope lifts it: never negative in its range */
+        if (sg.os_pb < 0 || sg.or_pb < 0 || (sg.copy_pb < 0 && sg.copy_pb != -1) ||
+            sg.os + sg.os_pb * (double)sg.from < 0 || sg.or_ + sg.or_pb * (double)sg.from < 0) {
+            set_err(err, errlen, "mpi.size_segments: segment %d (from %llu B): a cost is negative in its range", m->nseg + 1,
+                    (unsigned long long)sg.from);
+            return -1;
+        }
+        if (m->nseg && sg.from <= m->seg[m->nseg - 1].from) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: FROM %llu B is not above the previous one", m->nseg + 1,
+                    (unsigned long long)sg.from);
+            return -1;
+        }
+        m->seg[m->nseg++] = sg;
+    }
+    return 0;
+}
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
@@ -731,6 +876,17 @@ static void push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_
     x->bytes = bytes;
 }
 
+/* A receive's overhead of `cost` from `ready` on its rank's CPU: at once (the timing contract), or
+ * after what that CPU has to do already (mpi.recv_overhead_serial). Its end. */
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost)
+{
+    if (!m->recv_serial) return ready + cost;
+    rank_state *rs = &m->ranks[rank];
+    ms_time_t s = tmax(ready, rs->cpu_free);
+    rs->cpu_free = s + cost;
+    return s + cost;
+}
+
 static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 {
     g->pending++;
@@ -783,7 +939,9 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
         /* eager data is copied out of the registered receive buffers (host model) */
-        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        if (g->ack_taken) schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
+        determine(m, r, done);
     } else {
         g->rreq = r;
         rndv_turn(m, r->rank, g, PK_CTS, mt, in_call);
@@ -965,7 +1123,7 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
     /* a FIN is one more turn the receiving host handles */
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
+    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy));
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -1204,7 +1362,16 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
         uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
-        packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
+        ms_time_t from = t;
+        if (b && m->recv_serial) {
+            /* a rendezvous's data is copied by its receiver (Open MPI's single-copy get), after
+             * what its CPU has queued, and keeps it busy */
+            rank_state *rd = &m->ranks[g->dst];
+            from = tmax(t, rd->cpu_free);
+        }
+        ms_time_t copied = ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy(m, b) : -1, from);
+        if (b && m->recv_serial) m->ranks[g->dst].cpu_free = copied;
+        packet_done_at(m, g, k, copied + ms_host_shm_latency(m->host), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }
@@ -1251,14 +1418,15 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
     int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     ms_time_t start = tmax(t, rs->cpu_free);
-    ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
+    ms_time_t ldone = start + os_cost(m, r->bytes) + seg_send_extra(m, r->bytes) +
+                      ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
     /* host model: an eager message is copied into the NIC's registered buffers in the call; a
      * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
     int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
     if (!intra && !big) ldone += ms_host_send_copy(m->host, r->bytes);
     /* on one node the sender copies an eager message into shared memory itself, in its call */
     int copy_in = intra && eager && r->peer_world_cache != r->rank;
-    if (copy_in) ldone = ms_host_shm_copy(m->host, rs->host, r->bytes, ldone);
+    if (copy_in) ldone = ms_host_shm_copy_ps(m->host, rs->host, r->bytes, seg_copy(m, r->bytes), ldone);
     ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
     rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
@@ -1280,6 +1448,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->mode = r->mode;
     g->local_done = ldone;
     g->copied = (uint8_t)copy_in;
+    g->ack_taken = (uint8_t)(eager && r->mode != MS_SEND_SYNC && r->mode != MS_SEND_BUFFERED && seg_ack(m, r->bytes) &&
+                             r->peer_world_cache != r->rank);
     g->fin_in = 0;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
@@ -1298,7 +1468,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         } else {
             schedule_inject(m, g, PK_DATA, tinj);
         }
-        if (r->mode == MS_SEND_SYNC) {
+        if (r->mode == MS_SEND_SYNC || g->ack_taken) {
             g->sreq = r;
             r->open = 1;
             rs->open_sends++;
@@ -1943,7 +2113,7 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
 
 int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
 {
-    if (!m) return 0;
+    if (!m || m->nseg || m->recv_serial) return 0;   /* costs by size range, receives on the CPU: the shim does not know them */
     *recv_moves_cpu = ms_host_registers(m->host);
     double send_copy, shm_copy, shm_mem;
     ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);
@@ -2095,6 +2265,12 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->poll = nm_config_int(cfg, "mpi.poll_cost");
     m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
     if (m->pkt_payload < 1) m->pkt_payload = 1;
+    m->recv_serial = nm_config_has(cfg, "mpi.recv_overhead_serial") ? (int)nm_config_int(cfg, "mpi.recv_overhead_serial") : 0;
+    if (parse_segments(m, nm_config_has(cfg, "mpi.size_segments") ? nm_config_string(cfg, "mpi.size_segments") : "",
+                       err, errlen) != 0) {
+        free(m);
+        return NULL;
+    }
     for (int k = 0; k < MS_COLL_COUNT; k++) {
         char key[64];
         snprintf(key, sizeof key, "mpi.coll.%s.algorithm", ms_coll_kind_name((ms_coll_kind)k));

@@ -336,12 +336,23 @@ static int numeric_range(const nm_key_def *def, double *lo, double *hi)
     return 1;
 }
 
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen);
 /* Parse `raw` for def into (ival, dval, text). On error writes "expected ..., got '...'". */
 static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, double *dval,
                        char **text, char *msg, size_t msglen)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", raw ? raw : "");
+    /* text values may be long (continued lines): a copy of the whole of it */
+    char *buf = nm_strdup(raw ? raw : "");
+    if (!buf) { nm_set_err(msg, msglen, "out of memory"); return -1; }
+    int rc = parse_value_in(def, buf, ival, dval, text, msg, msglen);
+    free(buf);
+    return rc;
+}
+
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen)
+{
     strip_hash_comment(buf);
     char *v = buf;
     while (is_space(*v)) v++;
@@ -622,6 +633,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
 typedef struct nm_reader {
     const char *buf;
     size_t len, pos;
+    size_t last_start;   /* where the line last handed to inih begins */
     int line;        /* line number of the chunk last handed to inih */
     int too_long;    /* line number of an over-long line, which stops the parse */
 } nm_reader;
@@ -634,6 +646,7 @@ static char *reader_fn(char *str, int num, void *stream)
     if (r->too_long || r->pos >= r->len || num < 2) return NULL;
     size_t n = 0, max = (size_t)num - 1;
     r->line++;
+    r->last_start = r->pos;
     while (r->pos < r->len && n < max) {
         char c = r->buf[r->pos++];
         str[n++] = c;
@@ -648,6 +661,8 @@ static char *reader_fn(char *str, int num, void *stream)
 }
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
+/* "KEY.source = TEXT": where the value this file gives KEY comes from (a calibration, a paper) */
+typedef struct nm_declared { char key[256]; char *text; int line; } nm_declared;
 
 /* How a profile file is named in the origins of its values, which go into every result: a file
  * found in a directory of the search path that is called "configs" (the shipped profiles, in a
@@ -684,6 +699,8 @@ typedef struct nm_load {
     int pass;                   /* 1: collect includes; 2: apply keys */
     nm_include *inc;
     int ninc, capinc;
+    nm_declared *src;
+    int nsrc, capsrc;
     int err_line;               /* first handler error */
     char msg[1024];
 } nm_load;
@@ -723,12 +740,83 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (is_include) return 1;
+    /* an indented line continues the value above it (inih's multi-line values): text values
+     * take it after a space, so that long lists stay within a line's length */
+    int cont = L->rd.last_start < L->rd.len && (L->rd.buf[L->rd.last_start] == ' ' || L->rd.buf[L->rd.last_start] == '\t');
     char sec[80];
     if (snprintf(sec, sizeof sec, "|%s|", section) < (int)sizeof sec && strstr(L->cfg->skip, sec)) return 1;
     char full[256];
     if (!*section) snprintf(full, sizeof full, "%s", name);
     else snprintf(full, sizeof full, "%s.%s", section, name);
+    size_t fl = strlen(full);
+    if (fl > 7 && !strcmp(full + fl - 7, ".source") && !find(L->cfg, full)) {
+        /* applied after the pass, once this file's own value of the key is known */
+        full[fl - 7] = '\0';
+        if (!find(L->cfg, full)) {
+            L->err_line = line;
+            char hint[300];
+            did_you_mean(L->cfg, full, hint, sizeof hint);
+            snprintf(L->msg, sizeof L->msg, "'%s': a source for unknown key '%s'%s", name, full, hint);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        if (cont && L->nsrc > 0 && !strcmp(L->src[L->nsrc - 1].key, full)) {
+            /* a continued source: joined after a space */
+            nm_declared *d = &L->src[L->nsrc - 1];
+            size_t n = strlen(d->text) + strlen(v) + 2;
+            char *j = malloc(n);
+            if (!j) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            snprintf(j, n, "%s %s", d->text, v);
+            free(d->text);
+            d->text = j;
+            return 1;
+        }
+        if (!*v) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "'%s': expected the source of the value, got nothing", name);
+            return 0;
+        }
+        if (L->nsrc == L->capsrc) {
+            int nc = L->capsrc ? 2 * L->capsrc : 8;
+            nm_declared *nd = realloc(L->src, (size_t)nc * sizeof *nd);
+            if (!nd) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            L->src = nd;
+            L->capsrc = nc;
+        }
+        nm_declared *d = &L->src[L->nsrc];
+        snprintf(d->key, sizeof d->key, "%s", full);
+        d->text = nm_strdup(v);
+        d->line = line;
+        if (!d->text) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        L->nsrc++;
+        return 1;
+    }
     nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
+    if (e && cont) {
+        if (e->def->type != NM_KEY_STRING) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "an indented line continues '%s', which is not a text value", full);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        size_t n = strlen(e->text) + strlen(v) + 2;
+        char *joined = malloc(n);
+        if (!joined) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        snprintf(joined, n, "%s%s%s", e->text, *e->text && *v ? " " : "", v);
+        char m[420];
+        int r = entry_assign(e, joined, e->origin, m, sizeof m);
+        free(joined);
+        if (r != 0) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
+            return 0;
+        }
+        return 1;
+    }
     if (!e) {
         L->err_line = line;
         char hint[300];
@@ -920,9 +1008,27 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     }
     free(dir);
     if (run_pass(&L, 2, err, errlen) != 0) goto out;
+    /* declared sources: of values this file sets, in the origin "SOURCE (file:line)" */
+    for (int i = 0; i < L.nsrc; i++) {
+        nm_entry *e = find(cfg, L.src[i].key);
+        size_t ol = strlen(L.origin);
+        if (!e || strncmp(e->origin, L.origin, ol) || e->origin[ol] != ':') {
+            nm_set_err(err, errlen, "%s:%d: a source for '%s', which this file does not set", path, L.src[i].line,
+                       L.src[i].key);
+            goto out;
+        }
+        size_t n = strlen(L.src[i].text) + strlen(e->origin) + 4;
+        char *o = malloc(n);
+        if (!o) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        snprintf(o, n, "%s (%s)", L.src[i].text, e->origin);
+        free(e->origin);
+        e->origin = o;
+    }
     rc = 0;
 out:
     stack[depth] = NULL;
+    for (int i = 0; i < L.nsrc; i++) free(L.src[i].text);
+    free(L.src);
     free(L.inc);
     free(buf);
     free(canon);

@@ -135,7 +135,8 @@ def help_():
            "replay": ["--cpu-scale", "--wildcards", "--report", "--quiet", "--routing"],
            "sweep": ["--vary", "--jobs", "--merge-timeout"], "config": ["--describe", "--json"],
            "timeline": ["--output"], "report": ["--top"], "net": ["--traffic", "--max-outstanding", "--routing"],
-           "study": ["--procs", "--sizes", "--cpu-factor", "--runs"], "trace-recover": ["RAW_DIR"]}
+           "study": ["--procs", "--sizes", "--cpu-factor", "--runs"], "trace-recover": ["RAW_DIR"],
+           "calibrate": ["--out", "--from", "--budget", "--no-check", "--hostfile"]}
     for sub, opts in own.items():
         p = run([MPISIM, sub, "--help"], check=False)
         check(p.returncode == 0 and p.stdout.startswith(f"usage: mpisim {sub}"), f"mpisim {sub} --help exits 0")

@@ -187,6 +187,68 @@ TEST(Config, FileValuesOriginsAndComments)
     EXPECT_STREQ(nm_config_origin(k.c, "network.link_rate"), "--set");
 }
 
+// "KEY.source = TEXT": a profile says where a value comes from (mpisim calibrate writes
+// "calibrated: ..."); the origin keeps the file and line of the value.
+TEST(Config, DeclaredSourcesOfValues)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string base = d.write("base.ini", "[network]\nlink_rate = 640 Mb/s\n");
+    std::string p = d.write("cal.ini",
+                            "[profile]\ninclude = base\n[network]\n"
+                            "switch_delay.source = calibrated: pingpong 1 B..2 KiB on 2026-01-02\n"
+                            "switch_delay = 150 ns\n"
+                            "gap_bytes = 2\n"
+                            "gap_bytes.source = seed 000 sec 2 ; a comment\n");
+    ASSERT_EQ(nm_config_load_profile(k.c, p.c_str(), "", err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 150000);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")),
+              "calibrated: pingpong 1 B..2 KiB on 2026-01-02 (" + p + ":5)");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.gap_bytes")), "seed 000 sec 2 (" + p + ":6)");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.link_rate")), base + ":2");
+    // --set still wins, and says so
+    ASSERT_EQ(set_err(k.c, "network.switch_delay=1ns"), "");
+    EXPECT_STREQ(nm_config_origin(k.c, "network.switch_delay"), "--set");
+    // a source for a value the file does not set (the included file's), for an unknown key, or empty
+    std::string bad1 = d.write("bad1.ini", "[profile]\ninclude = base\n[network]\nlink_rate.source = x\n");
+    std::string bad2 = d.write("bad2.ini", "[network]\nlink_rat.source = x\n");
+    std::string bad3 = d.write("bad3.ini", "[network]\nlink_rate = 1 Gb/s\nlink_rate.source =\n");
+    const char *want[] = {"bad1.ini:4: a source for 'network.link_rate', which this file does not set",
+                          "bad2.ini:2: 'link_rat.source': a source for unknown key 'network.link_rat' (did you mean "
+                          "'network.link_rate'?)",
+                          "bad3.ini:3: 'link_rate.source': expected the source of the value"};
+    const std::string *files[] = {&bad1, &bad2, &bad3};
+    for (int i = 0; i < 3; i++) {
+        Cfg kb;
+        EXPECT_NE(nm_config_load_profile(kb.c, files[i]->c_str(), "", err, sizeof err), 0);
+        EXPECT_NE(std::string(err).find(want[i]), std::string::npos) << err;
+        EXPECT_DOUBLE_EQ(nm_config_double(kb.c, "network.link_rate"), 1.28e9) << "a failed load changes nothing";
+    }
+}
+
+// An indented line continues a text value (a long list stays within inih's 200-byte lines);
+// numeric values cannot be continued.
+TEST(Config, ContinuedTextValues)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string seg;
+    for (int i = 0; i < 40; i++) seg += "   segment" + std::to_string(i) + ":1:2:3:4:5\n";
+    std::string p = d.write("long.ini", "[profile]\ndescription = first part\n" + seg + "  ; a comment\n[network]\n"
+                                        "link_rate = 1 Gb/s\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    std::string v = nm_config_string(k.c, "profile.description");
+    EXPECT_EQ(v.substr(0, 21), "first part segment0:1");
+    EXPECT_NE(v.find("segment39:1:2:3:4:5"), std::string::npos);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "profile.description")), p + ":2");
+    std::string bad = d.write("bad.ini", "[network]\nlink_rate = 1 Gb/s\n  2 Gb/s\n");
+    Cfg kb;
+    EXPECT_NE(nm_config_load_file(kb.c, bad.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("bad.ini:3: an indented line continues 'network.link_rate'"), std::string::npos) << err;
+}
+
 TEST(Config, IncludesAndCycles)
 {
     nmt::TempDir d;
