@@ -26,6 +26,7 @@
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
 #endif
+#include "ms_outfile.h"
 #include "ms_trace.h"
 #include "replay_cli.h"
 #include "report_text.h"
@@ -813,19 +814,23 @@ static int launch_and_serve(const run_opts *o_)
          * Otherwise mpisim's findings win: a deadlock or stall, or an error, means the ranks were
          * stopped by mpisim, and the launcher's code only says so */
         if (oc && !(oc == MS_OUTCOME_NEVER_CONNECTED && rc != 0)) rc = ms_exit_code_of_outcome(oc);
-        const char *written = o.report;
-        if (o.report && strcmp(o.report, "-")) {
-            FILE *f = fopen(o.report, "w");
-            if (!f) {
-                fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
+        /* never through a link (ms_outfile); "-": standard output, after the program's own */
+        const char *written = NULL;
+        if (o.report) {
+            ms_outfile out;
+            char oerr[1024];
+            if (ms_outfile_open(&out, o.report, MS_OUT_STDOUT, oerr, sizeof oerr) < 0) {
+                fprintf(stderr, "mpisim: the report: %s\n", oerr);
                 output_failed = 1;
-                written = NULL;
-            } else {
-                int bad = ms_server_write_report(s, f) < 0;
-                if (fclose(f) != 0 || bad) {
-                    fprintf(stderr, "mpisim: the report %s is incomplete: %s\n", o.report, strerror(errno));
-                    output_failed = 1;
-                }
+            } else if (ms_server_write_report(s, out.f) < 0) {
+                ms_outfile_discard(&out);
+                fprintf(stderr, "mpisim: the report: cannot write %s: %s\n", o.report, strerror(errno));
+                output_failed = 1;
+            } else if (ms_outfile_commit(&out, oerr, sizeof oerr) < 0) {
+                fprintf(stderr, "mpisim: the report: %s\n", oerr);
+                output_failed = 1;
+            } else if (strcmp(o.report, "-")) {
+                written = o.report;   /* the summary names it only when it is there */
             }
         }
         ms_server_write_summary(s, stderr, written);

@@ -2,13 +2,18 @@
 #define _GNU_SOURCE
 #include "ms_trace.h"
 #include "ms_trace_internal.h"
+#include "ms_outfile.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,15 +163,15 @@ static int put_str_dataset(hid_t loc, const char *name, char *const *v, size_t n
     return rc;
 }
 
-int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+/* The file at `file` (created exclusively: never through a link); messages name `path`. */
+static int write_h5_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
 {
-    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
     h5_quiet q;
     quiet_on(&q);
     int rc = -1;
     const char *what = "create the file";
     hid_t et = event_type(), rt = result_type(), ct = comm_type();
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t f = H5Fcreate(file, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g = -1, gr = -1;
     if (f < 0) goto out;
     what = "write the job's attributes";
@@ -224,6 +229,64 @@ out:
     quiet_off(&q);
     if (rc < 0) ms_trace_fail(err, errlen, "%s: cannot %s (HDF5 error; disk full or no permission?)", path, what);
     return rc;
+}
+
+/* HDF5 1.10 does not recover from a failed write: a file whose close failed (a full disk) stays
+ * in its tables, and its shutdown at exit then loops ("infinite loop closing library") or
+ * crashes. So the file is written by a child process, which leaves by _exit whatever happened,
+ * into a temporary name beside `path` (ms_outfile: never through a link) that becomes `path` only
+ * when the child succeeded; on failure nothing is left. */
+int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
+    ms_outfile out;
+    char tmp[PATH_MAX + 512];
+    if (ms_outfile_reserve(&out, path, tmp, sizeof tmp, err, errlen) < 0) return -1;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        ms_outfile_discard(&out);
+        return ms_trace_fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        ms_outfile_discard(&out);
+        return ms_trace_fail(err, errlen, "%s: cannot fork the writer: %s", path, strerror(e));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGPIPE, SIG_IGN);
+        char cerr[1024] = "";
+        int rc = write_h5_file(t, tmp, path, cerr, sizeof cerr);
+        if (rc < 0) {
+            ssize_t w = write(fds[1], cerr, strlen(cerr));
+            (void)w;
+        }
+        _exit(rc < 0 ? 1 : 0);   /* no exit handlers: HDF5's shutdown is what fails */
+    }
+    close(fds[1]);
+    char msg[1024];
+    size_t n = 0;
+    for (;;) {
+        ssize_t k = read(fds[0], msg + n, sizeof msg - 1 - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        n += (size_t)k;
+        if (n == sizeof msg - 1) break;
+    }
+    msg[n] = 0;
+    close(fds[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return ms_outfile_commit(&out, err, errlen);
+    ms_outfile_discard(&out);
+    if (n) return ms_trace_fail(err, errlen, "%s", msg);
+    return ms_trace_fail(err, errlen, "%s: the HDF5 writer %s %d", path,
+                         WIFSIGNALED(st) ? "was killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
