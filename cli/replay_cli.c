@@ -195,8 +195,8 @@ static int replay_main(int argc, char **argv)
     /* outputs never through a link, complete or not at all (ms_outfile) */
     ms_outfile tl_out;
     if (timeline) {
-        if (ms_outfile_open(&tl_out, timeline, MS_OUT_STDOUT, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim replay: the timeline: %s\n", err);
+        if (ms_outfile_open(&tl_out, timeline, MS_OUT_STDOUT, "the timeline", err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim replay: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
         o.ro.timeline = tl_out.f;
@@ -206,7 +206,7 @@ static int replay_main(int argc, char **argv)
     int timeline_bad = 0;
     if (timeline && run_rc < 0) ms_outfile_discard(&tl_out);
     else if (timeline && ms_outfile_commit(&tl_out, warn, sizeof warn) < 0) {
-        fprintf(stderr, "mpisim replay: the timeline: %s\n", warn);   /* a full disk: /dev/full */
+        fprintf(stderr, "mpisim replay: %s\n", warn);   /* a full disk: /dev/full */
         timeline_bad = 1;
     }
     if (run_rc < 0) {
@@ -218,13 +218,13 @@ static int replay_main(int argc, char **argv)
     int rc = res.trace_unreadable ? MS_EXIT_USAGE : ms_exit_code_of_outcome(res.outcome);
     ms_outfile rep_out;
     int report_written = 0;
-    if (ms_outfile_open(&rep_out, report, MS_OUT_STDOUT, err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim replay: the report: %s\n", err);
+    if (ms_outfile_open(&rep_out, report, MS_OUT_STDOUT, "the report", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
     } else if (ms_replay_write_report(rep_out.f, t, o.trace, cfg, &o.ro, &res) < 0) {
-        fprintf(stderr, "mpisim replay: the report: cannot write %s: %s\n", report, strerror(errno));
+        fprintf(stderr, "mpisim replay: cannot write the report %s: %s\n", report, strerror(errno));
         ms_outfile_discard(&rep_out);
     } else if (ms_outfile_commit(&rep_out, err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim replay: the report: %s\n", err);
+        fprintf(stderr, "mpisim replay: %s\n", err);
     } else {
         report_written = 1;
     }
@@ -714,7 +714,7 @@ static int sweep_main(int argc, char **argv)
         char part[4096];
         snprintf(part, sizeof part, "%s.part%d", out, R);
         ms_outfile pout;
-        if (ms_outfile_open(&pout, part, 0, err, sizeof err) < 0) {
+        if (ms_outfile_open(&pout, part, 0, "the table's part", err, sizeof err) < 0) {
             fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
@@ -754,7 +754,7 @@ static int sweep_main(int argc, char **argv)
             }
         }
         ms_outfile tout;
-        if (ms_outfile_open(&tout, out, MS_OUT_STDOUT, err, sizeof err) < 0) {
+        if (ms_outfile_open(&tout, out, MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
             fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
@@ -777,7 +777,7 @@ static int sweep_main(int argc, char **argv)
     }
 
     ms_outfile tout;
-    if (ms_outfile_open(&tout, out ? out : "-", MS_OUT_STDOUT, err, sizeof err) < 0) {
+    if (ms_outfile_open(&tout, out ? out : "-", MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
         fprintf(stderr, "mpisim sweep: %s\n", err);
         return MS_EXIT_OUTPUT;
     }

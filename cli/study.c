@@ -383,7 +383,7 @@ int mpisim_study_main(int argc, char **argv)
         if (cpu_factor > 0) {
             snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
             ms_outfile ff;
-            if (ms_outfile_open(&ff, fac_path, 0, err, sizeof err) < 0 ||
+            if (ms_outfile_open(&ff, fac_path, 0, NULL, err, sizeof err) < 0 ||
                 (fprintf(ff.f, "%.9g\n%s\n", cpu_factor, source), ms_outfile_commit(&ff, err, sizeof err) < 0)) {
                 fprintf(stderr, "mpisim study: %s\n", err);
                 return MS_EXIT_OUTPUT;
@@ -398,7 +398,7 @@ int mpisim_study_main(int argc, char **argv)
         snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
         snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
         ms_outfile cf;
-        if (ms_outfile_open(&cf, cfg_path, 0, err, sizeof err) < 0 ||
+        if (ms_outfile_open(&cf, cfg_path, 0, NULL, err, sizeof err) < 0 ||
             (nm_config_write_json(cfg, cf.f, 0), ms_outfile_commit(&cf, err, sizeof err) < 0)) {
             fprintf(stderr, "mpisim study: %s\n", err);
             return MS_EXIT_OUTPUT;
@@ -492,7 +492,7 @@ int mpisim_study_main(int argc, char **argv)
     }
     nm_config_destroy(cfg);
     ms_outfile csv_out;
-    if (ms_outfile_open(&csv_out, csv_path, 0, err, sizeof err) < 0) {
+    if (ms_outfile_open(&csv_out, csv_path, 0, NULL, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim study: %s\n", err);
         return MS_EXIT_OUTPUT;
     }

@@ -269,7 +269,7 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
     }
     /* never through a link; complete, or not in place at all (ms_outfile) */
     ms_outfile out;
-    if (ms_outfile_open(&out, out_path, MS_OUT_STDOUT, err, errlen) < 0) {
+    if (ms_outfile_open(&out, out_path, MS_OUT_STDOUT, NULL, err, errlen) < 0) {
         ms_trace_free(t);
         return -2;
     }

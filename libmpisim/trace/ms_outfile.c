@@ -118,8 +118,10 @@ static int walk(walker *w, char *leaf, size_t leaflen, char *err, size_t errlen)
         }
         int fd = openat(w->cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-            return failf(err, errlen, "%s: %s: %s", w->path, comp,
-                         errno == ELOOP ? "a symbolic link appeared while it was being opened" : strerror(errno));
+            return errno == ENOENT ? failf(err, errlen, "%s: there is no directory %s", w->path, comp)
+                   : errno == ENOTDIR ? failf(err, errlen, "%s: %s is not a directory", w->path, comp)
+                   : failf(err, errlen, "%s: %s: %s", w->path, comp,
+                           errno == ELOOP ? "a symbolic link appeared while it was being opened" : strerror(errno));
         close(w->cur);
         w->cur = fd;
         if (last) {
@@ -129,20 +131,21 @@ static int walk(walker *w, char *leaf, size_t leaflen, char *err, size_t errlen)
     }
 }
 
-/* "cannot write " before a message of resolve() that does not say it yet */
-static int prefix(char *err, size_t errlen)
+/* "cannot write [what] " before a message that names the path (resolve()'s) */
+static int prefix(const ms_outfile *o, char *err, size_t errlen)
 {
-    if (!err || !errlen || !strncmp(err, "cannot write ", 13)) return -1;
+    if (!err || !errlen) return -1;
     char m[1024];
     snprintf(m, sizeof m, "%s", err);
-    snprintf(err, errlen, "cannot write %s", m);
+    snprintf(err, errlen, "cannot write %s%s%s", o->what, o->what[0] ? " " : "", m);
     return -1;
 }
 
-static void outfile_init(ms_outfile *o, const char *path)
+static void outfile_init(ms_outfile *o, const char *path, const char *what)
 {
     memset(o, 0, sizeof *o);
     o->path = path;
+    o->what = what ? what : "";
     o->dirfd = -1;
     o->fd = -1;
     o->keep_mode = -1;
@@ -175,7 +178,7 @@ static int resolve(ms_outfile *o, const char *path, int allow_direct, char *err,
                  * process, not a path: it is written where it points */
                 o->fd = openat(w.cur, o->name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
                 if (o->fd < 0) {
-                    failf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+                    failf(err, errlen, "%s: %s", path, strerror(errno));
                     goto fail;
                 }
                 o->direct = 1;
@@ -213,7 +216,7 @@ static int resolve(ms_outfile *o, const char *path, int allow_direct, char *err,
          * FIFO nobody reads is an error, not a hang */
         o->fd = openat(w.cur, o->name, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (o->fd < 0) {
-            failf(err, errlen, "cannot write %s: %s", path, errno == ENXIO ? "a FIFO nobody reads" : strerror(errno));
+            failf(err, errlen, "%s: %s", path, errno == ENXIO ? "a FIFO nobody reads" : strerror(errno));
             goto fail;
         }
         fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_NONBLOCK);
@@ -245,15 +248,15 @@ static void temp_name(ms_outfile *o)
         snprintf(o->tmp, sizeof o->tmp, ".mpisim-out.%s.tmp", hex);
 }
 
-int ms_outfile_open(ms_outfile *o, const char *path, int flags, char *err, size_t errlen)
+int ms_outfile_open(ms_outfile *o, const char *path, int flags, const char *what, char *err, size_t errlen)
 {
-    outfile_init(o, path);
+    outfile_init(o, path, what);
     if ((flags & MS_OUT_STDOUT) && path && !strcmp(path, "-")) {
         o->direct = o->is_stdout = 1;
         o->f = stdout;
         return 0;
     }
-    if (resolve(o, path, 1, err, errlen) < 0) return prefix(err, errlen);
+    if (resolve(o, path, 1, err, errlen) < 0) return prefix(o, err, errlen);
     if (!o->direct) {
         for (int tries = 0; tries < 100 && o->fd < 0; tries++) {
             temp_name(o);
@@ -264,7 +267,8 @@ int ms_outfile_open(ms_outfile *o, const char *path, int flags, char *err, size_
             int e = errno;
             o->tmp[0] = 0;
             ms_outfile_discard(o);
-            return failf(err, errlen, "cannot write %s: %s", path, strerror(e));
+            failf(err, errlen, "%s: %s", path, strerror(e));
+            return prefix(o, err, errlen);
         }
         struct stat st;
         if (fstat(o->fd, &st) == 0) {
@@ -276,16 +280,18 @@ int ms_outfile_open(ms_outfile *o, const char *path, int flags, char *err, size_
     if (!o->f) {
         int e = errno;
         ms_outfile_discard(o);
-        return failf(err, errlen, "cannot write %s: %s", path, strerror(e));
+        failf(err, errlen, "%s: %s", path, strerror(e));
+        return prefix(o, err, errlen);
     }
     o->fd = -1;   /* the stream owns it */
     return 0;
 }
 
-int ms_outfile_reserve(ms_outfile *o, const char *path, char *tmp_path, size_t len, char *err, size_t errlen)
+int ms_outfile_reserve(ms_outfile *o, const char *path, const char *what, char *tmp_path, size_t len, char *err,
+                       size_t errlen)
 {
-    outfile_init(o, path);
-    if (resolve(o, path, 0, err, errlen) < 0) return prefix(err, errlen);
+    outfile_init(o, path, what);
+    if (resolve(o, path, 0, err, errlen) < 0) return prefix(o, err, errlen);
     temp_name(o);
     char probe[64];
     struct stat st;
@@ -335,7 +341,8 @@ int ms_outfile_commit(ms_outfile *o, char *err, size_t errlen)
             /* what is there now is not the file written: leave it alone */
             o->tmp[0] = 0;
             ms_outfile_discard(o);
-            return failf(err, errlen, "cannot write %s: its temporary file was replaced while it was written", o->path);
+            failf(err, errlen, "%s: its temporary file was replaced while it was written", o->path);
+            return prefix(o, err, errlen);
         }
         if (o->keep_mode >= 0) fchmodat(o->dirfd, o->tmp, (mode_t)o->keep_mode, 0);
         if (renameat(o->dirfd, o->tmp, o->dirfd, o->name) != 0) {
@@ -347,7 +354,8 @@ int ms_outfile_commit(ms_outfile *o, char *err, size_t errlen)
     }
     if (bad) {
         ms_outfile_discard(o);
-        return failf(err, errlen, "cannot write %s: %s", o->path, e ? strerror(e) : "write error");
+        failf(err, errlen, "%s: %s", o->path, e ? strerror(e) : "write error");
+        return prefix(o, err, errlen);
     }
     ms_outfile_discard(o);   /* closes the directory */
     return 0;

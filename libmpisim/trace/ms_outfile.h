@@ -21,6 +21,7 @@ extern "C" {
 
 typedef struct ms_outfile {
     const char *path;            /* as the user gave it, for messages */
+    const char *what;            /* what it is, for messages ("the report"), or "" */
     int dirfd;                   /* the directory the file goes into, or -1 */
     int fd;                      /* the file being written, or -1 */
     FILE *f;
@@ -35,8 +36,9 @@ typedef struct ms_outfile {
 
 enum { MS_OUT_STDOUT = 1 };   /* flags: "-" means standard output */
 
-/* Open `path` for writing as above; the stream is o->f. -1 and a message naming path. */
-int ms_outfile_open(ms_outfile *o, const char *path, int flags, char *err, size_t errlen);
+/* Open `path` for writing as above; the stream is o->f. -1 and a message naming path, and `what`
+ * it is ("the report": "cannot write the report PATH: ..."; NULL: nothing). */
+int ms_outfile_open(ms_outfile *o, const char *path, int flags, const char *what, char *err, size_t errlen);
 /* The file is complete: flush, close and rename it into place. -1 (and nothing left under the
  * temporary name) if any write, the close or the rename failed: a full disk says so here. */
 int ms_outfile_commit(ms_outfile *o, char *err, size_t errlen);
@@ -47,7 +49,8 @@ void ms_outfile_discard(ms_outfile *o);
  * ms_outfile_open, but nothing is created; *tmp_path is a path to the temporary name through the
  * directory's descriptor (/proc/self/fd/N/NAME), which the writer must create exclusively
  * (H5F_ACC_EXCL: O_CREAT|O_EXCL never follows a link). Then ms_outfile_commit or _discard. */
-int ms_outfile_reserve(ms_outfile *o, const char *path, char *tmp_path, size_t len, char *err, size_t errlen);
+int ms_outfile_reserve(ms_outfile *o, const char *path, const char *what, char *tmp_path, size_t len, char *err,
+                       size_t errlen);
 
 /* The directory that would hold `path`, opened component by component as above (O_DIRECTORY),
  * and path's last component into leaf (not ".", ".." or empty). The descriptor, or -1. */

@@ -241,7 +241,7 @@ int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t err
     if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
     ms_outfile out;
     char tmp[PATH_MAX + 512];
-    if (ms_outfile_reserve(&out, path, tmp, sizeof tmp, err, errlen) < 0) return -1;
+    if (ms_outfile_reserve(&out, path, "the trace", tmp, sizeof tmp, err, errlen) < 0) return -1;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
         ms_outfile_discard(&out);
@@ -887,9 +887,73 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
 
 /* ---- conversion ----------------------------------------------------------------------------- */
 
+static void list_add(char *list, size_t len, int *n, int rank)
+{
+    size_t off = strlen(list);
+    if (off + 16 < len) snprintf(list + off, len - off, "%s%d", *n ? ", " : "", rank);
+    else if (off + 5 < len && !strstr(list, "...")) snprintf(list + off, len - off, ", ...");
+    (*n)++;
+}
+
+void ms_trace_ends_of(const ms_trace *t, ms_trace_ends *e)
+{
+    memset(e, 0, sizeof *e);
+    e->nranks = t->nranks;
+    e->died = e->error_rank = -1;
+    int64_t died_at = INT64_MAX;
+    for (int i = 0; i < t->nranks; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        if (r->missing) {
+            list_add(e->missing_list, sizeof e->missing_list, &e->missing, i);
+            continue;
+        }
+        if (r->truncated) list_add(e->cut_list, sizeof e->cut_list, &e->cut, i);
+        int fin = 0, stop = 0, error = 0;
+        int64_t last = INT64_MIN;
+        for (size_t k = 0; k < r->nev; k++) {
+            const ms_trace_event *ev = &r->ev[k];
+            if (ev->kind == MS_TRACE_FINALIZE) fin = 1;
+            if (ev->real_entry_ns > last) last = ev->real_entry_ns;
+            if (ev->real_exit_ns > last) last = ev->real_exit_ns;
+            if (ev->kind != MS_TRACE_UNMODELLED || ev->list_off < 0 || (size_t)ev->list_off >= r->ntext) continue;
+            const char *text = r->text + ev->list_off;
+            if (!strncmp(text, "STOP ", 5)) {
+                if (!stop && !e->stop[0]) snprintf(e->stop, sizeof e->stop, "rank %d: %.250s", i, text + 5);
+                stop = 1;
+            } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
+                if (e->error_rank < 0) {
+                    e->error_rank = i;
+                    snprintf(e->error, sizeof e->error, "%.290s", text + 6);
+                }
+                error = 1;
+            }
+        }
+        if (fin) {
+            e->finalized++;
+            continue;
+        }
+        list_add(e->unfinished_list, sizeof e->unfinished_list, &e->unfinished, i);
+        if (stop) e->stopped++;
+        else if (!error && last < died_at) {
+            died_at = last;
+            e->died = i;
+        }
+    }
+}
+
 int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen)
 {
-    ms_trace *t = ms_trace_read_dir(raw_dir, err, errlen);
+    int dfd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return ms_trace_fail(err, errlen, "%s: %s", raw_dir, strerror(errno));
+    int rc = ms_trace_convert_at(dfd, raw_dir, h5_path, NULL, err, errlen);
+    close(dfd);
+    return rc;
+}
+
+int ms_trace_convert_at(int dfd, const char *raw_dir, const char *h5_path, ms_trace_ends *ends, char *err,
+                        size_t errlen)
+{
+    ms_trace *t = ms_trace_read_dirfd(dfd, raw_dir, err, errlen);
     if (!t) return -1;
 #ifdef MS_TRACE_HAVE_FN_NAMES
     if (ms_trace_set_fn_names(t, ms_fn_name_table, MS_FN_NAME_COUNT) < 0) {
@@ -898,11 +962,17 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
     }
 #endif
     int rc = ms_trace_write_h5(t, h5_path, err, errlen) < 0 ? -2 : 0;
-    char list[1024];
-    int missing = ms_trace_missing_ranks(t, list, sizeof list);
-    if (rc == 0 && missing) {
-        ms_trace_fail(err, errlen, "%d of %d ranks left no records (raw file missing or empty): %s", missing,
-                      t->nranks, list);
+    ms_trace_ends e;
+    ms_trace_ends_of(t, &e);
+    if (ends) *ends = e;
+    if (rc == 0 && (e.missing || e.cut)) {
+        size_t off = 0;
+        if (e.missing)
+            off += (size_t)snprintf(err + off, errlen - off, "%d of %d ranks left no records (raw file missing or empty): %s",
+                                    e.missing, t->nranks, e.missing_list);
+        if (e.cut && off < errlen)
+            snprintf(err + off, errlen - off, "%s%d of %d ranks' files were cut (their last record is partial: "
+                     "killed while writing, or a full disk): %s", off ? "; " : "", e.cut, t->nranks, e.cut_list);
         rc = 1;
     }
     ms_trace_free(t);

@@ -36,7 +36,7 @@ std::string slurp(const std::string &p)
 int write_text(const std::string &path, const char *text, char *err, size_t errlen)
 {
     ms_outfile o;
-    if (ms_outfile_open(&o, path.c_str(), 0, err, errlen) < 0) return -1;
+    if (ms_outfile_open(&o, path.c_str(), 0, NULL, err, errlen) < 0) return -1;
     fputs(text, o.f);
     return ms_outfile_commit(&o, err, errlen);
 }
@@ -120,7 +120,7 @@ TEST(Outfile, DevicesAndFailures)
     EXPECT_NE(strstr(err, "/dev/full"), nullptr) << err;
     std::string d = dir("fail");
     EXPECT_EQ(write_text(d + "/no/such/r.json", "x\n", err, sizeof err), -1);
-    EXPECT_NE(strstr(err, "No such file"), nullptr) << err;
+    EXPECT_NE(strstr(err, "there is no directory no"), nullptr) << err;
     EXPECT_EQ(write_text(d, "x\n", err, sizeof err), -1);
     EXPECT_NE(strstr(err, "is a directory"), nullptr) << err;
     std::string fifo = d + "/fifo";
@@ -135,7 +135,7 @@ TEST(Outfile, DiscardLeavesWhatWasThere)
     char err[1024] = "";
     ASSERT_EQ(write_text(p, "old\n", err, sizeof err), 0) << err;
     ms_outfile o;
-    ASSERT_EQ(ms_outfile_open(&o, p.c_str(), 0, err, sizeof err), 0) << err;
+    ASSERT_EQ(ms_outfile_open(&o, p.c_str(), 0, NULL, err, sizeof err), 0) << err;
     fputs("half", o.f);
     ms_outfile_discard(&o);
     EXPECT_EQ(slurp(p), "old\n");
@@ -147,7 +147,7 @@ TEST(Outfile, ReservedNameForAWriterOfItsOwn)
     std::string d = dir("reserve"), p = d + "/t.h5";
     char err[1024] = "", tmp[4096];
     ms_outfile o;
-    ASSERT_EQ(ms_outfile_reserve(&o, p.c_str(), tmp, sizeof tmp, err, sizeof err), 0) << err;
+    ASSERT_EQ(ms_outfile_reserve(&o, p.c_str(), NULL, tmp, sizeof tmp, err, sizeof err), 0) << err;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
     ASSERT_GE(fd, 0) << tmp;
     ASSERT_EQ(write(fd, "h5", 2), 2);
@@ -156,7 +156,7 @@ TEST(Outfile, ReservedNameForAWriterOfItsOwn)
     ASSERT_EQ(ms_outfile_commit(&o, err, sizeof err), 0) << err;
     EXPECT_EQ(slurp(p), "h5");
     EXPECT_EQ(entries(d), 1);
-    EXPECT_EQ(ms_outfile_reserve(&o, "/dev/null", tmp, sizeof tmp, err, sizeof err), -1)
+    EXPECT_EQ(ms_outfile_reserve(&o, "/dev/null", NULL, tmp, sizeof tmp, err, sizeof err), -1)
         << "a writer of its own needs a regular file";
 }
 

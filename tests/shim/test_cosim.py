@@ -721,8 +721,9 @@ def test_idle_connections():
         def limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         # both through the launcher (it waits 1 s for its connections), 0 or 400 of them
+        # --listen: the run listens (by default, ranks on this host only attach to the shared segment)
         args = [MPISIM, "run", "--compute", "none", "--report", os.path.join(WORK, "idle.json"),
-                "--mpirun", launcher, "-n", "2", "--"] + prog
+                "--listen", "127.0.0.1", "--mpirun", launcher, "-n", "2", "--"] + prog
         env = dict(os.environ, MPISIM_IDLE_CONNECTIONS="400" if attack else "0")
         t0 = time.time()
         p = run(args, check=False, env=env, preexec_fn=limit)
