@@ -692,6 +692,13 @@ static void sweep_stale_segments(void)
     closedir(d);
 }
 
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* Whether `prog` can be run as the launcher would run it (execvp: a name without '/' is looked
  * up in PATH). Only where the launcher runs it here as given: mpirun options that place it on
  * other hosts or in another directory (--host, --hostfile, --wdir, --preload-binary, ...) leave it
@@ -838,10 +845,19 @@ static int launch_and_serve(const run_opts *o_)
     char endpoint[512] = "none", shm_name[64] = "", gate_token[48] = "";
     if (!o.capture_only) {
         s = ms_server_create();
+        /* The model's network for many hosts takes a while (routes, and the check that they cannot
+         * deadlock, over every pair of hosts: 2048 hosts ~5 s, 4096 ~30 s on this 2-core machine,
+         * growing ~N^2.5): said, never a silent wait (Ctrl-C ends it) */
+        double t_setup = mono_seconds();
+        if (o.nranks >= 1024)
+            fprintf(stderr, "mpisim: setting up the model of %d hosts (routes and their deadlock check take a while "
+                            "at this size)...\n", o.nranks);
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
             return abandon_run(s, 2);
         }
+        if (mono_seconds() - t_setup > 2.0)
+            fprintf(stderr, "mpisim: the model of %d hosts was set up in %.1f s\n", o.nranks, mono_seconds() - t_setup);
         /* ranks on this host attach to the shared segment; those elsewhere (--listen) use TCP. The
          * listener is opened only where a rank may need it: no other local user's connection can
          * reach a run that does not listen */

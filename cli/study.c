@@ -227,7 +227,7 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     int ok = fgets(line, sizeof line, f) != NULL;
     char *end;
     *factor = ok ? strtod(line, &end) : 0;
-    if (!ok || end == line || *factor <= 0) {
+    if (!ok || end == line || !isfinite(*factor) || *factor <= 0) {   /* NaN, inf: no factor */
         fclose(f);
         return -2;
     }
@@ -357,7 +357,7 @@ int mpisim_study_main(int argc, char **argv)
     } else {
         char *end;
         cpu_factor = strtod(cpu_factor_arg, &end);
-        if (end != cpu_factor_arg && *end == '\0' && cpu_factor > 0) {
+        if (end != cpu_factor_arg && *end == '\0' && isfinite(cpu_factor) && cpu_factor > 0) {
             snprintf(source, sizeof source, "--cpu-factor");
         } else {
             int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
