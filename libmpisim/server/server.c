@@ -995,7 +995,7 @@ static void check_shm_pids(ms_server *s, int launcher_done)
     for (int i = 0; i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
         if (!r->shm || r->shm_closed) continue;
-        if (launcher_done || (r->pid > 0 && kill(r->pid, 0) < 0 && errno == ESRCH)) {
+        if (launcher_done || ms_shm_pid_gone(r->pid)) {
             read_shm_rank(s, i);   /* what it wrote before it went */
             if (!r->shm_closed) rank_gone(s, i);
         }

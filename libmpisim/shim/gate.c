@@ -136,7 +136,7 @@ int ms_gate_open(const char *token, int rank, int size, int slots, int64_t timeo
         close(fd);
         if (rank == 0)
             fprintf(stderr, "mpisim: warning: the compute gate's segment cannot be allocated in /dev/shm (%s): the run "
-                            "is not gated (more ranks than cores compute at once)\n", strerror(e));
+                            "is not gated (ranks beyond the cores may compute at once)\n", strerror(e));
         return -1;
     }
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

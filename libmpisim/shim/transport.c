@@ -87,7 +87,7 @@ static void *map_segment(const char *name, int rank, size_t *bytes_out, char *er
         snprintf(err, errlen, "the shared segment %s is not a segment of this mpisim version for rank %d", name, rank);
         return NULL;
     }
-    if (h->server_pid > 0 && kill(h->server_pid, 0) < 0 && errno == ESRCH) {
+    if (ms_shm_pid_gone(h->server_pid)) {
         /* its mpisim was killed before this rank came: nobody would ever answer */
         int pid = h->server_pid;
         munmap(base, bytes);
@@ -174,7 +174,7 @@ static int refused(const ms_transport *t)
 static int server_gone(ms_transport *t)
 {
     if (++t->quiet_waits % 256) return 0;
-    return t->server_pid > 0 && kill(t->server_pid, 0) < 0 && errno == ESRCH;
+    return ms_shm_pid_gone(t->server_pid);
 }
 
 static int ring_has_room(void *arg)
@@ -285,7 +285,7 @@ long ms_tp_read(ms_transport *t, int wait_ms)
 
 int ms_tp_server_alive(const ms_transport *t)
 {
-    return !(t->shm && t->server_pid > 0 && kill(t->server_pid, 0) < 0 && errno == ESRCH);
+    return !(t->shm && ms_shm_pid_gone(t->server_pid));
 }
 
 int ms_tp_send_now(ms_transport *t, uint32_t type, const void *a, size_t alen)
