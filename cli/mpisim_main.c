@@ -428,11 +428,12 @@ static int make_trace_dir(const char *trace, int replace, trace_dir *td, char *e
     td->fd = -1;
     snprintf(td->shown, sizeof td->shown, "%s.raw", trace);
     td->parent = ms_open_parent_dir(td->shown, td->leaf, sizeof td->leaf, err, errlen);
-    if (td->parent < 0) return -1;
+    if (td->parent < 0) return -2;   /* an output that cannot be written (no such directory, ...) */
     if (mkdirat(td->parent, td->leaf, 0700) != 0) {
         if (errno != EEXIST) {
             snprintf(err, errlen, "cannot create the trace directory %.900s: %s", td->shown, strerror(errno));
-            goto fail;
+            close_trace_dir(td);
+            return -2;
         }
         if (!replace) {
             snprintf(err, errlen,
@@ -932,7 +933,7 @@ static int launch_and_serve(const run_opts *o_)
     const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 40), sizeof *av);
     if (!av) {
         fprintf(stderr, "mpisim: out of memory\n");
-        return abandon_run(s, MS_EXIT_USAGE);
+        return abandon_run(s, MS_EXIT_NO_MEMORY);
     }
     int k = 0;
     av[k++] = o.mpirun ? o.mpirun : "mpirun";
@@ -1157,7 +1158,7 @@ static int cmd_config(int argc, char **argv)
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     if (!sets) {
         fprintf(stderr, "mpisim config: out of memory\n");
-        return MS_EXIT_USAGE;
+        return MS_EXIT_NO_MEMORY;
     }
     int nsets = 0, json = 0, describe = 0;
     const char *describe_key = NULL;

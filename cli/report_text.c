@@ -223,7 +223,7 @@ int mpisim_report_main(int argc, char **argv)
                 free(text);
                 fclose(f);
                 fprintf(stderr, "mpisim report: %s: out of memory\n", path);
-                return 1;   /* README.md "Exit codes": mpisim itself failed */
+                return MS_EXIT_NO_MEMORY;   /* README.md "Exit codes" */
             }
             text = q;
         }
