@@ -175,8 +175,17 @@ static int resolve(ms_outfile *o, const char *path, int allow_direct, char *err,
             struct statfs fs;
             if (allow_direct && st.st_uid == geteuid() && fstatfs(w.cur, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC_) {
                 /* /proc/self/fd/N (what /dev/stdout leads to) names an open descriptor of this
-                 * process, not a path: it is written where it points */
-                o->fd = openat(w.cur, o->name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+                 * process, not a path: it is written where it points. One of our own is taken
+                 * as it is (dup: at its offset, after what the program wrote to a file there,
+                 * not over it from the start as a new open would) */
+                struct stat here, self;
+                char *end;
+                long n = strtol(o->name, &end, 10);
+                if (!*end && n >= 0 && n < INT_MAX && fstat(w.cur, &here) == 0 && stat("/proc/self/fd", &self) == 0 &&
+                    here.st_ino == self.st_ino && here.st_dev == self.st_dev)
+                    o->fd = fcntl((int)n, F_DUPFD_CLOEXEC, 0);
+                else
+                    o->fd = openat(w.cur, o->name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
                 if (o->fd < 0) {
                     failf(err, errlen, "%s: %s", path, strerror(errno));
                     goto fail;

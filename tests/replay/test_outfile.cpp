@@ -171,3 +171,22 @@ TEST(Outfile, ParentDirectory)
     close(fd);
     EXPECT_EQ(ms_open_parent_dir((d + "/..").c_str(), leaf, sizeof leaf, err, sizeof err), -1);
 }
+
+TEST(Outfile, StandardOutputByItsDeviceName)
+{
+    // /dev/stdout leads to /proc/self/fd/1: written at stdout's offset, after what is there
+    std::string d = dir("stdout"), p = d + "/out.txt";
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "program\n", 8), 8);
+    int saved = dup(1);
+    ASSERT_EQ(dup2(fd, 1), 1);
+    close(fd);
+    char err[1024] = "";
+    int rc = write_text("/dev/stdout", "report\n", err, sizeof err);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ASSERT_EQ(rc, 0) << err;
+    EXPECT_EQ(slurp(p), "program\nreport\n");
+}
