@@ -252,7 +252,7 @@ static void temp_name(ms_outfile *o)
     char hex[9];
     snprintf(hex, sizeof hex, "%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
     if (strlen(o->name) + 16 < sizeof o->tmp && strlen(o->name) + 16 <= NAME_MAX)
-        snprintf(o->tmp, sizeof o->tmp, ".%s.%s.tmp", o->name, hex);
+        snprintf(o->tmp, sizeof o->tmp, ".%.*s.%s.tmp", (int)(sizeof o->tmp - 16), o->name, hex);
     else
         snprintf(o->tmp, sizeof o->tmp, ".mpisim-out.%s.tmp", hex);
 }
