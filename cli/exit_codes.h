@@ -5,6 +5,7 @@
 
 #include "ms_report.h"
 
+#define MS_EXIT_NO_MEMORY 1    /* mpisim itself ran out of memory */
 #define MS_EXIT_USAGE 2        /* usage or configuration error, unreadable input */
 #define MS_EXIT_DEADLOCK 3     /* virtual-time deadlock, the network's, or the stall watchdog's */
 #define MS_EXIT_RANK_ERROR 4   /* a rank stopped on an error (or the model stopped the run) */

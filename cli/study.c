@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exit_codes.h"
+#include "ms_outfile.h"
 #include "nm_cmdline.h"
 #include "study.h"
 
@@ -225,7 +227,7 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     int ok = fgets(line, sizeof line, f) != NULL;
     char *end;
     *factor = ok ? strtod(line, &end) : 0;
-    if (!ok || end == line || *factor <= 0) {
+    if (!ok || end == line || !isfinite(*factor) || *factor <= 0) {   /* NaN, inf: no factor */
         fclose(f);
         return -2;
     }
@@ -355,7 +357,7 @@ int mpisim_study_main(int argc, char **argv)
     } else {
         char *end;
         cpu_factor = strtod(cpu_factor_arg, &end);
-        if (end != cpu_factor_arg && *end == '\0' && cpu_factor > 0) {
+        if (end != cpu_factor_arg && *end == '\0' && isfinite(cpu_factor) && cpu_factor > 0) {
             snprintf(source, sizeof source, "--cpu-factor");
         } else {
             int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
@@ -380,10 +382,11 @@ int mpisim_study_main(int argc, char **argv)
         o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
         if (cpu_factor > 0) {
             snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
-            FILE *ff = fopen(fac_path, "w");
-            if (ff) {
-                fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
-                fclose(ff);
+            ms_outfile ff;
+            if (ms_outfile_open(&ff, fac_path, 0, NULL, err, sizeof err) < 0 ||
+                (fprintf(ff.f, "%.9g\n%s\n", cpu_factor, source), ms_outfile_commit(&ff, err, sizeof err) < 0)) {
+                fprintf(stderr, "mpisim study: %s\n", err);
+                return MS_EXIT_OUTPUT;
             }
             char set[128];
             snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
@@ -394,10 +397,11 @@ int mpisim_study_main(int argc, char **argv)
         }
         snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
         snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
-        FILE *cf = fopen(cfg_path, "w");
-        if (cf) {
-            nm_config_write_json(cfg, cf, 0);
-            fclose(cf);
+        ms_outfile cf;
+        if (ms_outfile_open(&cf, cfg_path, 0, NULL, err, sizeof err) < 0 ||
+            (nm_config_write_json(cfg, cf.f, 0), ms_outfile_commit(&cf, err, sizeof err) < 0)) {
+            fprintf(stderr, "mpisim study: %s\n", err);
+            return MS_EXIT_OUTPUT;
         }
         memset(t, 0, (size_t)(np * ns) * sizeof *t);
         fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
@@ -487,11 +491,12 @@ int mpisim_study_main(int argc, char **argv)
         break;
     }
     nm_config_destroy(cfg);
-    FILE *csv = fopen(csv_path, "w");
-    if (!csv) {
-        fprintf(stderr, "mpisim study: cannot write %s: %s\n", csv_path, strerror(errno));
-        return 2;
+    ms_outfile csv_out;
+    if (ms_outfile_open(&csv_out, csv_path, 0, NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim study: %s\n", err);
+        return MS_EXIT_OUTPUT;
     }
+    FILE *csv = csv_out.f;
     fprintf(csv, "P,N,time_s,speedup,efficiency\n");
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            o.profile ? o.profile : "default", o.compute);
@@ -515,7 +520,10 @@ int mpisim_study_main(int argc, char **argv)
             printf("%6d %6d %14.6f %9.3f %10.1f%%\n", procs[i], sizes[j], tp * 1e3, sp, eff * 100);
             fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", procs[i], sizes[j], tp, sp, eff);
         }
-    fclose(csv);
+    if (ms_outfile_commit(&csv_out, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim study: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
     printf("CSV: %s\n", csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];

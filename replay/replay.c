@@ -134,6 +134,8 @@ typedef struct rrank {
     size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
     uint64_t unmodelled;
     int finalized;
+    int stopped;                  /* its records end at a recorded stop (a signal, the model server) */
+    char stop_why[96];
     int64_t fin_t;
     uint64_t *rec_done;          /* the blocking wait's recorded completions (ms_driver_event) */
     size_t rec_done_cap;
@@ -565,7 +567,11 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             return;
         case MS_TRACE_UNMODELLED: {
             const char *text = TEXT(r, e);
-            if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
+            if (!strncmp(text, "STOP ", 5)) {
+                /* the rank was ended from outside and flushed its records: not the one that died */
+                r->stopped = 1;
+                snprintf(r->stop_why, sizeof r->stop_why, "%.90s", text + 5);
+            } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
                 if (!p->stopped) {
                     p->stopped = 1;
                     snprintf(p->stop, sizeof p->stop, "rank %d: %.900s (recorded)", rank, text + 6);
@@ -589,7 +595,8 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
         /* the records end without MPI_Finalize: the rank was killed (or its file truncated) */
         ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
         feed(p, rank, r->pc, &ev);
-        ms_driver_rank_gone(p->drv, rank);
+        if (r->stopped) ms_driver_rank_stopped(p->drv, rank);
+        else ms_driver_rank_gone(p->drv, rank);
         release(p, rank);
     }
 }
@@ -702,6 +709,18 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         } else if (a == 1) {
             res->outcome = ms_driver_describe_stall(p.drv, res->outcome_text, sizeof res->outcome_text, NULL, NULL);
             dead_cause = res->outcome == 2;
+            /* the others wait for a rank whose recording was stopped from outside (a signal, mpisim):
+             * not the program's deadlock, a trace that ends there */
+            for (int i = 0; res->outcome == 1 && i < p.n; i++)
+                if (p.r[i].stopped && ms_driver_state(p.drv, i) == MS_RANK_STOPPED) {
+                    char text[sizeof res->outcome_text];
+                    snprintf(text, sizeof text,
+                             "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s at %.6f us); "
+                             "the other ranks wait for what it did not record\n  %.1400s", i, p.r[i].stop_why,
+                             p.r[i].clock * 1e-6, res->outcome_text);
+                    snprintf(res->outcome_text, sizeof res->outcome_text, "%s", text);
+                    res->outcome = 2;
+                }
             break;
         } else if (a == 2) {   /* the network deadlocked: a deadlock, as online */
             res->outcome = 1;
@@ -748,6 +767,18 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         int o = ms_driver_gone_text(p.drv, dead, res->outcome_text, sizeof res->outcome_text);
         if (o >= 0 && (size_t)o < sizeof res->outcome_text)
             snprintf(res->outcome_text + o, sizeof res->outcome_text - (size_t)o, " at %.6f us", p.r[dead].clock * 1e-6);
+    }
+    if (dead < 0 && res->outcome == 0) {
+        /* no rank died, but the recording was stopped from outside (a signal, mpisim) before some
+         * ranks reached MPI_Finalize: not a complete run either */
+        for (int i = 0; i < p.n; i++)
+            if (ms_driver_state(p.drv, i) == MS_RANK_STOPPED && p.r[i].stopped) {
+                res->outcome = 2;
+                snprintf(res->outcome_text, sizeof res->outcome_text,
+                         "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s) at %.6f us", i,
+                         p.r[i].stop_why, p.r[i].clock * 1e-6);
+                break;
+            }
     }
     if (dead_cause) {   /* what the trace says of it */
         size_t o = strlen(res->outcome_text);

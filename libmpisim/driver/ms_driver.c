@@ -346,20 +346,24 @@ void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where)
     d->nstalled++;
 }
 
-ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank)
+static ms_rank_state rank_ended(ms_driver *d, int rank, int from_outside)
 {
     drank *r = &d->r[rank];
     if (r->stall_text) clear_stall(d, r);
     if (r->state == MS_RANK_FINISHED || r->state == MS_RANK_DEAD || r->state == MS_RANK_STOPPED) return r->state;
     /* the first rank to end on its own died; Open MPI's launcher then ends the others, and a front
      * end that stops the run ends them too: those did not fail themselves */
-    int died = !d->stopping && d->first_dead < 0;
+    int died = !from_outside && !d->stopping && d->first_dead < 0;
     set_state(d, r, died ? MS_RANK_DEAD : MS_RANK_STOPPED);
     if (died) d->first_dead = rank;
     if (d->log) logline(d, rank, "finalize t=%" PRId64 " (gone)", r->clock);
     ms_model_finalize(d->model, rank, r->clock);
     return r->state;
 }
+
+ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank) { return rank_ended(d, rank, 0); }
+
+ms_rank_state ms_driver_rank_stopped(ms_driver *d, int rank) { return rank_ended(d, rank, 1); }
 
 int ms_driver_first_dead(const ms_driver *d) { return d->first_dead; }
 
@@ -383,6 +387,13 @@ int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len)
         return snprintf(buf, len, "rank %d exited with code %d after MPI_Init without calling MPI_Finalize (the "
                                   "program's own exit, not a crash)", rank, code);
     return snprintf(buf, len, "rank %d ended without MPI_Finalize (crashed or killed)", rank);
+}
+
+void ms_driver_absolve(ms_driver *d)
+{
+    for (int i = 0; i < d->n; i++)
+        if (d->r[i].state == MS_RANK_DEAD) set_state(d, &d->r[i], MS_RANK_STOPPED);
+    d->first_dead = -1;
 }
 
 void ms_driver_stop(ms_driver *d) { d->stopping = 1; }

@@ -132,6 +132,9 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
  * end after a rank died (the launcher ends the job) or after ms_driver_stop are STOPPED. No effect
  * on a finished, dead or stopped rank. Returns the rank's state afterwards. */
 ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank);
+/* The same for a rank known to have been ended from outside (its shim or its records say so: a
+ * signal from the launcher or the batch system, the model server's stop): STOPPED, never DEAD. */
+ms_rank_state ms_driver_rank_stopped(ms_driver *d, int rank);
 /* The rank that died first (DEAD), or -1. */
 int ms_driver_first_dead(const ms_driver *d);
 /* The rank's process exited on its own (exit(), a return from main) with this code, as its shim
@@ -142,6 +145,10 @@ int ms_driver_rank_exited(const ms_driver *d, int rank, int *code);   /* 1 and *
 /* "rank R exited with code C after MPI_Init without calling MPI_Finalize (...)" when the code is
  * known, else "rank R ended without MPI_Finalize (crashed or killed)"; snprintf's return. */
 int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len);
+
+/* It turned out that no rank died on its own (the launcher itself was killed, which ends every
+ * rank): a DEAD rank becomes STOPPED. */
+void ms_driver_absolve(ms_driver *d);
 /* The front end stops the run (an error, a deadlock, a timeout): ranks that end from now on were
  * ended by it, not on their own (STOPPED). Nothing else changes. */
 void ms_driver_stop(ms_driver *d);

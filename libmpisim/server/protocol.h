@@ -20,6 +20,12 @@
 #define MS_PROTO_VERSION 1U
 #define MS_SECRET_LEN 32             /* hex characters */
 #define MS_MAX_WAIT_REQS 65536       /* requests in one WAIT (larger arrays are split) */
+#define MS_MAX_COLL_COUNTS (1u << 24) /* counts of one v-collective (ICOLL) */
+#define MS_MAX_COMM_SIZE (1u << 24)   /* members of one COMM_ADD */
+/* What a rank's figures may be (the trace's MS_TRACE_MAX_*, the same values): beyond them the
+ * model's int64 picosecond arithmetic could overflow */
+#define MS_PROTO_MAX_BYTES (UINT64_C(1) << 36)
+#define MS_PROTO_MAX_CLOCK_PS (INT64_C(1) << 62)
 #define MS_COMM_WORLD_ID 0ULL        /* the same ids as ms_model.h */
 #define MS_COMM_SELF_ID 1ULL
 /* ms_msg_wait.flags */
@@ -298,6 +304,32 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
                       sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u + sizeof(ms_msg_rma) * 47u +
                       sizeof(ms_msg_exit) * 53u);
+}
+
+/* The payload lengths a message from a rank may have, [lo, hi]; 0 for a type no rank sends (the
+ * server refuses it: a length beyond them is never buffered). */
+static inline int ms_proto_rank_msg_bounds(uint32_t type, uint32_t *lo, uint32_t *hi)
+{
+    switch (type) {
+    case MS_MSG_ISEND: *lo = *hi = sizeof(ms_msg_isend); return 1;
+    case MS_MSG_IRECV: *lo = *hi = sizeof(ms_msg_irecv); return 1;
+    case MS_MSG_CANCEL:
+    case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
+    case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * MS_MAX_COLL_COUNTS; return 1;
+    case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * MS_MAX_COMM_SIZE; return 1;
+    case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
+    case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
+    case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
+    case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
+    case MS_MSG_FINALIZE:
+    case MS_MSG_PROGRESS: *lo = *hi = sizeof(ms_msg_finalize); return 1;
+    case MS_MSG_UNMODELLED:
+    case MS_MSG_CALLSITE:
+    case MS_MSG_STALL: *lo = 0; *hi = sizeof(ms_msg_text); return 1;
+    case MS_MSG_CLOCK: *lo = *hi = sizeof(ms_msg_clock); return 1;
+    case MS_MSG_SITE: *lo = *hi = sizeof(ms_msg_site); return 1;
+    default: return 0;
+    }
 }
 
 #endif

@@ -75,6 +75,7 @@ typedef struct rank_info {
     site_total *sites;           /* its call sites' totals so far (each SITE replaces its entry) */
     size_t nsites, cap_sites;
     char error[MS_TEXT_MAX];
+    char stop_notice[MS_TEXT_MAX];   /* its shim said it is being ended from outside (a signal) */
     char callsite_text[MS_TEXT_MAX];
     int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
                                  /* the number of the look that found it gone (1, 2, ...) */
@@ -122,6 +123,12 @@ struct ms_server {
     int child_done, child_status;   /* the launcher's wait status */
     char stop_reason[MS_TEXT_MAX];
     int stopped;
+    int abort_ranks;             /* with stopped: the ranks are sent ABORT (not when a signal ends the run:
+                                  * the launcher ends them, and each flushes its trace as it goes) */
+    volatile sig_atomic_t stop_signal;    /* ms_server_request_stop: the signal, once */
+    volatile sig_atomic_t stop_forward;   /* ... to be passed to the launcher (it did not get it itself) */
+    int stop_signal_seen;
+    double forward_at;           /* when to pass it on, if the launcher is still there */
     int64_t events;
     int local_answers;           /* shim.local_answers: local sends and lookahead windows */
     uint64_t round_trips;        /* WAIT and PROBE messages: model round trips */
@@ -217,7 +224,8 @@ static void flush_rank(rank_info *r)
     r->hint_at = -1;
     size_t off = 0;
     while (r->fd >= 0 && off < r->out.len) {
-        ssize_t w = write(r->fd, r->out.p + off, r->out.len - off);
+        /* a rank gone: EPIPE, never a SIGPIPE that would end mpisim */
+        ssize_t w = send(r->fd, r->out.p + off, r->out.len - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && errno == EAGAIN) {
             struct pollfd p = {r->fd, POLLOUT, 0};
@@ -441,8 +449,49 @@ int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise,
 /* mpisim stops the run: ranks whose processes end from now on were ended by it ("stopped") */
 static void stop_run(ms_server *s)
 {
+    if (!s->stopped) s->abort_ranks = 1;
     s->stopped = 1;
     ms_driver_stop(s->drv);
+}
+
+void ms_server_request_stop(ms_server *s, int sig, int forward)
+{
+    if (s->stop_signal) return;
+    s->stop_forward = forward;
+    s->stop_signal = sig;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    default: return "a signal";
+    }
+}
+
+/* A signal ends the run (ms_server_request_stop): the ranks ending from now on were stopped, and
+ * the launcher, which ends them, gets the signal a second later unless it got it itself (Ctrl-C
+ * reaches the whole process group; two signals make Open MPI kill the ranks at once, before they
+ * flush their traces). */
+static void take_stop_signal(ms_server *s, pid_t child, int child_done)
+{
+    if (!s->stop_signal || s->stop_signal_seen) return;
+    s->stop_signal_seen = 1;
+    int sig = s->stop_signal;
+    if (!s->stop_reason[0] && !s->deadlocked && !s->stalled)
+        snprintf(s->stop_reason, sizeof s->stop_reason,
+                 "ended by %s: the ranks were stopped (each rank's totals, call sites and charging as of its last "
+                 "progress message, at most a second old)", signal_name(sig));
+    if (!s->stopped) s->abort_ranks = 0;
+    s->stopped = 1;
+    ms_driver_stop(s->drv);
+    if (s->stop_forward && !child_done && child > 0) s->forward_at = wall_now() + 1.0;
 }
 
 static void rank_error(ms_server *s, int rank, const char *text)
@@ -480,9 +529,15 @@ static void rank_gone(ms_server *s, int rank)
         ms_driver_state(s->drv, rank) != MS_RANK_STOPPED) {
         /* the driver tells a rank that died (the first to end on its own) from those the launcher
          * or mpisim ended after it ("stopped"); the error says which */
-        ms_rank_state st = ms_driver_rank_gone(s->drv, rank);
-        char why[256];
-        if (st == MS_RANK_DEAD && r->exit_known)
+        ms_rank_state st = r->stop_notice[0] ? ms_driver_rank_stopped(s->drv, rank) : ms_driver_rank_gone(s->drv, rank);
+        char why[MS_TEXT_MAX];
+        if (r->stop_notice[0] && ms_driver_first_dead(s->drv) >= 0)
+            snprintf(why, sizeof why,
+                     "the rank's process was %.900s after rank %d died (the launcher ends the job when a rank dies)",
+                     r->stop_notice, ms_driver_first_dead(s->drv));
+        else if (r->stop_notice[0])
+            snprintf(why, sizeof why, "stopped: the rank's process was %.900s", r->stop_notice);
+        else if (st == MS_RANK_DEAD && r->exit_known)
             snprintf(why, sizeof why, "the rank's process exited with code %d after MPI_Init without calling "
                                       "MPI_Finalize (the program's own exit, not a crash)", r->exit_code);
         else if (st == MS_RANK_DEAD)
@@ -498,10 +553,19 @@ static void rank_gone(ms_server *s, int rank)
     }
 }
 
-/* Apply a decoded event; a refusal by the model stops the run. */
+/* Apply a decoded event; a refusal by the model stops the run, and so do figures beyond what the
+ * model's arithmetic holds (a rank's clock past 2^62 ps, a message past 64 GiB: the bounds a
+ * trace is checked against too). */
 static void apply(ms_server *s, int rank, const ms_driver_event *e)
 {
     char err[1024];
+    if (e->t < 0 || e->t > MS_PROTO_MAX_CLOCK_PS || e->bytes > MS_PROTO_MAX_BYTES) {
+        snprintf(err, sizeof err, "sent a clock of %lld ps or a size of %llu bytes, beyond the model's bounds",
+                 (long long)e->t, (unsigned long long)e->bytes);
+        rank_error(s, rank, err);
+        stop_run(s);
+        return;
+    }
     if (ms_driver_apply(s->drv, rank, e, err, sizeof err) < 0) {
         rank_error(s, rank, err);
         stop_run(s);
@@ -669,6 +733,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             stop_run(s);
         } else if (!strncmp(text, "ABORT ", 6)) {
             rank_error(s, rank, text + 6);
+        } else if (!strncmp(text, "STOP ", 5)) {
+            /* its shim is being ended from outside (the launcher's SIGTERM after another rank
+             * died, a batch system's): when its process goes, it did not fail itself */
+            snprintf(r->stop_notice, sizeof r->stop_notice, "%.1000s", text + 5);
         } else {
             count_unmodelled(r, text);
             /* the call's name, then (after its NUL) where the program called it from: what the
@@ -742,9 +810,20 @@ static void drain_input(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
     size_t off = 0;
-    while (r->in.len - off >= sizeof(ms_msg_header)) {
+    while (r->in.len - off >= sizeof(ms_msg_header) && rank_live(r)) {
         ms_msg_header h;
         memcpy(&h, r->in.p + off, sizeof h);
+        uint32_t lo, hi;
+        if (!ms_proto_rank_msg_bounds(h.type, &lo, &hi) || h.length < lo || h.length > hi) {
+            /* never buffered: a length any rank could declare would otherwise be waited for */
+            char why[256];
+            snprintf(why, sizeof why, "sent a message of type %u with %u bytes, which no message of the protocol "
+                     "has (protocol mismatch, or not mpisim's shim)", h.type, h.length);
+            rank_error(s, rank, why);
+            r->in.len = 0;
+            rank_gone(s, rank);
+            return;
+        }
         if (r->in.len - off < sizeof h + h.length) break;
         handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
         off += sizeof h + h.length;
@@ -939,7 +1018,7 @@ static void check_shm_pids(ms_server *s, int launcher_done)
     for (int i = 0; i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
         if (!r->shm || r->shm_closed) continue;
-        if (launcher_done || (r->pid > 0 && kill(r->pid, 0) < 0 && errno == ESRCH)) {
+        if (launcher_done || ms_shm_pid_gone(r->pid)) {
             read_shm_rank(s, i);   /* what it wrote before it went */
             if (!r->shm_closed) rank_gone(s, i);
         }
@@ -963,11 +1042,14 @@ int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen
     int fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return fail(err, errlen, "cannot create the shared segment %s: %s", s->shm_name, strerror(errno));
     s->shm_bytes = ms_shm_bytes(s->nranks);
-    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->shm_bytes) < 0) {
-        int e = errno;
+    /* every page allocated now: a sparse segment on a tmpfs someone fills meanwhile gives SIGBUS at
+     * the first write of a ring (mpisim and the ranks died so, "Bus error", no report) */
+    int e = fchmod(fd, 0600) < 0 ? errno : posix_fallocate(fd, 0, (off_t)s->shm_bytes);
+    if (e) {
         close(fd);
         shm_unlink(s->shm_name);
-        return fail(err, errlen, "cannot size the shared segment: %s", strerror(e));
+        return fail(err, errlen, "cannot allocate the shared segment (%zu KiB for %d ranks) in /dev/shm: %s",
+                    s->shm_bytes >> 10, s->nranks, strerror(e));
     }
     void *base = mmap(NULL, s->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -1240,7 +1322,15 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             }
         }
 
-        if (s->stopped && !aborted_sent) {
+        take_stop_signal(s, child, child_done);
+        if (s->forward_at > 0 && wall_now() >= s->forward_at) {
+            s->forward_at = 0;
+            if (!child_done) {
+                kill(child, SIGTERM);
+                s->kill_launcher_at = wall_now();   /* SIGKILL if it does not end (below) */
+            }
+        }
+        if (s->stopped && s->abort_ranks && !aborted_sent) {
             char text[MS_TEXT_MAX];
             if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
@@ -1364,6 +1454,22 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     }
     if (s->shm) check_shm_pids(s, 1);
     note_early_exits(s);
+    /* The launcher was killed (mpirun never dies of a signal on its own; mpisim's own SIGKILL comes
+     * only after it stopped the run): its ranks went because of it, none died on its own */
+    if (s->child_done && WIFSIGNALED(s->child_status) && !s->stopped) {
+        int all = 1;
+        for (int i = 0; i < s->nranks; i++) all &= s->ranks[i].finalized;
+        if (!all) {
+            ms_driver_absolve(s->drv);
+            snprintf(s->stop_reason, sizeof s->stop_reason,
+                     "the launcher was killed by %s before every rank reached MPI_Finalize: the ranks were stopped",
+                     signal_name(WTERMSIG(s->child_status)));
+            for (int i = 0; i < s->nranks; i++)
+                if (!s->ranks[i].finalized && ms_driver_state(s->drv, i) == MS_RANK_STOPPED)
+                    snprintf(s->ranks[i].error, sizeof s->ranks[i].error, "stopped: the launcher was killed by %s",
+                             signal_name(WTERMSIG(s->child_status)));
+        }
+    }
     s->wall_end = wall_now();
     free(pfds);
     free(who);
@@ -1517,7 +1623,9 @@ static site_total *gather_sites(const ms_server *s, size_t *n)
             }
             all[i].calls += m->calls;
             all[i].bytes += m->bytes;
-            all[i].time_ps += m->time_ps;
+            /* the ranks' figures, summed without overflow */
+            if (__builtin_add_overflow(all[i].time_ps, m->time_ps, &all[i].time_ps))
+                all[i].time_ps = m->time_ps < 0 ? INT64_MIN : INT64_MAX;
             if (!all[i].ranks || m->time_ps < all[i].rank_min_ps) all[i].rank_min_ps = m->time_ps;
             if (!all[i].ranks || m->time_ps > all[i].rank_max_ps) all[i].rank_max_ps = m->time_ps;
             all[i].ranks++;
@@ -1569,7 +1677,7 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         if (c->baseline_ns > base) base = (double)c->baseline_ns;
         if (c->method == MS_CHARGING_SYSCALL) syscall_ranks++;
         timeouts += (double)c->gate_timeouts;
-        charged += (double)(c->raw_ns - c->compensated_ns);
+        charged += (double)c->raw_ns - (double)c->compensated_ns;   /* a rank's figures: no int64 overflow */
         woken_charged += (double)c->woken_charged_ns;
         rcomp += (double)c->return_comp_ns;
         if (c->gate_slots > slots1) slots1 = c->gate_slots;

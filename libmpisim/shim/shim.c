@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +53,14 @@ void ms_fatal(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
     fflush(stderr);
+    ms_msg_text t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
+    /* the trace says why the rank stopped too (a replay names the cause, not only the end) */
+    trace_put(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
     trace_flush();
     if (S.server && (S.tp.fd >= 0 || S.tp.shm)) {
         /* tell the server so the run's report says why it stopped */
-        ms_msg_text t;
-        memset(&t, 0, sizeof t);
-        snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
         S.tp.out_len = 0;   /* a partial batch would garble it */
         if (ms_tp_put(&S.tp, MS_MSG_UNMODELLED, &t, sizeof t, NULL, 0) == 0) ms_tp_flush(&S.tp);
     }
@@ -683,7 +686,12 @@ uint64_t ms_next_req_id(void) { return ++S.next_req; }
 static void flush_out(void)
 {
     if (!S.server) return;
-    if (ms_tp_flush(&S.tp) < 0) {
+    S.tp_writing = 1;   /* a signal handler then leaves the connection alone */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int rc = ms_tp_flush(&S.tp);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    S.tp_writing = 0;
+    if (rc < 0) {
         S.active = 0;
         S.server = 0;
         ms_fatal("lost the connection to the model server (%s)", S.tp.shm ? "it ended" : strerror(errno));
@@ -827,6 +835,10 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
         fflush(stderr);
         S.active = 0;
+        /* what it recorded stays, and its trace says it was stopped (a replay blames no one for it) */
+        char why[200];
+        snprintf(why, sizeof why, "stopped by the model server: %.160s", t.text);
+        trace_stop(why);
         PMPI_Abort(MPI_COMM_WORLD, 4);
         _exit(4);
     }
@@ -1519,6 +1531,67 @@ void cpu_list(char *out, size_t len)
 
 static void report_exit(int status, void *arg);
 
+/* ---------------------------------------------------------------------------------------- */
+/* signals: what the rank recorded is kept however it ends */
+
+static struct sigaction old_actions[65];
+
+static const char *const stop_names[] = {[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
+                                         [SIGQUIT] = "SIGQUIT"};
+
+/* A signal that ends the rank: the launcher's SIGTERM (after another rank died, or when the run is
+ * stopped), a batch system's, Ctrl-C; or a crash. Its records so far go to its trace (with a stop
+ * record for a signal from outside: a replay then blames the rank that died, not those the
+ * launcher ended), the server hears that it is being stopped, and then the signal does what it
+ * would have done without the shim. Async-signal-safe. */
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    int outside = sig < (int)(sizeof stop_names / sizeof stop_names[0]) && stop_names[sig];
+    if (outside) {
+        char why[64] = "signal ";
+        strcat(why, stop_names[sig]);
+        trace_stop(why);
+        if (S.server && !S.tp_writing) {
+            ms_msg_text t;
+            size_t n = 0;
+            static const char stop[] = "STOP ended by ";
+            memcpy(t.text, stop, sizeof stop - 1);
+            n = sizeof stop - 1;
+            for (const char *p = stop_names[sig]; *p; p++) t.text[n++] = *p;
+            t.text[n++] = 0;
+            ms_tp_send_now(&S.tp, MS_MSG_UNMODELLED, &t, n);
+        }
+    } else {
+        trace_flush_now();
+    }
+    sigaction(sig, &old_actions[sig], NULL);
+    /* a fault the kernel raised comes again as the instruction is retried, to the old handler */
+    if (outside || !si || si->si_code <= 0) raise(sig);
+    errno = saved;
+}
+
+static void install_signal_handlers(void)
+{
+    static const int outside[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    /* only where the program has left the default: its own handlers are its business */
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+        if (sigaction(outside[i], NULL, &old_actions[outside[i]]) == 0 && old_actions[outside[i]].sa_handler == SIG_DFL &&
+            !(old_actions[outside[i]].sa_flags & SA_SIGINFO))
+            sigaction(outside[i], &sa, NULL);
+    /* faults chain to what was there (Open MPI's backtrace handler, the program's) */
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        if (sigaction(faults[i], NULL, &old_actions[faults[i]]) == 0 && old_actions[faults[i]].sa_handler != SIG_IGN)
+            sigaction(faults[i], &sa, NULL);
+}
+
 static void start_session(void)
 {
     const char *server = getenv("MPISIM_SERVER");
@@ -1555,9 +1628,14 @@ static void start_session(void)
         const char *shm = getenv("MPISIM_SHM");
         char why[256] = "";
         ms_tp_init(&S.tp);
-        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0) &&
-            ms_tp_connect_tcp(&S.tp, server) < 0)
-            ms_fatal("cannot connect to the model server at %s%s%s", server, why[0] ? "; " : "", why);
+        /* MPISIM_SERVER "none": the run does not listen (every rank is on its host) */
+        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0)) {
+            if (!strcmp(server, "none"))
+                ms_fatal("cannot attach to the model server's shared segment: %s", why[0] ? why : "MPISIM_SHM is not set");
+            if (ms_tp_connect_tcp(&S.tp, server) < 0)
+                ms_fatal("cannot connect to the model server at %s (has its mpisim ended?)%s%s", server,
+                         why[0] ? "; " : "", why);
+        }
         ms_msg_hello h;
         memset(&h, 0, sizeof h);
         h.magic = MS_PROTO_MAGIC;
@@ -1575,11 +1653,19 @@ static void start_session(void)
         /* the WELCOME is the only message that can come now */
         ms_msg_header hdr;
         size_t len;
-        while (!(len = ms_tp_next(&S.tp)))
+        while (!(len = ms_tp_next(&S.tp))) {
+            /* a server that has ended is said at once, not after the transport's slow look */
+            if (!ms_tp_server_alive(&S.tp)) {
+                S.server = 0;
+                ms_fatal("the model server (mpisim, pid %d) ended before it answered this rank", S.tp.server_pid);
+            }
             if (ms_tp_read(&S.tp, 100) < 0) {
                 S.server = 0;
+                if (!ms_tp_server_alive(&S.tp))
+                    ms_fatal("the model server (mpisim, pid %d) ended before it answered this rank", S.tp.server_pid);
                 ms_fatal("the model server refused this rank (wrong secret or rank?)");
             }
+        }
         memcpy(&hdr, S.tp.in, sizeof hdr);
         if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
             ms_fatal("unexpected first reply from the model server");
@@ -1597,6 +1683,7 @@ static void start_session(void)
     S.active = 1;
     S.progress_mono_ns = mono_ns();
     ms_program_clocks_start();   /* before the first gap: their epoch is this moment */
+    install_signal_handlers();
     clock_start();
     gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
@@ -1775,7 +1862,7 @@ int MPI_Finalize(void)
     /* the connection stays for the process's exit code (report_exit); the trace is complete */
     if (!S.server) ms_tp_close(&S.tp);
     trace_flush();
-    if (S.trace_fd >= 0) close(S.trace_fd);
+    if (S.trace_fd >= 0) close(S.trace_fd);   /* trace_flush checked it is still ours */
     S.trace_fd = -1;
     PMPI_Comm_free(&S.progress_comm);
     clock_stop();

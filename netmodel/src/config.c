@@ -1224,6 +1224,18 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
     return ferror(out) ? -1 : 0;
 }
 
+/* A value's text needs the key's unit after it only when it is a bare number ("60 s" has its own:
+ * "default 60 s ps" it said) */
+static const char *unit_after(const char *text, const char *unit)
+{
+    if (!*unit) return "";
+    char *end;
+    strtod(text, &end);
+    if (end == text) return "";
+    while (*end == ' ') end++;
+    return *end ? "" : unit;
+}
+
 int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *err, size_t errlen)
 {
     if (!cfg || !out) return -1;
@@ -1238,16 +1250,17 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         const nm_entry *e = &cfg->e[i];
         const nm_key_def *d = e->def;
         if (name && strcmp(d->name, name)) continue;
+        const char *du = unit_after(d->default_value, d->unit), *vu = unit_after(e->text, d->unit);
         fprintf(out, "%s\n    %s\n    type %s%s%s, default %s%s%s (%s)\n", d->name, d->help && *d->help ? d->help : "",
                 types[d->type <= NM_KEY_STRING ? d->type : 2], *d->unit ? ", unit " : "", d->unit, d->default_value,
-                *d->unit ? " " : "", d->unit, d->source ? d->source : "");
+                *du ? " " : "", du, d->source ? d->source : "");
         if (d->type == NM_KEY_STRING && d->choices && *d->choices) fprintf(out, "    choices: %s\n", d->choices);
         double lo, hi;
         if (numeric_range(d, &lo, &hi)) fprintf(out, "    range: %g to %g%s%s\n", lo, hi, *d->unit ? " " : "", d->unit);
         else if (d->flags & NM_KEY_POSITIVE) fprintf(out, "    range: above 0\n");
         else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
         if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
-            fprintf(out, "    value %s%s%s from %s\n", e->text, *d->unit ? " " : "", d->unit, e->origin);
+            fprintf(out, "    value %s%s%s from %s\n", e->text, *vu ? " " : "", vu, e->origin);
     }
     return ferror(out) ? -1 : 0;
 }

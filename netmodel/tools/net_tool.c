@@ -324,7 +324,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     next = malloc((size_t)n * sizeof *next);
     phase_k = calloc((size_t)n, sizeof *phase_k);
     if (!rs.outstanding || !perm || !next || !phase_k) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
-    if (n < 2) { fprintf(errout, "%s: topology '%s' has fewer than 2 hosts\n", prog, topo_spec); goto done; }
+    if (n < 2) {   /* a configuration error: there is no traffic to model */
+        fprintf(errout, "%s: topology '%s' has fewer than 2 hosts\n", prog, topo_spec);
+        rc = 2;
+        goto done;
+    }
 
     /* traffic pattern */
     int kind = TR_UNIFORM, hotspot = -1, local_l = 0;
