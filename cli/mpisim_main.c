@@ -190,17 +190,40 @@ static const nm_opt run_opts_table[] = {
     NM_OPT_END,
 };
 
+/* `mpisim trace`: run's options without those of the model server, which a capture does not
+ * start (no report, no listen address): their values would go nowhere */
+static const nm_opt trace_opts_table[] = {
+    {"np", 'n', "N", "number of ranks (required)"},
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    NM_OPT_ROUTING(O_ROUTING),
+    {"compute", O_COMPUTE, "cpu|wall|none", "how computation between MPI calls is measured (shim.compute)"},
+    {"cpu-factor", O_CPU_FACTOR, "X", "scale the host's compute time by X (shim.cpu_factor, recorded for replay)"},
+    {"cpu-factor-source", O_CPU_FACTOR_SOURCE, "TEXT", "where --cpu-factor came from, recorded as its origin"},
+    {"output", 'o', "FILE.h5", "the HDF5 trace (default mpisim-trace.h5)"},
+    {"trace", 'o', "FILE.h5", "the same as --output"},
+    {"replace-trace", O_REPLACE_TRACE, NULL, "replace the FILE.h5.raw directory a run that did not finish left"},
+    {"timeline", O_TIMELINE, "FILE.json", "also write a Chrome/Perfetto timeline (in the recording's real time)"},
+    {"mpirun", O_MPIRUN, "PATH", "the mpirun to launch with"},
+    {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
+    {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
+    {"report", O_REPORT, "FILE", NULL},   /* refused with the way to a report */
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void run_usage(FILE *f, int capture_only)
 {
     if (capture_only)
         fputs("usage: mpisim trace [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded and records every MPI call to an HDF5\n"
-              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay.\n", f);
+              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay\n"
+              "(which writes the report: mpisim replay F.h5 --report R.json).\n", f);
     else
         fputs("usage: mpisim run [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded while the model server says how long\n"
               "it would have taken on the modelled network (virtual time); writes a JSON report.\n", f);
-    nm_cmdline_print_options(run_opts_table, f);
+    nm_cmdline_print_options(capture_only ? trace_opts_table : run_opts_table, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");
     fputs("Options end at the first operand (or --): the program and its own arguments follow.\n", f);
@@ -220,7 +243,8 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
     o->listen = "127.0.0.1";
     o->advertise = NULL;
     nm_cmdline c;
-    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", run_opts_table, argc, argv, 1);
+    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", capture_only ? trace_opts_table : run_opts_table,
+                    argc, argv, 1);
     const char *v;
     for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
         long n;
@@ -238,7 +262,15 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
         case O_COMPUTE: o->compute = v; break;
         case O_CPU_FACTOR: o->cpu_factor = v; break;
         case O_CPU_FACTOR_SOURCE: o->cpu_factor_source = v; break;
-        case O_REPORT: o->report = v; break;
+        case O_REPORT:
+            if (capture_only) {   /* a capture runs no model: the replay writes the report */
+                fprintf(stderr, "mpisim trace: --report: a capture runs no model and writes no report; replay the "
+                                "trace for one (mpisim replay F.h5 --report R.json), or co-simulate and capture at "
+                                "once (mpisim run --trace F.h5 --report R.json)\n");
+                return -1;
+            }
+            o->report = v;
+            break;
         case 'o': o->trace = v; break;
         case O_REPLACE_TRACE: o->replace_trace = 1; break;
         case O_TIMELINE: o->timeline = v; break;
@@ -400,8 +432,10 @@ static int make_trace_dir(const char *trace, int replace, char *dir, size_t len,
     return -1;
 }
 
-/* remove_raw: the run made `dir` itself (trace-recover's is the user's, and stays) */
-static int finish_trace(const char *dir, const char *trace, int remove_raw)
+/* remove_raw: the run made `dir` itself (trace-recover's is the user's, and stays); temporary:
+ * the trace is only the timeline's source (run --timeline), removed once it is drawn, so a
+ * finished one is not named as if it stayed */
+static int finish_trace(const char *dir, const char *trace, int remove_raw, int temporary)
 {
     char err[1024];
     int rc = ms_trace_convert(dir, trace, err, sizeof err);
@@ -415,7 +449,7 @@ static int finish_trace(const char *dir, const char *trace, int remove_raw)
                         "trace'); the raw files stay in %s\n", trace, err, dir);
         return 0;
     }
-    fprintf(stderr, "mpisim: trace %s\n", trace);
+    if (!temporary) fprintf(stderr, "mpisim: trace %s\n", trace);
     /* everything is in the HDF5 file now: the raw files would only be in the next run's way */
     if (remove_raw && remove_raw_dir(dir, err, sizeof err) < 0) fprintf(stderr, "mpisim: warning: %s\n", err);
     return 0;
@@ -600,6 +634,39 @@ static void sweep_stale_segments(void)
     closedir(d);
 }
 
+/* The program as the launcher will look for it on this host: a name with a '/' as a path, else
+ * each directory of $PATH (mpirun's own lookup). When it is not there, say so in mpisim's words
+ * before the launcher's banner ("unable to find executable"); the launch goes ahead, since ranks
+ * placed on other hosts (--mpirun-arg) may find it there. */
+static void warn_if_program_missing(const char *prog)
+{
+    if (!prog || !*prog) return;
+    if (strchr(prog, '/')) {
+        struct stat st;
+        if (stat(prog, &st) != 0)
+            fprintf(stderr, "mpisim: the program %s does not exist on this host (%s)\n", prog, strerror(errno));
+        else if (S_ISDIR(st.st_mode) || access(prog, X_OK) != 0)
+            fprintf(stderr, "mpisim: the program %s is not an executable file\n", prog);
+        return;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        size_t n = strcspn(p, ":");
+        char cand[PATH_MAX];
+        struct stat st;
+        if (snprintf(cand, sizeof cand, "%.*s%s%s", (int)n, p, n ? "/" : "", prog) < (int)sizeof cand &&
+            stat(cand, &st) == 0 && !S_ISDIR(st.st_mode) && access(cand, X_OK) == 0)
+            return;
+        if (!p[n]) break;
+        p += n + 1;
+    }
+    struct stat st;
+    int here = stat(prog, &st) == 0 && !S_ISDIR(st.st_mode);
+    fprintf(stderr, "mpisim: the program %s is not on this host's PATH%s%s%s\n", prog,
+            here ? " (one is in this directory: run it as ./" : "", here ? prog : "", here ? ")" : "");
+}
+
 static int launch_and_serve(const run_opts *o_)
 {
     run_opts o = *o_;
@@ -690,6 +757,7 @@ static int launch_and_serve(const run_opts *o_)
             return abandon_run(s, MS_EXIT_OUTPUT);
         }
     }
+    warn_if_program_missing(o.prog[0]);
     char shim[PATH_MAX + 64];
     const char *shim_env = getenv("MPISIM_SHIM");
     if (shim_env) snprintf(shim, sizeof shim, "%s", shim_env);
@@ -833,7 +901,7 @@ static int launch_and_serve(const run_opts *o_)
     }
     if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
         fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
-    if (o.trace && finish_trace(trace_dir, o.trace, 1) < 0) output_failed = 1;
+    if (o.trace && finish_trace(trace_dir, o.trace, 1, o.trace == timeline_trace) < 0) output_failed = 1;
     else if (o.trace && remove_raw_dir(trace_dir, err, sizeof err) < 0)   /* converted: not needed */
         fprintf(stderr, "mpisim: %s\n", err);
     if (o.timeline) {
@@ -940,7 +1008,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
             return MS_EXIT_USAGE;
         }
-        int rc = finish_trace(argv[2], argv[3], 0);   /* a partial trace is converted: 0 */
+        int rc = finish_trace(argv[2], argv[3], 0, 0);   /* a partial trace is converted: 0 */
         return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);
@@ -952,6 +1020,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "net")) return nm_net_main(sc, sv, stdout, stderr);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: mpisim version\nPrints mpisim's version (also: mpisim --version).\n");
+            return 0;
+        }
+        if (argc > 2) {
+            fprintf(stderr, "mpisim version: takes no arguments (got '%s')\nusage: mpisim version\n", argv[2]);
+            return MS_EXIT_USAGE;
+        }
         printf("mpisim %s\n", MPISIM_VERSION);
         return 0;
     }

@@ -1602,12 +1602,14 @@ int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 
 int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_clocks; }
 
-double MPI_Wtime(void)
+double ms_wtime_from(void *callsite, uint64_t entry_tsc)
 {
-    uint64_t entry_tsc = ms_tsc();
     if (!S.active || !S.server) return PMPI_Wtime();
-    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL, entry_tsc) * 1e-12;
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, callsite, entry_tsc) * 1e-12;
 }
+
+/* the program's call site, as every wrapper names it (the report's callsites) */
+double MPI_Wtime(void) { return ms_wtime_from(__builtin_return_address(0), ms_tsc()); }
 
 double MPI_Wtick(void)
 {

@@ -149,7 +149,12 @@ def test_matmul_wtime():
     # rank 0 does only local work (the check) after its last MPI_Wtime, free under --compute none
     if end != r0["virtual_end_ps"] or interval != end - start:
         sys.exit(f"FAILED: matmul interval {interval} ps ({start}..{end}), rank 0 report {r0['virtual_end_ps']} ps")
-    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps")
+    # MPI_Wtime's call sites are the program's, as every other call's (it showed 0xffffffffffffffff)
+    wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+    if not wsites or not all(w.startswith("main+") for w in wsites):
+        sys.exit(f"FAILED: MPI_Wtime's call sites {wsites} do not name matmul's main")
+    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps; "
+          f"MPI_Wtime called from {', '.join(sorted(wsites))}")
 
 
 def strip(rep):
@@ -803,6 +808,10 @@ def test_fortran_pingpong():
         calls = sum(r["calls"] for r in rep["ranks"])
         if calls < 2 * 5 * 7:
             sys.exit(f"FAILED: {name}: the report counts only {calls} MPI calls")
+        # MPI_Wtime through the Fortran binding is attributed to the program, as the other calls
+        wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+        if not wsites or not all(w.startswith("MAIN__") for w in wsites):
+            sys.exit(f"FAILED: {name}: MPI_Wtime's call sites {wsites} do not name the Fortran main program")
     print(f"Fortran ping-pong (mpif.h and mpi_f08): {checked} size/binding pairs equal the C closed form "
           "to the picosecond")
 
