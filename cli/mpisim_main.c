@@ -85,7 +85,11 @@ static int find_beside_self(const char *const *dirs, size_t ndirs, const char *n
     if (mpisim_self_dir(self, sizeof self) < 0) return -1;
     for (size_t i = 0; i < ndirs; i++) {
         int n = snprintf(out, len, "%s/%s/%s", self, dirs[i], name);
-        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) return 0;
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) {
+            char canon[PATH_MAX];   /* bin/../libexec/mpisim/matmul as the reports name it: plainly */
+            if (realpath(out, canon) && strlen(canon) < len) snprintf(out, len, "%s", canon);
+            return 0;
+        }
     }
     return -1;
 }

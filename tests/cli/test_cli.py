@@ -245,11 +245,64 @@ def install():
                  'if (nm_config_load_profile(c, "default", NULL, e, sizeof e)) {puts(e); return 1;}'
                  'nm_config_destroy(c); puts("loaded"); return 0;}\n')
     penv = dict(env, PKG_CONFIG_PATH=pc_dir)
-    flags = run(["pkg-config", "--cflags", "--libs", "--static", "mpisim-netmodel"], env=penv).stdout.split()
-    exe = os.path.join(WORK, "use_netmodel")
-    run(["cc", "-o", exe, csrc] + flags)
-    p = run([exe], env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
-    check(p.stdout.strip() == "loaded", "a program links the installed libnetmodel via pkg-config")
+    # a plain --libs links the static library (its libinih and libm with it), and so does --static
+    for static in ([], ["--static"]):
+        flags = run(["pkg-config", "--cflags", "--libs"] + static + ["mpisim-netmodel"], env=penv).stdout.split()
+        exe = os.path.join(WORK, "use_netmodel")
+        run(["cc", "-o", exe, csrc] + flags)
+        p = run([exe], env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
+        check(p.stdout.strip() == "loaded",
+              f"a program links the installed libnetmodel via pkg-config --libs {' '.join(static)}: {' '.join(flags)}")
+    # the shim's .pc: its variables name the installed files; an MPI program linked with it (no
+    # LD_PRELOAD) runs natively untimed, and is timed under the installed mpisim
+    var = {v: run(["pkg-config", "--variable=" + v, "mpisim"], env=penv).stdout.strip()
+           for v in ("shim", "mpisim", "profiledir", "appdir", "libdir")}
+    check(all(os.path.exists(x) for x in var.values()) and var["shim"].endswith("/libmpisim.so"),
+          f"pkg-config mpisim names the installed shim, command, profiles and programs: {var}")
+    msrc = os.path.join(WORK, "linked.c")
+    with open(msrc, "w") as fh:
+        fh.write('#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v){int r, x = 1;'
+                 'MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r);'
+                 'MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);'
+                 'if (!r) printf("sum %d\\n", x); MPI_Finalize(); return 0;}\n')
+    lexe = os.path.join(WORK, "linked")
+    libs = run(["pkg-config", "--libs", "mpisim"], env=penv).stdout.split()
+    run(["mpicc", "-o", lexe, msrc] + libs + ["-Wl,-rpath," + var["libdir"]])
+    ldd = run(["ldd", lexe]).stdout
+    check(var["shim"] in ldd or os.path.realpath(var["shim"]) in ldd, "an MPI program links the shim via pkg-config")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    p = run(["mpirun", *root, "--oversubscribe", "-n", "2", lexe], env=env)
+    check("sum 2" in p.stdout and "running untimed" in p.stderr, "natively, the linked shim stays out of the way")
+    p = run([var["mpisim"], "run", "--compute", "none", "--report", rep, "-n", "2", "--", lexe], cwd="/", env=env)
+    with open(rep) as fh:
+        r = json.load(fh)
+    check("sum 2" in p.stdout and r["summary"]["outcome"] == "ok" and
+          any(c["call"] == "MPI_Allreduce" for c in r["callsites"]), "under the installed mpisim, it is timed")
+    # the CMake package: find_package(mpisim) gives mpisim::netmodel and the shim's path
+    proj = os.path.join(WORK, "cmake_user")
+    os.makedirs(proj)
+    with open(os.path.join(proj, "CMakeLists.txt"), "w") as fh:
+        fh.write("cmake_minimum_required(VERSION 3.20)\nproject(user C)\nfind_package(mpisim 0.1 REQUIRED)\n"
+                 "add_executable(use_netmodel ${CMAKE_CURRENT_SOURCE_DIR}/use_netmodel.c)\n"
+                 "target_link_libraries(use_netmodel PRIVATE mpisim::netmodel)\n"
+                 "file(WRITE ${CMAKE_BINARY_DIR}/shim.txt \"${MPISIM_SHIM}\")\n")
+    shutil.copy(csrc, proj)
+    run(["cmake", "-S", proj, "-B", os.path.join(proj, "b"), "-DCMAKE_PREFIX_PATH=" + prefix], env=env)
+    run(["cmake", "--build", os.path.join(proj, "b")], env=env)
+    p = run([os.path.join(proj, "b", "use_netmodel")],
+            env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
+    shim_cmake = open(os.path.join(proj, "b", "shim.txt")).read()
+    check(p.stdout.strip() == "loaded" and os.path.realpath(shim_cmake) == os.path.realpath(var["shim"]),
+          "find_package(mpisim): mpisim::netmodel links, MPISIM_SHIM is the installed shim")
+    # the main job from the installed tree: the study finds matmul in libexec (it looked beside
+    # the command, bin/matmul), calibrates and runs; a small grid of it
+    out = os.path.join(WORK, "inst-study")
+    p = run([var["mpisim"], "study", "speedup", "--procs", "1,2", "--sizes", "32,48", "--runs", "1", "--out", out],
+            cwd="/", env=env)
+    table = [l for l in p.stdout.splitlines() if l.strip()[:1].isdigit()]
+    rp = json.load(open(os.path.join(out, "report-P2-N48.json")))
+    check(len(table) == 4 and "failed" not in p.stdout and os.path.realpath(rp["program"][0]) == os.path.realpath(os.path.join(var["appdir"], "matmul")),
+          f"the installed mpisim runs the study with libexec's matmul ({rp['program'][0]})")
 
 
 def study():
