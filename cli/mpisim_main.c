@@ -19,6 +19,7 @@
 
 #include "ms_driver.h"
 #include "ms_server.h"
+#include "ms_proc.h"
 #include "exit_codes.h"
 #include "netmodel.h"
 #include "nm_cmdline.h"
@@ -462,17 +463,25 @@ static int finish_trace(const char *dir, const char *trace, int remove_raw, int 
 static int cmd_trace(int argc, char **argv);
 
 /* Capture only (no model server to say who connected): each rank creates its raw file in
- * MPI_Init. When some have not after shim.connect_timeout without a new one appearing, the ranks
- * wait in MPI_Init for one that never comes: name the missing ranks and end the launcher. -1 then. */
+ * MPI_Init. When some have not after shim.connect_timeout of idle time (the launcher's processes
+ * on this host neither ran nor waited for a CPU: ms_proc.h) without a new one appearing, the
+ * ranks wait in MPI_Init for one that never comes: name the missing ranks and end the launcher.
+ * -1 then. */
 static int capture_wait(pid_t pid, int *status, const char *dir, int nranks, double timeout_s)
 {
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
-    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0;
-    int seen = 0, stalled = 0;
+    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0, next_look = 0;
+    int seen = 0, stalled = 0, cap = 2 * nranks + 64;
+    int *tree = malloc(sizeof *tree * (size_t)cap);
+    ms_idle_clock idle = {0};
     for (;;) {
         pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) return stalled ? -1 : 0;
+        if (w == pid || (w < 0 && errno != EINTR)) {
+            free(tree);
+            ms_idle_clock_free(&idle);
+            return stalled ? -1 : 0;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -486,14 +495,20 @@ static int capture_wait(pid_t pid, int *status, const char *dir, int nranks, dou
                 if (access(path, F_OK) == 0) n++;
                 else if (off < sizeof missing - 16) off += (size_t)snprintf(missing + off, sizeof missing - off, "%s%d", off ? ", " : "", r);
             }
+            if (now >= next_look) {   /* the launcher's processes, once a second */
+                next_look = now + 1.0;
+                ms_idle_clock_look(&idle, tree, tree ? ms_proc_tree(pid, tree, cap) : 0, 1, now, 5.0);
+            }
             if (n > seen) {
                 seen = n;
                 last = now;
-            } else if (now - last > timeout_s) {
+                idle.idle_s = 0;
+            } else if (idle.idle_s > timeout_s) {
                 fprintf(stderr,
-                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout): %s%s; "
-                        "stopping the run\n",
-                        nranks - n, nranks, timeout_s, missing, off >= sizeof missing - 16 ? ", ..." : "");
+                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout, counted "
+                        "while the job's processes on this host neither ran nor waited for a CPU; %.0f s of wall "
+                        "time): %s%s; stopping the run\n",
+                        nranks - n, nranks, timeout_s, now - last, missing, off >= sizeof missing - 16 ? ", ..." : "");
                 kill(pid, SIGTERM);
                 killed_at = now;
                 stalled = 1;
@@ -862,6 +877,7 @@ static int launch_and_serve(const run_opts *o_)
     int status = 0, stalled_start = 0;
     int rc;
     if (s) {
+        ms_server_set_stop_flag(s, &forwarded_signal);
         if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
     } else if (capture_wait(pid, &status, trace_dir, o.nranks,
                             (double)nm_config_int(cfg, "shim.connect_timeout") * 1e-12) < 0) {

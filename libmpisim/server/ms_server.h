@@ -10,6 +10,7 @@
 #define MS_SERVER_H
 
 #include <stdio.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "ms_driver.h"
 #include "netmodel.h"
@@ -38,6 +39,10 @@ int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen
 void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user);
 /* A summary of the real machine (hwloc), recorded in the report. */
 void ms_server_set_machine(ms_server *s, const char *text);
+/* A flag the front end sets (from a signal handler) when it has signalled the launcher to end
+ * the run (SIGTERM, SIGHUP): ranks whose processes are stopped (SIGSTOP, a debugger) are then
+ * continued, and killed if still stopped 5 s later, as when mpisim stops the run itself. */
+void ms_server_set_stop_flag(ms_server *s, volatile sig_atomic_t *flag);
 /* The run's secret (hex), to hand to the ranks through the environment. */
 const char *ms_server_secret(const ms_server *s);
 /* Serve until every rank has finished or died and `child` (the launcher, or -1) has exited.

@@ -23,14 +23,18 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 MPISIM = os.path.join(BUILD, "bin", "mpisim")
 WORK = tempfile.mkdtemp(prefix="mpisim-cli-")
 atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 
 
-def run(args, check=True, timeout=300, **kw):
-    p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout, **kw)
+def run(args, check=True, timeout=None, **kw):
+    """args to their end, or until idle for two minutes (tests/progress_run.py) or past timeout."""
+    p = progress_run.run(args, idle_limit=120, wall_limit=timeout, errors="replace", **kw)
     if check and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
@@ -308,7 +312,9 @@ def install():
 def study():
     out1, out2 = os.path.join(WORK, "s1"), os.path.join(WORK, "s2")
     desc = "it's \"quoted\"; $(touch pwned) `x`"
-    common = ["--procs", "1,2", "--sizes", "16", "--set", f"profile.description={desc}"]
+    # one pass over the grid (--runs 1): the repetitions of a point are not this test's subject, and
+    # three passes with their re-runs made it 21 runs a study, minutes on a loaded machine
+    common = ["--procs", "1,2", "--sizes", "16", "--runs", "1", "--set", f"profile.description={desc}"]
     p = run([MPISIM, "study", "speedup", "--out", out1, "--cpu-factor", "123.5"] + common, cwd=WORK)
     cfg = json.load(open(os.path.join(out1, "config.json")))
     check(cfg["profile.description"]["value"] == desc, "a --set value with quotes and $() reaches the runs unchanged")
