@@ -40,7 +40,7 @@ static const nm_named subcommands[] = {
     {"replay", "replay TRACE.h5 [options]", "play a trace through the model, offline"},
     {"sweep", "sweep TRACE.h5 --vary KEY=V1,V2,... [options]", "replay a trace over a grid of configurations"},
     {"net", "net [options]", "network-only runs with synthetic traffic"},
-    {"study", "study speedup [options]", "the speedup study of seed 000 sec 4"},
+    {"study", "study speedup [options]", "the speedup study of seed 000 sec 3.2 (matmul)"},
     {"config", "config [options]", "print or describe the resolved configuration"},
     {"timeline", "timeline TRACE.h5 -o FILE.json", "write a Chrome/Perfetto timeline of a trace"},
     {"report", "report [--top N] REPORT.json", "print a report as an mpiP-style text summary"},

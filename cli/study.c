@@ -252,7 +252,9 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; then again, up to 3K times, the points whose two fastest runs differ by more than 2 %, and always the one-rank points and those under 10 ms (default 3)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest run counting; then again, up to 3K runs\n"
+     "in all, the points whose two fastest runs differ by more than 2 %, and always 3K times the\n"
+     "one-rank points and those under 10 ms (default 3: about 250 runs for the default grid)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -261,8 +263,8 @@ static const nm_opt study_options[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpisim study speedup [options]\n"
-               "The speedup study of seed 000 sec 4: matmul co-simulated over a grid of process counts and\n"
-               "matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
+               "The speedup study of seed 000 sec 3.2 (results: sec 4.2): matmul co-simulated over a grid of\n"
+               "process counts and matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
     nm_cmdline_print_options(study_options, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");

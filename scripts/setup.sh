@@ -56,7 +56,8 @@ fi
 # one re-runs CMake by itself when a CMakeLists.txt changed, and configuring it again regenerated
 # files and rebuilt part of the project with no source change.
 cache="$build/CMakeCache.txt"
-if [ ! -f "$cache" ] || ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$here" "$cache" ||
+configured_for=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$cache" 2>/dev/null || true)
+if [ -z "$configured_for" ] || [ "$(realpath -- "$configured_for" 2>/dev/null)" != "$(realpath -- "$here")" ] ||
    { [ ! -f "$build/Makefile" ] && [ ! -f "$build/build.ninja" ]; }; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
 fi

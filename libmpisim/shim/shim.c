@@ -26,6 +26,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -824,8 +825,17 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         memcpy(&t, p, len < sizeof t ? len : sizeof t);
         t.text[MS_TEXT_MAX - 1] = 0;
         t.text[strcspn(t.text, "\n")] = 0; /* the details are in the server's summary */
-        fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
-        fflush(stderr);
+        /* mpisim says why once, in its summary after the launcher has ended: no line per rank
+         * (16 of them at -n 16), and no MPI_ABORT banner of Open MPI's after it. ORTE's help
+         * messages from this process are turned off (orte_execute_quiet, what mpirun -q sets)
+         * only now that mpisim stops it, so that the program's own MPI errors still print. */
+        if (getenv("MPISIM_DEBUG")) {
+            fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
+            fflush(stderr);
+        } else {
+            bool *quiet = dlsym(RTLD_DEFAULT, "orte_execute_quiet");
+            if (quiet) *quiet = true;
+        }
         S.active = 0;
         PMPI_Abort(MPI_COMM_WORLD, 4);
         _exit(4);

@@ -110,7 +110,10 @@ def setup_no_rebuild():
     tool("apt-get", "exit 1")
     tool("cmake", 'exec /usr/bin/cmake "$@"')
     before = compile_commands(BUILD)
-    check(not before, f"the build directory is up to date before the test ({len(before)} commands pending)")
+    if before:   # sources changed since the last build: nothing to judge a no-op build by
+        print(f"the build directory is not up to date ({len(before)} commands pending, e.g. {before[0][:160]}): "
+              "build it first; skipped")
+        sys.exit(77)
     p, dt = setup(BUILD)
     cm = [c for c in calls() if c.startswith("cmake")]
     check(p.returncode == 0, "setup.sh on a configured build" + (f" (rc {p.returncode}): {p.stderr[-800:]}" if p.returncode else ""))

@@ -528,6 +528,10 @@ def test_deadlock():
     p, rep = mpisim_run(2, [exe], check=False)
     if p.returncode != 3 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
         sys.exit(f"FAILED: expected a deadlock report naming MPI_Recv\n{p.stderr}")
+    # said once, by mpisim, last: no line per rank, no MPI_ABORT banner of Open MPI's after it
+    if p.stderr.count("deadlock in virtual time") != 1 or "MPI_ABORT was invoked" in p.stderr or \
+            not p.stderr.rstrip().splitlines()[-1].lstrip().startswith("rank "):
+        sys.exit(f"FAILED: the deadlock should be said once, last, without Open MPI's abort banner\n{p.stderr}")
     print("deadlock report:", [l for l in p.stderr.splitlines() if "rank" in l][:3])
 
 
