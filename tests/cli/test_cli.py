@@ -65,6 +65,12 @@ def timeline_and_report():
     p = run([MPISIM, "run", "--compute", "none", "--timeline", tl, "--trace", kept, "--report", rep,
              "-n", "3", "--", prog])
     region_s = {int(l.split()[1]): float(l.split()[3]) for l in p.stdout.splitlines() if l.startswith("rank ")}
+    check(f"mpisim: trace {kept}" in p.stderr and f"mpisim: timeline {tl}" in p.stderr, "the kept trace and the timeline are named")
+    # a timeline alone: drawn from a trace kept only until then, which is not named as if it stayed
+    tl2 = os.path.join(WORK, "alone.json")
+    p2 = run([MPISIM, "run", "--compute", "none", "--timeline", tl2, "--report", rep, "-n", "3", "--", prog])
+    check(f"mpisim: timeline {tl2}" in p2.stderr and ".trace.h5" not in p2.stderr and
+          not os.path.exists(tl2 + ".trace.h5"), "run --timeline alone names the timeline, not its temporary trace")
     with open(tl) as fh:
         t = json.load(fh)
     check(t["otherData"]["time_base"].startswith("virtual"), "a co-simulation's timeline is in virtual time")
@@ -147,6 +153,30 @@ def help_():
             check(o in p.stdout, f"mpisim {sub} --help documents {o}")
     p = run([MPISIM, "run", "--help"])
     check("--vary" not in p.stdout and "torus2d" not in p.stdout, "run --help is run's, not the global synopsis")
+    # trace runs no model: no --report among its options, and one given is refused with the way to
+    # a report (it was accepted and nothing written); version has a help of its own
+    p = run([MPISIM, "trace", "--help"])
+    check(not any(l.lstrip().startswith(("--report", "--listen", "--server-address")) for l in p.stdout.splitlines()),
+          "trace --help lists no option of the model server's")
+    p = run([MPISIM, "trace", "--report", os.path.join(WORK, "x.json"), "-n", "2", "--", "true"], check=False)
+    check(p.returncode == 2 and "mpisim replay" in p.stderr and not os.path.exists(os.path.join(WORK, "x.json")),
+          "trace --report is refused, naming replay --report")
+    # a program the launcher will not find is named in mpisim's words before the launcher's banner
+    # (the exit code is README.md's table's, tested there)
+    for prog, says in (("no-such-program-xyz", "is not on this host's PATH"),
+                       (os.path.join(WORK, "no", "such"), "does not exist on this host")):
+        p = run([MPISIM, "run", "--report", os.devnull, "-n", "1", "--", prog], check=False)
+        at, banner = p.stderr.find(says), p.stderr.find("mpirun was unable")
+        check(p.returncode != 0 and at >= 0 and (banner < 0 or at < banner),
+              f"a missing program ({prog}) is named before the launcher's message")
+    p = run([MPISIM, "version", "--help"])
+    check(p.stdout.startswith("usage: mpisim version"), "version --help is a usage")
+    p = run([MPISIM, "version", "extra"], check=False)
+    check(p.returncode == 2, "version takes no operand")
+    # one crossbar: no route crosses a switch-to-switch link, which is no reason for "0.0 % minimal"
+    p = run([MPISIM, "net", "--topology", "crossbar:4", "--load", "1e8", "--payload", "64", "--measure", "20us"])
+    check("every host pair is on one switch" in p.stdout and "0.0% minimal" not in p.stdout,
+          "net on one crossbar says its routes stay in the switch")
     p = run([MPISIM, "net", "--help"])
     for name in ("torus2d:X:Y:K", "cplant", "irregular:S:SEED", "sci-torus:R:F", "bit-reversal", "updown"):
         check(name in p.stdout, f"net --help lists {name} from the registries")

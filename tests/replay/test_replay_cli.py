@@ -208,7 +208,16 @@ def test_online_equals_offline():
     if os.environ.get("MPISIM_SANITIZED"):
         print("skipped: a sanitized libmpisim.so cannot be preloaded into uninstrumented MPI programs")
         sys.exit(77)
-    cosim_pair(2, os.path.join(BIN, "pingpong"), ["--iters", "3", "--sizes", "8,4096,65536"], "pingpong")
+    pp = cosim_pair(2, os.path.join(BIN, "pingpong"), ["--iters", "3", "--sizes", "8,4096,65536"], "pingpong")
+    # what the replay says of the recorded resume times: a check with the capture's configuration,
+    # an expected difference under another one (it read like an error: issue 26)
+    p = run([MPISIM, "replay", pp, "--report", os.devnull])
+    check(re.search(r"0 of \d+ recorded resume times differ \(replay reproduces the co-simulation\)", p.stderr),
+          "the capture's configuration: the replay says it reproduces the co-simulation: " + p.stderr.strip()[-200:])
+    p = run([MPISIM, "replay", pp, "--report", os.devnull, "--set", "network.link_rate=2.56Gb/s"])
+    check(re.search(r"\d+ of \d+ resume times moved from the co-simulation's, as expected: the configuration is "
+                    r"not the capture's \(network.link_rate\)", p.stderr) and "differ" not in p.stderr,
+          "another configuration: the moved resume times are expected, named by key: " + p.stderr.strip()[-300:])
     cosim_pair(4, os.path.join(BIN, "matmul"), ["32"], "matmul")
     cosim_pair(4, os.path.join(BIN, "fan"), ["--reps", "2", "--size", "30000"], "fan")
     cosim_pair(4, os.path.join(BIN, "collectives"), ["--sizes", "64,20000", "--iters", "2", "--ops",
