@@ -511,6 +511,8 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+    free(r->suspect);   /* the driver forgets a stall of a rank that has gone; so does the watch */
+    r->suspect = NULL;
     if (r->shm) {
         r->shm_closed = 1;
         r->out.len = 0;
@@ -1149,6 +1151,7 @@ static void watch_stalls(ms_server *s, double now)
     if (need) ms_idle_clock_look(&s->stall_clock, s->proc_pids, n, 0, now, 5 * MS_PROC_LOOK_S);
     for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
+        if (!rank_live(r)) continue;
         if (r->suspect && !r->suspect_passed && !r->stopped_passed &&
             (s->stall_clock.idle_s - r->suspect_idle0 >= s->stall_timeout_s ||
              now - r->suspect_since >= MS_STALL_WALL_CAP * s->stall_timeout_s)) {
