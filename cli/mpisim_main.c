@@ -19,6 +19,7 @@
 
 #include "ms_driver.h"
 #include "ms_server.h"
+#include "ms_proc.h"
 #include "exit_codes.h"
 #include "netmodel.h"
 #include "nm_cmdline.h"
@@ -40,7 +41,7 @@ static const nm_named subcommands[] = {
     {"replay", "replay TRACE.h5 [options]", "play a trace through the model, offline"},
     {"sweep", "sweep TRACE.h5 --vary KEY=V1,V2,... [options]", "replay a trace over a grid of configurations"},
     {"net", "net [options]", "network-only runs with synthetic traffic"},
-    {"study", "study speedup [options]", "the speedup study of seed 000 sec 4"},
+    {"study", "study speedup [options]", "the speedup study of seed 000 sec 3.2 (matmul)"},
     {"calibrate", "calibrate [--out host.ini] [options]", "fit a profile of this machine (or of benchmark outputs)"},
     {"config", "config [options]", "print or describe the resolved configuration"},
     {"timeline", "timeline TRACE.h5 -o FILE.json", "write a Chrome/Perfetto timeline of a trace"},
@@ -87,7 +88,11 @@ static int find_beside_self(const char *const *dirs, size_t ndirs, const char *n
     if (mpisim_self_dir(self, sizeof self) < 0) return -1;
     for (size_t i = 0; i < ndirs; i++) {
         int n = snprintf(out, len, "%s/%s/%s", self, dirs[i], name);
-        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) return 0;
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) {
+            char canon[PATH_MAX];   /* bin/../libexec/mpisim/matmul as the reports name it: plainly */
+            if (realpath(out, canon) && strlen(canon) < len) snprintf(out, len, "%s", canon);
+            return 0;
+        }
     }
     return -1;
 }
@@ -193,17 +198,40 @@ static const nm_opt run_opts_table[] = {
     NM_OPT_END,
 };
 
+/* `mpisim trace`: run's options without those of the model server, which a capture does not
+ * start (no report, no listen address): their values would go nowhere */
+static const nm_opt trace_opts_table[] = {
+    {"np", 'n', "N", "number of ranks (required)"},
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    NM_OPT_ROUTING(O_ROUTING),
+    {"compute", O_COMPUTE, "cpu|wall|none", "how computation between MPI calls is measured (shim.compute)"},
+    {"cpu-factor", O_CPU_FACTOR, "X", "scale the host's compute time by X (shim.cpu_factor, recorded for replay)"},
+    {"cpu-factor-source", O_CPU_FACTOR_SOURCE, "TEXT", "where --cpu-factor came from, recorded as its origin"},
+    {"output", 'o', "FILE.h5", "the HDF5 trace (default mpisim-trace.h5)"},
+    {"trace", 'o', "FILE.h5", "the same as --output"},
+    {"replace-trace", O_REPLACE_TRACE, NULL, "replace the FILE.h5.raw directory a run that did not finish left"},
+    {"timeline", O_TIMELINE, "FILE.json", "also write a Chrome/Perfetto timeline (in the recording's real time)"},
+    {"mpirun", O_MPIRUN, "PATH", "the mpirun to launch with"},
+    {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
+    {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
+    {"report", O_REPORT, "FILE", NULL},   /* refused with the way to a report */
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void run_usage(FILE *f, int capture_only)
 {
     if (capture_only)
         fputs("usage: mpisim trace [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded and records every MPI call to an HDF5\n"
-              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay.\n", f);
+              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay\n"
+              "(which writes the report: mpisim replay F.h5 --report R.json).\n", f);
     else
         fputs("usage: mpisim run [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded while the model server says how long\n"
               "it would have taken on the modelled network (virtual time); writes a JSON report.\n", f);
-    nm_cmdline_print_options(run_opts_table, f);
+    nm_cmdline_print_options(capture_only ? trace_opts_table : run_opts_table, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");
     fputs("Options end at the first operand (or --): the program and its own arguments follow.\n", f);
@@ -223,7 +251,8 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
     o->listen = "127.0.0.1";
     o->advertise = NULL;
     nm_cmdline c;
-    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", run_opts_table, argc, argv, 1);
+    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", capture_only ? trace_opts_table : run_opts_table,
+                    argc, argv, 1);
     const char *v;
     for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
         long n;
@@ -241,7 +270,15 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
         case O_COMPUTE: o->compute = v; break;
         case O_CPU_FACTOR: o->cpu_factor = v; break;
         case O_CPU_FACTOR_SOURCE: o->cpu_factor_source = v; break;
-        case O_REPORT: o->report = v; break;
+        case O_REPORT:
+            if (capture_only) {   /* a capture runs no model: the replay writes the report */
+                fprintf(stderr, "mpisim trace: --report: a capture runs no model and writes no report; replay the "
+                                "trace for one (mpisim replay F.h5 --report R.json), or co-simulate and capture at "
+                                "once (mpisim run --trace F.h5 --report R.json)\n");
+                return -1;
+            }
+            o->report = v;
+            break;
         case 'o': o->trace = v; break;
         case O_REPLACE_TRACE: o->replace_trace = 1; break;
         case O_TIMELINE: o->timeline = v; break;
@@ -505,17 +542,25 @@ static int convert_trace(int dir_fd, const char *dir, const char *trace, ms_trac
 static int cmd_trace(int argc, char **argv);
 
 /* Capture only (no model server to say who connected): each rank creates its raw file in
- * MPI_Init. When some have not after shim.connect_timeout without a new one appearing, the ranks
- * wait in MPI_Init for one that never comes: name the missing ranks and end the launcher. -1 then. */
+ * MPI_Init. When some have not after shim.connect_timeout of idle time (the launcher's processes
+ * on this host neither ran nor waited for a CPU: ms_proc.h) without a new one appearing, the
+ * ranks wait in MPI_Init for one that never comes: name the missing ranks and end the launcher.
+ * -1 then. */
 static int capture_wait(pid_t pid, int *status, const trace_dir *td, int nranks, double timeout_s)
 {
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
-    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0, signal_at = 0;
-    int seen = 0, stalled = 0;
+    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0, signal_at = 0, next_look = 0;
+    int seen = 0, stalled = 0, cap = 2 * nranks + 64;
+    int *tree = malloc(sizeof *tree * (size_t)cap);
+    ms_idle_clock idle = {0};
     for (;;) {
         pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) return stalled ? -1 : 0;
+        if (w == pid || (w < 0 && errno != EINTR)) {
+            free(tree);
+            ms_idle_clock_free(&idle);
+            return stalled ? -1 : 0;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -530,14 +575,20 @@ static int capture_wait(pid_t pid, int *status, const trace_dir *td, int nranks,
                 if (fstatat(td->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) n++;
                 else if (off < sizeof missing - 16) off += (size_t)snprintf(missing + off, sizeof missing - off, "%s%d", off ? ", " : "", r);
             }
+            if (now >= next_look) {   /* the launcher's processes, once a second */
+                next_look = now + 1.0;
+                ms_idle_clock_look(&idle, tree, tree ? ms_proc_tree(pid, tree, cap) : 0, 1, now, 5.0);
+            }
             if (n > seen) {
                 seen = n;
                 last = now;
-            } else if (now - last > timeout_s) {
+                idle.idle_s = 0;
+            } else if (idle.idle_s > timeout_s) {
                 fprintf(stderr,
-                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout): %s%s; "
-                        "stopping the run\n",
-                        nranks - n, nranks, timeout_s, missing, off >= sizeof missing - 16 ? ", ..." : "");
+                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout, counted "
+                        "while the job's processes on this host neither ran nor waited for a CPU; %.0f s of wall "
+                        "time): %s%s; stopping the run\n",
+                        nranks - n, nranks, timeout_s, now - last, missing, off >= sizeof missing - 16 ? ", ..." : "");
                 kill(pid, SIGTERM);
                 killed_at = now;
                 stalled = 1;
@@ -742,7 +793,13 @@ static int check_program(const run_opts *o, char *why, size_t len)
         q += n + (c ? 1 : 0);
         if (!c) break;
     }
-    snprintf(why, len, found_noexec ? "%s is not executable (found in PATH)" : "%s: no such program (not in PATH)", p);
+    struct stat st;
+    int here = !found_noexec && stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+    snprintf(why, len,
+             found_noexec ? "%s is not executable (found in PATH)"
+             : here       ? "%s: no such program (not in PATH; one is in this directory: run it as ./%s)"
+                          : "%s: no such program (not in PATH)",
+             p, p);
     return -1;
 }
 
@@ -1256,6 +1313,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "net")) return nm_net_main(sc, sv, stdout, stderr);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: mpisim version\nPrints mpisim's version (also: mpisim --version).\n");
+            return 0;
+        }
+        if (argc > 2) {
+            fprintf(stderr, "mpisim version: takes no arguments (got '%s')\nusage: mpisim version\n", argv[2]);
+            return MS_EXIT_USAGE;
+        }
         printf("mpisim %s\n", MPISIM_VERSION);
         return 0;
     }

@@ -20,6 +20,10 @@
 #include "nm_cmdline.h"
 #include "study.h"
 
+#ifndef MPISIM_REL_APPDIR
+#define MPISIM_REL_APPDIR "../libexec/mpisim"
+#endif
+
 /* Seed 000's testbed (170 MHz UltraSPARC, MPI on the BullDog MCP) per int32 multiply-add of
  * matmul, communication excluded, fitted on the 2-node curve alone: the testbed's 2-node mean
  * over N = 32..144 is 95.80 ms (sec 4.2: 0.87 ms = 0.90 % below the simulation's), the model's
@@ -114,7 +118,8 @@ static int run_captured(char *const argv[], char *out, size_t outlen)
 }
 
 typedef struct study_opts {
-    const char *dir;             /* where mpisim and matmul are */
+    const char *mpisim;          /* this command */
+    const char *matmul;          /* the study's program (mpisim_find_program: beside it, or libexec) */
     const char *profile;
     const char **sets;
     int nsets;
@@ -129,16 +134,14 @@ typedef struct study_opts {
 static double run_point(const study_opts *o, int p, int n, int repeat, const char *report, double *compute)
 {
     *compute = -1;
-    char mpisim[PATH_MAX], matmul[PATH_MAX], np[16], ns[16], reps[16], factor[64];
-    snprintf(mpisim, sizeof mpisim, "%s/mpisim", o->dir);
-    snprintf(matmul, sizeof matmul, "%s/matmul", o->dir);
+    char np[16], ns[16], reps[16], factor[64];
     snprintf(np, sizeof np, "%d", p);
     snprintf(ns, sizeof ns, "%d", n);
     snprintf(reps, sizeof reps, "%d", repeat);
     const char **argv = calloc((size_t)(2 * o->nsets + 24), sizeof *argv);
     if (!argv) return -1;
     int k = 0;
-    argv[k++] = mpisim;
+    argv[k++] = o->mpisim;
     argv[k++] = "run";
     argv[k++] = "--report";
     argv[k++] = report;
@@ -164,7 +167,7 @@ static double run_point(const study_opts *o, int p, int n, int repeat, const cha
     argv[k++] = "-n";
     argv[k++] = np;
     argv[k++] = "--";
-    argv[k++] = matmul;
+    argv[k++] = o->matmul;
     argv[k++] = ns;
     argv[k++] = "--repeat";
     argv[k++] = reps;
@@ -251,7 +254,9 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; then again, up to 3K times, the points whose two fastest runs differ by more than 2 %, and always the one-rank points and those under 10 ms (default 3)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest run counting; then again, up to 3K runs\n"
+     "in all, the points whose two fastest runs differ by more than 2 %, and always 3K times the\n"
+     "one-rank points and those under 10 ms (default 3: about 250 runs for the default grid)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -260,8 +265,8 @@ static const nm_opt study_options[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpisim study speedup [options]\n"
-               "The speedup study of seed 000 sec 4: matmul co-simulated over a grid of process counts and\n"
-               "matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
+               "The speedup study of seed 000 sec 3.2 (results: sec 4.2): matmul co-simulated over a grid of\n"
+               "process counts and matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
     nm_cmdline_print_options(study_options, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");
@@ -326,9 +331,24 @@ int mpisim_study_main(int argc, char **argv)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
-    char dir[PATH_MAX];
-    if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
-    o.dir = dir;
+    /* the command itself, and matmul where the build tree (beside it) or an installed tree
+     * (libexec/mpisim) keeps it */
+    char self[PATH_MAX], matmul[PATH_MAX];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn < 0) {
+        fprintf(stderr, "mpisim study: cannot find this command (/proc/self/exe): %s\n", strerror(errno));
+        return 2;
+    }
+    self[sn] = 0;
+    if (mpisim_find_program("matmul", matmul, sizeof matmul) != 0) {
+        char dir[PATH_MAX] = "?";
+        mpisim_self_dir(dir, sizeof dir);
+        fprintf(stderr, "mpisim study: the study's program matmul is neither beside this command (%s) nor in its "
+                        "libexec directory (%s/" MPISIM_REL_APPDIR "): build or install the apps\n", dir, dir);
+        return 2;
+    }
+    o.mpisim = self;
+    o.matmul = matmul;
     char out[PATH_MAX];
     if (outdir) snprintf(out, sizeof out, "%s", outdir);
     else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */

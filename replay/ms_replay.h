@@ -81,6 +81,11 @@ typedef struct ms_replay_result {
 nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
                             char *warnings, size_t wlen, char *err, size_t errlen);
 
+/* The keys whose value in cfg is not the trace's recorded one (a replay under another network):
+ * their number, and the first few named in `names` ("a, b, ..."); 0 when the trace records no
+ * configuration. */
+int ms_replay_config_changes(const ms_trace *t, const nm_config *cfg, char *names, size_t len);
+
 int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
                   char *err, size_t errlen);
 /* The same, reading each rank's records from the stream as it plays them (memory: ranks x a

@@ -71,7 +71,11 @@ static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size
             continue;
         }
         char e2[512];
-        if (nm_config_set(cfg, a, "trace", e2, sizeof e2) < 0) {
+        /* a value the capture's user set (--set) stays theirs; one of a profile or the default, or
+         * derived, may be derived again from keys this replay changes (network.slack_buffer) */
+        const json_t *src = json_is_object(v) ? json_object_get(v, "source") : NULL;
+        int users = json_is_string(src) && !strncmp(json_string_value(src), "--", 2);
+        if ((users ? nm_config_set : nm_config_set_as_profile)(cfg, a, "trace", e2, sizeof e2) < 0) {
             rc = fail(err, errlen, "the trace's recorded configuration: %s", e2);
             break;
         }
@@ -102,6 +106,41 @@ nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *
 fail:
     nm_config_destroy(cfg);
     return NULL;
+}
+
+int ms_replay_config_changes(const ms_trace *t, const nm_config *cfg, char *names, size_t len)
+{
+    if (names && len) names[0] = 0;
+    json_t *j = t && t->config_json ? json_loads(t->config_json, 0, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return 0;
+    }
+    int n = 0;
+    size_t off = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        if (json_is_object(v)) v = json_object_get(v, "value");
+        if (!nm_config_has(cfg, key)) continue;
+        int same;
+        if (json_is_number(v)) {
+            double a = json_number_value(v), b = nm_config_double(cfg, key);
+            same = a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+        } else if (json_is_string(v)) {
+            same = !strcmp(json_string_value(v), nm_config_string(cfg, key));
+        } else {
+            continue;
+        }
+        if (same) continue;
+        if (names && off < len && n < 4)
+            off += (size_t)snprintf(names + off, len - off, "%s%s", n ? ", " : "", key);
+        else if (names && off < len && n == 4)
+            off += (size_t)snprintf(names + off, len - off, ", ...");
+        n++;
+    }
+    json_decref(j);
+    return n;
 }
 
 /* The recorded value of a key, as text ("" if the trace has no configuration or no such key). */

@@ -10,6 +10,7 @@
 #define MS_SERVER_H
 
 #include <stdio.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "ms_driver.h"
 #include "netmodel.h"

@@ -102,7 +102,7 @@ typedef struct ms_msg_welcome {
     int32_t compute_slots;       /* the compute gate: ranks of a host computing at once (0: no gate) */
     int32_t return_path;         /* 1: take the cold return path's measured excess off switched gaps */
     int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
-    int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
+    int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete before it tells the server (which judges; 0: never) */
     int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
     int32_t pad_welcome;
     /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model

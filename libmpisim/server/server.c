@@ -37,6 +37,7 @@
 #include "protocol.h"
 #include "ms_report.h"
 #include "ms_shm.h"
+#include "ms_proc.h"
 #include "fn_names_gen.h"
 
 
@@ -84,9 +85,22 @@ typedef struct rank_info {
     size_t n_unmodelled;
     /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
     double untimed_since;        /* wall time it entered its untimed call */
+    double untimed_idle0;        /* the stall clock (ms_server.stall_clock) then */
     int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
     char untimed_call[64];
     char untimed_site[MS_SITE_TEXT];
+    /* the stall watchdog's view of a wait in the real MPI: the shim's notice that nothing has
+     * completed for a while (WELCOME's stall_timeout_ps, at most MS_STALL_NOTICE_S), passed on to
+     * the driver once the stall clock has counted shim.stall_timeout of idle time since the wait
+     * began (a loaded machine's ranks that wait for a CPU are slow, not stuck) */
+    char *suspect;               /* its text, NULL: none */
+    double suspect_idle0;        /* the stall clock when the wait began */
+    double suspect_since;        /* wall time the wait began */
+    int suspect_passed;          /* told the driver */
+    /* a process stopped by a signal or a debugger (state T or t) does not move at all */
+    double stopped_since;        /* wall time it was first seen stopped, 0: not stopped */
+    int stopped_passed;          /* told the driver: stopped for shim.stall_timeout */
+    double cont_at;              /* the run is stopped: SIGCONT sent then (SIGKILL 5 s later if still stopped) */
     /* lookahead (docs/architecture.md "Local answers"): the rank's last Test* or Iprobe, and where
      * the HINT before its negative answer waits in `out` for its quiet_until (flush_to) */
     int quiet_ask;               /* 1: a Test* of quiet_ids, 2: an Iprobe, 0: neither */
@@ -142,6 +156,14 @@ struct ms_server {
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
     double ranks_gone_at;        /* every rank connected and has gone (finalized, died), launcher still running */
     double next_watch;           /* next look at the unconnected ranks' processes */
+    /* idle time, not wall time (ms_proc.h): the connect timeout's clock over the launcher's
+     * processes (running counts as progress) and the stall watchdog's over the ranks' (only
+     * waiting for a CPU does: a spin is no progress) */
+    ms_idle_clock connect_clock, stall_clock;
+    double next_proc_look, next_connect_look;
+    int *proc_pids;
+    int proc_cap;
+    char hostname[64];
     int watches;
     double accept_backoff;
     char machine[512];
@@ -168,6 +190,17 @@ static double wall_now(void)
 }
 
 #define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
+
+/* How soon a rank waiting in the real MPI with nothing completing tells the server (at most; a
+ * smaller shim.stall_timeout is used as it is): the server then counts shim.stall_timeout of idle
+ * time from the wait's start before it calls it a stall (watch_stalls). */
+#define MS_STALL_NOTICE_S 2.0
+/* A wait that sees nothing complete for this many times shim.stall_timeout of wall time is a stall
+ * however little of it was idle: a rank spinning inside the real MPI on a message that never
+ * comes, on a machine so loaded that it always waits for a CPU, would otherwise never be found. */
+#define MS_STALL_WALL_CAP 10.0
+/* Looks at the job's processes in /proc (idle clocks, stopped processes): once a second. */
+#define MS_PROC_LOOK_S 1.0
 
 /* At least `room` free bytes after b->len (a first buffer of first_cap, then doublings); -1 if
  * out of memory. */
@@ -377,6 +410,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
     w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
+    /* a rank tells of a wait in which nothing completes soon; the server counts the rest of
+     * shim.stall_timeout in idle time (watch_stalls) */
+    if (w->stall_timeout_ps > (int64_t)(MS_STALL_NOTICE_S * 1e12)) w->stall_timeout_ps = (int64_t)(MS_STALL_NOTICE_S * 1e12);
+    gethostname(s->hostname, sizeof s->hostname - 1);
     const char *slots = nm_config_string(cfg, "shim.compute_slots");
     if (!strcmp(slots, "auto")) {
         /* `mpisim run` resolves auto with hwloc; without it, the CPUs this process may use */
@@ -413,6 +450,7 @@ void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user)
 }
 
 void ms_server_set_machine(ms_server *s, const char *text) { snprintf(s->machine, sizeof s->machine, "%s", text); }
+
 
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len, char *err,
                      size_t errlen)
@@ -521,6 +559,8 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+    free(r->suspect);   /* the driver forgets a stall of a rank that has gone; so does the watch */
+    r->suspect = NULL;
     if (r->shm) {
         r->shm_closed = 1;
         r->out.len = 0;
@@ -745,6 +785,7 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
             snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
             r->untimed_since = wall_now();
+            r->untimed_idle0 = s->stall_clock.idle_s;
             r->untimed_stalled = 0;
             /* an untimed call: the rank does not hold the model back while it runs it */
             e.kind = MS_EV_UNTIMED;
@@ -790,7 +831,17 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
         memcpy(text, p, n);
         text[n] = 0;
-        ms_driver_rank_stalled(s->drv, rank, text);
+        free(r->suspect);
+        r->suspect = NULL;
+        if (r->suspect_passed && !r->stopped_passed) ms_driver_rank_stalled(s->drv, rank, "");
+        r->suspect_passed = 0;
+        if (!text[0]) break;
+        /* the driver hears of it once the stall clock has counted shim.stall_timeout since the
+         * wait began, which the shim has seen for its notice time already */
+        r->suspect = strdup(text);
+        r->suspect_idle0 = s->stall_clock.idle_s - (double)s->welcome.stall_timeout_ps * 1e-12;
+        r->suspect_since = wall_now() - (double)s->welcome.stall_timeout_ps * 1e-12;
+        s->next_proc_look = 0;   /* look now */
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -912,6 +963,7 @@ static void accept_rank(ms_server *s, rank_info *r, const ms_msg_hello *hello)
     ms_driver_connect(s->drv, hello->rank);
     s->nconnected++;
     s->last_connect = wall_now();
+    s->connect_clock.idle_s = 0;   /* a rank connected: the startup moves */
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
 }
 
@@ -1148,19 +1200,110 @@ static void report_deadlock(ms_server *s)
 }
 
 /* The stall watchdog's part only the server can see: a rank inside an untimed call (the real MPI)
- * for shim.stall_timeout. The driver decides whether the job is stuck. */
+ * for shim.stall_timeout of idle time. The driver decides whether the job is stuck. */
 static void watch_untimed(ms_server *s, double now)
 {
     for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
         if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
-            now - r->untimed_since < s->stall_timeout_s)
+            (s->stall_clock.idle_s - r->untimed_idle0 < s->stall_timeout_s &&
+             now - r->untimed_since < MS_STALL_WALL_CAP * s->stall_timeout_s))
             continue;
         char text[MS_TEXT_MAX];
-        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s; %s called from %s", r->untimed_call,
-                 now - r->untimed_since, r->untimed_call, r->untimed_site[0] ? r->untimed_site : "an unknown site");
+        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s (%.0f s of them idle); %s called from %s",
+                 r->untimed_call, now - r->untimed_since, s->stall_clock.idle_s - r->untimed_idle0, r->untimed_call,
+                 r->untimed_site[0] ? r->untimed_site : "an unknown site");
         ms_driver_rank_stalled(s->drv, i, text);
         r->untimed_stalled = 1;
+    }
+}
+
+/* The rank's process, when this host can look at it (it said hello from here). */
+static int local_pid(const ms_server *s, const rank_info *r)
+{
+    return r->pid > 0 && rank_live(r) && (r->shm || !strncmp(r->host, s->hostname, sizeof r->host)) ? r->pid : 0;
+}
+
+/* Once a second (ms_server_run): the stall watchdog's clock and the ranks' processes.
+ * - While a rank waits in the real MPI with nothing completing (its notice) or is inside an
+ *   untimed call, the stall clock counts idle time over the ranks' processes on this host: wall
+ *   time less the most any of them waited for a CPU. A rank spinning inside the real MPI on a
+ *   message that never comes uses the CPU and is stuck all the same, so running is not progress
+ *   here (ms_proc.h); on a loaded machine the count runs slower than the wall clock, so a slow
+ *   run is not stopped, and a stuck one still is (its ranks mostly sleep in their waits' backoff,
+ *   and a sleeping process waits for no CPU). A wait that lasts MS_STALL_WALL_CAP times
+ *   shim.stall_timeout of wall time is a stall however little of it was idle.
+ * - A rank whose process is stopped (SIGSTOP, Ctrl-Z: state T; a debugger: t) does not move at
+ *   all and cannot say so: after shim.stall_timeout of wall time stopped it is stalled, named.
+ *   Continued, it is not. */
+static void watch_stalls(ms_server *s, double now)
+{
+    int need = 0, n = 0;
+    if (s->proc_cap < s->nranks + 1) {
+        int *q = realloc(s->proc_pids, sizeof *q * (size_t)(s->nranks + 64));
+        if (!q) return;
+        s->proc_pids = q;
+        s->proc_cap = s->nranks + 64;
+    }
+    for (int i = 0; i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        int pid = local_pid(s, r);
+        if (r->suspect || ms_driver_state(s->drv, i) == MS_RANK_UNTIMED) need = 1;
+        if (pid) s->proc_pids[n++] = pid;
+    }
+    if (need) ms_idle_clock_look(&s->stall_clock, s->proc_pids, n, 0, now, 5 * MS_PROC_LOOK_S);
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (!rank_live(r)) continue;
+        if (r->suspect && !r->suspect_passed && !r->stopped_passed &&
+            (s->stall_clock.idle_s - r->suspect_idle0 >= s->stall_timeout_s ||
+             now - r->suspect_since >= MS_STALL_WALL_CAP * s->stall_timeout_s)) {
+            ms_driver_rank_stalled(s->drv, i, r->suspect);
+            r->suspect_passed = 1;
+        }
+        ms_rank_state st = ms_driver_state(s->drv, i);
+        int pid = local_pid(s, r);
+        ms_proc_sample ps;
+        int stopped = pid && (st == MS_RANK_RUNNING || st == MS_RANK_UNTIMED) && ms_proc_read(pid, &ps) == 0 &&
+                      ms_proc_stopped(ps.state);
+        if (!stopped) {
+            if (r->stopped_passed) {   /* continued: it moves again (a wait's notice, if any, counts anew) */
+                ms_driver_rank_stalled(s->drv, i, "");
+                r->suspect_passed = 0;
+            }
+            r->stopped_since = 0;
+            r->stopped_passed = 0;
+            continue;
+        }
+        if (r->stopped_since == 0) r->stopped_since = now;
+        if (r->stopped_passed || now - r->stopped_since < s->stall_timeout_s) continue;
+        char text[MS_TEXT_MAX];
+        snprintf(text, sizeof text,
+                 "its process %d is stopped (state %c: %s) and has not moved for %.0f s%s%s", pid, ps.state,
+                 ps.state == 't' ? "held by a debugger" : "SIGSTOP or Ctrl-Z; SIGCONT resumes it",
+                 now - r->stopped_since, r->suspect ? "; before it stopped: " : "", r->suspect ? r->suspect : "");
+        ms_driver_rank_stalled(s->drv, i, text);
+        r->stopped_passed = 1;
+    }
+}
+
+/* The run is being stopped (by mpisim, or the launcher was signalled): a rank whose process is
+ * stopped would hold the launcher's end for ever (its SIGTERM waits for a SIGCONT): it is
+ * continued, to take the ABORT as the others do, and killed if still stopped 5 s later. */
+static void release_stopped(ms_server *s, double now)
+{
+    for (int i = 0; i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        int pid = local_pid(s, r);
+        ms_proc_sample ps;
+        if (!pid || r->cont_at < 0 || ms_proc_read(pid, &ps) != 0 || !ms_proc_stopped(ps.state)) continue;
+        if (r->cont_at == 0) {
+            kill(pid, SIGCONT);
+            r->cont_at = now;
+        } else if (now - r->cont_at > 5.0) {
+            kill(pid, SIGKILL);
+            r->cont_at = -1;
+        }
     }
 }
 
@@ -1246,7 +1389,9 @@ static void note_early_exits(ms_server *s)
     }
 }
 
-/* No rank has connected for shim.connect_timeout while some never did: say which (and whose
+/* No rank has connected for shim.connect_timeout of idle time (the launcher's processes on this
+ * host neither ran nor waited for a CPU: a startup on a loaded machine is slow, not stuck; a rank
+ * computing before MPI_Init is not stuck either) while some never did: say which (and whose
  * process is gone, when this host can tell) and end the launcher, whose ranks would otherwise
  * wait in MPI_Init for ever. */
 static void connect_timed_out(ms_server *s, pid_t launcher)
@@ -1269,9 +1414,11 @@ static void connect_timed_out(ms_server *s, pid_t launcher)
                                 "rank%s %s%s exited before MPI_Init (its process is gone); ", gone > 1 ? "s" : "",
                                 gone_list, gone > 16 ? ", ..." : "");
     snprintf(s->stop_reason + off, sizeof s->stop_reason - off,
-             "%d rank%s never connected to the model server within %.0f s (shim.connect_timeout): %s%s; the run "
+             "%d rank%s never connected to the model server within %.0f s (shim.connect_timeout, counted while "
+             "the job's processes on this host neither ran nor waited for a CPU; %.0f s of wall time): %s%s; the run "
              "was stopped",
-             missing, missing > 1 ? "s" : "", s->connect_timeout_s, list, missing > 16 ? ", ..." : "");
+             missing, missing > 1 ? "s" : "", s->connect_timeout_s, wall_now() - s->last_connect, list,
+             missing > 16 ? ", ..." : "");
     stop_run(s);
     if (launcher > 0) {
         kill(launcher, SIGTERM);
@@ -1422,10 +1569,17 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
             if (now > s->pending[i].deadline) drop_pending(s, i, "did not say hello within 5 s");
-        /* only while ranks are missing: connect_timed_out looks at /proc, far too costly for every
-         * pass of the loop (hpcc's run took 5x longer when it did so after the timeout) */
-        if (!s->stopped && !connected_all(s) && now - s->last_connect > s->connect_timeout_s && !child_done)
-            connect_timed_out(s, child);
+        /* only while ranks are missing, once a second: the launcher's processes in /proc, far too
+         * costly for every pass of the loop (hpcc's run took 5x longer when it looked at /proc
+         * every pass); their idle time is the connect timeout's clock */
+        if (!s->stopped && !connected_all(s) && !child_done && now >= s->next_connect_look) {
+            s->next_connect_look = now + MS_PROC_LOOK_S;
+            int cap = 2 * s->nranks + 64, *tree = malloc(sizeof *tree * (size_t)cap);
+            int nt = tree && child > 0 ? ms_proc_tree(child, tree, cap) : 0;
+            ms_idle_clock_look(&s->connect_clock, tree, nt, 1, now, 5 * MS_PROC_LOOK_S);
+            free(tree);
+            if (s->connect_clock.idle_s > s->connect_timeout_s) connect_timed_out(s, child);
+        }
         if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
             s->next_watch = now + 1.0;
             watch_unconnected(s, child);
@@ -1446,6 +1600,11 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
+        if (now >= s->next_proc_look) {
+            s->next_proc_look = now + MS_PROC_LOOK_S;
+            if (!s->stopped) watch_stalls(s, now);
+            if (s->stopped || s->stop_signal) release_stopped(s, now);   /* a stopped rank would hold the launcher's end */
+        }
         if (!s->stopped && !s->describing) {
             watch_untimed(s, now);
             advance_engine(s);
@@ -1881,7 +2040,11 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
         free(s->ranks[i].sites);
+        free(s->ranks[i].suspect);
     }
+    ms_idle_clock_free(&s->connect_clock);
+    ms_idle_clock_free(&s->stall_clock);
+    free(s->proc_pids);
     for (size_t i = 0; i < s->npending; i++) {
         close(s->pending[i].fd);
         free(s->pending[i].in.p);

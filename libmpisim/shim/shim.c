@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -832,8 +833,17 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         memcpy(&t, p, len < sizeof t ? len : sizeof t);
         t.text[MS_TEXT_MAX - 1] = 0;
         t.text[strcspn(t.text, "\n")] = 0; /* the details are in the server's summary */
-        fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
-        fflush(stderr);
+        /* mpisim says why once, in its summary after the launcher has ended: no line per rank
+         * (16 of them at -n 16), and no MPI_ABORT banner of Open MPI's after it. ORTE's help
+         * messages from this process are turned off (orte_execute_quiet, what mpirun -q sets)
+         * only now that mpisim stops it, so that the program's own MPI errors still print. */
+        if (getenv("MPISIM_DEBUG")) {
+            fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
+            fflush(stderr);
+        } else {
+            bool *quiet = dlsym(RTLD_DEFAULT, "orte_execute_quiet");
+            if (quiet) *quiet = true;
+        }
         S.active = 0;
         /* what it recorded stays, and its trace says it was stopped (a replay blames no one for it) */
         char why[200];
@@ -1768,12 +1778,14 @@ int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 
 int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_clocks; }
 
-double MPI_Wtime(void)
+double ms_wtime_from(void *callsite, uint64_t entry_tsc)
 {
-    uint64_t entry_tsc = ms_tsc();
     if (!S.active || !S.server) return PMPI_Wtime();
-    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL, entry_tsc) * 1e-12;
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, callsite, entry_tsc) * 1e-12;
 }
+
+/* the program's call site, as every wrapper names it (the report's callsites) */
+double MPI_Wtime(void) { return ms_wtime_from(__builtin_return_address(0), ms_tsc()); }
 
 double MPI_Wtick(void)
 {

@@ -122,7 +122,19 @@ typedef struct nm_entry {
     double dval;
     char *text;     /* canonical text of the value */
     char *origin;   /* citation, "file:line" or the nm_config_set origin */
+    int explicit_set;   /* set by nm_config_set (a user's choice), not by the default or a profile */
+    /* a value derived from other keys (derive_keys) is in force instead of the configured one
+     * above, which stays: a later change of those keys derives again from it */
+    int derived;
+    int64_t d_ival;
+    char *d_text, *d_origin;
 } nm_entry;
+
+/* the value in force: the derived one if any */
+static int64_t e_ival(const nm_entry *e) { return e->derived ? e->d_ival : e->ival; }
+static double e_dval(const nm_entry *e) { return e->derived ? (double)e->d_ival : e->dval; }
+static const char *e_text(const nm_entry *e) { return e->derived ? e->d_text : e->text; }
+static const char *e_origin(const nm_entry *e) { return e->derived ? e->d_origin : e->origin; }
 
 struct nm_config {
     nm_entry *e;
@@ -581,6 +593,8 @@ void nm_config_destroy(nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         free(cfg->e[i].text);
         free(cfg->e[i].origin);
+        free(cfg->e[i].d_text);
+        free(cfg->e[i].d_origin);
     }
     free(cfg->e);
     free(cfg->own_defs);
@@ -588,9 +602,80 @@ void nm_config_destroy(nm_config *cfg)
     free(cfg);
 }
 
+/* ---- values derived from others --------------------------------------------------------- */
+
+static void clear_derived(nm_entry *e)
+{
+    free(e->d_text);
+    free(e->d_origin);
+    e->d_text = e->d_origin = NULL;
+    e->derived = 0;
+}
+
+/* network.slack_buffer of the myrinet engine. The bytes above the high water mark must hold what
+ * still arrives during a STOP's round trip (nm_myrinet_stop_chars: the characters in flight on
+ * the cable both ways at the link rate, plus the receiver's and sender's reaction), and Myrinet
+ * sizes its slack from that round trip (seed 000 sec 2; seed 002 sec 5.3: 80 B = 56 B high water
+ * + 24 B for 10 m at 6.25 ns per flit). A slack buffer that comes from the default or a profile and
+ * cannot hold it on the configured links (a user raised network.link_rate, lengthened the cables,
+ * or raised the water marks) is raised to high_water + the round trip; one set by nm_config_set
+ * (--set) is the user's and stays, and the engine reports an overflow naming it. A slack buffer that holds the round trip is never changed, so every profile runs exactly
+ * as written. Raising it changes no timing: its size only decides whether an arriving character
+ * overflows (the water marks decide STOP and GO). The water marks are not derived: below the
+ * round trip a low water mark costs throughput (the buffer runs dry before GO takes effect), not
+ * correctness, and seed 000 sec 3.3 varies them independently of the link rate. Links a topology
+ * file gives their own rate or length are checked by the engine as it runs. */
+static void derive_slack(nm_config *cfg)
+{
+    nm_entry *s = find(cfg, "network.slack_buffer");
+    const nm_entry *eng = find(cfg, "network.engine"), *hw = find(cfg, "network.high_water");
+    const nm_entry *rate = find(cfg, "network.link_rate"), *hrate = find(cfg, "network.host_link_rate");
+    const nm_entry *len = find(cfg, "network.link_length"), *vel = find(cfg, "network.propagation_velocity");
+    if (!s) return;
+    clear_derived(s);
+    if (!eng || !hw || !rate || !len || !vel || strcmp(e_text(eng), "myrinet") || s->explicit_set) return;
+    double rates[2] = {e_dval(rate), hrate ? e_dval(hrate) : 0};
+    int32_t need = 0;
+    nm_link worst = {0};
+    for (int i = 0; i < 2; i++) {
+        if (!(rates[i] > 0) || !(e_dval(vel) > 0) || !(e_dval(len) >= 0) || !isfinite(rates[i]) ||
+            8e12 / rates[i] > 9e18 || e_dval(len) / e_dval(vel) * 1e12 > 9e18)
+            continue;   /* out of range: the topology refuses the link */
+        nm_link l = {0};
+        l.rate_bps = rates[i];
+        l.length_m = e_dval(len);
+        l.velocity_mps = e_dval(vel);
+        nm_link_derive(&l);
+        int32_t r = nm_myrinet_stop_chars(l.char_ps, l.prop_ps);
+        if (r > need) {
+            need = r;
+            worst = l;
+        }
+    }
+    int64_t want = e_ival(hw) + need;
+    if (!need || want <= s->ival || want > INT32_MAX) return;
+    char text[32], origin[512];
+    snprintf(text, sizeof text, "%lld", (long long)want);
+    snprintf(origin, sizeof origin,
+             "derived: network.high_water %lld B + %d B arriving during a STOP's round trip on %g m links at %g Gb/s "
+             "(2 x %.1f ns propagation / %.4f ns per character, + 3); %s gave %lld B",
+             (long long)e_ival(hw), (int)need, worst.length_m, worst.rate_bps * 1e-9, (double)worst.prop_ps * 1e-3,
+             (double)worst.char_ps * 1e-3, s->origin, (long long)s->ival);
+    s->d_text = nm_strdup(text);
+    s->d_origin = nm_strdup(origin);
+    if (!s->d_text || !s->d_origin) {
+        clear_derived(s);   /* out of memory: the configured value stays, and the engine says if it overflows */
+        return;
+    }
+    s->d_ival = want;
+    s->derived = 1;
+}
+
+static void derive_keys(nm_config *cfg) { derive_slack(cfg); }
+
 /* ---- snapshots (a failed load leaves the configuration as it was) ------------------------ */
 
-typedef struct { int64_t ival; double dval; char *text, *origin; } nm_saved;
+typedef struct { int64_t ival; double dval; char *text, *origin; int explicit_set; } nm_saved;
 
 static nm_saved *snapshot(const nm_config *cfg)
 {
@@ -599,6 +684,7 @@ static nm_saved *snapshot(const nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         s[i].ival = cfg->e[i].ival;
         s[i].dval = cfg->e[i].dval;
+        s[i].explicit_set = cfg->e[i].explicit_set;
         s[i].text = nm_strdup(cfg->e[i].text);
         s[i].origin = nm_strdup(cfg->e[i].origin);
         if (!s[i].text || !s[i].origin) {
@@ -620,6 +706,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
             cfg->e[i].origin = s[i].origin;
             cfg->e[i].ival = s[i].ival;
             cfg->e[i].dval = s[i].dval;
+            cfg->e[i].explicit_set = s[i].explicit_set;
         } else {
             free(s[i].text);
             free(s[i].origin);
@@ -831,6 +918,7 @@ static int handler(void *user, const char *section, const char *name, const char
         snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
         return 0;
     }
+    e->explicit_set = 0;
     return 1;
 }
 
@@ -1043,6 +1131,7 @@ static int load_top(nm_config *cfg, const char *path, const char *search_path, c
     int rc = load_file_rec(cfg, path, search_path, stack, 0, err, errlen);
     if (rc == 1) rc = -1;  /* cannot happen at depth 0 */
     restore(cfg, saved, cfg->n, rc != 0);
+    derive_keys(cfg);
     return rc;
 }
 
@@ -1072,7 +1161,8 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
     return load_top(cfg, path, search_path, err, errlen);
 }
 
-int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+static int config_set(nm_config *cfg, const char *assignment, const char *origin, int explicit_set, char *err,
+                      size_t errlen)
 {
     if (!origin) origin = "--set";
     if (!cfg || !assignment) { nm_set_err(err, errlen, "%s: nothing to set", origin); return -1; }
@@ -1103,7 +1193,19 @@ int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, ch
         nm_set_err(err, errlen, "%s: key '%s': %s", origin, key, m);
         return -1;
     }
+    e->explicit_set = explicit_set;
+    derive_keys(cfg);
     return 0;
+}
+
+int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+{
+    return config_set(cfg, assignment, origin, 1, err, errlen);
+}
+
+int nm_config_set_as_profile(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+{
+    return config_set(cfg, assignment, origin, 0, err, errlen);
 }
 
 /* ---- lookups ---------------------------------------------------------------------------- */
@@ -1135,21 +1237,21 @@ int64_t nm_config_int(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0;
-    if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e->dval);
-    return e->ival;
+    if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e_dval(e));
+    return e_ival(e);
 }
 
 double nm_config_double(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0.0;
-    return e->def->type == NM_KEY_INT ? (double)e->ival : e->dval;
+    return e->def->type == NM_KEY_INT ? (double)e_ival(e) : e_dval(e);
 }
 
 const char *nm_config_string(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
-    return e ? e->text : "";
+    return e ? e_text(e) : "";
 }
 
 int nm_config_has(const nm_config *cfg, const char *name) { return find(cfg, name) != NULL; }
@@ -1161,7 +1263,7 @@ const char *nm_config_key_at(const nm_config *cfg, size_t i)
 const char *nm_config_value_text(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find(cfg, name);
-    return e ? e->text : NULL;
+    return e ? e_text(e) : NULL;
 }
 const char *nm_config_unit(const nm_config *cfg, const char *name)
 {
@@ -1171,7 +1273,7 @@ const char *nm_config_unit(const nm_config *cfg, const char *name)
 const char *nm_config_origin(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find(cfg, name);
-    return e ? e->origin : NULL;
+    return e ? e_origin(e) : NULL;
 }
 
 /* ---- output ---------------------------------------------------------------------------- */
@@ -1212,12 +1314,12 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
         fprintf(out, "%s%s%*s", i ? "," : "", nl, in, "");
         nm_json_write_string(out, e->def->name);
         fprintf(out, ": {%s%*s\"value\": ", nl, 2 * in, "");
-        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e->text);
-        else fputs(e->text, out);  /* canonical numbers are valid JSON numbers */
+        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e_text(e));
+        else fputs(e_text(e), out);  /* canonical numbers are valid JSON numbers */
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
         nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        nm_json_write_string(out, e->origin);
+        nm_json_write_string(out, e_origin(e));
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
@@ -1259,8 +1361,8 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         if (numeric_range(d, &lo, &hi)) fprintf(out, "    range: %g to %g%s%s\n", lo, hi, *d->unit ? " " : "", d->unit);
         else if (d->flags & NM_KEY_POSITIVE) fprintf(out, "    range: above 0\n");
         else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
-        if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
-            fprintf(out, "    value %s%s%s from %s\n", e->text, *vu ? " " : "", vu, e->origin);
+        if (strcmp(e_text(e), d->default_value) || strcmp(e_origin(e), d->source ? d->source : ""))
+            fprintf(out, "    value %s%s%s from %s\n", e_text(e), *vu ? " " : "", vu, e_origin(e));
     }
     return ferror(out) ? -1 : 0;
 }
@@ -1270,8 +1372,8 @@ int nm_config_write_text(const nm_config *cfg, FILE *out)
     if (!cfg || !out) return -1;
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
-        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e->text, *e->def->unit ? " " : "",
-                e->def->unit, e->origin);
+        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e_text(e), *e->def->unit ? " " : "",
+                e->def->unit, e_origin(e));
     }
     return ferror(out) ? -1 : 0;
 }

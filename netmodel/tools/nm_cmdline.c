@@ -112,6 +112,7 @@ void nm_cmdline_print_options(const nm_opt *opts, FILE *out)
 {
     fputs("Options:\n", out);
     for (const nm_opt *o = opts; o->name; o++) {
+        if (!o->help) continue;   /* parsed, to be refused with a reason of its own, not offered */
         char head[96];
         int has_short = o->key > 0 && o->key < 128;
         int n = snprintf(head, sizeof head, "  %c%c%c --%s%s%s", has_short ? '-' : ' ', has_short ? o->key : ' ',

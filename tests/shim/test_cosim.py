@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 MPISIM = os.path.join(BIN, "mpisim")
@@ -32,26 +35,17 @@ def remove_segments(pid):
                 pass
 
 
-def run(args, check=True, timeout=300, **kw):
-    """args run to their end; one that outlasts timeout is ended as a batch system would end it
-    (SIGTERM: mpisim stops its launcher and removes its segments), then, if that is not enough,
-    killed with all it started, and the test fails."""
-    import signal
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True, **kw) as p:
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGTERM)
-            try:
-                out, err = p.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                out, err = p.communicate()
-                remove_segments(p.pid)
-            sys.exit(f"FAILED: {' '.join(args)} did not end within {timeout} s\nstdout:\n{out[-3000:]}\n"
-                     f"stderr:\n{err[-3000:]}")
-    p = subprocess.CompletedProcess(args, p.returncode, out, err)
+def run(args, check=True, timeout=None, **kw):
+    """args run to their end; one whose processes are idle for two minutes (neither running nor
+    waiting for a CPU: tests/progress_run.py; a loaded machine makes a run slow, not stuck) or that
+    outlasts `timeout` (default: the suite's last resort, below ctest's 600 s) is ended as a batch
+    system would end it (SIGTERM: mpisim stops its launcher and removes its segments), then, if
+    that is not enough, killed with all it started, and the test fails."""
+    p = progress_run.run(args, idle_limit=120, wall_limit=timeout, check_stuck=False, errors="replace", **kw)
+    if p.stuck:
+        remove_segments(p.pid)
+        sys.exit(f"FAILED: {' '.join(args)} was stopped: {p.stuck}\nstdout:\n{(p.stdout or '')[-3000:]}\n"
+                 f"stderr:\n{(p.stderr or '')[-3000:]}")
     if check and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
@@ -149,7 +143,12 @@ def test_matmul_wtime():
     # rank 0 does only local work (the check) after its last MPI_Wtime, free under --compute none
     if end != r0["virtual_end_ps"] or interval != end - start:
         sys.exit(f"FAILED: matmul interval {interval} ps ({start}..{end}), rank 0 report {r0['virtual_end_ps']} ps")
-    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps")
+    # MPI_Wtime's call sites are the program's, as every other call's (it showed 0xffffffffffffffff)
+    wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+    if not wsites or not all(w.startswith("main+") for w in wsites):
+        sys.exit(f"FAILED: MPI_Wtime's call sites {wsites} do not name matmul's main")
+    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps; "
+          f"MPI_Wtime called from {', '.join(sorted(wsites))}")
 
 
 def strip(rep):
@@ -189,21 +188,31 @@ def test_cpu_charged():
         return c[(len(c) - 1) // 2]
 
     # CPU-time noise on a shared machine only inflates: interleave the sizes (the machine's load
-    # drifts) and keep the least of three runs of each
+    # drifts) and keep the least of the runs of each. The host has slow spells in which a process
+    # computes at 1.6x for its whole life (about 1 in 5 here; a quiet machine's one rank alone was
+    # charged 1/0.73 of the others once, all three of its runs slow): where a ratio is out of its
+    # bounds after three rounds, more rounds, up to eight; a least that stays out of them is
+    # charged wall time (2 ranks 1.84x, 16 ranks 13-15x under --compute wall, whatever the rounds)
     runs = {1: [], 2: [], 16: []}
-    for k in range(3):
+
+    def out_of_bounds():
+        best = {n: min(v) for n, v in runs.items()}
+        return [n for n in (2, 16) if not 0.85 <= best[n] / best[1] <= 1.15], best
+
+    for k in range(8):
         for n in runs:
             runs[n].append(lower_median(n, f"{n}-{k}"))
-    best = {n: min(v) for n, v in runs.items()}
+        if k >= 2 and not out_of_bounds()[0]:
+            break
+    bad, best = out_of_bounds()
     print(f"compute per rank on CPU {cpu}: " + ", ".join(f"{n} rank(s) {best[n] / 1e9:.3f} ms" for n in best) +
-          f"; ratios {best[2] / best[1]:.3f}, {best[16] / best[1]:.3f} "
+          f"; ratios {best[2] / best[1]:.3f}, {best[16] / best[1]:.3f} after {len(runs[1])} rounds "
           f"(runs: {' / '.join(str([round(x / 1e9, 3) for x in v]) for v in runs.values())})")
     # --compute wall gives 1.84x for two ranks and 13-15x for sixteen; CPU time stays within a
     # few % of one rank's (0.99-1.03 here: caches refilled after a switch, a hypervisor's share)
-    for n in (2, 16):
-        if not 0.85 <= best[n] / best[1] <= 1.15:
-            sys.exit(f"FAILED: {n} ranks sharing a CPU were charged {best[n] / best[1]:.2f}x the compute of one rank "
-                     "alone (wall time charged?)")
+    for n in bad:
+        sys.exit(f"FAILED: {n} ranks sharing a CPU were charged {best[n] / best[1]:.2f}x the compute of one rank "
+                 "alone (wall time charged?)")
 
 
 def runnable_per_cpu():
@@ -526,6 +535,10 @@ def test_deadlock():
     p, rep = mpisim_run(2, [exe], check=False)
     if p.returncode != 3 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
         sys.exit(f"FAILED: expected a deadlock report naming MPI_Recv\n{p.stderr}")
+    # said once, by mpisim, last: no line per rank, no MPI_ABORT banner of Open MPI's after it
+    if p.stderr.count("deadlock in virtual time") != 1 or "MPI_ABORT was invoked" in p.stderr or \
+            not p.stderr.rstrip().splitlines()[-1].lstrip().startswith("rank "):
+        sys.exit(f"FAILED: the deadlock should be said once, last, without Open MPI's abort banner\n{p.stderr}")
     print("deadlock report:", [l for l in p.stderr.splitlines() if "rank" in l][:3])
 
 
@@ -572,7 +585,7 @@ def terminate_after_barriers(exe, report, count):
     readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: errs.extend(p.stderr))]
     for t in readers:
         t.start()
-    ok = reached.wait(timeout=120)
+    ok = reached.wait(timeout=300)   # the start-up of a loaded machine: not the test's subject
     passed = len([l for l in lines if l.startswith("barrier ")])
     p.send_signal(signal.SIGTERM)
     try:
@@ -585,7 +598,7 @@ def terminate_after_barriers(exe, report, count):
     for t in readers:
         t.join()
     if not ok:
-        sys.exit(f"FAILED: rank 0 did not pass {count} barriers within 120 s\n{''.join(lines)}\n{''.join(errs)}")
+        sys.exit(f"FAILED: rank 0 did not pass {count} barriers within 300 s\n{''.join(lines)}\n{''.join(errs)}")
     return p, "".join(lines), "".join(errs), passed
 
 
@@ -640,6 +653,124 @@ def test_terminated():
           f"charging as of their last progress ({[r['calls'] for r in rep['ranks']]} calls), no segment left")
 
 
+def rank_pid(launcher_pid, rank):
+    """The pid of a rank's process under the launcher (Open MPI's environment names its rank)."""
+    import time
+    for _ in range(200):
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            ancestors, pid = set(), int(d)
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and b"MPISIM_SERVER" in b" ".join(env):
+                # below this test's mpisim (its launcher's child)
+                p = pid
+                for _ in range(8):
+                    try:
+                        p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+                    except OSError:
+                        break
+                    ancestors.add(p)
+                if launcher_pid in ancestors:
+                    return pid
+        time.sleep(0.1)
+    sys.exit(f"FAILED: rank {rank}'s process not found under {launcher_pid}")
+
+
+def test_stopped_rank():
+    """Issue 25 item 11: a rank whose process is stopped (SIGSTOP) does not move and cannot say so:
+    the stall watchdog finds it after shim.stall_timeout (exit 3, outcome stall, the rank named as
+    stopped) and the run ends, the stopped rank with it. Stopped for less than that and continued,
+    it is no stall. A SIGTERM to mpisim while a rank is stopped still ends the run promptly."""
+    import signal
+    import threading
+    import time
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
+
+    def start(report, timeout_s):
+        p = subprocess.Popen([MPISIM, "run", "--report", report, "--set", f"shim.stall_timeout={timeout_s}",
+                              "-n", "2", "--", exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        lines, errs, reached = [], [], threading.Event()
+
+        def read_out():
+            for line in p.stdout:
+                lines.append(line)
+                if line.startswith("barrier ") and int(line.split()[1]) >= 5:
+                    reached.set()
+        readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: errs.extend(p.stderr))]
+        for t in readers:
+            t.start()
+        if not reached.wait(timeout=300):
+            os.killpg(p.pid, signal.SIGKILL)
+            sys.exit(f"FAILED: rank 0 did not pass 5 barriers\n{''.join(errs)}")
+        return p, lines, errs, readers
+
+    def finish(p, readers, limit, what):
+        try:
+            p.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            remove_segments(p.pid)
+            sys.exit(f"FAILED: {what}: mpisim did not end within {limit} s")
+        for t in readers:
+            t.join()
+
+    # stopped for good: found after the timeout (5 s of wall time stopped), the run ends
+    report = os.path.join(WORK, "stopped.json")
+    p, lines, errs, readers = start(report, "5s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    finish(p, readers, 120, "a rank stopped for good")
+    took = time.monotonic() - t0
+    rep = json.load(open(report))
+    text = rep["summary"].get("outcome_text", "")
+    gone = not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    if p.returncode != 3 or rep["summary"]["outcome"] != "stall" or "rank 1" not in text or \
+            f"its process {pid} is stopped (state T" not in text or not gone or took < 5:
+        sys.exit(f"FAILED: a rank stopped by SIGSTOP: exit {p.returncode} after {took:.0f} s, process gone {gone}\n"
+                 f"{text}\n{''.join(errs)[-2000:]}")
+    print(f"SIGSTOP of rank 1: exit 3 after {took:.1f} s, {[l.strip() for l in text.splitlines() if 'rank 1' in l][0]}")
+    # stopped for 2 s, then continued: slow, not stuck (stall_timeout 5 s); the run ends normally
+    report = os.path.join(WORK, "continued.json")
+    p, lines, errs, readers = start(report, "5s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(2)
+    os.kill(pid, signal.SIGCONT)
+    os.killpg(p.pid, 0)   # still there
+    # it has 600 barriers to go (a minute): end it as a batch system would, after some more
+    n = len(lines)
+    while len(lines) < n + 5 and p.poll() is None:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    finish(p, readers, 120, "a rank stopped and continued")
+    rep = json.load(open(report))
+    if rep["summary"]["outcome"] == "stall" or len(lines) < n + 5:
+        sys.exit(f"FAILED: a rank stopped for 2 s and continued was taken for a stall ({len(lines) - n} barriers "
+                 f"after)\n{rep['summary']}")
+    print(f"SIGSTOP for 2 s then SIGCONT (stall_timeout 5 s): no stall, {len(lines) - n} more barriers")
+    # SIGTERM while a rank is stopped (watchdog far off): the stopped rank does not hold the end
+    report = os.path.join(WORK, "term_stopped.json")
+    p, lines, errs, readers = start(report, "600s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(1)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    finish(p, readers, 60, "SIGTERM while a rank is stopped")
+    took = time.monotonic() - t0
+    if p.returncode == 0 or "ended by SIGTERM" not in "".join(errs) or took > 30:
+        sys.exit(f"FAILED: SIGTERM with rank 1 stopped: exit {p.returncode} after {took:.0f} s\n{''.join(errs)[-2000:]}")
+    print(f"SIGTERM with rank 1 stopped: mpisim ended after {took:.1f} s (exit {p.returncode})")
+
+
 def test_connect_timeout():
     """A rank that leaves before MPI_Init ends the run promptly, named; one that never reaches it
     (the others wait in MPI_Init for ever) is stopped after shim.connect_timeout, in a
@@ -660,10 +791,12 @@ def test_connect_timeout():
         args = [MPISIM, cmd, "--set", "shim.connect_timeout=10 s", "-n", "3", "--", exe, "hang"]
         args[2:2] = ["--report", os.path.join(WORK, "ct.json")] if cmd == "run" else \
             ["-o", os.path.join(WORK, "ct.h5"), "--replace-trace"]
-        p = run(args, check=False, timeout=120)
+        # 10 s of idle time: about 10 s of wall time on a quiet machine, more on a loaded one (the
+        # waiting ranks wait for a CPU when they wake); never less
+        p = run(args, check=False, timeout=150)
         took = time.time() - t0
         want = "never connected to the model server within 10 s" if cmd == "run" else "did not reach MPI_Init within 10 s"
-        if p.returncode != 4 or took > 40 or want not in p.stderr:
+        if p.returncode != 4 or took < 10 or took > 120 or want not in p.stderr:
             sys.exit(f"FAILED: mpisim {cmd} with a rank that never reaches MPI_Init: exit {p.returncode} after "
                      f"{took:.0f} s\n{p.stderr}")
         print(f"mpisim {cmd}: a rank that never reaches MPI_Init stops the run after {took:.1f} s (exit 4)")
@@ -766,6 +899,10 @@ def test_fortran_pingpong():
         calls = sum(r["calls"] for r in rep["ranks"])
         if calls < 2 * 5 * 7:
             sys.exit(f"FAILED: {name}: the report counts only {calls} MPI calls")
+        # MPI_Wtime through the Fortran binding is attributed to the program, as the other calls
+        wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+        if not wsites or not all(w.startswith("MAIN__") for w in wsites):
+            sys.exit(f"FAILED: {name}: MPI_Wtime's call sites {wsites} do not name the Fortran main program")
     print(f"Fortran ping-pong (mpif.h and mpi_f08): {checked} size/binding pairs equal the C closed form "
           "to the picosecond")
 
