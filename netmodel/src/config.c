@@ -122,6 +122,8 @@ typedef struct nm_entry {
     double dval;
     char *text;     /* canonical text of the value */
     char *origin;   /* citation, "file:line" or the nm_config_set origin */
+    char *note;     /* a profile value's comment (its source: "cited: ...", "calibrated: ...",
+                     * "assumed: ..."), NULL if none */
 } nm_entry;
 
 struct nm_config {
@@ -442,8 +444,10 @@ static int entry_assign(nm_entry *e, const char *raw, const char *origin, char *
     if (!o) { free(text); nm_set_err(msg, msglen, "out of memory"); return -1; }
     free(e->text);
     free(e->origin);
+    free(e->note);
     e->text = text;
     e->origin = o;
+    e->note = NULL;   /* a value set anew has no comment until its loader gives one */
     e->ival = iv;
     e->dval = dv;
     return 0;
@@ -493,6 +497,7 @@ fail:
         cfg->n--;
         free(cfg->e[cfg->n].text);
         free(cfg->e[cfg->n].origin);
+        free(cfg->e[cfg->n].note);
     }
     return -1;
 }
@@ -570,6 +575,7 @@ void nm_config_destroy(nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         free(cfg->e[i].text);
         free(cfg->e[i].origin);
+        free(cfg->e[i].note);
     }
     free(cfg->e);
     free(cfg->own_defs);
@@ -579,7 +585,7 @@ void nm_config_destroy(nm_config *cfg)
 
 /* ---- snapshots (a failed load leaves the configuration as it was) ------------------------ */
 
-typedef struct { int64_t ival; double dval; char *text, *origin; } nm_saved;
+typedef struct { int64_t ival; double dval; char *text, *origin, *note; } nm_saved;
 
 static nm_saved *snapshot(const nm_config *cfg)
 {
@@ -590,8 +596,9 @@ static nm_saved *snapshot(const nm_config *cfg)
         s[i].dval = cfg->e[i].dval;
         s[i].text = nm_strdup(cfg->e[i].text);
         s[i].origin = nm_strdup(cfg->e[i].origin);
-        if (!s[i].text || !s[i].origin) {
-            for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); }
+        s[i].note = cfg->e[i].note ? nm_strdup(cfg->e[i].note) : NULL;
+        if (!s[i].text || !s[i].origin || (cfg->e[i].note && !s[i].note)) {
+            for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); free(s[j].note); }
             free(s);
             return NULL;
         }
@@ -605,13 +612,16 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
         if (apply) {
             free(cfg->e[i].text);
             free(cfg->e[i].origin);
+            free(cfg->e[i].note);
             cfg->e[i].text = s[i].text;
             cfg->e[i].origin = s[i].origin;
+            cfg->e[i].note = s[i].note;
             cfg->e[i].ival = s[i].ival;
             cfg->e[i].dval = s[i].dval;
         } else {
             free(s[i].text);
             free(s[i].origin);
+            free(s[i].note);
         }
     }
     free(s);
@@ -622,6 +632,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
 typedef struct nm_reader {
     const char *buf;
     size_t len, pos;
+    size_t line_start;   /* offset of the chunk last handed to inih */
     int line;        /* line number of the chunk last handed to inih */
     int too_long;    /* line number of an over-long line, which stops the parse */
 } nm_reader;
@@ -634,6 +645,7 @@ static char *reader_fn(char *str, int num, void *stream)
     if (r->too_long || r->pos >= r->len || num < 2) return NULL;
     size_t n = 0, max = (size_t)num - 1;
     r->line++;
+    r->line_start = r->pos;
     while (r->pos < r->len && n < max) {
         char c = r->buf[r->pos++];
         str[n++] = c;
@@ -645,6 +657,51 @@ static char *reader_fn(char *str, int num, void *stream)
         return NULL;
     }
     return str;
+}
+
+/* The comment of the key = value line the reader handed out last (after a ';' or '#' that follows
+ * white space), continued by the indented comment-only lines right below it: the value's source
+ * as the profile gives it ("cited: ...", "calibrated: ...", "assumed: ..."), white space
+ * collapsed. NULL if the line has no comment (or out of memory: a comment is never essential). */
+static char *line_note(const nm_reader *r)
+{
+    const char *b = r->buf, *end = r->buf + r->len;
+    const char *p = b + r->line_start, *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    const char *eq = memchr(p, '=', (size_t)(eol - p)), *c = NULL;
+    for (const char *q = eq ? eq + 1 : p; q < eol; q++)
+        if ((*q == ';' || *q == '#') && is_space(q[-1])) { c = q + 1; break; }
+    if (!c) return NULL;
+    size_t cap = 256, n = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (;;) {
+        for (; c < eol; c++) {
+            char ch = is_space(*c) ? ' ' : *c;
+            if (ch == ' ' && (n == 0 || out[n - 1] == ' ')) continue;
+            if (n + 2 > cap) {
+                char *g = realloc(out, cap * 2);
+                if (!g) { free(out); return NULL; }
+                out = g;
+                cap *= 2;
+            }
+            out[n++] = ch;
+        }
+        /* the next line continues the comment if it is indented and holds only a comment */
+        const char *next = eol < end ? eol + 1 : end;
+        if (next >= end || !is_space(*next) || *next == '\n') break;
+        const char *t = next;
+        while (t < end && (*t == ' ' || *t == '\t')) t++;
+        if (t >= end || (*t != ';' && *t != '#')) break;
+        eol = memchr(t, '\n', (size_t)(end - t));
+        if (!eol) eol = end;
+        c = t + 1;
+        if (n && out[n - 1] != ' ') out[n++] = ' ';
+    }
+    while (n && out[n - 1] == ' ') n--;
+    out[n] = '\0';
+    if (!n) { free(out); return NULL; }
+    return out;
 }
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
@@ -743,6 +800,7 @@ static int handler(void *user, const char *section, const char *name, const char
         snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
         return 0;
     }
+    e->note = line_note(&L->rd);
     return 1;
 }
 
@@ -1067,14 +1125,36 @@ const char *nm_config_origin(const nm_config *cfg, const char *name)
     const nm_entry *e = find(cfg, name);
     return e ? e->origin : NULL;
 }
+const char *nm_config_note(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e->note : NULL;
+}
+
+/* The kind a note declares by its first word (DESIGN.md, "Calibration and prediction"). */
+static const char *note_kind(const char *note)
+{
+    static const char *const kinds[] = {"cited", "calibrated", "assumed"};
+    if (!note) return "";
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t l = strlen(kinds[i]);
+        if (!strncmp(note, kinds[i], l) && note[l] == ':') return kinds[i];
+    }
+    return "";
+}
+const char *nm_config_kind(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? note_kind(e->note) : NULL;
+}
 
 /* ---- output ---------------------------------------------------------------------------- */
 
-/* JSON string with escapes; invalid UTF-8 bytes become U+FFFD so the output stays valid. */
-void nm_json_write_string(FILE *out, const char *s)
+/* The inside of a JSON string literal (escapes; invalid UTF-8 bytes become U+FFFD so the output
+ * stays valid). */
+static void write_json_inner(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    fputc('"', out);
     while (*p) {
         unsigned c = *p;
         if (c == '"' || c == '\\') { fputc('\\', out); fputc((int)c, out); p++; }
@@ -1092,6 +1172,12 @@ void nm_json_write_string(FILE *out, const char *s)
             else { fputs("\\ufffd", out); p++; }
         }
     }
+}
+
+void nm_json_write_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    write_json_inner(out, s);
     fputc('"', out);
 }
 
@@ -1111,7 +1197,19 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
         nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        nm_json_write_string(out, e->origin);
+        if (e->note) {   /* the profile's own words first, then where they are */
+            fputc('"', out);
+            write_json_inner(out, e->note);
+            fputs(" (", out);
+            write_json_inner(out, e->origin);
+            fputs(")\"", out);
+        } else {
+            nm_json_write_string(out, e->origin);
+        }
+        if (*note_kind(e->note)) {
+            fprintf(out, ",%s%*s\"kind\": ", nl, 2 * in, "");
+            nm_json_write_string(out, note_kind(e->note));
+        }
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
@@ -1142,6 +1240,10 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
         if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
             fprintf(out, "    value %s%s%s from %s\n", e->text, *d->unit ? " " : "", d->unit, e->origin);
+        if (e->note) {
+            const char *k = note_kind(e->note);
+            fprintf(out, "    kind %s, source: %s\n", *k ? k : "not declared", e->note);
+        }
     }
     return ferror(out) ? -1 : 0;
 }
@@ -1151,8 +1253,9 @@ int nm_config_write_text(const nm_config *cfg, FILE *out)
     if (!cfg || !out) return -1;
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
-        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e->text, *e->def->unit ? " " : "",
-                e->def->unit, e->origin);
+        const char *k = note_kind(e->note);
+        fprintf(out, "%s = %s%s%s  (%s%s%s)\n", e->def->name, e->text, *e->def->unit ? " " : "",
+                e->def->unit, e->origin, *k ? ", " : "", k);
     }
     return ferror(out) ? -1 : 0;
 }
