@@ -42,6 +42,17 @@ static const nm_key_def host_keys[] = {
      "rate of one intra-node copy (one CPU copying)", NULL, NM_KEY_NONNEG},
     {"host.shm_memory_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled",
      "a node's memory rate for intra-node copies, shared by all copies on the node", NULL, NM_KEY_NONNEG},
+    {"host.shm_cache", NM_KEY_INT, "B", "0", "0: not modelled (every intra-node copy at host.shm_copy_rate)",
+     "the largest intra-node message whose copy runs from the CPU caches at host.shm_copy_rate; a larger one "
+     "goes at host.shm_uncached_rate (its buffers no longer fit in the cache)", NULL, NM_KEY_NONNEG},
+    {"host.shm_uncached_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (as host.shm_copy_rate)",
+     "rate of one intra-node copy of a message larger than host.shm_cache (from and to memory)", NULL,
+     NM_KEY_NONNEG},
+    {"host.touch_cost_per_page", NM_KEY_INT, "ps", "0", "0: not modelled",
+     "host time of the first write to a page of a receive buffer (the operating system's page fault: "
+     "allocating, zeroing and mapping it), charged to a receive whose buffer has pages no earlier receive or "
+     "registration of that rank touched (plain integer ps per page, page host.reg_page; buffers of unknown "
+     "address are taken as touched)", NULL, NM_KEY_NONNEG},
     {"host.send_copy_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (no copy)",
      "rate of the sender's copy of an eager message into the NIC's registered buffers (MPICH-GM sends "
      "eagerly through GM send/receive; rendezvous data goes by zero-copy put), in the send call",
@@ -119,6 +130,10 @@ struct ms_host {
     double send_copy_ps_pb, recv_copy_ps_pb;
     int64_t reg_cost, reg_pp, reg_page;
     uint64_t reg_cache;
+    uint64_t shm_cache;        /* largest intra-node message copied in cache (0: all) */
+    double shm_uncached_ps_pb; /* ps per byte beyond it (0: as shm_copy_ps_pb) */
+    int64_t touch_pp;          /* first write to a receive buffer's page */
+    ms_hmap touched;           /* (rank, page) -> (void *)1: pages a rank has received into */
     ms_hmap regs;              /* (rank, first page) -> reg_entry */
     ms_pool regpool;
     reg_lru *lru;              /* per rank */
@@ -212,6 +227,9 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->shm_lat = cfg_int(cfg, "host.shm_latency", 0);
     h->shm_copy_ps_pb = ps_per_byte(cfg, "host.shm_copy_rate");
     h->shm_mem_ps_pb = ps_per_byte(cfg, "host.shm_memory_rate");
+    h->shm_cache = (uint64_t)cfg_int(cfg, "host.shm_cache", 0);
+    h->shm_uncached_ps_pb = ps_per_byte(cfg, "host.shm_uncached_rate");
+    h->touch_pp = cfg_int(cfg, "host.touch_cost_per_page", 0);
     h->send_copy_ps_pb = ps_per_byte(cfg, "host.send_copy_rate");
     h->recv_copy_ps_pb = ps_per_byte(cfg, "host.recv_copy_rate");
     h->reg_cost = cfg_int(cfg, "host.reg_cost", 0);
@@ -255,6 +273,7 @@ void ms_host_destroy(ms_host *h)
     free(h->n);
     free(h->port_free_all);
     ms_hmap_free(&h->regs);
+    ms_hmap_free(&h->touched);
     ms_pool_free(&h->regpool);
     free(h->lru);
     free(h);
@@ -347,7 +366,10 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
-    int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
+    /* a message beyond the cache is copied from and to memory, at the slower rate */
+    double ps_pb = h->shm_cache && bytes > h->shm_cache && h->shm_uncached_ps_pb > 0 ? h->shm_uncached_ps_pb
+                                                                                      : h->shm_copy_ps_pb;
+    int64_t copy_end = t + bytes_ps(ps_pb, bytes);
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
     if (mem > 0) {   /* copies on one node share its memory bandwidth */
         node_state *n = &h->n[node];
@@ -361,6 +383,28 @@ int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
     return ms_host_shm_copy(h, node, bytes, t) + h->shm_lat;
+}
+
+int64_t ms_host_shm_latency(const ms_host *h) { return h->shm_lat; }
+
+/* Pages [first, last] of `rank` not touched before: marked now; how many were new. */
+static uint64_t touch_pages(ms_host *h, int rank, uint64_t first, uint64_t last)
+{
+    uint64_t fresh = 0;
+    for (uint64_t p = first; p <= last; p++) {
+        ms_hhint hint;
+        if (ms_hmap_get_hint(&h->touched, (uint64_t)rank, p, &hint)) continue;
+        fresh++;
+        if (ms_hmap_put_hint(&h->touched, (uint64_t)rank, p, (void *)1, &hint) != 0) break;   /* memory: cost stays */
+    }
+    return fresh;
+}
+
+int64_t ms_host_touch(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
+{
+    if (h->touch_pp == 0 || addr == 0 || bytes == 0 || rank < 0 || rank >= h->nranks) return 0;
+    uint64_t page = (uint64_t)h->reg_page;
+    return (int64_t)touch_pages(h, rank, addr / page, (addr + bytes - 1) / page) * h->touch_pp;
 }
 
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
@@ -422,6 +466,8 @@ int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
     uint64_t page = (uint64_t)h->reg_page;
     uint64_t first = addr / page, last = (addr + bytes - 1) / page;
     int64_t cost = h->reg_cost + (int64_t)(last - first + 1) * h->reg_pp;
+    /* pinning faults the pages in: a later receive into them does not touch them first */
+    if (h->touch_pp && addr) touch_pages(h, rank, first, last);
     if (h->reg_cache == 0) return cost;   /* registered and deregistered around every transfer */
     if (addr == 0) return 0;              /* buffer unknown (collective steps, old traces): taken as reused */
     reg_lru *l = &h->lru[rank];

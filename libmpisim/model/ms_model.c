@@ -219,6 +219,7 @@ struct coll_member {
 typedef struct rank_state {
     int host;
     ms_time_t cpu_free;
+    ms_time_t copy_free;      /* its CPU copies rendezvous data into its buffer until (intra-node) */
     uint64_t cnt;             /* per-rank sequence for post/resume ordering */
     int blocked, finalized;
     int wkind;
@@ -761,8 +762,10 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
     int off_node = g->sh != g->dh;
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
-        /* eager data is copied out of the registered receive buffers (host model) */
-        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        /* eager data is copied out of the registered receive buffers (host model), writing the
+         * buffer's pages for the first time if the rank never received into them */
+        ms_time_t touch = r->internal ? 0 : ms_host_touch(m->host, r->rank, r->buf, g->bytes);
+        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
     } else {
         g->rreq = r;
         rndv_turn(m, r->rank, g, PK_CTS, mt, in_call);
@@ -934,7 +937,9 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
     /* a FIN is one more turn the receiving host handles */
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
+    /* the NIC's put wrote pages the receiver never touched (none if its registration pinned them) */
+    ms_time_t touch = g->sh != g->dh && !r->internal ? ms_host_touch(m->host, r->rank, r->buf, g->bytes) : 0;
+    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin + touch);
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -1170,7 +1175,20 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
         uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
-        packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
+        ms_time_t done;
+        if (b) {
+            /* rendezvous data: the receiver's CPU copies it into its buffer, one copy after the
+             * other, and writes the buffer's pages it never received into before */
+            rank_state *rd = &m->ranks[g->dst];
+            ms_time_t s = tmax(t, rd->copy_free);
+            ms_time_t end = ms_host_shm_copy(m->host, g->sh, b, s);
+            if (g->rreq && !g->rreq->internal) end += ms_host_touch(m->host, g->dst, g->rreq->buf, b);
+            rd->copy_free = end;
+            done = end + ms_host_shm_latency(m->host);
+        } else {
+            done = ms_host_shm_transfer(m->host, g->sh, 0, t);
+        }
+        packet_done_at(m, g, k, done, t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }
