@@ -159,10 +159,11 @@ def scaled(profile, keys, f):
 
 
 def values(d):
+    """{row id: (mpisim's value, status)} of a script's output folder."""
     v = {}
     for fj in glob.glob(os.path.join(d, "scorecard*.json")):
         for r in json.load(open(fj))["rows"]:
-            v[r["id"]] = r["mpisim"]
+            v[r["id"]] = (r["mpisim"], r["status"])
     return v
 
 
@@ -206,7 +207,11 @@ if not a.no_sensitivity:
             for n in sizes:
                 first = (n if first is None else first) if eff(p, n) >= 95 else None
             v[f"000-fig7-{p}node"] = f"from N = {first}" if first else "never"
-        sens.setdefault("000", {}).setdefault(lab, {})[sign] = v
+        st = {"000-fig6-4node": abs(v["000-fig6-4node"] / 48.05 - 1) <= 0.05,
+              "000-fig6-8node": abs(v["000-fig6-8node"] / 25.11 - 1) <= 0.05,
+              "000-fig7-16node": abs(v["000-fig7-16node"] / 85 - 1) <= 0.05,
+              "000-fig7-4node": v["000-fig7-4node"] == "from N = 80", "000-fig7-8node": v["000-fig7-8node"] == "from N = 128"}
+        sens.setdefault("000", {}).setdefault(lab, {})[sign] = {k: (x, "pass" if st[k] else "miss") for k, x in v.items()}
 
 # ---- 5. the report --------------------------------------------------------------------------
 SEEDS = {"000": "seed 000 (George & VanLoon): SBus Myrinet testbed, seed000-sbus",
@@ -268,25 +273,31 @@ if a.no_sensitivity:
 for s in ("000", "001", "003"):
     if s not in sens:
         continue
-    base = {r["id"]: r["mpisim"] for r in rows if r["seed"] == s}
+    base = {r["id"]: (r["mpisim"], r["status"]) for r in rows if r["seed"] == s}
     labels = list(sens[s])
     ids_s = [r["id"] for r in rows if r["seed"] == s and r["kind"] == "prediction"
              and any(r["id"] in sens[s][l].get("-", {}) for l in labels)]
     L += [f"### {SEEDS[s]}", "",
-          "Change of each prediction (%, mpisim's value at -10 % / +10 % of the parameter against the profile's; "
-          "a statement row shows its result where it changes):", "",
+          "Change of each prediction (%, mpisim's value at -10 % / +10 % of the parameter against the profile's); "
+          "a statement row shows its status at -10 % / +10 %, \"same\" where neither its result nor its status "
+          "moves; a status that differs from the profile's is in bold:", "",
           "| prediction | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for rid in ids_s:
         cells = []
         for l in labels:
-            v0 = base.get(rid)
+            v0, s0 = base.get(rid, (None, None))
             lo, hi = sens[s][l].get("-", {}).get(rid), sens[s][l].get("+", {}).get(rid)
-            if isinstance(v0, (int, float)) and isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and v0:
-                cells.append(f"{100 * (lo / v0 - 1):+.1f} / {100 * (hi / v0 - 1):+.1f}")
-            elif lo is None and hi is None:
+            if lo is None or hi is None:
                 cells.append("")
+                continue
+            mark = lambda st: st if st == s0 else f"**{st}**"
+            if isinstance(v0, (int, float)) and isinstance(lo[0], (int, float)) and isinstance(hi[0], (int, float)) and v0:
+                flip = "" if lo[1] == s0 and hi[1] == s0 else f" ({mark(lo[1])} / {mark(hi[1])})"
+                cells.append(f"{100 * (lo[0] / v0 - 1):+.1f} / {100 * (hi[0] / v0 - 1):+.1f}{flip}")
+            elif lo == (v0, s0) and hi == (v0, s0):
+                cells.append("same")
             else:
-                cells.append("same" if lo == v0 and hi == v0 else f"{lo} / {hi}")
+                cells.append(f"{mark(lo[1])} / {mark(hi[1])}")
         L.append(f"| {rid} | " + " | ".join(cells) + " |")
     L.append("")
 L += ["Seeds 002 and 004 have no calibrated parameter (their profiles are cited and assumed values only): their "

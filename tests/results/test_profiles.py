@@ -75,8 +75,36 @@ def test_script(script):
     check(p.returncode == 0 and "agree" in p.stdout, f"{script}.py: the profile agrees with the derivation")
 
 
+def test_scorecard():
+    """A row's kind comes from the profiles' calibrated values, never from the script."""
+    import tempfile
+    import scorecard
+    sc = scorecard.Scorecard("003", ["seed003-ecard"], calibrated={"003-own": "a script's own fit"})
+    sc.num("003-logp-g", "sec 5.3", "LogP g", 2.3, 2.3, "us", 0.15)             # named by host.nic_send_cost
+    sc.num("003-std-1b", "sec 5.1", "standard", 6.1, 5.0, "us", 0.15)           # named by none: a prediction
+    sc.check("003-own", "sec x", "own", "a", "b", True, "rule")
+    kinds = {r["id"]: (r["kind"], r["status"], r["cause"]) for r in sc.rows}
+    check(kinds["003-logp-g"][0] == "calibration", "a row a calibrated value names is calibration")
+    check(kinds["003-std-1b"][:2] == ("prediction", "miss") and kinds["003-std-1b"][2] == "unknown",
+          "any other row is a prediction; a miss without a cause says unknown")
+    check(kinds["003-own"][0] == "calibration", "a script's own calibration")
+    try:
+        sc.num("003-std-1b", "sec 5.1", "again", 1, 1, "", 0.1)
+        check(False, "a row twice is refused")
+    except ValueError:
+        check(True, "a row twice is refused")
+    with tempfile.TemporaryDirectory() as d:
+        sc.write(d)
+        j = json.load(open(os.path.join(d, "scorecard.json")))
+        missing = set(j["calibrations_without_row"])
+        check("003-gm-bothway" in missing and "003-logp-g" not in missing,
+              "calibrations the script did not score are listed (validation.py refuses them)")
+
+
 if WHAT == "kinds":
     test_kinds()
+elif WHAT == "scorecard":
+    test_scorecard()
 else:
     test_script(WHAT)
 if failures:
