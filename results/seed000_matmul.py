@@ -108,7 +108,7 @@ if form in forms:
                  profile=P, note=f"efficiency below {paper}: {', '.join(below)}; from {paper}: {', '.join(above)} %",
                  cause=("the master sends B^T to each of the P - 1 slaves in turn over its one 1.28 Gb/s link "
                         "(sec 3.2): with the compute rate fitted on the 2-node curve that alone bounds the "
-                        "efficiency below the paper's (table below); a broadcast does not (the collective form)")
+                        "efficiency below the paper's (seed000_matmul.md: the bound table); a broadcast does not (the collective form)")
                  if got != paper and (got is None or got > paper) else
                  "the model is more efficient than the testbed at small N: its communication costs less than "
                  "the testbed's there (MPI on the BDM MCP, whose costs seed 000 does not give, is assumed)")
