@@ -248,7 +248,7 @@ static const nm_opt study_options[] = {
     {"procs", O_PROCS, "1,2,4,8,16", "the process counts"},
     {"sizes", O_SIZES, "FIRST:LAST:STEP", "the matrix sizes, or a list (default 32:144:16)"},
     {"distribute", O_DISTRIBUTE, "collective|p2p",
-     "how matmul sends A and B^T: MPI_Scatterv + MPI_Bcast (default) or MPI_Send each (apps/README.md)"},
+     "how matmul sends A and B^T: MPI_Send each (default, seed 000 sec 3.2) or MPI_Scatterv + MPI_Bcast (apps/README.md)"},
     {"compute", O_COMPUTE, "cpu|wall|none", "how computation is charged (default cpu)"},
     {"cpu-factor", O_CPU_FACTOR, "calibrate|X|FILE|profile",
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
@@ -521,7 +521,7 @@ int mpisim_study_main(int argc, char **argv)
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            o.profile ? o.profile : "default", o.compute);
     if (cpu_factor > 0) printf(" x %.2f (%s)", cpu_factor, source);
-    printf(", matmul --distribute %s\n", o.distribute ? o.distribute : "collective");
+    printf(", matmul --distribute %s\n", o.distribute ? o.distribute : "p2p");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
     int failures = 0;
     for (int i = 0; i < np; i++)

@@ -241,6 +241,7 @@ struct coll_member {
 typedef struct rank_state {
     int host;
     ms_time_t cpu_free;
+    ms_time_t copy_free;      /* its CPU copies rendezvous data into its buffer until (intra-node) */
     uint64_t cnt;             /* per-rank sequence for post/resume ordering */
     int blocked, finalized;
     int wkind;
@@ -938,8 +939,10 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
     int off_node = g->sh != g->dh;
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
-        /* eager data is copied out of the registered receive buffers (host model) */
-        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        /* eager data is copied out of the registered receive buffers (host model), writing the
+         * buffer's pages for the first time if the rank never received into them */
+        ms_time_t touch = r->internal ? 0 : ms_host_touch(m->host, r->rank, r->buf, g->bytes);
+        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
         if (g->ack_taken) schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
         determine(m, r, done);
     } else {
@@ -1123,7 +1126,9 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
     /* a FIN is one more turn the receiving host handles */
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
-    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy));
+    /* the NIC's put wrote pages the receiver never touched (none if its registration pinned them) */
+    ms_time_t touch = g->sh != g->dh && !r->internal ? ms_host_touch(m->host, r->rank, r->buf, g->bytes) : 0;
+    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy + touch));
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -1362,16 +1367,23 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
         uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
-        ms_time_t from = t;
-        if (b && m->recv_serial) {
-            /* a rendezvous's data is copied by its receiver (Open MPI's single-copy get), after
-             * what its CPU has queued, and keeps it busy */
+        ms_time_t done;
+        if (b) {
+            /* rendezvous data: the receiver's CPU copies it into its buffer (Open MPI's single-copy
+             * get), one copy after the other, and writes the buffer's pages it never received into
+             * before; with mpi.recv_overhead_serial the copy also waits for what that CPU has queued
+             * and keeps it busy */
             rank_state *rd = &m->ranks[g->dst];
-            from = tmax(t, rd->cpu_free);
+            ms_time_t s = tmax(t, m->recv_serial ? rd->cpu_free : rd->copy_free);
+            ms_time_t end = ms_host_shm_copy_ps(m->host, g->sh, b, seg_copy(m, b), s);
+            if (g->rreq && !g->rreq->internal) end += ms_host_touch(m->host, g->dst, g->rreq->buf, b);
+            rd->copy_free = end;
+            if (m->recv_serial) rd->cpu_free = end;
+            done = end + ms_host_shm_latency(m->host);
+        } else {
+            done = ms_host_shm_transfer(m->host, g->sh, 0, t);
         }
-        ms_time_t copied = ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy(m, b) : -1, from);
-        if (b && m->recv_serial) m->ranks[g->dst].cpu_free = copied;
-        packet_done_at(m, g, k, copied + ms_host_shm_latency(m->host), t);
+        packet_done_at(m, g, k, done, t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }

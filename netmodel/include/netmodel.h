@@ -95,7 +95,9 @@ const char *nm_config_string(const nm_config *cfg, const char *name);
 const char *nm_config_lookup_error(const nm_config *cfg);
 int nm_config_has(const nm_config *cfg, const char *name);
 /* The resolved configuration as a JSON object: {"key": {"value": v, "unit": u, "source": s}, ...}
- * where source is the default's citation or "file:line" / "--set" of the value in force. */
+ * where source is the default's citation or "file:line" / "--set" of the value in force; a
+ * profile value with a comment has "source": "<comment> (file:line)" and, when the comment
+ * declares it, "kind": "cited" | "calibrated" | "assumed". */
 int nm_config_write_json(const nm_config *cfg, FILE *out, int indent);
 /* One line per key "key = value unit  (source)" for human output. */
 int nm_config_write_text(const nm_config *cfg, FILE *out);
@@ -115,6 +117,15 @@ const char *nm_config_key_at(const nm_config *cfg, size_t i);
 const char *nm_config_value_text(const nm_config *cfg, const char *name);
 const char *nm_config_unit(const nm_config *cfg, const char *name);
 const char *nm_config_origin(const nm_config *cfg, const char *name);
+/* A profile value's comment: the text after its ';' (or '#') and the indented comment-only lines
+ * right below, white space collapsed; NULL when the value has none (defaults, --set). Profiles
+ * declare each value's kind by the comment's first word (docs: configs/README.md):
+ * "cited: ..." (a hardware value a source states), "calibrated: <source> ..." (fitted once, by a
+ * script, from named measurements), "assumed: ... range LO..HI" (no source). */
+const char *nm_config_note(const nm_config *cfg, const char *name);
+/* "cited", "calibrated" or "assumed" as the value's note declares, "" if it declares none; NULL
+ * for an unknown key. */
+const char *nm_config_kind(const nm_config *cfg, const char *name);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Registries: the names that network.engine, network.routing and network.topology (and the

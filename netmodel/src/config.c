@@ -128,6 +128,8 @@ typedef struct nm_entry {
     int derived;
     int64_t d_ival;
     char *d_text, *d_origin;
+    char *note;     /* a profile value's source as the profile gives it (its comment, or a KEY.source
+                     * line: "cited: ...", "calibrated: ...", "assumed: ..."), NULL if none */
 } nm_entry;
 
 /* the value in force: the derived one if any */
@@ -135,6 +137,8 @@ static int64_t e_ival(const nm_entry *e) { return e->derived ? e->d_ival : e->iv
 static double e_dval(const nm_entry *e) { return e->derived ? (double)e->d_ival : e->dval; }
 static const char *e_text(const nm_entry *e) { return e->derived ? e->d_text : e->text; }
 static const char *e_origin(const nm_entry *e) { return e->derived ? e->d_origin : e->origin; }
+/* a derived value's source is its derivation (in its origin), not the configured value's note */
+static const char *e_note(const nm_entry *e) { return e->derived ? NULL : e->note; }
 
 struct nm_config {
     nm_entry *e;
@@ -465,8 +469,10 @@ static int entry_assign(nm_entry *e, const char *raw, const char *origin, char *
     if (!o) { free(text); nm_set_err(msg, msglen, "out of memory"); return -1; }
     free(e->text);
     free(e->origin);
+    free(e->note);
     e->text = text;
     e->origin = o;
+    e->note = NULL;   /* a value set anew has no comment until its loader gives one */
     e->ival = iv;
     e->dval = dv;
     return 0;
@@ -516,6 +522,7 @@ fail:
         cfg->n--;
         free(cfg->e[cfg->n].text);
         free(cfg->e[cfg->n].origin);
+        free(cfg->e[cfg->n].note);
     }
     return -1;
 }
@@ -595,6 +602,7 @@ void nm_config_destroy(nm_config *cfg)
         free(cfg->e[i].origin);
         free(cfg->e[i].d_text);
         free(cfg->e[i].d_origin);
+        free(cfg->e[i].note);
     }
     free(cfg->e);
     free(cfg->own_defs);
@@ -675,7 +683,7 @@ static void derive_keys(nm_config *cfg) { derive_slack(cfg); }
 
 /* ---- snapshots (a failed load leaves the configuration as it was) ------------------------ */
 
-typedef struct { int64_t ival; double dval; char *text, *origin; int explicit_set; } nm_saved;
+typedef struct { int64_t ival; double dval; char *text, *origin, *note; int explicit_set; } nm_saved;
 
 static nm_saved *snapshot(const nm_config *cfg)
 {
@@ -687,8 +695,9 @@ static nm_saved *snapshot(const nm_config *cfg)
         s[i].explicit_set = cfg->e[i].explicit_set;
         s[i].text = nm_strdup(cfg->e[i].text);
         s[i].origin = nm_strdup(cfg->e[i].origin);
-        if (!s[i].text || !s[i].origin) {
-            for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); }
+        s[i].note = cfg->e[i].note ? nm_strdup(cfg->e[i].note) : NULL;
+        if (!s[i].text || !s[i].origin || (cfg->e[i].note && !s[i].note)) {
+            for (size_t j = 0; j <= i; j++) { free(s[j].text); free(s[j].origin); free(s[j].note); }
             free(s);
             return NULL;
         }
@@ -702,14 +711,17 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
         if (apply) {
             free(cfg->e[i].text);
             free(cfg->e[i].origin);
+            free(cfg->e[i].note);
             cfg->e[i].text = s[i].text;
             cfg->e[i].origin = s[i].origin;
+            cfg->e[i].note = s[i].note;
             cfg->e[i].ival = s[i].ival;
             cfg->e[i].dval = s[i].dval;
             cfg->e[i].explicit_set = s[i].explicit_set;
         } else {
             free(s[i].text);
             free(s[i].origin);
+            free(s[i].note);
         }
     }
     free(s);
@@ -720,7 +732,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
 typedef struct nm_reader {
     const char *buf;
     size_t len, pos;
-    size_t last_start;   /* where the line last handed to inih begins */
+    size_t line_start;   /* offset of the line last handed to inih */
     int line;        /* line number of the chunk last handed to inih */
     int too_long;    /* line number of an over-long line, which stops the parse */
 } nm_reader;
@@ -733,7 +745,7 @@ static char *reader_fn(char *str, int num, void *stream)
     if (r->too_long || r->pos >= r->len || num < 2) return NULL;
     size_t n = 0, max = (size_t)num - 1;
     r->line++;
-    r->last_start = r->pos;
+    r->line_start = r->pos;
     while (r->pos < r->len && n < max) {
         char c = r->buf[r->pos++];
         str[n++] = c;
@@ -745,6 +757,51 @@ static char *reader_fn(char *str, int num, void *stream)
         return NULL;
     }
     return str;
+}
+
+/* The comment of the key = value line the reader handed out last (after a ';' or '#' that follows
+ * white space), continued by the indented comment-only lines right below it: the value's source
+ * as the profile gives it ("cited: ...", "calibrated: ...", "assumed: ..."), white space
+ * collapsed. NULL if the line has no comment (or out of memory: a comment is never essential). */
+static char *line_note(const nm_reader *r)
+{
+    const char *b = r->buf, *end = r->buf + r->len;
+    const char *p = b + r->line_start, *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    const char *eq = memchr(p, '=', (size_t)(eol - p)), *c = NULL;
+    for (const char *q = eq ? eq + 1 : p; q < eol; q++)
+        if ((*q == ';' || *q == '#') && is_space(q[-1])) { c = q + 1; break; }
+    if (!c) return NULL;
+    size_t cap = 256, n = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (;;) {
+        for (; c < eol; c++) {
+            char ch = is_space(*c) ? ' ' : *c;
+            if (ch == ' ' && (n == 0 || out[n - 1] == ' ')) continue;
+            if (n + 2 > cap) {
+                char *g = realloc(out, cap * 2);
+                if (!g) { free(out); return NULL; }
+                out = g;
+                cap *= 2;
+            }
+            out[n++] = ch;
+        }
+        /* the next line continues the comment if it is indented and holds only a comment */
+        const char *next = eol < end ? eol + 1 : end;
+        if (next >= end || !is_space(*next) || *next == '\n') break;
+        const char *t = next;
+        while (t < end && (*t == ' ' || *t == '\t')) t++;
+        if (t >= end || (*t != ';' && *t != '#')) break;
+        eol = memchr(t, '\n', (size_t)(end - t));
+        if (!eol) eol = end;
+        c = t + 1;
+        if (n && out[n - 1] != ' ') out[n++] = ' ';
+    }
+    while (n && out[n - 1] == ' ') n--;
+    out[n] = '\0';
+    if (!n) { free(out); return NULL; }
+    return out;
 }
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
@@ -829,7 +886,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (is_include) return 1;
     /* an indented line continues the value above it (inih's multi-line values): text values
      * take it after a space, so that long lists stay within a line's length */
-    int cont = L->rd.last_start < L->rd.len && (L->rd.buf[L->rd.last_start] == ' ' || L->rd.buf[L->rd.last_start] == '\t');
+    int cont = L->rd.line_start < L->rd.len && (L->rd.buf[L->rd.line_start] == ' ' || L->rd.buf[L->rd.line_start] == '\t');
     char sec[80];
     if (snprintf(sec, sizeof sec, "|%s|", section) < (int)sizeof sec && strstr(L->cfg->skip, sec)) return 1;
     char full[256];
@@ -919,6 +976,8 @@ static int handler(void *user, const char *section, const char *name, const char
         return 0;
     }
     e->explicit_set = 0;
+    free(e->note);
+    e->note = line_note(&L->rd);
     return 1;
 }
 
@@ -1096,7 +1155,7 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     }
     free(dir);
     if (run_pass(&L, 2, err, errlen) != 0) goto out;
-    /* declared sources: of values this file sets, in the origin "SOURCE (file:line)" */
+    /* declared sources (KEY.source lines) of values this file sets */
     for (int i = 0; i < L.nsrc; i++) {
         nm_entry *e = find(cfg, L.src[i].key);
         size_t ol = strlen(L.origin);
@@ -1105,12 +1164,11 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
                        L.src[i].key);
             goto out;
         }
-        size_t n = strlen(L.src[i].text) + strlen(e->origin) + 4;
-        char *o = malloc(n);
-        if (!o) { nm_set_err(err, errlen, "out of memory"); goto out; }
-        snprintf(o, n, "%s (%s)", L.src[i].text, e->origin);
-        free(e->origin);
-        e->origin = o;
+        /* the declared source is the value's note, as a comment after it would be */
+        char *note = nm_strdup(L.src[i].text);
+        if (!note) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        free(e->note);
+        e->note = note;
     }
     rc = 0;
 out:
@@ -1275,14 +1333,36 @@ const char *nm_config_origin(const nm_config *cfg, const char *name)
     const nm_entry *e = find(cfg, name);
     return e ? e_origin(e) : NULL;
 }
+const char *nm_config_note(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? e_note(e) : NULL;
+}
+
+/* The kind a note declares by its first word (DESIGN.md, "Calibration and prediction"). */
+static const char *note_kind(const char *note)
+{
+    static const char *const kinds[] = {"cited", "calibrated", "assumed"};
+    if (!note) return "";
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t l = strlen(kinds[i]);
+        if (!strncmp(note, kinds[i], l) && note[l] == ':') return kinds[i];
+    }
+    return "";
+}
+const char *nm_config_kind(const nm_config *cfg, const char *name)
+{
+    const nm_entry *e = find(cfg, name);
+    return e ? note_kind(e_note(e)) : NULL;
+}
 
 /* ---- output ---------------------------------------------------------------------------- */
 
-/* JSON string with escapes; invalid UTF-8 bytes become U+FFFD so the output stays valid. */
-void nm_json_write_string(FILE *out, const char *s)
+/* The inside of a JSON string literal (escapes; invalid UTF-8 bytes become U+FFFD so the output
+ * stays valid). */
+static void write_json_inner(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    fputc('"', out);
     while (*p) {
         unsigned c = *p;
         if (c == '"' || c == '\\') { fputc('\\', out); fputc((int)c, out); p++; }
@@ -1300,6 +1380,12 @@ void nm_json_write_string(FILE *out, const char *s)
             else { fputs("\\ufffd", out); p++; }
         }
     }
+}
+
+void nm_json_write_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    write_json_inner(out, s);
     fputc('"', out);
 }
 
@@ -1319,7 +1405,19 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
         nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        nm_json_write_string(out, e_origin(e));
+        if (e_note(e)) {   /* the profile's own words first, then where they are */
+            fputc('"', out);
+            write_json_inner(out, e_note(e));
+            fputs(" (", out);
+            write_json_inner(out, e_origin(e));
+            fputs(")\"", out);
+        } else {
+            nm_json_write_string(out, e_origin(e));
+        }
+        if (*note_kind(e_note(e))) {
+            fprintf(out, ",%s%*s\"kind\": ", nl, 2 * in, "");
+            nm_json_write_string(out, note_kind(e_note(e)));
+        }
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
@@ -1363,6 +1461,10 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
         if (strcmp(e_text(e), d->default_value) || strcmp(e_origin(e), d->source ? d->source : ""))
             fprintf(out, "    value %s%s%s from %s\n", e_text(e), *vu ? " " : "", vu, e_origin(e));
+        if (e_note(e)) {
+            const char *k = note_kind(e_note(e));
+            fprintf(out, "    kind %s, source: %s\n", *k ? k : "not declared", e_note(e));
+        }
     }
     return ferror(out) ? -1 : 0;
 }
@@ -1372,8 +1474,12 @@ int nm_config_write_text(const nm_config *cfg, FILE *out)
     if (!cfg || !out) return -1;
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
-        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e_text(e), *e->def->unit ? " " : "",
-                e->def->unit, e_origin(e));
+        if (e_note(e))
+            fprintf(out, "%s = %s%s%s  (%s (%s))\n", e->def->name, e_text(e), *e->def->unit ? " " : "",
+                    e->def->unit, e_note(e), e_origin(e));
+        else
+            fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e_text(e), *e->def->unit ? " " : "",
+                    e->def->unit, e_origin(e));
     }
     return ferror(out) ? -1 : 0;
 }

@@ -288,7 +288,8 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
     ASSERT_EQ(nm_config_load_profile(cfg, path, MPISIM_SOURCE_PROFILE_DIR, e2, sizeof e2), 0) << e2 << "\n" << prof;
     unlink(path);
     EXPECT_EQ(nm_config_int(cfg, "mpi.eager_threshold"), 4096);
-    EXPECT_EQ(std::string(nm_config_origin(cfg, "host.shm_latency")).substr(0, 11), "calibrated:");
+    EXPECT_EQ(std::string(nm_config_note(cfg, "host.shm_latency")).substr(0, 11), "calibrated:");
+    EXPECT_STREQ(nm_config_kind(cfg, "host.shm_latency"), "calibrated");
     EXPECT_EQ(nm_config_int(cfg, "host.ranks_per_node"), 2);
     nm_topology *t = nm_topology_load("crossbar:2", cfg, e2, sizeof e2);
     ASSERT_NE(t, nullptr) << e2;

@@ -188,7 +188,8 @@ TEST(Config, FileValuesOriginsAndComments)
 }
 
 // "KEY.source = TEXT": a profile says where a value comes from (mpisim calibrate writes
-// "calibrated: ..."); the origin keeps the file and line of the value.
+// "calibrated: ..."); it is the value's note,
+// as a comment after the value would be; the origin keeps the file and line of the value.
 TEST(Config, DeclaredSourcesOfValues)
 {
     nmt::TempDir d;
@@ -203,9 +204,10 @@ TEST(Config, DeclaredSourcesOfValues)
                             "gap_bytes.source = seed 000 sec 2 ; a comment\n");
     ASSERT_EQ(nm_config_load_profile(k.c, p.c_str(), "", err, sizeof err), 0) << err;
     EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 150000);
-    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")),
-              "calibrated: pingpong 1 B..2 KiB on 2026-01-02 (" + p + ":5)");
-    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.gap_bytes")), "seed 000 sec 2 (" + p + ":6)");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")), p + ":5");
+    EXPECT_STREQ(nm_config_note(k.c, "network.switch_delay"), "calibrated: pingpong 1 B..2 KiB on 2026-01-02");
+    EXPECT_STREQ(nm_config_kind(k.c, "network.switch_delay"), "calibrated");
+    EXPECT_STREQ(nm_config_note(k.c, "network.gap_bytes"), "seed 000 sec 2");
     EXPECT_EQ(std::string(nm_config_origin(k.c, "network.link_rate")), base + ":2");
     // --set still wins, and says so
     ASSERT_EQ(set_err(k.c, "network.switch_delay=1ns"), "");
@@ -247,6 +249,63 @@ TEST(Config, ContinuedTextValues)
     Cfg kb;
     EXPECT_NE(nm_config_load_file(kb.c, bad.c_str(), err, sizeof err), 0);
     EXPECT_NE(std::string(err).find("bad.ini:3: an indented line continues 'network.link_rate'"), std::string::npos) << err;
+}
+
+// A profile value's comment is its source as the profile gives it; its first word declares the
+// value's kind (configs/README.md), shown by --describe and written into every report.
+TEST(Config, ValueNotesAndKinds)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string p = d.write("kinds.ini",
+                            "[network]\n"
+                            "link_rate = 2 Gb/s        ; cited: 003 sec 2, 2.0+2.0 Gbps\n"
+                            "switch_delay = 10 ns      ; calibrated: 003_x.txt sec 4 Fig. 1, GM latency [003-a]\n"
+                            "                          ; continued on the next line\n"
+                            "\n"
+                            "                          ; not a continuation: a blank line came between\n"
+                            "slack_buffer = 96 B       # assumed: a guess; range 80..200 B\n"
+                            "high_water = 56 B         ; no kind declared\n"
+                            "low_water = 40 B\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    EXPECT_STREQ(nm_config_note(k.c, "network.link_rate"), "cited: 003 sec 2, 2.0+2.0 Gbps");
+    EXPECT_STREQ(nm_config_kind(k.c, "network.link_rate"), "cited");
+    EXPECT_STREQ(nm_config_note(k.c, "network.switch_delay"),
+                 "calibrated: 003_x.txt sec 4 Fig. 1, GM latency [003-a] continued on the next line");
+    EXPECT_STREQ(nm_config_kind(k.c, "network.switch_delay"), "calibrated");
+    EXPECT_STREQ(nm_config_kind(k.c, "network.slack_buffer"), "assumed");
+    EXPECT_STREQ(nm_config_note(k.c, "network.high_water"), "no kind declared");
+    EXPECT_STREQ(nm_config_kind(k.c, "network.high_water"), "");
+    EXPECT_EQ(nm_config_note(k.c, "network.low_water"), nullptr);
+    EXPECT_EQ(nm_config_note(k.c, "network.timeout"), nullptr);   // a default has its citation as origin
+    EXPECT_EQ(nm_config_kind(k.c, "no.such_key"), nullptr);
+    // the report: "source" is the comment with its file:line, "kind" what it declares
+    std::string jp = d.write("k.json", "");
+    FILE *f = std::fopen(jp.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(nm_config_write_json(k.c, f, 0), 0);
+    std::fclose(f);
+    nmt::Json j;
+    std::string text = nmt::read_file(jp);
+    ASSERT_TRUE(nmt::JsonParser(text).parse(j)) << text;
+    EXPECT_EQ(j.get("network.switch_delay")->get("source")->str,
+              "calibrated: 003_x.txt sec 4 Fig. 1, GM latency [003-a] continued on the next line (" + p + ":3)");
+    EXPECT_EQ(j.get("network.switch_delay")->get("kind")->str, "calibrated");
+    EXPECT_EQ(j.get("network.low_water")->get("source")->str, p + ":9");
+    EXPECT_EQ(j.get("network.low_water")->get("kind"), nullptr);
+    // --describe shows it
+    std::string dp = d.write("k.txt", "");
+    f = std::fopen(dp.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(nm_config_describe(k.c, "network.switch_delay", f, err, sizeof err), 0) << err;
+    std::fclose(f);
+    EXPECT_NE(nmt::read_file(dp).find("kind calibrated, source: calibrated: 003_x.txt"), std::string::npos)
+        << nmt::read_file(dp);
+    // a value set again (--set, another file) no longer carries the old comment
+    ASSERT_EQ(set_err(k.c, "network.switch_delay=20ns"), "");
+    EXPECT_EQ(nm_config_note(k.c, "network.switch_delay"), nullptr);
+    EXPECT_STREQ(nm_config_kind(k.c, "network.switch_delay"), "");
 }
 
 TEST(Config, IncludesAndCycles)
@@ -334,7 +393,9 @@ TEST(Config, ShippedProfiles)
     Cfg f;
     nm_config_skip_sections(f.c, "mpi|host|shim");
     ASSERT_EQ(nm_config_load_profile(f.c, "seed004-myrinet", dir, err, sizeof err), 0) << err;
-    EXPECT_DOUBLE_EQ(nm_config_double(f.c, "network.host_link_rate"), 144e6 * 8);
+    // seed 004 sec 2.2: the NICs' links are the 160 MB/s links too (host_link_rate 0 = link_rate)
+    EXPECT_DOUBLE_EQ(nm_config_double(f.c, "network.host_link_rate"), 0);
+    EXPECT_DOUBLE_EQ(nm_config_double(f.c, "network.link_rate"), 1.28e9);
 }
 
 TEST(Config, RegisterOtherLayers)
@@ -531,7 +592,7 @@ TEST(Config, SlackBufferDerivedFromTheLinksRoundTrip)
     EXPECT_STREQ(nm_config_value_text(p.c, "network.slack_buffer"), "91");
     std::string why = nm_config_origin(p.c, "network.slack_buffer");
     EXPECT_EQ(why.rfind("derived: ", 0), 0u) << why;
-    EXPECT_NE(why.find("seed002-pci.ini:19 gave 80 B"), std::string::npos) << why;
+    EXPECT_NE(why.find("seed002-pci.ini:23 gave 80 B"), std::string::npos) << why;
     // the resolved configuration (reports, traces) carries the value in force and its source
     char *buf = nullptr;
     size_t len = 0;
@@ -548,7 +609,7 @@ TEST(Config, SlackBufferDerivedFromTheLinksRoundTrip)
     ASSERT_EQ(set_err(p.c, "network.link_length=10m"), "");
     ASSERT_EQ(set_err(p.c, "network.link_rate=1.28Gb/s"), "");
     EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 80);
-    EXPECT_STREQ(nm_config_origin(p.c, "network.slack_buffer"), "configs/seed002-pci.ini:19");
+    EXPECT_STREQ(nm_config_origin(p.c, "network.slack_buffer"), "configs/seed002-pci.ini:23");
     ASSERT_EQ(set_err(p.c, "network.high_water=70"), "");
     EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 70 + 19);
     ASSERT_EQ(set_err(p.c, "network.high_water=56"), "");
