@@ -1,4 +1,5 @@
-/* mpisim: the command. Subcommands: run, net, study, calibrate, config, version. */
+/* mpisim: the command. Its subcommands are the table `subcommands` below (run, trace,
+ * trace-recover, replay, sweep, net, study, calibrate, config, timeline, report, version). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>

@@ -88,7 +88,7 @@ static int common_opt(const nm_cmdline *c, int k, const char *v, common_opts *o)
     switch (k) {
     case O_PROFILE: o->profile = v; return 1;
     case O_SET: o->sets[o->nsets++] = v; return 1;
-    case O_ROUTING:   /* issue 6: the routing is chosen by --routing wherever a network is built */
+    case O_ROUTING:   /* the routing is chosen by --routing wherever a network is built */
         return (o->sets[o->nsets++] = nm_cmdline_routing(c, k, v)) ? 1 : -1;
     case O_CPU_SCALE: return nm_cmdline_double(c, k, v, 0, &o->ro.cpu_scale) == 0 ? 1 : -1;
     case O_WILDCARDS:

@@ -286,7 +286,7 @@ int mpisim_study_main(int argc, char **argv)
     study_opts o = {0};
     o.compute = "cpu";
     const char *outdir = NULL, *cpu_factor_arg = "calibrate";
-    int runs = 3;   /* one slow spell of a shared machine would otherwise decide a point (issue 10) */
+    int runs = 3;   /* one slow spell of a shared machine would otherwise decide a point */
     o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
     int procs[64], sizes[256];
     int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);

@@ -1,5 +1,5 @@
 /* ms_replay: play a recorded trace through the MPI layer model and a netmodel network, with the
- * driver the live model server uses (libmpisim/driver, issue 5). No MPI, no printing, no exit().
+ * driver the live model server uses (libmpisim/driver). No MPI, no printing, no exit().
  *
  * Each rank's clock starts at 0. At TR_CALL the recorded computation (x cpu_scale) is added;
  * ISEND/IRECV/ICOLL/COMM_ADD are posted at the current clock (ISEND then adds

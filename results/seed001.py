@@ -304,7 +304,7 @@ for r in rows:
            if n == "avici-gige" else None)
 sc.write(out)
 L += ["", "## Scorecard rows", "",
-      "Tolerances: token latency 10 %, throughput 1 %, fan-in 3 %, fan-out 10 % (issue 12's criteria). The conventional "
+      "Tolerances: token latency 10 %, throughput 1 %, fan-in 3 %, fan-out 10 %. The conventional "
       "GigE and the Avici fabric token rows are calibration: each is the one row its network's unknowns are solved from "
       "(`results/calibrate_seed001.py`: switch latency and cable delay, torus shape, hop and line-card latency); every "
       "other row is a prediction. The mesh slides are not scored (`--quick` skips them; they give no numbers but "

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Does the matrix-multiply study repeat? Runs `mpisim study speedup` twice in a row (P = 1, 2,
 4, 8; N = 32..144; each calibrating its own CPU factor, as a user's run does) with a CPU-bound job
-beside both, and compares the efficiencies point by point (issue 10: within 3 points for
+beside both, and compares the efficiencies point by point (within 3 points for
 N >= 64, within 5 below).
 
 Usage: speedup_repeat.py [BUILD_DIR] [--out DIR] [--no-burner] [--set KEY=VALUE]... [--cpu-factor X|FILE] [--runs K]

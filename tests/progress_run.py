@@ -1,6 +1,6 @@
 """Running a test's command until it ends or is stuck, not until a clock says so.
 
-A fixed wall-clock limit fails a correct build on a loaded machine (issue 26: a native hpcc run hit
+A fixed wall-clock limit fails a correct build on a loaded machine (a native hpcc run hit
 its 300 s, a co-simulation its 60 s connect timeout, beside other jobs). The tests run their
 commands through run() here: a command is stopped when its processes have been idle for
 `idle_limit` seconds, idle meaning that none of them ran or waited for a CPU (their run-queue

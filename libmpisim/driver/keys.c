@@ -64,7 +64,7 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "every read is the host's",
          "virtual|real", 0},
         {"shim.transport", NM_KEY_STRING, "", "shm",
-         "project choice (issue 13: a model round trip through a socket costs tens of microseconds)",
+         "project choice (a model round trip through a socket costs tens of microseconds)",
          "how ranks on the model server's host talk to it: a shared-memory ring per rank woken by a futex "
          "(shm), or TCP as ranks on other hosts always do (tcp)",
          "shm|tcp", 0},
@@ -84,7 +84,7 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "latter); off charges it all as computation",
          "measured|off", 0},
         {"shim.local_answers", NM_KEY_STRING, "", "on",
-         "project choice (issue 13 item 2; docs/architecture.md, Local answers)",
+         "project choice (docs/architecture.md, Local answers)",
          "on: the shim answers what the model can tell in advance without a round trip to the model server, "
          "exactly as the model would (eager standard sends' completion; Test and Iprobe polls inside the "
          "lookahead window the server gives with a negative answer); off: every wait, test and probe asks "

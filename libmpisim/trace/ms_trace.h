@@ -1,4 +1,4 @@
-/* ms_trace: mpisim traces (issue 5). C11, no MPI inside, nothing printed, no exit().
+/* ms_trace: mpisim traces. C11, no MPI inside, nothing printed, no exit().
  *
  * Two forms of a trace:
  *  - raw: what a rank's shim appends while it runs, <dir>/rank-<R>.mstrace (layout in

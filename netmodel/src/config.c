@@ -37,7 +37,7 @@ static const nm_key_def nm_network_keys[] = {
      "packet engine", NULL, 0},
     {"network.topology", NM_KEY_STRING, "", "auto", "seed 000 sec 3.1 (one 8x8 crossbar testbed)",
      "topology file or generator ('auto' = auto:<number of hosts needed>)", NULL, 0},
-    {"network.routing", NM_KEY_STRING, "", "auto", "mpisim design (issue 12: a default that cannot deadlock); seed 002 sec 3-4",
+    {"network.routing", NM_KEY_STRING, "", "auto", "mpisim design (a default that cannot deadlock); seed 002 sec 3-4",
      "route computation", NULL, 0},
     {"network.updown_root", NM_KEY_STRING, "", "auto", "seed 002 sec 3 (BFS spanning tree from a root)",
      "root switch of the up*/down* orientation: a switch number, or auto (OpenSM up/down rule: a "
@@ -65,7 +65,7 @@ static const nm_key_def nm_network_keys[] = {
      "local packets queued at a NIC at which local and in-transit packets have equal priority: with q "
      "queued, a local packet goes after max(1, itb_local_queue - q + 1) in-transit packets in a row",
      NULL, NM_KEY_POSITIVE},
-    {"network.route_ties", NM_KEY_STRING, "", "auto", "mpisim design (deterministic routes; issue 12: Clos spreads)",
+    {"network.route_ties", NM_KEY_STRING, "", "auto", "mpisim design (deterministic routes; Clos spreads)",
      "choice among equal-length next hops: lowest port, or spread by (src+dst) modulo the "
      "number of candidates (uses parallel links and Clos spines); auto: spread on the generators "
      "with parallel paths (clos64, clos, ring:S:K:L with L > 1, gige-tree trunks), else lowest",

@@ -21,9 +21,7 @@ struct nm_network {
 
 static const nm_engine_ops *const engines[] = {
     &nm_engine_analytic,
-#ifdef NM_HAVE_MYRINET
     &nm_engine_myrinet,
-#endif
     &nm_engine_ethernet,
     &nm_engine_avici,
     &nm_engine_sci,
@@ -34,9 +32,7 @@ static const nm_engine_ops *const engines[] = {
  * analytic has none). */
 static int (*const engine_keys[])(nm_config *cfg, char *err, size_t errlen) = {
     nm_packet_register_keys,
-#ifdef NM_HAVE_MYRINET
     nm_myrinet_register_keys,
-#endif
 };
 
 int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Capture benchmark: median cost per MPI call of recording a trace (issue 5: target < 1 us).
+"""Capture benchmark: median cost per MPI call of recording a trace (target < 1 us).
 
 Usage: bench_capture.py [BUILD_DIR]
 Runs bin/bench_capture_cost natively and under `mpisim trace` (one rank), three times each,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Charged computation per empty MPI call (issue 10: <= 50 ns at cpu factor 1 in the default
+"""Charged computation per empty MPI call (<= 50 ns at cpu factor 1 in the default
 compute mode, with a CPU-bound job beside). A ping-pong with nothing between its MPI calls, under
 `mpisim run`, alone and beside a python CPU-bound loop, ROUNDS times interleaved; prints each run
 and the medians, and how many gaps followed a switch-out.

@@ -4,7 +4,7 @@
 Usage: bench_cosim_wall.py [BUILD_DIR [PREVIOUS_BUILD_DIR]] [--rounds N] [--only hpcc|sweep]
 Runs each program natively under mpirun and under `mpisim run --compute none` (this build and,
 given one, a previous build), interleaved, N rounds (default 1; the machine is shared), and
-prints the median wall seconds and the ratios to native. The issue's goals (issue 13): HPCC
+prints the median wall seconds and the ratios to native. The goals: HPCC
 <= 3x native, the sweep <= 5x.
   hpcc   Debian's hpcc with its example input (N = 1000), 4 ranks (skipped when not installed)
   sweep  apps/pingpong: blocking ping-pong, 0 B and 1 B .. 1 MiB by powers of two, 100 round

@@ -1,4 +1,4 @@
-/* bench_replay: replayed MPI messages per second (issue 5).
+/* bench_replay: replayed MPI messages per second.
  *
  *   bench_replay [-m] [-r N] [ITERS [TOPOLOGY [ROUTING_SET [ENGINES]]]]
  *       (defaults: 200, ring:32:8:4, network.routing=updown, analytic,myrinet)

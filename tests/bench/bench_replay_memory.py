@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Replay memory: peak resident size of `mpisim replay` on large traces (issue 13, "traces read
+"""Replay memory: peak resident size of `mpisim replay` on large traces ("traces read
 per rank as the replay streams").
 
 Usage: bench_replay_memory.py [--quick] BUILD_DIR [OTHER_BUILD_DIR]

@@ -12,7 +12,7 @@ Usage: test_cli.py BUILD_DIR SOURCE_DIR TEST_NAME
                        that cannot be written, a bad key), trace-recover, sweep, timeline, report,
                        net, config, an unknown command
   study                mpisim study speedup: --set values reach mpisim run as they are (a quote
-                       in one, issue 14); the factor it calibrates is written with its source and,
+                       in one); the factor it calibrates is written with its source and,
                        reused with --cpu-factor FILE, gives the same factor and the same table
 """
 import atexit

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 25 (hardening, round 2): one test per item, each failing on the code before its fix.
+"""The second hardening round: one test per item, each failing on the code before its fix.
 
 Usage: test_hardening.py BUILD_DIR SOURCE_DIR TEST_NAME
   outputs_no_links    1: no output is written through another user's link (a second local user,
@@ -29,7 +29,7 @@ Usage: test_hardening.py BUILD_DIR SOURCE_DIR TEST_NAME
   messages            18: NaN factor file, --listen ::1, net array:1:1, a program that does not
                       exist, --rep, config --describe, the summary after a failed report,
                       trace-recover naming cut ranks, control characters in mpisim report
-Item 11 (a SIGSTOPped rank) is issue 26's; item 14 is tests/server (ServerBounds), item 19
+Item 11 (a SIGSTOPped rank) is tests/shim's (stopped_rank); item 14 is tests/server (ServerBounds), item 19
 tests/fuzz (fuzz.fuzz_trace_h5_no_false_artifacts); every exit code: test_exit_codes.py.
 """
 import atexit

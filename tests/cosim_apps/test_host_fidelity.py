@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 11 "done when": seed 003's figures under seed003-ecard, both-way rendezvous on the default
+"""seed 003's figures under seed003-ecard, both-way rendezvous on the default
 profile, and what the kernels of the usual benchmark suites report (IMB, OSU: tests/shim/progs/
 suites.c) agreeing with the project's own apps.
 
@@ -8,7 +8,7 @@ Usage: test_host_fidelity.py BUILD_DIR SOURCE_DIR CASE
             of seed 003 sec 5.1-5.3 within the scorecard's 15 % (003_99118bf692f3fa3b.txt; a few of
             them are the profile's calibration inputs, results/calibrate_seed003.py); on node too
   cpu       the same figures with the default compute mode (charged CPU time): bandwidths checked,
-            microsecond latencies printed (they carry the shim's charged overhead: issue 10)
+            microsecond latencies printed (they carry the shim's charged overhead)
   suites    IMB PingPong/PingPing/Sendrecv and OSU latency/bw/bibw kernels under seed003-ecard:
             the same half round trip and bandwidth as sendmodes; PingPing not serialised
   bothway   default profile: 1 MiB both ways at once >= 1.9 x one way (sendmodes both vs uni)
@@ -55,7 +55,7 @@ def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,5
     return {(r["test"], r["mode"], int(r["bytes"])): r for r in out}
 
 
-INFO_ONLY = False   # the cpu case: latencies carry the shim's charged overhead per call (issue 10)
+INFO_ONLY = False   # the cpu case: latencies carry the shim's charged overhead per call
 
 
 def check(what, got, want, tol=0.15, info=False):
@@ -152,7 +152,7 @@ def bothway():
 def case_cpu():
     """The default compute mode: the bandwidths must hold; the microsecond latencies also carry
     the computation the shim charges per MPI call (its own overhead included, which grows beside
-    other jobs: issue 10), so they are printed, not checked."""
+    other jobs), so they are printed, not checked."""
     global INFO_ONLY
     INFO_ONLY = True
     case_seed003("cpu")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""LogP accuracy (issue 4): apps/logp under the shim recovers the profile's host parameters.
+"""LogP accuracy: apps/logp under the shim recovers the profile's host parameters.
 
 Usage: test_logp_accuracy.py BUILD_DIR LOGP_EXE CASE      (CASE: defaults | gap)
 

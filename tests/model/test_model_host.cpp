@@ -31,7 +31,7 @@ static int64_t stream(bool both, int K, uint64_t B, int64_t lag, std::vector<std
     return std::max(s.clock[0], s.clock[1]);
 }
 
-// Issue 11 item 2: two ranks streaming 1 MiB rendezvous messages to each other get twice the
+// two ranks streaming 1 MiB rendezvous messages to each other get twice the
 // one-way rate on full-duplex links, whatever their phase (a CTS no longer waits behind a whole
 // message going the other way; it waits for one packet at most).
 TEST(ModelHost, BothWayRendezvousIsFullDuplex)
@@ -321,7 +321,7 @@ TEST(ModelHost, Seed003OverlapDropsAtTheProtocolSwitch)
     EXPECT_LE(poll.clock[1], nic0 + 3 * 100000) << "polled: " << poll.clock[1] << " ps, waited: " << nic0 << " ps";
 }
 
-// Issue 11 "done when": 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
+// 1 MiB streaming both ways at once gives >= 1.9x the one-way rate on the
 // default profile (seed 000's character-level Myrinet), model only. On seed 003's cluster (two
 // ports, one shared PCI-X bus) both ways share the bus: the model's both-way over one-way ratio is
 // a prediction of sec 5.2's 690 / 440 = 1.57 (neither figure is a calibration input), within 10 %;

@@ -664,7 +664,7 @@ TEST(Myrinet, TrainOnPacketEngine)
     }
 }
 
-// The slack buffer the configuration derives when the user did not set it (issue 26: a link rate
+// The slack buffer the configuration derives when the user did not set it (a link rate
 // raised on seed 002's profile overflowed its 80 B) holds what arrives during a STOP's round trip
 // at saturation on a torus with seed 002's 150 ns switches, at rates and cable lengths where the
 // profile's buffer would not; one byte less overflows there, so the derivation is the least that

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 12's done criteria that need the command line (run by ctest with Debian's python3):
+"""The done criteria that need the command line (run by ctest with Debian's python3):
 
   sci  `mpisim net --profile seed004-sci --topology sci-torus:R:F --traffic uniform` at saturation
        gives per node min(B_SCI-link, B_B-link) of seed 004 eqs. 1-5 within 10 % (JSON key

@@ -565,7 +565,7 @@ TEST(Registries, KeyHelpAndChoicesComeFromThem)
 }
 
 
-// The myrinet slack buffer follows the links when the user did not set it (issue 26): a STOP's
+// The myrinet slack buffer follows the links when the user did not set it: a STOP's
 // round trip at 2.56 Gb/s over seed 002's 10 m cables leaves 35 B arriving above the 56 B high
 // water mark, more than the 80 B buffer holds; the configuration derives 91 B and says so. Every
 // shipped profile keeps its own value on its own links.

@@ -315,7 +315,7 @@ TEST(Topology, SpreadTiesUseAllSpines)
         check_routes(R.t);
     }
     ASSERT_EQ(nm_config_set(c, "network.routing=updown", "--set", err, sizeof err), 0);
-    Topo U("crossbar:2", c);   // updown is implemented (issue 6; tests/routing)
+    Topo U("crossbar:2", c);   // updown is implemented (tests/routing)
     ASSERT_NE(U.t, nullptr) << U.err;
     EXPECT_EQ(U.t->route_check_ok, 1);
     check_routes(U.t);
@@ -335,7 +335,7 @@ TEST(Topology, GeneratorArgumentErrors)
 
 }  // namespace
 
-// Issue 12: defaults that cannot hurt a user.
+// defaults that cannot hurt a user.
 TEST(Topology, DefaultsCannotDeadlockAndScale)
 {
     nm_routing_info ri;

@@ -1,5 +1,5 @@
 // ms_outfile: output files are created beside their name and renamed into place, never written
-// through another user's link (issue 25 item 1), in place for devices and FIFOs, and a failed
+// through another user's link, in place for devices and FIFOs, and a failed
 // write leaves what was there.
 #include <gtest/gtest.h>
 

@@ -210,7 +210,7 @@ def test_online_equals_offline():
         sys.exit(77)
     pp = cosim_pair(2, os.path.join(BIN, "pingpong"), ["--iters", "3", "--sizes", "8,4096,65536"], "pingpong")
     # what the replay says of the recorded resume times: a check with the capture's configuration,
-    # an expected difference under another one (it read like an error: issue 26)
+    # an expected difference under another one (it read like an error)
     p = run([MPISIM, "replay", pp, "--report", os.devnull])
     check(re.search(r"0 of \d+ recorded resume times differ \(replay reproduces the co-simulation\)", p.stderr),
           "the capture's configuration: the replay says it reproduces the co-simulation: " + p.stderr.strip()[-200:])
@@ -388,7 +388,7 @@ def test_trace_dir_symlinks():
 
 
 def test_local_answers():
-    """Issue 13 item 2: what the shim answers itself (eager standard sends' completion; Test and
+    """what the shim answers itself (eager standard sends' completion; Test and
     Iprobe polls inside the server's lookahead window) is what the model would have said: the same
     program with shim.local_answers on and off ends at the same virtual times, rank by rank, with
     fewer model round trips; and a replay of the trace asks the model every recorded question,

@@ -1,5 +1,5 @@
-// Traces read stretch by stretch as the replay plays them (ms_trace_stream, ms_replay_run_stream;
-// issue 13): the same records as the whole read, the same replay results, memory bounded by the
+// Traces read stretch by stretch as the replay plays them (ms_trace_stream, ms_replay_run_stream):
+// the same records as the whole read, the same replay results, memory bounded by the
 // ranks and a stretch whatever the trace's length, and a trace whose records cannot be read from
 // some point on reported with the file and the rank after replaying what could be read.
 #include <gtest/gtest.h>

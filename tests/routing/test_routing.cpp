@@ -1,4 +1,4 @@
-// Routing of seed 002 (issue 6): up*/down* legality and the deadlock checker on every generator
+// Routing of seed 002: up*/down* legality and the deadlock checker on every generator
 // and on 20 random irregular networks, a hand-made cyclic route set, ITB split points on a small
 // torus, the ITB path choice (network.itb_path fewest_itb and random), determinism, the seed 001
 // topology language, the ITB mechanism in both engines (cost, order, pool overflow) and saturated

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/setup.sh (issue 26).
+"""scripts/setup.sh.
 
 Usage: test_setup.py BUILD_DIR SOURCE_DIR TEST_NAME
   setup_lock        another package manager holds the lists lock: setup.sh says so and waits

@@ -239,7 +239,7 @@ std::string report_of(ms_server *s)
 
 }  // namespace
 
-// Issue 25 item 14: a peer holding the secret declares a message of 2 GiB; the server refuses it
+// a peer holding the secret declares a message of 2 GiB; the server refuses it
 // at its header instead of buffering what follows (it took 272 MB before). Its FINALIZE and call
 // site figures at the ends of int64 go into the report without overflow (UBSan in the sanitizer
 // build), and a clock beyond the model's bounds is refused.

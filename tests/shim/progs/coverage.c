@@ -1,4 +1,4 @@
-/* Exercises the MPI calls of issue 4 and prints results that do not depend on timing, so that
+/* Exercises the MPI calls beyond the basic point-to-point ones and prints results that do not depend on timing, so that
  * its output natively and under mpisim must be identical. Any process count >= 2. */
 #include <mpi.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Blocking 1-byte ping-pongs with nothing between the MPI calls: whatever computation the
- * co-simulation charges this program is the measurement's own overhead (issue 10).
+ * co-simulation charges this program is the measurement's own overhead.
  * Usage: empty_pingpong [ROUND_TRIPS] (default 2000); needs 2 ranks. */
 #include <mpi.h>
 #include <stdio.h>

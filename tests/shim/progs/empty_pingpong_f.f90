@@ -1,4 +1,4 @@
-! Blocking 1-byte ping-pongs with nothing between the MPI calls, in Fortran (issue 10): the
+! Blocking 1-byte ping-pongs with nothing between the MPI calls, in Fortran: the
 ! bindings' handle conversions are the shim's work, not the program's computation.
 ! 1000 round trips, no arguments (a formatted read of one would be computation of its own: a
 ! few us in the first gap); needs 2 ranks.

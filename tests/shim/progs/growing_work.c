@@ -1,5 +1,5 @@
 #define _DEFAULT_SOURCE
-/* Computation after switched-out MPI calls must be charged in full (issue 10, the cold return
+/* Computation after switched-out MPI calls must be charged in full (the cold return
  * path): rank 0 computes a varying, growing amount between blocking calls; in the second half of
  * the run rank 1 sleeps (off the CPU, charged nothing) before every other exchange, so that
  * rank 0's calls there are switched out and the gaps that follow them are both switched and the

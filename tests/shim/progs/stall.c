@@ -1,4 +1,4 @@
-/* Programs that wait inside the real MPI while nothing can move (issue 11, the stall watchdog,
+/* Programs that wait inside the real MPI while nothing can move (the stall watchdog,
  * shim.stall_timeout). Each case is a real bug the program would hang on without mpisim too;
  * under mpisim the run must stop with every rank's call, peer, tag and call site.
  *   grequest  rank 0 waits for a generalized request nobody completes (a wait in the real MPI

@@ -1,6 +1,6 @@
 /* What a new user runs first: the kernels of the two widely used MPI benchmark suites (Intel's
  * IMB and the OSU micro-benchmarks are not Debian packages), written the way they do them, so
- * that mpisim's figures can be checked against what those suites would report (issue 11).
+ * that mpisim's figures can be checked against what those suites would report.
  *
  *   imb_pingpong  IMB PingPong: rank 0 MPI_Send, MPI_Recv(MPI_ANY_TAG) the echo; t = half round trip
  *   imb_pingping  IMB PingPing: both ranks MPI_Isend, MPI_Recv(MPI_ANY_TAG), MPI_Wait; t per iteration

@@ -1,4 +1,4 @@
-/* Wildcard receives of every form and every size (issue 11): a blocking receive with
+/* Wildcard receives of every form and every size: a blocking receive with
  * MPI_ANY_TAG or MPI_ANY_SOURCE of a message at or above the model's eager threshold used to hang
  * (the sender sat in its real send, which the model had completed, while the receiver had not yet
  * posted its real receive).
