@@ -732,6 +732,8 @@ static int launch_and_serve(const run_opts *o_)
         av[k++] = "MPISIM_COMPUTE";
         av[k++] = "-x";
         av[k++] = "MPISIM_RETURN_PATH";
+        av[k++] = "-x";
+        av[k++] = "MPISIM_GAPS";
     }
     if (o.trace) {
         av[k++] = "-x";
@@ -770,6 +772,11 @@ static int launch_and_serve(const run_opts *o_)
         } else {
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
             setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);
+            /* repeatable small gaps: floor, noise, noise max (ps) */
+            char v[96];
+            snprintf(v, sizeof v, "%lld,%lld,%lld", (long long)nm_config_int(cfg, "shim.gap_floor"),
+                     (long long)nm_config_int(cfg, "shim.gap_noise"), (long long)nm_config_int(cfg, "shim.gap_noise_max"));
+            setenv("MPISIM_GAPS", v, 1);
         }
         if (o.trace) setenv("MPISIM_TRACE_DIR", trace_dir, 1);
         execvp(av[0], (char *const *)av);

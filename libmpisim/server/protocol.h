@@ -105,6 +105,12 @@ typedef struct ms_msg_welcome {
     int32_t recv_moves_cpu;      /* host registration costs: a rendezvous receive's match moves the CPU */
     double local_copy_ps_per_byte;
     int64_t poll_cost_ps;        /* mpi.poll_cost: what a Test or Iprobe answered locally costs */
+    /* Repeatable small gaps (docs/architecture.md "Repeatable small gaps"): a gap measured at or
+     * below gap_noise, or one of up to gap_noise_max between a pair of call sites whose recent
+     * gaps mostly were, is charged gap_floor (as measured ns, before cpu_factor); gap_noise 0:
+     * every gap as measured */
+    int64_t gap_floor_ps, gap_noise_ps, gap_noise_max_ps;
+    int64_t clock_read_cost_ps;  /* computation a virtual clock read is charged (compute cpu, wall) */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -197,6 +203,9 @@ typedef struct ms_msg_charging {
     int64_t window_cold_ns;      /* ... right after a switch (recent trials' median) */
     int64_t window_ps_per_tick;  /* the counter's measured period, in 1e-6 ps (0: no window) */
     uint64_t probes;             /* gaps after a switch whose next wrapper was probed (warm_path.c) */
+    uint64_t floor_gaps;         /* gaps charged shim.gap_floor ("Repeatable small gaps") */
+    int64_t floor_added_ns;      /* ... the floor minus what they measured, for those measured below it */
+    int64_t floor_dropped_ns;    /* ... what they measured above it (noise of an empty pair of call sites) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

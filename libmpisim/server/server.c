@@ -365,6 +365,13 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
+    w->gap_floor_ps = nm_config_int(cfg, "shim.gap_floor");
+    w->gap_noise_ps = nm_config_int(cfg, "shim.gap_noise");
+    if (w->gap_floor_ps > w->gap_noise_ps && w->gap_noise_ps > 0)
+        return fail(err, errlen, "shim.gap_floor (%lld ps) is more than shim.gap_noise (%lld ps): what an empty interval "
+                    "is charged must not exceed what counts as one", (long long)w->gap_floor_ps, (long long)w->gap_noise_ps);
+    w->gap_noise_max_ps = nm_config_int(cfg, "shim.gap_noise_max");
+    w->clock_read_cost_ps = nm_config_int(cfg, "shim.clock_read_cost");
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
     w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
@@ -1463,6 +1470,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld, \"woken_charged_ns\": %lld, \"return_comp_ns\": %lld, "
             "\"cold_baseline_ns\": %lld, \"cold_trials\": %llu, \"window_gaps\": %llu, \"window_baseline_ns\": %lld, "
             "\"window_cold_ns\": %lld, \"counter_ghz\": %.6f, \"probes\": %llu, "
+            "\"floor_gaps\": %llu, \"floor_added_ns\": %lld, \"floor_dropped_ns\": %lld, "
             "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
             m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
@@ -1472,6 +1480,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             (unsigned long long)c->cold_trials, (unsigned long long)c->window_gaps, (long long)c->window_baseline_ns,
             (long long)c->window_cold_ns, c->window_ps_per_tick > 0 ? 1e9 / (double)c->window_ps_per_tick : 0.0,
             (unsigned long long)c->probes,
+            (unsigned long long)c->floor_gaps, (long long)c->floor_added_ns, (long long)c->floor_dropped_ns,
             (int)c->gate_slots,
             (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }

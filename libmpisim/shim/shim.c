@@ -364,6 +364,68 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
     return c;
 }
 
+/* Repeatable small gaps (docs/architecture.md "Repeatable small gaps"). What an empty gap
+ * measures is the machine's noise: a few ns median, and beside a CPU-bound job cold returns,
+ * interrupts and stretches of dozens of calls at 100-600 ns, different in every run; charged as
+ * measured, they move near-simultaneous messages past each other, and the same program gives
+ * other times from run to run. So a gap measured at or below the noise floor (shim.gap_noise) is
+ * charged shim.gap_floor; and where the program does nothing between a pair of call sites (the
+ * same code in between), a gap of up to shim.gap_noise_max is noise and charged the floor too. A
+ * pair does nothing when at least half of its last GF_WINDOW gaps were at or below the noise
+ * floor (empty gaps' medians were 2-45 ns at load 12; real work worth charging is longer), or,
+ * after a switched-out call, at most GF_WOKEN times it (beside a CPU-bound job a rank's empty
+ * gaps after a switch took 200-600 ns for a whole run: a cold way back that the return path
+ * cannot measure without unswitched gaps to compare), counting GF_PRIOR such gaps more as a prior
+ * (a new pair's first gaps run cold code). The window is long so that a stretch of noise (the
+ * longest seen: ~100 calls) does not make an empty pair look busy; the prior and the window bound
+ * what real work that is sometimes there and sometimes not can lose (at most gap_noise_max per
+ * gap; docs/architecture.md). Anything else is charged as measured. */
+enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10 };
+typedef struct gf_pair {
+    uint64_t key;                /* 0: free */
+    uint64_t small[GF_WINDOW / 64];   /* bit i: the window's gap i was taken for an empty one */
+    uint16_t n, pos, count;      /* gaps in the window, the next one's place, small ones among them */
+} gf_pair;
+
+static gf_pair *gf_find(uint64_t key)
+{
+    key |= 1;   /* never 0 */
+    uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    for (unsigned i = 0; i < 8; i++) {   /* a full neighbourhood: the pair gets the plain floor */
+        gf_pair *p = &S.gf[(h + i) & (GF_PAIRS - 1)];
+        if (p->key == key) return p;
+        if (!p->key) {
+            p->key = key;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The charge of a gap of d ns (after baselines and the return path), ending at `site`. */
+static int64_t gap_floor(int64_t d, const void *site, int woken)
+{
+    int64_t noise = S.params.gap_noise_ps / 1000, floor = S.params.gap_floor_ps / 1000;
+    int small = d <= noise || (woken && d <= GF_WOKEN * noise), empty = small;
+    gf_pair *p = S.gf ? gf_find((uint64_t)(uintptr_t)S.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
+    if (p) {
+        uint64_t *w = &p->small[p->pos / 64], bit = 1ULL << (p->pos % 64);
+        if (p->n == GF_WINDOW) p->count -= (*w & bit) != 0;   /* the oldest leaves */
+        else p->n++;
+        *w = small ? *w | bit : *w & ~bit;
+        p->count += small;
+        p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
+        empty = 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
+    }
+    if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps)) {
+        S.ck.floor_gaps++;
+        if (d < floor) S.ck.floor_added_ns += floor - d;
+        else S.ck.floor_dropped_ns += d - floor;
+        return floor;
+    }
+    return d;
+}
+
 /* The wrapper window (shim.h; docs/architecture.md "The wrapper window"). The counter's ticks
  * become ns by its rate against CLOCK_MONOTONIC, measured in the run: a pair of readings at the
  * first exit and one at most every ms after (each pair bracketed by two counter reads a few ns
@@ -457,6 +519,7 @@ static void clock_start(void)
     S.rp_on = S.params.return_path && S.ck.method == MS_CHARGING_TASK_CLOCK;
     if (S.rp_on && !S.rp) S.rp = calloc(RP_PAIRS, sizeof *S.rp);
     if (S.rp_on) ms_wp_init();
+    if (S.params.gap_noise_ps > 0 && !S.gf) S.gf = calloc(GF_PAIRS, sizeof *S.gf);   /* without: the plain floor */
 }
 
 static void clock_stop(void)
@@ -513,6 +576,7 @@ static int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window
     int64_t dw = woken ? (d > excess ? d - excess : 0) : d;
     /* a pair's samples are all of one measure: the window's once it is on */
     int64_t c = rp_charge(dw, site, woken, desched || window != S.window_on);
+    if (S.params.gap_noise_ps > 0) c = gap_floor(c, site, woken);
     S.ck.gaps++;
     S.ck.window_gaps += (uint64_t)window;
     S.ck.raw_ns += raw;
@@ -588,18 +652,27 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
             S.compute_ps += ps;
         }
         ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
-        /* A clock read that finds the clock where the previous read left it, or moved since by
-         * computation alone and by less than a tenth of shim.wtime_stall (nothing charged: always
-         * under --compute none; an empty gap under cpu, which after the baseline is 0 or the
-         * counter's noise of ~10 ns), advances it by shim.wtime_stall, as computation: a program
-         * that spins on the clock until time has passed would otherwise wait for ever, or,
-         * measured, until noise moved it (a 2 us spin took 10-25 us and thousands of reads; under
-         * load, with more intervals carrying noise, 2632 reads for 1 ms) */
+        /* The clock-read rule (docs/architecture.md "The program's own clocks"). Where nothing
+         * moves the clock between two reads (--compute none; under cpu and wall, the reads' cost
+         * and the floor both set to 0, where an empty interval is charged 0 or the counter's
+         * noise), a program that spins on the clock until time has passed would wait for ever, or
+         * until noise moved it (a 2 us spin took 10-25 us and thousands of reads). So a read that
+         * finds the clock moved since the previous read by computation alone and by less than a
+         * tenth of shim.wtime_stall, right after a read that found the same, advances it by
+         * shim.wtime_stall, as computation: {read; work; read} loops alternate an interval with
+         * work and an empty one (the next iteration's first read right after the last), which
+         * never come two in a row, so an honest interval reads its own length (the first version
+         * advanced every empty read: a loop of 0.27 us of work took 1.27 us per iteration). Under
+         * cpu and wall each read is charged shim.clock_read_cost, and each gap at least the floor:
+         * the clock moves at every read and the rule is off. */
         if (__builtin_expect(S.clock_read, 0)) {
             S.clock_read = 0;
             int64_t moved = S.clock_ps - S.wtime_last_ps;
-            if (moved == S.compute_ps - S.wtime_last_compute_ps && moved < S.params.wtime_stall_ps / 10)
-                S.extra_compute_ps += S.params.wtime_stall_ps;
+            int empty = (S.params.compute_mode == MS_COMPUTE_NONE ||
+                         (S.params.clock_read_cost_ps <= 0 && (S.params.gap_floor_ps <= 0 || S.params.gap_noise_ps <= 0))) &&
+                        moved == S.compute_ps - S.wtime_last_compute_ps && moved < S.params.wtime_stall_ps / 10;
+            if (empty && S.wtime_empty_run) S.extra_compute_ps += S.params.wtime_stall_ps;
+            S.wtime_empty_run = empty;
         }
         if (S.extra_compute_ps) {
             ps += S.extra_compute_ps;
@@ -1493,6 +1566,13 @@ static void start_session(void)
         S.params.spin_polls = MS_DEFAULT_SPIN_POLLS;
         const char *rp = getenv("MPISIM_RETURN_PATH");
         S.params.return_path = !rp || !strcmp(rp, "measured");
+        /* shim.gap_floor, gap_noise, gap_noise_max (ps), from mpisim trace; else their defaults */
+        const char *gaps = getenv("MPISIM_GAPS");
+        long long gf = 20000, gn = 100000, gx = 5000000;
+        if (gaps) sscanf(gaps, "%lld,%lld,%lld", &gf, &gn, &gx);
+        S.params.gap_floor_ps = gf;
+        S.params.gap_noise_ps = gn;
+        S.params.gap_noise_max_ps = gx;
         S.server = 0;
     } else {
         /* on the server's host its shared segment; elsewhere (or refused: another host's
@@ -1596,17 +1676,28 @@ int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
     ms_exit(fn, 0);
     S.wtime_last_ps = S.clock_ps;
     S.wtime_last_compute_ps = S.compute_ps;
+    /* what the host's read it stands for costs, charged with the next gap: the interval
+     * between two reads holds one read, natively */
+    if (S.params.compute_mode != MS_COMPUTE_NONE && S.params.clock_read_cost_ps > 0)
+        S.extra_compute_ps += (int64_t)((double)S.params.clock_read_cost_ps * S.params.cpu_factor + 0.5);
     ms_window_exit();
     return t;
 }
 
 int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_clocks; }
 
+double ms_wtime_at(void *site, uint64_t entry_tsc)
+{
+    if (!S.active || !S.server) return PMPI_Wtime();
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, site, entry_tsc) * 1e-12;
+}
+
 double MPI_Wtime(void)
 {
     uint64_t entry_tsc = ms_tsc();
-    if (!S.active || !S.server) return PMPI_Wtime();
-    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL, entry_tsc) * 1e-12;
+    /* its call site: the pair of call sites a gap lies between must tell a {read; work; read}
+     * loop's two intervals apart (Repeatable small gaps) */
+    return ms_wtime_at(__builtin_return_address(0), entry_tsc);
 }
 
 double MPI_Wtick(void)

@@ -37,6 +37,8 @@ MS_HIDDEN int ms_clock_real(int clock, struct timespec *ts);   /* clock: a clock
 MS_HIDDEN void ms_program_clocks_start(void);
 MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
 MS_HIDDEN int ms_virtual_clock_on(void);
+/* MPI_Wtime for a call from `site` (the C wrapper's caller, or a Fortran binding's) */
+MS_HIDDEN double ms_wtime_at(void *site, uint64_t entry_tsc);
 /* a Fortran binding passes its caller's address for the C wrapper it is about to call (and, from
  * a generated binding, its own entry stamp: the wrapper window starts there) */
 void ms_f_callsite(void *ret);

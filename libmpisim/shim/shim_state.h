@@ -56,6 +56,7 @@ typedef struct ms_state {
     int64_t baseline_ticks;      /* an empty window, measured at start */
     int64_t cold_trial_ticks[16];
     int rp_on;                   /* shim.return_path = measured */
+    struct gf_pair *gf;          /* repeatable small gaps: per pair of call sites, which recent gaps were empty */
     uint64_t calls, unmodelled_calls;
     uint64_t next_req;
     /* the reply a blocked rank waits for */
@@ -98,6 +99,7 @@ typedef struct ms_state {
     int64_t extra_compute_ps;    /* charged as computation at the next call (MPI_Wtime stalls) */
     int64_t wtime_last_ps;       /* the clock as the previous MPI_Wtime left it */
     int64_t wtime_last_compute_ps;   /* ... and the computation charged by then */
+    int wtime_empty_run;         /* the previous clock read found nothing between it and the one before */
     uint64_t call_bytes;
     struct cs_entry *cs;
     size_t cs_cap, cs_used;
