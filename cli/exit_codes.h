@@ -9,12 +9,14 @@
 #define MS_EXIT_DEADLOCK 3     /* virtual-time deadlock, the network's, or the stall watchdog's */
 #define MS_EXIT_RANK_ERROR 4   /* a rank stopped on an error (or the model stopped the run) */
 #define MS_EXIT_OUTPUT 5       /* a report, trace, timeline or table could not be written */
+#define MS_EXIT_THREAD_LEVEL 7 /* threads called MPI at once under a thread level that forbids it */
 
 /* The exit code for an ms_outcome of ms_server_outcome or a replay (0: the program's own code
  * stands). A stall is the watchdog's deadlock: exit 3 as well. */
 static inline int ms_exit_code_of_outcome(int outcome)
 {
     return outcome == MS_OUTCOME_DEADLOCK || outcome == MS_OUTCOME_STALL ? MS_EXIT_DEADLOCK
+           : outcome == MS_OUTCOME_THREAD_LEVEL                           ? MS_EXIT_THREAD_LEVEL
            : outcome != MS_OUTCOME_OK                                     ? MS_EXIT_RANK_ERROR
                                                                           : 0;
 }

@@ -54,7 +54,7 @@ void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t
             (long long)virtual_time_ps, (unsigned long long)msgs, (unsigned long long)bytes, wall_s,
             (unsigned long long)server_messages, (unsigned long long)rejected,
             outcome == MS_OUTCOME_OK ? "ok" : outcome == MS_OUTCOME_DEADLOCK ? "deadlock"
-            : outcome == MS_OUTCOME_STALL ? "stall" : "error");
+            : outcome == MS_OUTCOME_STALL ? "stall" : outcome == MS_OUTCOME_THREAD_LEVEL ? "thread_level" : "error");
     if (outcome) {
         fputs(", \"outcome_text\": ", f);
         ms_report_str(f, outcome_text);

@@ -49,6 +49,9 @@ typedef enum {
                             * (where: call, peer, tag, call site); empty text: it moves again */
     MS_MSG_PROGRESS,       /* ms_msg_finalize: the totals so far, about once a second (what the report keeps
                             * of a rank that never reaches MPI_Finalize), then its SITEs */
+    MS_MSG_THREAD = 30,    /* ms_msg_thread: the rank's threads (MPI_THREAD_MULTIPLE; docs/architecture.md
+                            * "Threads"): the messages that follow come from thread `slot`, or it parks,
+                            * ends, or threads called MPI at once under a level that forbids it */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -215,6 +218,12 @@ typedef struct ms_msg_finalize {
     uint64_t calls;          /* MPI calls made (wrapped) */
     uint64_t unmodelled_calls;
     ms_msg_charging charging;
+    int32_t thread_level;    /* MPI_THREAD_* the program was given (-1: MPI_Init) */
+    int32_t threads;         /* its threads that called MPI */
+    uint64_t thread_violations;   /* calls made while another thread was inside MPI, under a lower level */
+    int64_t omp_regions;     /* OpenMP parallel regions charged as their critical path ("Hybrid computation") */
+    int64_t critical_path_ps;    /* what those regions and the joins of threads added to its threads' clocks
+                                  * beyond their own CPU time in them (negative: took off) */
 } ms_msg_finalize;
 
 typedef struct ms_msg_result {
@@ -227,8 +236,27 @@ typedef struct ms_msg_result {
 
 typedef struct ms_msg_resume {
     int64_t t;
-    int32_t n, pad;
+    int32_t n;
+    int32_t thread;          /* the rank's thread it resumes (the one whose WAIT or PROBE it answers) */
 } ms_msg_resume;
+
+/* ms_msg_thread.op */
+enum {
+    MS_THREAD_SWITCH = 0,    /* the rank's messages from now on are thread `slot`'s (a thread first seen is
+                              * parked until it rejoins: a WAIT with MS_WAIT_FLAG_UNTIMED) */
+    MS_THREAD_PARK = 1,      /* thread `slot` waits outside MPI at t (why: in what) and holds nothing back
+                              * until it rejoins */
+    MS_THREAD_IDLE = 2,      /* ... for another thread of its rank alone (an OpenMP worker between regions,
+                              * a join of a thread that calls MPI): counts as waiting in the deadlock test */
+    MS_THREAD_END = 3,       /* thread `slot` ended at t */
+    MS_THREAD_VIOLATION = 4  /* threads called MPI at once under thread level `slot` (MPI_THREAD_SINGLE,
+                              * FUNNELED, SERIALIZED: why names it), the first time */
+};
+typedef struct ms_msg_thread {
+    int32_t slot, op;
+    int64_t t;
+    char why[32];
+} ms_msg_thread;
 
 /* What the model lets the rank answer itself after the RESUME that follows (never traced):
  * quiet_until: no request of the wait it answers (or, for an Iprobe, no message it looks for)
@@ -290,7 +318,7 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
-                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u);
+                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u + sizeof(ms_msg_thread) * 47u);
 }
 
 #endif

@@ -59,6 +59,14 @@ typedef struct site_total {
     int ranks;
 } site_total;
 
+/* A thread of a rank, beyond thread 0, as the stall watchdog sees it: parked outside MPI. */
+typedef struct thread_info {
+    int parked;                  /* MS_THREAD_PARK or _IDLE seen, no rejoin since */
+    int stalled;                 /* told the driver: parked for shim.stall_timeout */
+    double since;
+    char why[32];
+} thread_info;
+
 typedef struct rank_info {
     int fd;                      /* TCP connection, or -1 */
     int shm;                     /* 1: attached through the shared segment (its slot is the rank's) */
@@ -93,6 +101,12 @@ typedef struct rank_info {
     int quiet_n;
     long hint_at;                /* offset of the HINT's payload in out, -1: none */
     int hint_probe;              /* it answers an Iprobe (else a Test of quiet_ids) */
+    /* threads (MPI_THREAD_MULTIPLE): the thread its messages come from now; its others' parks */
+    int cur_thread;
+    thread_info th0;             /* thread 0 parked (pthread_join, a barrier) */
+    thread_info *th;             /* index: thread - 1 */
+    int nth;
+    char violation[MS_TEXT_MAX]; /* threads called MPI at once under a lower thread level: the first time */
 } rank_info;
 
 typedef struct pending_conn {
@@ -263,9 +277,12 @@ static void on_resolve(void *user, int rank, const ms_resolution *rv)
 static void rank_error(ms_server *s, int rank, const char *text);
 static void stop_run(ms_server *s);
 
-static void on_resume(void *user, int rank, int64_t t, const ms_req_result *results, size_t n)
+static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_result *results, size_t n)
 {
     ms_server *s = user;
+    rank_info *rt = &s->ranks[rank];
+    if (thread > 0 && thread <= rt->nth) rt->th[thread - 1].parked = rt->th[thread - 1].stalled = 0;   /* it rejoined */
+    if (!thread) rt->th0.parked = rt->th0.stalled = 0;
     ms_msg_result small[16];
     ms_msg_result *out = n <= 16 ? small : malloc(sizeof *out * n);
     if (!out) {
@@ -291,7 +308,7 @@ static void on_resume(void *user, int rank, int64_t t, const ms_req_result *resu
     ri->hint_at = negative && ri->out.len >= sizeof hint ? (long)(ri->out.len - sizeof hint) : -1;
     ri->hint_probe = ri->quiet_ask == 2;
     ri->quiet_ask = 0;
-    ms_msg_resume rs = {t, (int32_t)n, 0};
+    ms_msg_resume rs = {t, (int32_t)n, thread};
     send_msg(ri, MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
     if (out != small) free(out);
 }
@@ -501,10 +518,12 @@ static void rank_gone(ms_server *s, int rank)
     }
 }
 
-/* Apply a decoded event; a refusal by the model stops the run. */
-static void apply(ms_server *s, int rank, const ms_driver_event *e)
+/* Apply a decoded event, as from the thread the rank's messages come from now; a refusal by the
+ * model stops the run. */
+static void apply(ms_server *s, int rank, ms_driver_event *e)
 {
     char err[1024];
+    e->thread = s->ranks[rank].cur_thread;
     if (ms_driver_apply(s->drv, rank, e, err, sizeof err) < 0) {
         rank_error(s, rank, err);
         stop_run(s);
@@ -706,7 +725,50 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
         memcpy(text, p, n);
         text[n] = 0;
-        ms_driver_rank_stalled(s->drv, rank, text);
+        ms_driver_thread_stalled(s->drv, rank, r->cur_thread, text);
+        break;
+    }
+    case MS_MSG_THREAD: {
+        ms_msg_thread m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        m.why[sizeof m.why - 1] = 0;
+        if (m.op == MS_THREAD_VIOLATION) {
+            if (!r->violation[0])
+                snprintf(r->violation, sizeof r->violation, "threads of rank %d called MPI at the same time at %.6f us "
+                         "(%s)", rank, (double)m.t * 1e-6, m.why);
+            break;
+        }
+        if (m.slot < 0 || m.slot > MS_MODEL_MAX_THREADS) {
+            rank_error(s, rank, "named a thread out of range (protocol mismatch?)");
+            stop_run(s);
+            break;
+        }
+        r->cur_thread = m.slot;
+        if (m.op == MS_THREAD_SWITCH) break;
+        if (m.slot && m.slot > r->nth) {
+            thread_info *q = realloc(r->th, sizeof *q * (size_t)m.slot);
+            if (!q) {
+                rank_error(s, rank, "out of memory for its threads");
+                stop_run(s);
+                break;
+            }
+            memset(q + r->nth, 0, sizeof *q * (size_t)(m.slot - r->nth));
+            r->th = q;
+            r->nth = m.slot;
+        }
+        thread_info *ti = m.slot ? &r->th[m.slot - 1] : &r->th0;
+        if (m.op == MS_THREAD_PARK || m.op == MS_THREAD_IDLE) {
+            ti->parked = 1;
+            ti->stalled = 0;
+            ti->since = wall_now();
+            snprintf(ti->why, sizeof ti->why, "%s", m.why);
+        } else {
+            ti->parked = 0;
+        }
+        e = (ms_driver_event){.kind = m.op == MS_THREAD_PARK ? MS_EV_UNTIMED : m.op == MS_THREAD_IDLE ? MS_EV_IDLE
+                                      : MS_EV_THREAD_END, .t = m.t};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -1064,6 +1126,19 @@ static void watch_untimed(ms_server *s, double now)
         ms_driver_rank_stalled(s->drv, i, text);
         r->untimed_stalled = 1;
     }
+    /* threads parked outside MPI (a join, a barrier) that long count as stalled too: a thread that
+     * waits for another that waits in the model is a deadlock the driver cannot see */
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        for (int t = 0; t <= r->nth; t++) {
+            thread_info *ti = t ? &r->th[t - 1] : &r->th0;
+            if (!ti->parked || ti->stalled || now - ti->since < s->stall_timeout_s) continue;
+            char text[MS_TEXT_MAX];
+            snprintf(text, sizeof text, "thread %d has waited outside MPI (%s) for %.0f s", t, ti->why, now - ti->since);
+            ms_driver_thread_stalled(s->drv, i, t, text);
+            ti->stalled = 1;
+        }
+    }
 }
 
 static void advance_engine(ms_server *s)
@@ -1334,9 +1409,14 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)ms_driver_horizon(s->drv),
                     (long long)ms_model_next_time(ms_driver_model(s->drv)),
                     (long long)nm_network_now(ms_driver_network(s->drv)));
-            for (int i = 0; i < s->nranks; i++)
+            for (int i = 0; i < s->nranks; i++) {
                 fprintf(stderr, " | r%d %s t=%lld", i, ms_driver_state_name(ms_driver_state(s->drv, i)),
                         (long long)ms_driver_clock(s->drv, i));
+                for (int t = 1; t < ms_driver_threads(s->drv, i); t++)
+                    fprintf(stderr, " r%d.%d %s t=%lld", i, t,
+                            ms_driver_state_name(ms_driver_thread_state(s->drv, i, t)),
+                            (long long)ms_driver_thread_clock(s->drv, i, t));
+            }
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
@@ -1416,6 +1496,17 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
                  never, s->nranks, first);
         return MS_OUTCOME_NEVER_CONNECTED;
     }
+    /* threads that called MPI at once under a level that forbids it: the real MPI was not prepared
+     * for it, and the times are not those of a correct program */
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].violation[0]) {
+            int nr = 0;
+            for (int j = 0; j < s->nranks; j++) nr += s->ranks[j].violation[0] != 0;
+            snprintf(buf, len, "%s: the program asked for a thread level that forbids it (it needs "
+                     "MPI_THREAD_MULTIPLE; %d rank(s) did so); its virtual times are not those of a correct program",
+                     s->ranks[i].violation, nr);
+            return MS_OUTCOME_THREAD_LEVEL;
+        }
     if (len) buf[0] = 0;
     return MS_OUTCOME_OK;
 }
@@ -1520,7 +1611,11 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         if (off < len) off += (size_t)snprintf(buf + off, len - off, "\n");                                        \
         k++;                                                                                                       \
     } while (0)
-    if (!n) return 0;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].violation[0])
+            WARN("%s under a thread level that forbids it (the run's outcome is thread_level): the shim made "
+                 "them take turns, but the real MPI was not prepared for it", s->ranks[i].violation);
+    if (!n) return k;
     if (wall > 0 && desched / wall > 0.25)
         WARN("the ranks were switched out during %.0f %% of the wall time of their computation: more runnable "
              "threads than cores (ranks, the model server, other jobs); CPU time is charged, but a shared core's "
@@ -1592,7 +1687,17 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
         if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
-        if (r->finalized || r->has_progress) write_charging(f, &fin->charging);
+        if (r->finalized || r->has_progress) {
+            write_charging(f, &fin->charging);
+            /* its threads: the level it was given, how many called MPI, calls made while another was
+             * inside MPI under a lower level; OpenMP regions and joins charged as critical paths */
+            static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
+            fprintf(f, ", \"threads\": {\"level\": \"%s\", \"mpi_threads\": %d, \"violations\": %llu, "
+                    "\"omp_regions\": %lld, \"critical_path_ps\": %lld}",
+                    fin->thread_level >= 0 && fin->thread_level < 4 ? levels[fin->thread_level] : "mpi_init",
+                    fin->threads, (unsigned long long)fin->thread_violations, (long long)fin->omp_regions,
+                    (long long)fin->critical_path_ps);
+        }
         if (!r->finalized && r->has_progress)
             fprintf(f, ", \"totals_as_of_ps\": %lld", (long long)r->progress.t);
         if (r->error[0]) {
@@ -1701,6 +1806,7 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
         free(s->ranks[i].sites);
+        free(s->ranks[i].th);
     }
     for (size_t i = 0; i < s->npending; i++) {
         close(s->pending[i].fd);

@@ -476,7 +476,7 @@ struct Drv {
         ms_driver_destroy(d);
         nm_config_destroy(cfg);
     }
-    static void on_resume(void *user, int rank, int64_t t, const ms_req_result *, size_t)
+    static void on_resume(void *user, int rank, int, int64_t t, const ms_req_result *, size_t)
     {
         static_cast<Drv *>(user)->resumes.push_back({rank, t});
     }

@@ -518,7 +518,7 @@ TEST(ModelP2P, RanksSharingAHost)
     ms_model *m = ms_model_create(cfg, net, 3, map, err, sizeof err);
     ASSERT_NE(m, nullptr) << err;
     std::vector<std::pair<int, int64_t>> res;
-    ms_model_set_resume(m, [](void *u, int rank, ms_time_t t, const ms_req_result *, size_t) {
+    ms_model_set_resume(m, [](void *u, int rank, int, ms_time_t t, const ms_req_result *, size_t) {
         static_cast<std::vector<std::pair<int, int64_t>> *>(u)->push_back({rank, t});
     }, &res);
     ASSERT_EQ(ms_model_irecv(m, 1, 0, 1, MS_COMM_WORLD, 0, 0, 8, err, sizeof err), 0);
