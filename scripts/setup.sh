@@ -8,7 +8,8 @@ build=${MPISIM_BUILD:-$here/build}
 packages=(build-essential cmake pkg-config python3 python3-numpy python3-matplotlib python3-h5py
           python3-mpi4py openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools libhwloc-dev hwloc
           libunwind-dev libgtest-dev libinih-dev libjansson-dev netpipe-openmpi gfortran hpcc lammps
-          clang libclang-rt-14-dev)   # clang + libFuzzer: the fuzz harnesses (tests/fuzz)
+          clang libclang-rt-14-dev    # clang + libFuzzer: the fuzz harnesses (tests/fuzz)
+          libomp-dev)                 # clang's OpenMP (LLVM libomp): cosim_omp_imbalance
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1117,7 +1117,7 @@ static void watch_untimed(ms_server *s, double now)
 {
     for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
-        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
+        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED || r->th0.parked ||
             now - r->untimed_since < s->stall_timeout_s)
             continue;
         char text[MS_TEXT_MAX];

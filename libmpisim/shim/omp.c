@@ -31,10 +31,13 @@ typedef struct omp_region {
     void (*micro)(int32_t *, int32_t *, ...);   /* libomp: the microtask and its arguments */
     int32_t argc;
     void **args;
-    const ms_thr *forker;        /* the forking thread */
+    ms_thr *forker;              /* the forking thread */
     int64_t fork_ps;             /* its virtual time at the fork */
     int64_t crit_ps;             /* the longest team thread: its CPU in the function (x cpu_factor) */
+    int64_t end_ps;              /* the latest virtual time a team thread ended the function at */
     int any_mpi;                 /* a thread of the team made an MPI call */
+    int forker_done;             /* the forking thread ended its share (it waits for the team) ... */
+    int64_t forker_end_ps;       /* ... at this virtual time */
     unsigned bar_arrived;        /* explicit barriers: arrivals, the latest arrival per generation */
     int64_t bar_last[2];
     int bar_busy;
@@ -66,6 +69,8 @@ static int64_t ps_of(int64_t ns) { return (int64_t)((double)ns * 1000.0 * S.para
  * nested regions and barriers added (T.adjust_ps). */
 static int64_t progress_ps(void) { return ps_of(cpu_now() - tramp_c0) + T.adjust_ps; }
 
+static void park_forker(omp_region *R);
+
 /* Team thread side: around the function. Returns the saved state for tramp_end. */
 typedef struct tramp_state {
     omp_region *outer;
@@ -82,14 +87,34 @@ static void tramp_begin(omp_region *R, tramp_state *st)
     /* a worker that calls MPI waited idle since its last region: it goes on from the fork */
     if (T.slot >= 0 && &T != R->forker && T.parked) ms_thread_unpark(R->fork_ps);
     tramp_c0 = cpu_now();
+    if (T.slot < 0) {   /* should it call MPI in the function, its clock starts at the fork */
+        T.born = 1;
+        T.birth_ps = R->fork_ps;
+        T.last_exit_ns = tramp_c0;
+    }
+}
+
+static void atomic_max(int64_t *x, int64_t v)
+{
+    int64_t cur = __atomic_load_n(x, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(x, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 static void tramp_end(omp_region *R, const tramp_state *st)
 {
     int64_t mine = progress_ps();
-    int64_t cur = __atomic_load_n(&R->crit_ps, __ATOMIC_RELAXED);
-    while (mine > cur && !__atomic_compare_exchange_n(&R->crit_ps, &cur, mine, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
+    atomic_max(&R->crit_ps, mine);
+    atomic_max(&R->end_ps, T.slot >= 0 ? ms_thread_vt_now() : R->fork_ps + mine);
+    if (&T == R->forker && T.slot >= 0 && S.server) {
+        /* the forking thread now waits for its team (inside libgomp or libomp, unseen): should a
+         * thread of the team call MPI, it must not hold virtual time back meanwhile */
+        ms_lock(1);
+        R->forker_end_ps = ms_thread_vt_now();
+        R->forker_done = 1;
+        if (R->any_mpi) park_forker(R);
+        ms_unlock();
+    }
     ms_omp_region = st->outer;
     T.adjust_ps = st->adjust;
     tramp_c0 = st->c0;
@@ -118,13 +143,53 @@ static void fork_end(omp_region *R, int64_t c0)
 {
     int64_t own = ps_of(cpu_now() - c0);
     __atomic_add_fetch(&S.omp_regions, 1, __ATOMIC_RELAXED);
+    if (T.parked && T.slot >= 0 && R->forker_done) {
+        /* parked while it waited for a team that called MPI: it goes on from the latest end of
+         * the team's threads (its MPI threads by their own clocks), rejoining the model there */
+        ms_lock(1);
+        int64_t d = R->forker_end_ps - T.clock_ps;   /* its own part, not charged yet */
+        if (d > 0) {
+            T.clock_ps += d;
+            S.compute_ps += d;
+            T.compute_ps += d;
+        }
+        ms_unlock();
+        T.adjust_ps = 0;
+        int64_t end = R->end_ps > R->forker_end_ps ? R->end_ps : R->forker_end_ps;
+        ms_thread_unpark(end);
+        return;
+    }
     if (R->any_mpi) return;   /* its MPI threads have clocks of their own: charged as measured */
     int64_t a = R->crit_ps - own;
     T.adjust_ps += a;
     __atomic_add_fetch(&S.critical_path_ps, a, __ATOMIC_RELAXED);
 }
 
-void ms_omp_note_mpi(void) { ms_omp_region->any_mpi = 1; }
+/* (locked) The forking thread waits for its team: park it, as its own park would. */
+static void park_forker(omp_region *R)
+{
+    ms_thr *f = R->forker;
+    if (f->parked || !S.server) return;
+    ms_msg_thread m;
+    memset(&m, 0, sizeof m);
+    m.slot = f->slot;
+    m.op = MS_THREAD_IDLE;
+    m.t = R->forker_end_ps;
+    snprintf(m.why, sizeof m.why, "OpenMP region's end");
+    wire_put(MS_MSG_THREAD, &m, sizeof m, NULL, 0);
+    flush_out();
+    f->parked = 1;
+}
+
+/* (locked) An MPI call inside the region ms_omp_region: its forking thread, if it already waits
+ * for the team, must not hold virtual time back (the call may wait for what another rank does). */
+void ms_omp_note_mpi(void)
+{
+    omp_region *R = ms_omp_region;
+    R->any_mpi = 1;
+    for (omp_region *o = R; o; o = NULL)
+        if (o->forker_done && o->forker != &T && o->forker->slot >= 0) park_forker(o);
+}
 
 #define REAL(name, type)                                                                                     \
     static type real_##name;                                                                                 \

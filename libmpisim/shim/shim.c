@@ -644,10 +644,11 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
         /* under the lower levels, a call while another thread is inside MPI is the program's error
          * (clock reads are none: Open MPI's MPI_Wtime is safe from any thread) */
         int clash = 0;
-        if (__builtin_expect(ms_omp_region != NULL, 0) && !T.clock_read) ms_omp_note_mpi();
         if (!S.mt && !T.clock_read) {
             T.counted = 1;
             clash = __atomic_fetch_add(&S.inside, 1, __ATOMIC_ACQ_REL) != 0;
+            /* counted before the lock: the thread holding it lets it go from now on (wait_ms) */
+            if (__builtin_expect(clash, 0)) __atomic_add_fetch(&S.violations, 1, __ATOMIC_RELAXED);
         }
         /* after the reading: waiting for another thread is not computation */
         ms_lock(T.clock_read);
@@ -674,6 +675,7 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
         }
         if (T.slot == 0) ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
         if (__builtin_expect(fresh || T.parked, 0)) ms_rejoin(fn);   /* a new thread joins the model */
+        if (__builtin_expect(ms_omp_region != NULL, 0) && !T.clock_read) ms_omp_note_mpi();
         /* The clock-read rule (docs/architecture.md "The program's own clocks"). Where nothing
          * moves the clock between two reads (--compute none; under cpu and wall, the reads' cost
          * and the floor both set to 0, where an empty interval is charged 0 or the counter's
@@ -1008,7 +1010,9 @@ static int backoff_ms(unsigned spins)
  * block on the server with it, but let it go for the yield or the sleep (then read at once). */
 static int wait_ms(unsigned spins)
 {
-    if (__builtin_expect(S.nthreads <= 1 && !S.violations, 1)) return backoff_ms(spins);
+    /* MPI_THREAD_MULTIPLE: another thread may make its first call any time */
+    if (__builtin_expect(!S.mt && S.nthreads <= 1 && !__atomic_load_n(&S.violations, __ATOMIC_RELAXED), 1))
+        return backoff_ms(spins);
     unsigned polls = S.tp.shm ? (unsigned)S.params.spin_polls / 4u : (unsigned)S.params.spin_polls;
     if (spins) ms_lock_pause(spins < polls);
     return 0;
@@ -1063,7 +1067,7 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         done = 0;
         for (int i = 0; i < n; i++) done += reqs[i]->real_done || !reqs[i]->real_posted;
         if (is_test || (all && done == n) || (!all && done > 0)) break;
-        if (S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
+        if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
         else if (spins > 64) usleep(50);
     }
     int first = -1;
@@ -1343,7 +1347,7 @@ void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
      * be what the peer this waits for needs: the model must see them */
     if (spins == 0 && S.server && S.tp.out_len) flush_out();
     if (S.server) service_server(wait_ms(spins));
-    else if (S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
+    else if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
     else if (spins > 64) usleep(50);
     if (S.resolve_pending) ms_post_deferred();
     ms_progress();

@@ -61,7 +61,6 @@ static const char *level_name(int level)
 /* Under the lower levels (locked): the call being entered found another thread inside MPI. */
 void ms_thread_violation(void)
 {
-    S.violations++;
     if (S.violation_sent || !S.server) return;
     S.violation_sent = 1;
     ms_msg_thread m;
