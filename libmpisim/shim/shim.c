@@ -1010,9 +1010,12 @@ static int backoff_ms(unsigned spins)
  * block on the server with it, but let it go for the yield or the sleep (then read at once). */
 static int wait_ms(unsigned spins)
 {
-    /* MPI_THREAD_MULTIPLE: another thread may make its first call any time */
-    if (__builtin_expect(!S.mt && S.nthreads <= 1 && !__atomic_load_n(&S.violations, __ATOMIC_RELAXED), 1))
+    if (__builtin_expect(S.nthreads <= 1 && !__atomic_load_n(&S.violations, __ATOMIC_RELAXED), 1)) {
+        /* MPI_THREAD_MULTIPLE with one thread so far: another may make its first call any time;
+         * it gets the lock between two reads (a read blocks 1 ms at most) */
+        if (S.mt && spins) ms_lock_pause(1);
         return backoff_ms(spins);
+    }
     unsigned polls = S.tp.shm ? (unsigned)S.params.spin_polls / 4u : (unsigned)S.params.spin_polls;
     if (spins) ms_lock_pause(spins < polls);
     return 0;
