@@ -118,8 +118,9 @@ static void tramp_end(omp_region *R, const tramp_state *st)
     ms_omp_region = st->outer;
     T.adjust_ps = st->adjust;
     tramp_c0 = st->c0;
-    /* a worker that calls MPI waits between regions for the forking thread alone */
-    if (T.slot >= 0 && &T != R->forker) ms_thread_park(1, "OpenMP worker between regions");
+    /* a worker that calls MPI waits between regions for the forking thread alone (idle where the
+     * model sees that thread) */
+    if (T.slot >= 0 && &T != R->forker) ms_thread_park(R->forker->slot >= 0, "OpenMP worker between regions");
 }
 
 static void gomp_tramp(void *p)
@@ -173,7 +174,9 @@ static void park_forker(omp_region *R)
     ms_msg_thread m;
     memset(&m, 0, sizeof m);
     m.slot = f->slot;
-    m.op = MS_THREAD_IDLE;
+    /* not idle: a thread of its team that has not called MPI yet (the model does not see it) may
+     * be the one it waits for */
+    m.op = MS_THREAD_PARK;
     m.t = R->forker_end_ps;
     snprintf(m.why, sizeof m.why, "OpenMP region's end");
     wire_put(MS_MSG_THREAD, &m, sizeof m, NULL, 0);
