@@ -5,14 +5,15 @@
  *   its rows of C as dot products of rows of A with rows of B^T; the slaves return their rows of
  *   C; the run ends when the master has computed its own rows and received all the others.
  *
- *   How A and B^T travel, the text does not say (sec 3.2: "distributes rows of the A matrix to
- *   itself and the slave processors", "transmits B^T ... to each of the slave processors"):
- *   --distribute collective (the default): MPI_Scatterv for A (the master's own block included,
- *     "to itself") and MPI_Bcast for B^T. The paper's own numbers need it: with one compute rate
- *     fitted on the 2-node curve, P - 1 copies of B^T one after another over the master's
- *     1.28 Gb/s link bound the 8-node efficiency at N = 128 by 93.3 % and the 16-node at N = 144
- *     by 79.8 %, below Fig. 7's 95 % and 85 % (results/seed000_validation.md);
- *   --distribute p2p: MPI_Send of each block of A, then of B^T to each slave, in rank order.
+ *   How A and B^T travel (sec 3.2: "distributes rows of the A matrix to itself and the slave
+ *   processors", "transmits B^T ... to each of the slave processors"):
+ *   --distribute p2p (the default, the paper's words): MPI_Send of each block of A, then of B^T to
+ *     each slave, in rank order;
+ *   --distribute collective: MPI_Scatterv for A (the master's own block included, "to itself")
+ *     and MPI_Bcast for B^T. With one compute rate fitted on the 2-node curve, P - 1 copies of
+ *     B^T one after another over the master's 1.28 Gb/s link bound the 8-node efficiency at
+ *     N = 128 by 93.3 % and the 16-node at N = 144 by 79.8 %, below Fig. 7's 95 % and 85 %; a
+ *     broadcast does not (results/VALIDATION.md reports both forms, the paper's scored).
  *   The rows of C come back by MPI_Send/MPI_Recv in both ("returned to the master processor").
  *
  * Usage: matmul N [--check] [--repeat K] [--seed S] [--distribute collective|p2p]
@@ -65,7 +66,7 @@ int main(int argc, char **argv)
     const int procs = app_world_size();
 
     long n = -1, repeat = 1, seed = 0;
-    int collective = 1;
+    int collective = 0;   /* the paper's form: point to point */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--check") == 0) {

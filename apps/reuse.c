@@ -5,12 +5,15 @@
  *
  *   Ranks 0 and 1 (others idle) ping-pong K times (MPI_Send/MPI_Recv). With reuse r %, round trip
  *   k uses the one shared buffer when floor((k+1) r / 100) > floor(k r / 100), else a buffer never
- *   used before (page aligned, kept until the end so that no address comes back), on both sides.
- *   A run begins with an untimed round trip on the shared buffer.
+ *   used before (kept until the end so that no address comes back), on both sides. The new
+ *   buffers lie one after the other in a pool (--layout packed, the default: the k-th new buffer
+ *   at pool + k * size, as a benchmark drawing each new buffer from a pool or from malloc sees
+ *   them: small messages share pages) or each on pages of its own (--layout page). A run begins
+ *   with an untimed round trip on the shared buffer.
  *   half_rtt_s = T / (2K), bandwidth_MBps = bytes / half_rtt_s.
  *
- * Usage: reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..]
- *   defaults: --sizes 1,1k,4k,16k,64k,256k,1M --iters 16 --reuse 0,25,50,75,100
+ * Usage: reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..] [--layout packed|page]
+ *   defaults: --sizes 1,1k,4k,16k,64k,256k,1M --iters 16 --reuse 0,25,50,75,100 --layout packed
  *
  * Output (rank 0):
  *   # reuse procs=<P> iters=<K>
@@ -19,7 +22,7 @@
  */
 #include "common.h"
 
-static const char *const USAGE = "reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..]";
+static const char *const USAGE = "reuse [--sizes a,b,..] [--iters K] [--reuse a,b,..] [--layout packed|page]";
 
 enum { TAG = 801 };
 
@@ -28,7 +31,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank = app_world_rank(), P = app_world_size();
     long *sizes = NULL, *reuse = NULL, iters = 16;
-    int nsizes = 0, nreuse = 0;
+    int nsizes = 0, nreuse = 0, page_layout = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
@@ -37,6 +40,9 @@ int main(int argc, char **argv)
             if (app_parse_list(v, 0, 1L << 30, &sizes, &nsizes) != 0) app_usage_error("reuse", USAGE, "bad --sizes '%s'", v);
         } else if (!strcmp(a, "--reuse")) {
             if (app_parse_list(v, 0, 100, &reuse, &nreuse) != 0) app_usage_error("reuse", USAGE, "bad --reuse '%s'", v);
+        } else if (!strcmp(a, "--layout")) {
+            if (!strcmp(v, "page")) page_layout = 1;
+            else if (strcmp(v, "packed")) app_usage_error("reuse", USAGE, "--layout needs packed or page, got '%s'", v);
         } else if (!strcmp(a, "--iters")) {
             if (app_parse_long(v, 1, 100000, &iters) != 0) app_usage_error("reuse", USAGE, "bad --iters '%s'", v);
         } else {
@@ -70,22 +76,23 @@ int main(int argc, char **argv)
     }
     memset(shared, 0, slot);
     if (rank == 0) {
-        printf("# reuse procs=%d iters=%ld\n", P, iters);
+        printf("# reuse procs=%d iters=%ld layout=%s\n", P, iters, page_layout ? "page" : "packed");
         printf("bytes,reuse_pct,half_rtt_s,bandwidth_MBps\n");
     }
     for (int k = 0; k < nsizes; k++)
         for (int r = 0; r < nreuse; r++) {
-            size_t n = (size_t)sizes[k], fslot = (n + 4095) / 4096 * 4096;
+            size_t n = (size_t)sizes[k], fslot = page_layout ? (n + 4095) / 4096 * 4096 : (n ? n : 1);
             unsigned char **arena = &fresh[k * nreuse + r];
-            if (posix_memalign((void **)arena, 4096, fslot * (size_t)iters + 1) != 0) {
+            if (posix_memalign((void **)arena, 4096, fslot * (size_t)iters + 4096) != 0) {
                 fprintf(stderr, "reuse: out of memory\n");
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
+            long used = 0;   /* new buffers taken from the pool so far */
             for (long i = -1; i < iters; i++) {
                 int same = i < 0 || (i + 1) * reuse[r] / 100 > i * reuse[r] / 100;
-                unsigned char *b = same ? shared : *arena + fslot * (size_t)i;
+                unsigned char *b = same ? shared : *arena + fslot * (size_t)used++;
                 if (i == 0) t0 = MPI_Wtime();
                 if (rank == 0) {
                     MPI_Send(b, (int)n, MPI_BYTE, 1, TAG, MPI_COMM_WORLD);

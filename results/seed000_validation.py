@@ -20,6 +20,9 @@ model with ideal charging (its communication alone, --compute none, plus the com
 fitted rate) and where the time goes at 8 and 16 nodes (rank 0's phases, matmul's two ways of
 distributing A and B^T).
 
+matmul runs in its default form, the paper's point-to-point sends (apps/README.md); the model-only
+tables of results/VALIDATION.md come from results/seed000_matmul.py, which needs no factor.
+
 Usage: seed000_validation.py [BUILD_DIR] [--out DIR] [--factor-file F] [--set KEY=VALUE]... [--burner]
   --factor-file F: skip (1)-(2) and use a factor file written by an earlier run
   --set KEY=VALUE: passed to every study (e.g. shim.compute_slots=0: without the compute gate)
@@ -211,18 +214,18 @@ def matmul_line(p, n, run_args, prog_args=()):
 L += ["", "## Where the time goes at 8 and 16 nodes (ms)", "",
       "Computation: one rank's N^3/P multiply-adds at the rate of the ideal fit above "
       f"({ns_mac:.1f} ns). Communication alone: `mpisim run --compute none` (the model's critical path with no "
-      "computation charged; it repeats to the picosecond), with matmul's collectives (the default) and with its "
-      "point-to-point sends (`--distribute p2p`). Ideal efficiency: N^3 x rate / (P x (computation + "
+      "computation charged; it repeats to the picosecond), with matmul's point-to-point sends (the default, the "
+      "paper's form) and with its collectives (`--distribute collective`). Ideal efficiency: N^3 x rate / (P x (computation + "
       "communication alone)). Measured: one run at the fitted factor, rank 0's phases in the fastest of 5 "
       "repetitions: until A and B^T are out / its own rows / waiting for the slaves' rows; the study's efficiency "
       "beside it.", "",
-      "| nodes | N | computation | comm. alone | comm. alone, p2p | ideal eff. | ideal eff., p2p "
+      "| nodes | N | computation | comm. alone | comm. alone, collective | ideal eff. | ideal eff., collective "
       "| measured | rank 0: distribute / compute / collect | study eff. |",
       "|---|---|---|---|---|---|---|---|---|---|"]
 for p, n in ((8, 112), (8, 128), (8, 144), (16, 128), (16, 144)):
     comp = n ** 3 / p * ns_mac * 1e-6
     cc = matmul_line(p, n, ["--compute", "none"])["time_min_s"]
-    cp = matmul_line(p, n, ["--compute", "none"], ["--distribute", "p2p"])["time_min_s"]
+    cp = matmul_line(p, n, ["--compute", "none"], ["--distribute", "collective"])["time_min_s"]
     ph = matmul_line(p, n, ["--cpu-factor", f"{float(factor[0]):.9g}"])
     L.append(f"| {p} | {n} | {comp:.2f} | {cc:.3f} | {cp:.3f} | {100 * comp / (comp + cc):.1f} % | "
              f"{100 * comp / (comp + cp):.1f} % | {ph['time_min_s']:.2f} | {ph['distribute_s']:.2f} / "

@@ -42,6 +42,17 @@ static const nm_key_def host_keys[] = {
      "rate of one intra-node copy (one CPU copying)", NULL, NM_KEY_NONNEG},
     {"host.shm_memory_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled",
      "a node's memory rate for intra-node copies, shared by all copies on the node", NULL, NM_KEY_NONNEG},
+    {"host.shm_cache", NM_KEY_INT, "B", "0", "0: not modelled (every intra-node copy at host.shm_copy_rate)",
+     "the largest intra-node message whose copy runs from the CPU caches at host.shm_copy_rate; a larger one "
+     "goes at host.shm_uncached_rate (its buffers no longer fit in the cache)", NULL, NM_KEY_NONNEG},
+    {"host.shm_uncached_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (as host.shm_copy_rate)",
+     "rate of one intra-node copy of a message larger than host.shm_cache (from and to memory)", NULL,
+     NM_KEY_NONNEG},
+    {"host.touch_cost_per_page", NM_KEY_INT, "ps", "0", "0: not modelled",
+     "host time of the first write to a page of a receive buffer (the operating system's page fault: "
+     "allocating, zeroing and mapping it), charged pro rata to a receive for the bytes of its buffer no earlier "
+     "receive or registration of that rank touched (plain integer ps per page of host.reg_page bytes; buffers "
+     "of unknown address are taken as touched)", NULL, NM_KEY_NONNEG},
     {"host.send_copy_rate", NM_KEY_DOUBLE, "b/s", "0", "0: not modelled (no copy)",
      "rate of the sender's copy of an eager message into the NIC's registered buffers (MPICH-GM sends "
      "eagerly through GM send/receive; rendezvous data goes by zero-copy put), in the send call",
@@ -53,11 +64,12 @@ static const nm_key_def host_keys[] = {
      "host time of registering (pinning) a rendezvous buffer with the NIC, per registration: the sender "
      "registers after its RTS (its data waits for it), the receiver before its CTS", NULL, NM_KEY_NONNEG},
     {"host.reg_cost_per_page", NM_KEY_INT, "ps", "0", "0: not modelled",
-     "registration time per page of the buffer (plain integer ps per page)", NULL, NM_KEY_NONNEG},
+     "registration time per page of the buffer, pro rata by its bytes (plain integer ps per page)", NULL,
+     NM_KEY_NONNEG},
     {"host.reg_page", NM_KEY_INT, "B", "4096", "the i386/x86-64 page (seed 003's Xeon nodes)",
      "page size of registrations", NULL, NM_KEY_POSITIVE},
     {"host.reg_cache", NM_KEY_INT, "B", "0", "0: no cache (every rendezvous registers and deregisters)",
-     "registration cache per rank: a buffer registered before (the same page range) is found again and "
+     "registration cache per rank: a buffer registered before (the same address, at least as long) is found again and "
      "costs nothing; least recently used registrations are dropped beyond this many bytes", NULL, NM_KEY_NONNEG},
     {"host.rndv_handling", NM_KEY_INT, "ps", "0", "0: the NIC reacts to RTS and CTS by itself (seed 000's model)",
      "host time at each turn of a rendezvous (MPICH drives it from the host): the receiver's on top of "
@@ -78,6 +90,14 @@ static const nm_key_def host_keys[] = {
      "nic: the turns of a rendezvous (the receiver's CTS, the sender's data) happen as soon as they are due; "
      "in_call: only while the host is inside an MPI call (a host-driven rendezvous such as MPICH-GM's): a turn "
      "due while the rank computes waits for its next MPI call", "nic|in_call", 0},
+    {"host.rma_progress", NM_KEY_STRING, "", "nic",
+     "project choice: a NIC that does RDMA and atomics itself, as InfiniBand RC under Open MPI's osc/rdma "
+     "and osc/ucx (seed 000's NIC answers by itself too)",
+     "nic: the target's NIC carries out one-sided operations (put, get, accumulate, atomics, lock requests) "
+     "and answers, with no target CPU time; in_call: the target's CPU does each while it is inside an MPI "
+     "call (MPICH CH3's active messages, MPI over a NIC without RDMA), one receive overhead, the reduction "
+     "and one send overhead, and an operation that arrives while the target computes waits for its next MPI "
+     "call", "nic|in_call", 0},
     {"host.sync_protocol", NM_KEY_STRING, "", "eager_ack", "project choice",
      "synchronous sends: eager_ack (eager data, the receiver acknowledges the match) or rendezvous "
      "(RTS/CTS/data at every size)", "eager_ack|rendezvous", 0},
@@ -97,10 +117,13 @@ typedef struct node_state {
 
 /* A registration in a rank's cache: its page range, LRU links (pool indices, UINT32_MAX = none). */
 typedef struct reg_entry {
-    uint64_t first, last;      /* pages */
+    uint64_t addr, bytes;      /* the registered buffer */
     uint32_t prev, next, idx;
     int rank;
 } reg_entry;
+/* A rank's touched memory: disjoint byte ranges [s, e), sorted. */
+typedef struct span { uint64_t s, e; } span;
+typedef struct span_set { span *v; size_t n, cap; } span_set;
 #define REG_NONE UINT32_MAX
 typedef struct reg_lru {
     uint32_t head, tail;       /* head: most recently used */
@@ -108,7 +131,7 @@ typedef struct reg_lru {
 } reg_lru;
 
 struct ms_host {
-    int nranks, nodes, ports, sync_rndv, rndv_fin, rndv_in_call;
+    int nranks, nodes, ports, sync_rndv, rndv_fin, rndv_in_call, rma_in_call;
     int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
@@ -119,6 +142,10 @@ struct ms_host {
     double send_copy_ps_pb, recv_copy_ps_pb;
     int64_t reg_cost, reg_pp, reg_page;
     uint64_t reg_cache;
+    uint64_t shm_cache;        /* largest intra-node message copied in cache (0: all) */
+    double shm_uncached_ps_pb; /* ps per byte beyond it (0: as shm_copy_ps_pb) */
+    int64_t touch_pp;          /* first write to a receive buffer's page */
+    span_set *touched;         /* per rank: the bytes it has received into or registered */
     ms_hmap regs;              /* (rank, first page) -> reg_entry */
     ms_pool regpool;
     reg_lru *lru;              /* per rank */
@@ -212,6 +239,11 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->shm_lat = cfg_int(cfg, "host.shm_latency", 0);
     h->shm_copy_ps_pb = ps_per_byte(cfg, "host.shm_copy_rate");
     h->shm_mem_ps_pb = ps_per_byte(cfg, "host.shm_memory_rate");
+    h->shm_cache = (uint64_t)cfg_int(cfg, "host.shm_cache", 0);
+    h->shm_uncached_ps_pb = ps_per_byte(cfg, "host.shm_uncached_rate");
+    h->touch_pp = cfg_int(cfg, "host.touch_cost_per_page", 0);
+    h->touched = calloc((size_t)nranks, sizeof *h->touched);
+    if (!h->touched) goto oom;
     h->send_copy_ps_pb = ps_per_byte(cfg, "host.send_copy_rate");
     h->recv_copy_ps_pb = ps_per_byte(cfg, "host.recv_copy_rate");
     h->reg_cost = cfg_int(cfg, "host.reg_cost", 0);
@@ -231,6 +263,8 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->rndv_fin = (int)cfg_int(cfg, "host.rndv_fin", 0);
     const char *rp = nm_config_has(cfg, "host.rndv_progress") ? nm_config_string(cfg, "host.rndv_progress") : "";
     h->rndv_in_call = rp && !strcmp(rp, "in_call");
+    const char *ra = nm_config_has(cfg, "host.rma_progress") ? nm_config_string(cfg, "host.rma_progress") : "";
+    h->rma_in_call = ra && !strcmp(ra, "in_call");
     h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
     /* Port pacing: a packet holds its port for its payload and framing characters. The route
      * bytes (one per switch) are left out and the character time rounded down, so the NIC never
@@ -255,6 +289,9 @@ void ms_host_destroy(ms_host *h)
     free(h->n);
     free(h->port_free_all);
     ms_hmap_free(&h->regs);
+    if (h->touched)
+        for (int r = 0; r < h->nranks; r++) free(h->touched[r].v);
+    free(h->touched);
     ms_pool_free(&h->regpool);
     free(h->lru);
     free(h);
@@ -347,7 +384,17 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
-    int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
+    return ms_host_shm_copy_ps(h, node, bytes, -1, t);
+}
+
+int64_t ms_host_shm_latency(const ms_host *h) { return h->shm_lat; }
+
+int64_t ms_host_shm_copy_ps(ms_host *h, int node, uint64_t bytes, int64_t copy_ps, int64_t t)
+{
+    /* a message beyond the cache is copied from and to memory, at the slower rate */
+    double ps_pb = h->shm_cache && bytes > h->shm_cache && h->shm_uncached_ps_pb > 0 ? h->shm_uncached_ps_pb
+                                                                                      : h->shm_copy_ps_pb;
+    int64_t copy_end = t + (copy_ps >= 0 ? copy_ps : bytes_ps(ps_pb, bytes));
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
     if (mem > 0) {   /* copies on one node share its memory bandwidth */
         node_state *n = &h->n[node];
@@ -363,6 +410,60 @@ int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t)
     return ms_host_shm_copy(h, node, bytes, t) + h->shm_lat;
 }
 
+/* Costs per page are charged pro rata, per byte of the buffer: where a buffer starts within its
+ * page (so how many pages it spans, and which of them other buffers share) depends on everything
+ * the process allocated before it, the shim's own allocations among them, which differ from run to
+ * run; the virtual time must not. Relative positions do not change, so the bytes a buffer shares
+ * with earlier ones, and the expected page count bytes / page, are the same in every run. */
+static int64_t per_page(const ms_host *h, uint64_t bytes, int64_t cost_per_page)
+{
+    return (int64_t)llround((double)bytes * (double)cost_per_page / (double)h->reg_page);
+}
+
+/* Marks [a, a + len) in s; returns how many of its bytes were not in s before (0 on no memory: the
+ * cost is then not charged again). */
+static uint64_t span_add(span_set *s, uint64_t a, uint64_t len)
+{
+    uint64_t b = a + len, fresh = len;
+    /* the first span that ends after a (one that ends at a stays beside the new one: harmless) */
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid].e <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t k = lo, m = lo;
+    uint64_t ns = a, ne = b;
+    for (; m < s->n && s->v[m].s <= b; m++) {   /* spans overlapping or adjacent: merged */
+        uint64_t os = s->v[m].s > a ? s->v[m].s : a, oe = s->v[m].e < b ? s->v[m].e : b;
+        if (oe > os) fresh -= oe - os;
+        if (s->v[m].s < ns) ns = s->v[m].s;
+        if (s->v[m].e > ne) ne = s->v[m].e;
+    }
+    if (m == k) {   /* no span merged: insert one */
+        if (s->n == s->cap) {
+            size_t nc = s->cap ? 2 * s->cap : 16;
+            span *v = realloc(s->v, nc * sizeof *v);
+            if (!v) return 0;
+            s->v = v;
+            s->cap = nc;
+        }
+        memmove(s->v + k + 1, s->v + k, (s->n - k) * sizeof *s->v);
+        s->n++;
+    } else if (m > k + 1) {   /* several merged into one */
+        memmove(s->v + k + 1, s->v + m, (s->n - m) * sizeof *s->v);
+        s->n -= m - k - 1;
+    }
+    s->v[k] = (span){ns, ne};
+    return fresh;
+}
+
+int64_t ms_host_touch(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
+{
+    if (h->touch_pp == 0 || addr == 0 || bytes == 0 || rank < 0 || rank >= h->nranks) return 0;
+    return per_page(h, span_add(&h->touched[rank], addr, bytes), h->touch_pp);
+}
+
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
 {
     (void)intra;
@@ -376,6 +477,7 @@ int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
 int ms_host_sync_rendezvous(const ms_host *h) { return h->sync_rndv; }
 int ms_host_rndv_fin(const ms_host *h) { return h->rndv_fin; }
 int ms_host_rndv_in_call(const ms_host *h) { return h->rndv_in_call; }
+int ms_host_rma_in_call(const ms_host *h) { return h->rma_in_call; }
 int64_t ms_host_rndv_handling(const ms_host *h) { return h->rndv_handling; }
 
 int ms_host_registers(const ms_host *h) { return h->reg_cost != 0 || h->reg_pp != 0; }
@@ -411,38 +513,37 @@ static void lru_push_front(ms_host *h, reg_lru *l, reg_entry *e)
 static void reg_drop(ms_host *h, reg_lru *l, reg_entry *e)
 {
     lru_unlink(h, l, e);
-    l->bytes -= (e->last - e->first + 1) * (uint64_t)h->reg_page;
-    ms_hmap_del(&h->regs, (uint64_t)e->rank, e->first);
+    l->bytes -= e->bytes;
+    ms_hmap_del(&h->regs, (uint64_t)e->rank, e->addr);
     ms_pool_release(&h->regpool, e->idx);
 }
 
 int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
 {
     if ((h->reg_cost == 0 && h->reg_pp == 0) || bytes == 0 || rank < 0 || rank >= h->nranks) return 0;
-    uint64_t page = (uint64_t)h->reg_page;
-    uint64_t first = addr / page, last = (addr + bytes - 1) / page;
-    int64_t cost = h->reg_cost + (int64_t)(last - first + 1) * h->reg_pp;
+    int64_t cost = h->reg_cost + per_page(h, bytes, h->reg_pp);
+    /* pinning faults the pages in: a later receive into them does not touch them first */
+    if (h->touch_pp && addr) span_add(&h->touched[rank], addr, bytes);
     if (h->reg_cache == 0) return cost;   /* registered and deregistered around every transfer */
     if (addr == 0) return 0;              /* buffer unknown (collective steps, old traces): taken as reused */
     reg_lru *l = &h->lru[rank];
-    reg_entry *e = ms_hmap_get(&h->regs, (uint64_t)rank, first);
-    if (e && e->last >= last) {           /* found: most recently used now */
+    reg_entry *e = ms_hmap_get(&h->regs, (uint64_t)rank, addr);
+    if (e && e->bytes >= bytes) {         /* found: most recently used now */
         lru_unlink(h, l, e);
         lru_push_front(h, l, e);
         return 0;
     }
-    if (e) reg_drop(h, l, e);             /* a shorter registration of the same start: replaced */
-    uint64_t need = (last - first + 1) * page;
-    while (l->tail != REG_NONE && l->bytes + need > h->reg_cache) reg_drop(h, l, reg_at(h, l->tail));
-    if (need > h->reg_cache) return cost; /* larger than the cache: registered for this transfer only */
+    if (e) reg_drop(h, l, e);             /* a shorter registration of the same buffer: replaced */
+    while (l->tail != REG_NONE && l->bytes + bytes > h->reg_cache) reg_drop(h, l, reg_at(h, l->tail));
+    if (bytes > h->reg_cache) return cost; /* larger than the cache: registered for this transfer only */
     uint32_t idx;
     e = ms_pool_alloc(&h->regpool, &idx);
-    if (!e || ms_hmap_put(&h->regs, (uint64_t)rank, first, e) != 0) {
+    if (!e || ms_hmap_put(&h->regs, (uint64_t)rank, addr, e) != 0) {
         if (e) ms_pool_release(&h->regpool, idx);
         return cost;                      /* out of memory: not cached, still correct in time */
     }
-    *e = (reg_entry){first, last, REG_NONE, REG_NONE, idx, rank};
+    *e = (reg_entry){addr, bytes, REG_NONE, REG_NONE, idx, rank};
     lru_push_front(h, l, e);
-    l->bytes += need;
+    l->bytes += bytes;
     return cost;
 }

@@ -61,8 +61,18 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
  * returns when it is in the receiver's memory (one CPU's copy rate; all copies of the node share
  * its memory rate; then the latency). */
 int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t);
-/* The copy alone (a sender copying an eager message into shared memory in its call): its end. */
+/* The copy alone (a sender copying an eager message into shared memory in its call): its end. A
+ * message larger than host.shm_cache is copied at host.shm_uncached_rate. */
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t);
+/* The same with the copy's own duration copy_ps (mpi.size_segments' rate; < 0: host.shm_copy_rate's
+ * or, beyond host.shm_cache, host.shm_uncached_rate). */
+int64_t ms_host_shm_copy_ps(ms_host *h, int node, uint64_t bytes, int64_t copy_ps, int64_t t);
+/* host.shm_latency */
+int64_t ms_host_shm_latency(const ms_host *h);
+/* The first write of `rank` to the pages of its receive buffer [addr, addr + bytes): the host time
+ * of those it never received into (nor registered) before, which count as touched from now on
+ * (host.touch_cost_per_page; 0 when off or addr is 0). */
+int64_t ms_host_touch(ms_host *h, int rank, uint64_t addr, uint64_t bytes);
 /* Extra host CPU time of a send mode (0 standard, MS_SEND_* of ms_model.h) for `bytes`, on top
  * of mpi.send_overhead; intra: both ranks on one node. */
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);
@@ -73,6 +83,8 @@ int ms_host_sync_rendezvous(const ms_host *h);
 int ms_host_rndv_fin(const ms_host *h);
 /* The turns of a rendezvous happen only while the host is inside an MPI call (host.rndv_progress). */
 int ms_host_rndv_in_call(const ms_host *h);
+/* One-sided operations are done by the target's CPU inside its MPI calls, not by its NIC (host.rma_progress). */
+int ms_host_rma_in_call(const ms_host *h);
 /* Host time at each turn of a rendezvous: before the CTS, and after it before the data (host.rndv_handling). */
 int64_t ms_host_rndv_handling(const ms_host *h);
 /* Host CPU time of copying an eager message into the NIC's registered send buffers, and out of

@@ -77,6 +77,12 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
 int nm_config_search_path(char *out, size_t len);
 /* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
+/* The same, as a profile line would set it: not the user's own choice, so a key the configuration
+ * derives from others where they need it (network.slack_buffer, raised to hold a STOP's round trip
+ * on the configured links: `mpisim config` names it "derived: ...") may still be derived. For
+ * values read back from a recorded configuration (a trace's) that a profile or default gave. A
+ * value set with nm_config_set is never derived. */
+int nm_config_set_as_profile(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
 
 /* Typed lookups. A name that was never registered is a defect in the calling code, not in the
  * user's input: debug builds assert; release builds return 0 / 0.0 / "" and keep the first such
@@ -89,7 +95,9 @@ const char *nm_config_string(const nm_config *cfg, const char *name);
 const char *nm_config_lookup_error(const nm_config *cfg);
 int nm_config_has(const nm_config *cfg, const char *name);
 /* The resolved configuration as a JSON object: {"key": {"value": v, "unit": u, "source": s}, ...}
- * where source is the default's citation or "file:line" / "--set" of the value in force. */
+ * where source is the default's citation or "file:line" / "--set" of the value in force; a
+ * profile value with a comment has "source": "<comment> (file:line)" and, when the comment
+ * declares it, "kind": "cited" | "calibrated" | "assumed". */
 int nm_config_write_json(const nm_config *cfg, FILE *out, int indent);
 /* One line per key "key = value unit  (source)" for human output. */
 int nm_config_write_text(const nm_config *cfg, FILE *out);
@@ -109,6 +117,15 @@ const char *nm_config_key_at(const nm_config *cfg, size_t i);
 const char *nm_config_value_text(const nm_config *cfg, const char *name);
 const char *nm_config_unit(const nm_config *cfg, const char *name);
 const char *nm_config_origin(const nm_config *cfg, const char *name);
+/* A profile value's comment: the text after its ';' (or '#') and the indented comment-only lines
+ * right below, white space collapsed; NULL when the value has none (defaults, --set). Profiles
+ * declare each value's kind by the comment's first word (docs: configs/README.md):
+ * "cited: ..." (a hardware value a source states), "calibrated: <source> ..." (fitted once, by a
+ * script, from named measurements), "assumed: ... range LO..HI" (no source). */
+const char *nm_config_note(const nm_config *cfg, const char *name);
+/* "cited", "calibrated" or "assumed" as the value's note declares, "" if it declares none; NULL
+ * for an unknown key. */
+const char *nm_config_kind(const nm_config *cfg, const char *name);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Registries: the names that network.engine, network.routing and network.topology (and the
@@ -164,7 +181,9 @@ typedef struct nm_routing_info {
     int updown_root;           /* root switch, -1 for shortest */
     int deadlock_free;         /* the checker's verdict */
     const char *check_message;
-    /* over host pairs on different switches: */
+    /* over host pairs on different switches (inter_switch_pairs of them; with none, every route
+     * stays within its switch, which is minimal: minimal_share 1, the means 0): */
+    long inter_switch_pairs;
     double minimal_share;      /* share of routes with the minimal number of inter-switch links */
     double mean_links;         /* mean inter-switch links per route (in-transit detours excluded) */
     double mean_min_links;     /* mean minimal inter-switch distance */

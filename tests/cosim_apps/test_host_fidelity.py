@@ -5,7 +5,8 @@ suites.c) agreeing with the project's own apps.
 
 Usage: test_host_fidelity.py BUILD_DIR SOURCE_DIR CASE
   seed003   sendmodes and logp under seed003-ecard, model only (--compute none): every figure
-            of seed 003 sec 5.1-5.3 within 10 % (003_99118bf692f3fa3b.txt); on node too
+            of seed 003 sec 5.1-5.3 within the scorecard's 15 % (003_99118bf692f3fa3b.txt; a few of
+            them are the profile's calibration inputs, results/calibrate_seed003.py); on node too
   cpu       the same figures with the default compute mode (charged CPU time): bandwidths checked,
             microsecond latencies printed (they carry the shim's charged overhead: issue 10)
   suites    IMB PingPong/PingPing/Sendrecv and OSU latency/bw/bibw kernels under seed003-ecard:
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 WORK = tempfile.mkdtemp(prefix="mpisim-fidelity-")
@@ -34,7 +38,7 @@ def mpisim(prog, *args, profile="seed003-ecard", compute="none", sets=()):
     for s in sets:
         cmd += ["--set", s]
     cmd += ["-n", "2", "--", prog, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = progress_run.run(cmd, idle_limit=120)
     if p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(cmd)} exited {p.returncode}\n{p.stderr[-3000:]}")
     return p.stdout
@@ -44,7 +48,7 @@ def rows(text):
     return list(csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if not l.startswith("#")))))
 
 
-def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,512,16383,16384,1048576"):
+def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,512,16383,16384,131072,1048576"):
     sets = ("host.map_by=slot",) if on_node else ()
     out = rows(mpisim(os.path.join(BIN, "sendmodes"), "--sizes", sizes, "--modes", "send,ssend,bsend,rsend",
                       "--tests", "uni,bi,both", "--iters", "6", profile=profile, compute=compute, sets=sets))
@@ -54,7 +58,7 @@ def sendmodes(on_node=False, compute="none", profile="seed003-ecard", sizes="1,5
 INFO_ONLY = False   # the cpu case: latencies carry the shim's charged overhead per call (issue 10)
 
 
-def check(what, got, want, tol=0.10, info=False):
+def check(what, got, want, tol=0.15, info=False):
     if info or (INFO_ONLY and "(us)" in what):
         print(f"info {what}: {got:.4g} (seed 003: {want:g}, {100 * (got - want) / want:+.1f} %)")
         return
@@ -82,9 +86,15 @@ def case_seed003(compute="none"):
     check("sec 5.1: on node, standard (us)", t(on, "bi", "send", 1), 1.46)
     check("sec 5.1: on node, buffered (us)", t(on, "bi", "bsend", 1), 2.29)
     check("sec 5.1: on node, synchronous (us)", t(on, "bi", "ssend", 1), 4.51)
-    check("sec 5.2: on node one way, peak (MB/s)", max(bw(on, "uni", b) for b in (16383, 1 << 20)), 672)
-    check("sec 5.2: on node ping-pong, peak (MB/s)", max(bw(on, "bi", b) for b in (16383, 1 << 20)), 702)
-    check("sec 5.2: on node both ways, peak (MB/s)", max(bw(on, "both", b) for b in (16383, 1 << 20)), 870)
+    # the on-node peaks are below the cache limit (host.shm_cache); beyond it the bandwidth drops
+    check("sec 5.2: on node one way, peak (MB/s)", max(bw(on, "uni", b) for b in (16383, 131072)), 672, 0.10)
+    check("sec 5.2: on node ping-pong, peak (MB/s)", max(bw(on, "bi", b) for b in (16383, 131072)), 702)
+    check("sec 5.2: on node both ways, peak (MB/s)", max(bw(on, "both", b) for b in (16383, 131072)), 870)
+    drop = bw(on, "uni", 1 << 20) < 0.9 * bw(on, "uni", 131072)
+    print(f"{'ok  ' if drop else 'FAIL'} sec 5.2: on node the bandwidth drops after its peak: "
+          f"{bw(on, 'uni', 131072):.0f} MB/s at 128 KiB, {bw(on, 'uni', 1 << 20):.0f} at 1 MiB")
+    if not drop:
+        failures.append("on-node drop")
     # the unidirectional ping: one message and a 0-byte acknowledgement, halved
     ping = rows(mpisim(os.path.join(BIN, "sendmodes"), "--sizes", "1", "--modes", "send", "--tests", "uni",
                        "--iters", "1", compute=compute))
