@@ -370,10 +370,11 @@ static void check_resume(replay *p, int rank, int64_t t)
 }
 
 /* The driver lets a rank go on: it plays again from its resume time. */
-static void on_resume(void *user, int rank, int64_t t, const ms_req_result *results, size_t n)
+static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_result *results, size_t n)
 {
     replay *p = user;
     rrank *r = &p->r[rank];
+    (void)thread;   /* traces are of one thread per rank (a run with more is refused: ms_trace.h) */
     (void)results;
     (void)n;
     check_resume(p, rank, t);

@@ -12,7 +12,8 @@ lock_wait=${MPISIM_APT_LOCK_WAIT:-600}
 packages=(build-essential cmake pkg-config python3 python3-numpy python3-matplotlib python3-h5py
           python3-mpi4py openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools libhwloc-dev hwloc
           libunwind-dev libgtest-dev libinih-dev libjansson-dev netpipe-openmpi gfortran hpcc lammps
-          clang libclang-rt-14-dev)   # clang + libFuzzer: the fuzz harnesses (tests/fuzz)
+          clang libclang-rt-14-dev    # clang + libFuzzer: the fuzz harnesses (tests/fuzz)
+          libomp-dev)                 # clang's OpenMP (LLVM libomp): cosim_omp_imbalance
 
 # apt-get that waits for the locks: DPkg::Lock::Timeout makes apt wait for dpkg's lock (apt >=
 # 1.9.11), but `apt-get update` fails at once (rc 100, "Could not get lock

@@ -26,13 +26,42 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "(passthrough)",
          "error|passthrough", 0},
         {"shim.wtime_stall", NM_KEY_INT, "ps", "1000000", "project choice (programs that wait on the clock)",
-         "an MPI_Wtime call (or a program clock read, shim.program_clocks) that finds the clock where the "
-         "previous one left it, or moved since by computation alone and by less than a tenth of this (always "
-         "under shim.compute = none; an empty interval under cpu, charged 0 or its noise) advances it by this "
-         "much, as computation: a program that spins on MPI_Wtime "
-         "until time has passed (timer calibration, timed loops, overlap benchmarks) would otherwise never see "
-         "it pass, or see it move by noise alone; 0 turns this off",
+         "where nothing moves the clock between two clock reads (shim.compute = none; under cpu and wall only "
+         "with shim.clock_read_cost and shim.gap_floor both 0): a read of MPI_Wtime (or a program clock, "
+         "shim.program_clocks) that finds the clock moved since the previous read by computation alone and by "
+         "less than a tenth of this, right after a read that found the same, advances it by this much, as "
+         "computation: a program that spins on the clock until time has passed (timer calibration, timed "
+         "loops, overlap benchmarks) would otherwise never see it pass, while a {read; work; read} loop, whose "
+         "empty intervals never come two in a row, reads its work's own length; 0 turns this off",
          NULL, NM_KEY_NONNEG},
+        {"shim.clock_read_cost", NM_KEY_INT, "ps", "30 ns",
+         "measured (Open MPI's MPI_Wtime natively on the reference machine: 30-40 ns; clock_gettime through "
+         "the vDSO 27 ns)",
+         "computation charged for each virtual clock read (MPI_Wtime, the program's clock reads) under "
+         "compute cpu and wall, after the read (before shim.cpu_factor): natively the interval between two "
+         "reads holds one read's cost, which the shim's virtual read does not take",
+         "0..1e6", 0},
+        {"shim.gap_floor", NM_KEY_INT, "ps", "20 ns",
+         "project choice (docs/architecture.md, Repeatable small gaps: the program's own code between two MPI "
+         "calls that does nothing, its loop and the call, costs a few ns natively)",
+         "what a computation interval the measurement cannot tell from an empty one (shim.gap_noise) is "
+         "charged (before shim.cpu_factor), the same in every run; at most shim.gap_noise",
+         "0..1e6", 0},
+        {"shim.gap_noise", NM_KEY_INT, "ps", "100 ns",
+         "measured (docs/architecture.md, Repeatable small gaps: empty intervals' medians 2-45 ns, at load 12 "
+         "beside a CPU-bound job)",
+         "the measurement's noise floor: an interval measured at or below this, or one of up to "
+         "shim.gap_noise_max between a pair of call sites whose last 256 intervals mostly were (after a "
+         "switched-out call: at or below 10 times this), is taken for an empty one and charged shim.gap_floor, "
+         "so that runs with nothing between their MPI calls repeat exactly under compute cpu and wall, while "
+         "real computation is charged as measured; 0: every interval as measured",
+         "0..1e7", 0},
+        {"shim.gap_noise_max", NM_KEY_INT, "ps", "5 us",
+         "measured (docs/architecture.md, Repeatable small gaps: the longest empty interval of a steady loop "
+         "beside a CPU-bound job at load 12 was 1.5 us, apart from rare stalls of the virtual machine)",
+         "the longest interval between a pair of call sites that usually does nothing (shim.gap_noise) still "
+         "taken for noise; longer ones are charged as measured",
+         "0..1e9", 0},
         {"shim.connect_timeout", NM_KEY_INT, "ps", "60 s", "project choice (a rank that leaves before MPI_Init)",
          "when ranks have not connected to the model server and none has connected for this long, the run "
          "stops naming them (a rank that exits before MPI_Init leaves the others waiting in it for ever); "

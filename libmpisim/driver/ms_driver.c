@@ -10,7 +10,9 @@
 #include "ms_host.h"
 #include "ms_util.h"   /* the model's hash map: the requests a lenient wait leaves out */
 
+/* A lane: a rank's thread 0 (lane = rank) or one of its other threads (lanes nranks..). */
 typedef struct drank {
+    int rank, thread;
     ms_rank_state state;
     int64_t clock;
     int wait_fn, wait_flags, wait_mode;   /* wait_mode -1: a probe */
@@ -33,9 +35,12 @@ struct ms_driver {
     nm_topology *topo;
     nm_network *net;
     ms_model *model;
-    int n;
-    drank *r;
-    int count[MS_RANK_STOPPED + 1];  /* ranks in each state: the horizon and stall tests at no cost per rank */
+    int n;                       /* ranks */
+    drank *r;                    /* lanes: ranks' thread 0 first (lane = rank), then other threads as seen */
+    int nl, capl;
+    int **tl;                    /* per rank: the lanes of its threads 1.. (NULL: none yet) */
+    int *ntl;
+    int count[MS_RANK_IDLE + 1];     /* lanes in each state: the horizon and stall tests at no cost per lane */
     int first_dead;              /* the rank that died first (DEAD), or -1 */
     int stopping;                /* ms_driver_stop: ranks that end now were ended by the front end */
     int64_t hmin;                /* least clock of the running ranks, valid unless hstale */
@@ -48,7 +53,7 @@ struct ms_driver {
     size_t nfn;
     int lenient;
     int out_of_memory;           /* a lenient wait's record failed: reported by the next advance */
-    int nstalled;                /* ranks with a stall_text */
+    int nstalled;                /* lanes with a stall_text */
     /* lenient: requests the model reported complete while the recorded run had not completed them
      * yet, by (rank, id); kept until the call in which the recording completed them, after which
      * the trace never names them again */
@@ -160,14 +165,58 @@ static void set_clock(ms_driver *d, drank *r, int64_t t)
     r->clock = t;
 }
 
-static void resume(ms_driver *d, int rank, int64_t t, const ms_req_result *res, size_t n)
+static void resume(ms_driver *d, int lane, int64_t t, const ms_req_result *res, size_t n)
 {
-    drank *r = &d->r[rank];
+    drank *r = &d->r[lane];
+    int rank = r->rank;
     take_resolutions(d, rank);
     set_clock(d, r, t);   /* the model never resumes a rank before the time it blocked */
     set_state(d, r, MS_RANK_RUNNING);
-    if (d->log) log_results(d, rank, t, res, n);
-    if (d->ops.resume) d->ops.resume(d->user, rank, t, res, n);
+    if (d->log) {
+        if (r->thread) logline(d, rank, "thread %d", r->thread);
+        log_results(d, rank, t, res, n);
+    }
+    if (d->ops.resume) d->ops.resume(d->user, rank, r->thread, t, res, n);
+}
+
+/* The lane of a rank's thread, -1 if not seen. */
+static int lane_find(const ms_driver *d, int rank, int thread)
+{
+    if (thread <= 0) return rank;
+    return thread <= d->ntl[rank] ? d->tl[rank][thread - 1] : -1;
+}
+
+/* The lane of a rank's thread, made (parked, at t) when first seen; -1: out of memory or bad. */
+static int lane_get(ms_driver *d, int rank, int thread, int64_t t)
+{
+    int l = lane_find(d, rank, thread);
+    if (l >= 0) return l;
+    if (thread < 0 || thread > MS_MODEL_MAX_THREADS) return -1;
+    if (thread > d->ntl[rank]) {
+        int *v = realloc(d->tl[rank], sizeof *v * (size_t)thread);
+        if (!v) return -1;
+        for (int i = d->ntl[rank]; i < thread; i++) v[i] = -1;
+        d->tl[rank] = v;
+        d->ntl[rank] = thread;
+    }
+    if (d->nl == d->capl) {
+        int cap = d->capl * 2;
+        drank *q = realloc(d->r, sizeof *q * (size_t)cap);
+        if (!q) return -1;
+        d->r = q;
+        d->capl = cap;
+    }
+    l = d->nl++;
+    drank *r = &d->r[l];
+    memset(r, 0, sizeof *r);
+    r->rank = rank;
+    r->thread = thread;
+    r->wait_fn = -1;
+    r->clock = t;
+    r->state = MS_RANK_UNTIMED;   /* parked until it rejoins */
+    d->count[MS_RANK_UNTIMED]++;
+    d->tl[rank][thread - 1] = l;
+    return l;
 }
 
 /* Communicator creation: all members leave at the time the last one finishes, so that none
@@ -177,13 +226,13 @@ static void release_sync_group(ms_driver *d, uint64_t comm)
     int members = comm_members(d, comm);
     int held = 0;
     int64_t tmax = 0;
-    for (int i = 0; i < d->n; i++)
+    for (int i = 0; i < d->nl; i++)
         if (d->r[i].state == MS_RANK_HELD && d->r[i].last_coll_comm == comm) {
             held++;
             if (d->r[i].held_t > tmax) tmax = d->r[i].held_t;
         }
     if (held < members) return;
-    for (int i = 0; i < d->n; i++)
+    for (int i = 0; i < d->nl; i++)
         if (d->r[i].state == MS_RANK_HELD && d->r[i].last_coll_comm == comm) {
             ms_req_result res = d->r[i].held_result;
             res.complete_time = tmax;
@@ -203,10 +252,12 @@ static int recorded_done(const uint64_t *ids, size_t n, uint64_t id, size_t *cur
     return 0;
 }
 
-static void on_model_resume(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n)
+static void on_model_resume(void *user, int rank, int thread, ms_time_t t, const ms_req_result *results, size_t n)
 {
     ms_driver *d = user;
-    drank *r = &d->r[rank];
+    int lane = lane_find(d, rank, thread);
+    if (lane < 0) return;
+    drank *r = &d->r[lane];
     if (r->state != MS_RANK_BLOCKED) return;
     if (d->lenient && r->wait_mode >= 0 && r->wait_mode != MS_TEST_PEEK) {
         size_t cur = 0;
@@ -225,7 +276,7 @@ static void on_model_resume(void *user, int rank, ms_time_t t, const ms_req_resu
         set_clock(d, r, t);
         release_sync_group(d, r->last_coll_comm);
     } else {
-        resume(d, rank, t, results, n);
+        resume(d, lane, t, results, n);
     }
 }
 
@@ -266,11 +317,17 @@ ms_driver *ms_driver_create(const nm_config *cfg, int nranks, char *err, size_t 
     }
     ms_model_set_resume(d->model, on_model_resume, d);
     d->r = calloc((size_t)nranks, sizeof *d->r);
-    if (!d->r) {
+    d->tl = calloc((size_t)nranks, sizeof *d->tl);
+    d->ntl = calloc((size_t)nranks, sizeof *d->ntl);
+    if (!d->r || !d->tl || !d->ntl) {
         fail(err, errlen, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < nranks; i++) d->r[i].wait_fn = -1;
+    d->nl = d->capl = nranks;
+    for (int i = 0; i < nranks; i++) {
+        d->r[i].wait_fn = -1;
+        d->r[i].rank = i;
+    }
     d->count[MS_RANK_UNCONNECTED] = nranks;
     d->hmin = NM_TIME_NEVER;
     d->first_dead = -1;
@@ -287,7 +344,10 @@ void ms_driver_destroy(ms_driver *d)
     nm_network_destroy(d->net);
     nm_topology_destroy(d->topo);
     ms_hmap_free(&d->done);
-    for (int i = 0; d->r && i < d->n; i++) free(d->r[i].stall_text);
+    for (int i = 0; d->r && i < d->nl; i++) free(d->r[i].stall_text);
+    for (int i = 0; d->tl && i < d->n; i++) free(d->tl[i]);
+    free(d->tl);
+    free(d->ntl);
     free(d->ids);
     free(d->comms);
     free(d->r);
@@ -334,9 +394,13 @@ static void clear_stall(ms_driver *d, drank *r)
     d->nstalled--;
 }
 
-void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where)
+void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where) { ms_driver_thread_stalled(d, rank, 0, where); }
+
+void ms_driver_thread_stalled(ms_driver *d, int rank, int thread, const char *where)
 {
-    drank *r = &d->r[rank];
+    int lane = lane_find(d, rank, thread);
+    if (lane < 0) return;
+    drank *r = &d->r[lane];
     if (r->stall_text) clear_stall(d, r);
     if (!where || !where[0]) return;
     size_t n = strlen(where) + 1;
@@ -354,6 +418,12 @@ static ms_rank_state rank_ended(ms_driver *d, int rank, int from_outside)
     /* the first rank to end on its own died; Open MPI's launcher then ends the others, and a front
      * end that stops the run ends them too: those did not fail themselves */
     int died = !from_outside && !d->stopping && d->first_dead < 0;
+    for (int t = 0; t < d->ntl[rank]; t++) {   /* its threads end with it */
+        drank *x = d->tl[rank][t] >= 0 ? &d->r[d->tl[rank][t]] : NULL;
+        if (!x || x->state == MS_RANK_FINISHED || x->state == MS_RANK_DEAD || x->state == MS_RANK_STOPPED) continue;
+        if (x->stall_text) clear_stall(d, x);
+        set_state(d, x, died ? MS_RANK_DEAD : MS_RANK_STOPPED);
+    }
     set_state(d, r, died ? MS_RANK_DEAD : MS_RANK_STOPPED);
     if (died) d->first_dead = rank;
     if (d->log) logline(d, rank, "finalize t=%" PRId64 " (gone)", r->clock);
@@ -428,7 +498,15 @@ static const uint64_t *wait_ids(ms_driver *d, int rank, const ms_driver_event *e
 
 int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err, size_t errlen)
 {
-    drank *r = &d->r[rank];
+    int lane = rank;
+    if (e->thread || d->ntl[rank]) {   /* MPI_THREAD_MULTIPLE: the thread's own lane and the model's waiter */
+        lane = lane_get(d, rank, e->thread, e->t);
+        if (lane < 0) return fail(err, errlen, "rank %d: thread %d: too many threads or out of memory", rank, e->thread);
+        if (ms_model_set_thread(d->model, rank, e->thread) < 0)
+            return fail(err, errlen, "rank %d: thread %d: too many threads or out of memory", rank, e->thread);
+        if (d->log && e->thread) logline(d, rank, "thread %d", e->thread);
+    }
+    drank *r = &d->r[lane];
     char merr[512], l[512];   /* not cleared: this is the path of every event */
     merr[0] = 0;
     if (r->stall_text) clear_stall(d, r);   /* it moves */
@@ -528,7 +606,7 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             int64_t now = ms_model_now(d->model), net = nm_network_now(d->net);
             if (net > now) now = net;
             if (d->log) logline(d, rank, "rejoin t=%" PRId64, e->t);
-            resume(d, rank, e->t > now ? e->t : now, NULL, 0);
+            resume(d, lane, e->t > now ? e->t : now, NULL, 0);
             return 0;
         }
         set_clock(d, r, e->t);
@@ -566,9 +644,23 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
     case MS_EV_UNTIMED:
         set_state(d, r, MS_RANK_UNTIMED);
         return 0;
+    case MS_EV_IDLE:
+        set_clock(d, r, e->t);
+        set_state(d, r, MS_RANK_IDLE);
+        return 0;
+    case MS_EV_THREAD_END:
+        if (!e->thread) return fail(err, errlen, "rank %d: thread 0 cannot end before MPI_Finalize", rank);
+        set_clock(d, r, e->t);
+        set_state(d, r, MS_RANK_FINISHED);
+        return 0;
     case MS_EV_FINALIZE:
         set_clock(d, r, e->t);
         set_state(d, r, MS_RANK_FINISHED);
+        for (int t = 0; t < d->ntl[rank]; t++)   /* its threads post nothing after it */
+            if (d->tl[rank][t] >= 0 && d->r[d->tl[rank][t]].state != MS_RANK_FINISHED) {
+                if (d->r[d->tl[rank][t]].stall_text) clear_stall(d, &d->r[d->tl[rank][t]]);
+                set_state(d, &d->r[d->tl[rank][t]], MS_RANK_FINISHED);
+            }
         if (d->log) logline(d, rank, "finalize t=%" PRId64, e->t);
         ms_model_finalize(d->model, rank, e->t);
         return 0;
@@ -582,7 +674,7 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
 static int64_t least_running_clock(const ms_driver *d)
 {
     int64_t h = NM_TIME_NEVER;
-    for (int i = 0; d->count[MS_RANK_RUNNING] && i < d->n; i++)
+    for (int i = 0; d->count[MS_RANK_RUNNING] && i < d->nl; i++)
         if (d->r[i].state == MS_RANK_RUNNING && d->r[i].clock < h) h = d->r[i].clock;
     return h;
 }
@@ -607,18 +699,19 @@ int64_t ms_driver_quiet_until(const ms_driver *d, int rank, int64_t t, const uin
 {
     *lat = 0;
     if (rank < 0 || rank >= d->n || d->r[rank].state != MS_RANK_RUNNING) return t;
+    if (d->ntl[rank]) return t;   /* its other threads' posts are not its own to bound */
     int64_t q = ms_model_quiet_until(d->model, rank, t, reqs, n, probe, lat);
     if (q <= t) return t;
     /* what the other ranks may still do: post from their clock on (a running or held rank), from
      * the model's present (one back from an untimed call, ms_model_now), from 0 (not yet
      * started); a blocked rank acts after its resume, which a pending model event brings */
     int64_t now = ms_model_now(d->model);
-    for (int i = 0; i < d->n && q > t; i++) {
+    for (int i = 0; i < d->nl && q > t; i++) {
         if (i == rank) continue;   /* its own posts: the shim shortens the window (*lat) */
         int64_t from;
         switch (d->r[i].state) {
         case MS_RANK_RUNNING: case MS_RANK_HELD: from = d->r[i].clock; break;
-        case MS_RANK_UNTIMED: from = now > d->r[i].clock ? now : d->r[i].clock; break;
+        case MS_RANK_UNTIMED: case MS_RANK_IDLE: from = now > d->r[i].clock ? now : d->r[i].clock; break;
         case MS_RANK_UNCONNECTED: from = 0; break;
         default: continue;
         }
@@ -667,7 +760,7 @@ int ms_driver_stuck(const ms_driver *d)
     /* the stall watchdog: ranks wait inside the real MPI where nothing completes, the others wait in
      * the model or have ended, and the model has nothing to do below the horizon the stalled ranks
      * hold: nothing will ever move (a stalled rank that moves again clears its stall) */
-    for (int i = 0; i < d->n; i++)
+    for (int i = 0; i < d->nl; i++)
         if ((d->r[i].state == MS_RANK_RUNNING || d->r[i].state == MS_RANK_UNTIMED) && !d->r[i].stall_text) return 0;
     return ms_model_next_time(d->model) >= least_running_clock(d);
 }
@@ -698,19 +791,29 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
                                     ? (double)nm_config_int(d->cfg, "shim.stall_timeout") * 1e-12 : 0.0);
     else
         off += (size_t)snprintf(buf + off, len - off, "deadlock in virtual time: every rank waits and nothing is in flight");
-    for (int i = 0; i < d->n && off < len; i++) {
+    for (int i = 0; i < d->nl && off < len; i++) {
         const drank *r = &d->r[i];
+        char who[48];
+        if (r->thread) snprintf(who, sizeof who, "rank %d thread %d", r->rank, r->thread);
+        else snprintf(who, sizeof who, "rank %d", r->rank);
         if (r->stall_text) {
-            off += (size_t)snprintf(buf + off, len - off, "\n  rank %d at %.6f us: %s", i, r->clock * 1e-6, r->stall_text);
+            off += (size_t)snprintf(buf + off, len - off, "\n  %s at %.6f us: %s", who, r->clock * 1e-6, r->stall_text);
+            continue;
+        }
+        if (r->state == MS_RANK_IDLE) {
+            off += (size_t)snprintf(buf + off, len - off, "\n  %s at %.6f us waits outside MPI for another thread of its "
+                                    "rank", who, r->clock * 1e-6);
             continue;
         }
         if (r->state != MS_RANK_BLOCKED && r->state != MS_RANK_HELD) continue;
         char what[512] = "";
-        ms_model_describe_wait(d->model, i, what, sizeof what);
-        const char *s = site ? site(user, i) : NULL;
-        off += (size_t)snprintf(buf + off, len - off, "\n  rank %d at %.6f us in %s%s%s%s%s", i, r->clock * 1e-6,
-                                fn_name(d, r->wait_fn), what[0] ? ": " : "", what, site ? "; " : "",
-                                site ? (s && s[0] ? s : "call site unknown") : "");
+        if (d->ntl[r->rank]) ms_model_set_thread(d->model, r->rank, r->thread);
+        ms_model_describe_wait(d->model, r->rank, what, sizeof what);
+        /* the call sites: the rank's answer (the shim names each blocked thread's) */
+        const char *s = site && !r->thread ? site(user, r->rank) : NULL;
+        off += (size_t)snprintf(buf + off, len - off, "\n  %s at %.6f us in %s%s%s%s%s", who, r->clock * 1e-6,
+                                fn_name(d, r->wait_fn), what[0] ? ": " : "", what, site && !r->thread ? "; " : "",
+                                site && !r->thread ? (s && s[0] ? s : "call site unknown") : "");
     }
     return dead >= 0 ? 2 : d->nstalled ? 3 : 1;
 }
@@ -718,7 +821,19 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
 /* ---- queries ----------------------------------------------------------------------------------- */
 
 int ms_driver_nranks(const ms_driver *d) { return d->n; }
+int ms_driver_threads(const ms_driver *d, int rank) { return 1 + d->ntl[rank]; }
 ms_rank_state ms_driver_state(const ms_driver *d, int rank) { return d->r[rank].state; }
+int64_t ms_driver_thread_clock(const ms_driver *d, int rank, int thread)
+{
+    int l = lane_find(d, rank, thread);
+    return l < 0 ? 0 : d->r[l].clock;
+}
+
+ms_rank_state ms_driver_thread_state(const ms_driver *d, int rank, int thread)
+{
+    int l = lane_find(d, rank, thread);
+    return l < 0 ? MS_RANK_UNCONNECTED : d->r[l].state;
+}
 int64_t ms_driver_clock(const ms_driver *d, int rank) { return d->r[rank].clock; }
 int ms_driver_wait_fn(const ms_driver *d, int rank) { return d->r[rank].wait_fn; }
 ms_model *ms_driver_model(const ms_driver *d) { return d->model; }
@@ -742,6 +857,7 @@ const char *ms_driver_state_name(ms_rank_state s)
     case MS_RANK_HELD: return "blocked";
     case MS_RANK_RUNNING: return "running";
     case MS_RANK_UNTIMED: return "untimed";
+    case MS_RANK_IDLE: return "idle";
     default: return "never_connected";
     }
 }

@@ -12,6 +12,12 @@
  * and ranks inside an untimed call do not count). Front ends differ only in where events come from and
  * where resumes go, so online == offline holds by construction.
  *
+ * Threads (MPI_THREAD_MULTIPLE): a rank's thread 0 is the rank; its other threads that call MPI
+ * (an event's `thread`) each have a state and a clock of their own, and the horizon is the least
+ * clock of every running thread of every rank: a rank with one thread blocked and another running
+ * is running. A thread first seen is parked (UNTIMED) until it rejoins (a WAIT with
+ * MS_EV_FLAG_REJOIN) at max(its clock, the model's present).
+ *
  * No MPI, no sockets, no files, nothing printed, no exit(): errors come back as text. */
 #ifndef MS_DRIVER_H
 #define MS_DRIVER_H
@@ -35,8 +41,11 @@ typedef enum {
     MS_RANK_UNTIMED,          /* inside an untimed (passthrough) call: does not hold the horizon */
     MS_RANK_FINISHED,         /* MPI_Finalize */
     MS_RANK_DEAD,             /* ended without MPI_Finalize, on its own (crash, kill, end of its records) */
-    MS_RANK_STOPPED           /* ended without MPI_Finalize after another rank died or after the front end
+    MS_RANK_STOPPED,          /* ended without MPI_Finalize after another rank died or after the front end
                                * stopped the run (the launcher or mpisim ended it) */
+    MS_RANK_IDLE              /* a thread parked until another thread of its rank lets it go on (an OpenMP
+                               * worker between regions, a thread joining one that calls MPI): does not
+                               * hold the horizon, and counts as waiting in the deadlock test */
 } ms_rank_state;
 
 /* What a rank did. Fields a kind does not name are ignored. Times are the rank's virtual clock
@@ -52,9 +61,12 @@ typedef enum {
     MS_EV_CANCEL,      /* req: MPI_Cancel */
     MS_EV_FREE,        /* req: MPI_Request_free of an active send */
     MS_EV_CLOCK,       /* the clock moved without a model event */
-    MS_EV_UNTIMED,     /* the rank enters an untimed call: it stops holding the horizon back */
-    MS_EV_FINALIZE,    /* MPI_Finalize: the rank posts nothing more */
-    MS_EV_RMA          /* req comm=the window's peer=target mode=ms_rma_kind bytes bytes_out: a one-sided operation */
+    MS_EV_UNTIMED,     /* the rank enters an untimed call: it stops holding the horizon back (a thread:
+                        * it waits outside MPI for something the driver does not see) */
+    MS_EV_FINALIZE,    /* MPI_Finalize: the rank posts nothing more (nor do its threads) */
+    MS_EV_RMA,         /* req comm=the window's peer=target mode=ms_rma_kind bytes bytes_out: a one-sided operation */
+    MS_EV_IDLE,        /* a thread parks until another thread of its rank lets it go on (MS_RANK_IDLE) */
+    MS_EV_THREAD_END   /* a thread (not thread 0) ends: it posts nothing more */
 } ms_event_kind;
 
 /* MS_EV_WAIT flags */
@@ -67,6 +79,8 @@ typedef enum {
 typedef struct ms_driver_event {
     int kind;                 /* ms_event_kind */
     int fn;                   /* MPI function id, for reports (-1: none) */
+    int thread;               /* the rank's thread (0..MS_MODEL_MAX_THREADS) it comes from; 0 unless its threads
+                               * call MPI at once */
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t peer, tag, mode, flags;
@@ -90,7 +104,7 @@ typedef struct ms_driver_ops {
     /* The rank goes on at t: its wait or probe returns (`res`, as ms_resume_fn gives them, one
      * per request of the wait), or it rejoins after an untimed call (n = 0). Called from inside
      * ms_driver_advance, or from ms_driver_apply for a rejoin. */
-    void (*resume)(void *user, int rank, int64_t t, const ms_req_result *res, size_t n);
+    void (*resume)(void *user, int rank, int thread, int64_t t, const ms_req_result *res, size_t n);
     /* A wildcard receive's (or probe's) sender is decided. NULL: dropped. Every resume of a
      * rank comes after its resolutions. */
     void (*resolve)(void *user, int rank, const ms_resolution *r);
@@ -159,6 +173,8 @@ void ms_driver_stop(ms_driver *d);
  * rank). Only a live run has real time: replay never calls this. The stop it may lead to comes
  * from ms_driver_advance, as for a deadlock. */
 void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where);
+/* The same for one thread of the rank (a thread parked outside MPI for that long counts too). */
+void ms_driver_thread_stalled(ms_driver *d, int rank, int thread, const char *where);
 
 /* Run the model up to the horizon, again after each resume while it has work below the new one.
  * 0: nothing more to do now; 1: stuck, which ms_driver_stuck says (a deadlock, ranks waiting for
@@ -193,8 +209,13 @@ int64_t ms_driver_quiet_until(const ms_driver *d, int rank, int64_t t, const uin
                               int64_t *lat);
 
 int ms_driver_nranks(const ms_driver *d);
+/* Threads of the rank the driver has seen (1: only thread 0). */
+int ms_driver_threads(const ms_driver *d, int rank);
+/* Queries of a rank are those of its thread 0. */
 ms_rank_state ms_driver_state(const ms_driver *d, int rank);
-/* "never_connected", "running", "blocked" (also held), "untimed", "finalized", "died", "stopped" */
+ms_rank_state ms_driver_thread_state(const ms_driver *d, int rank, int thread);
+int64_t ms_driver_thread_clock(const ms_driver *d, int rank, int thread);
+/* "never_connected", "running", "blocked" (also held), "untimed", "finalized", "died", "stopped", "idle" */
 const char *ms_driver_state_name(ms_rank_state s);
 int64_t ms_driver_clock(const ms_driver *d, int rank);
 int ms_driver_waiting(const ms_driver *d, int rank);     /* BLOCKED or HELD */

@@ -27,17 +27,19 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r);
 void ms_report_rank_close(FILE *f, int last);
 
 /* A run's or replay's outcome: the report's summary.outcome ("ok", "deadlock", "error", "stall",
- * "error", "untimed") and, through cli/exit_codes.h, the command's exit code. */
+ * "untimed", "thread_level") and, through cli/exit_codes.h, the command's exit code. */
 typedef enum {
     MS_OUTCOME_OK = 0,
     MS_OUTCOME_DEADLOCK = 1,         /* in virtual time, or the network's (its routing) */
     MS_OUTCOME_ERROR = 2,            /* a rank stopped on an error (unmodelled call, crash, abort), or the model */
     MS_OUTCOME_STALL = 3,            /* the stall watchdog (shim.stall_timeout): nothing moves in the real MPI */
     MS_OUTCOME_NEVER_CONNECTED = 4,  /* ranks never connected (left before MPI_Init, no MPI program) */
-    MS_OUTCOME_UNTIMED = 5           /* complete, but calls ran untimed (passthrough, MPI-IO): the virtual
+    MS_OUTCOME_UNTIMED = 5,          /* complete, but calls ran untimed (passthrough, MPI-IO): the virtual
                                       * times may be wrong (outcome_text names the calls) */
+    MS_OUTCOME_THREAD_LEVEL = 6      /* threads of a rank called MPI at once under a thread level that forbids it
+                                      * (MPI_THREAD_SINGLE, FUNNELED, SERIALIZED): exit 7 */
 } ms_outcome;
-/* "ok", "deadlock", "error", "stall", "untimed" */
+/* "ok", "deadlock", "error", "stall", "untimed", "thread_level" */
 const char *ms_outcome_name(int outcome);
 /* The untimed calls, "MPI_File_open (4 calls), MPI_File_close (4)", into buf from parallel arrays of
  * names and counts, merged by name; returns the number of calls. */

@@ -55,6 +55,7 @@ const char *ms_outcome_name(int outcome)
     case MS_OUTCOME_DEADLOCK: return "deadlock";
     case MS_OUTCOME_STALL: return "stall";
     case MS_OUTCOME_UNTIMED: return "untimed";
+    case MS_OUTCOME_THREAD_LEVEL: return "thread_level";
     default: return "error";
     }
 }

@@ -123,6 +123,8 @@ typedef struct ms_req {
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint8_t notify;           /* push a resolution when matched, even with source and tag named */
     uint8_t open;             /* a send that waits for its receiver's answer (ACK, CTS): counted in open_sends */
+    uint16_t thread;          /* the rank's thread that posted it (its CPU: overheads, registration) */
+    uint16_t wthread;         /* while in_wait: the thread waiting for it */
     uint64_t comm;
     int32_t ctx;              /* matching context */
     int peer;                 /* comm rank, MS_ANY_SOURCE or MS_PROC_NULL */
@@ -238,19 +240,19 @@ struct coll_member {
     ms_time_t step_start, step_max;
 };
 
-typedef struct rank_state {
-    int host;
-    ms_time_t cpu_free;
-    ms_time_t copy_free;      /* its CPU copies rendezvous data into its buffer until (intra-node) */
-    uint64_t cnt;             /* per-rank sequence for post/resume ordering */
-    int blocked, finalized;
+/* One thread of a rank as the model sees it: what it is blocked in, and its CPU. A rank has one
+ * (thread 0) unless its threads call MPI at once (MPI_THREAD_MULTIPLE: ms_model_set_thread), each
+ * then blocking in its own wait or probe and paying its own overheads on its own CPU, while
+ * matching, requests and the node stay the rank's. */
+typedef struct waiter {
+    int thread;
+    int blocked;
     int wkind;
     ms_wait_mode wmode;
     ms_time_t wt, wmax, sched;
     uint64_t gen;
     size_t wn, wcap, nundet;
     ms_req **wreqs;
-    ms_req **win;             /* active requests by id modulo REQ_WIN (req_find), allocated at the first */
     ms_req_result *res;
     size_t rescap;
     /* probe */
@@ -262,6 +264,19 @@ typedef struct rank_state {
     int64_t pf_tag;
     uint64_t pf_bytes;
     ms_time_t pf_time;
+    ms_time_t cpu_free;       /* when its CPU is free: the end of its last send overhead or registration */
+} waiter;
+
+typedef struct rank_state {
+    int host;
+    ms_time_t copy_free;      /* its CPU copies rendezvous data into its buffer until (intra-node) */
+    uint64_t cnt;             /* per-rank sequence for post/resume ordering */
+    int finalized;
+    uint64_t gen;             /* resumes scheduled (each waiter's has its own number) */
+    waiter w0;                /* thread 0 */
+    waiter **wx;              /* threads 1..nwx (NULL: not seen yet) */
+    int nwx, cur;             /* ... and the thread the posts and waits come from now */
+    ms_req **win;             /* active requests by id modulo REQ_WIN (req_find), allocated at the first */
     /* turns waiting for this host to enter the MPI library (host.rndv_progress, host.rma_progress =
      * in_call): (message index << PK_BITS) | kind, PK_CTS to send, PK_DATA to start, PK_RMA to do */
     uint64_t *turns;
@@ -348,7 +363,14 @@ static void model_error(ms_model *m, const char *fmt, ...)
 }
 
 static inline ms_time_t tmax(ms_time_t a, ms_time_t b) { return a > b ? a : b; }
-static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost);
+static inline waiter *wt_of(rank_state *rs, int thread)
+{
+    return thread > 0 && thread <= rs->nwx && rs->wx[thread - 1] ? rs->wx[thread - 1] : &rs->w0;
+}
+static inline waiter *wt_cur(rank_state *rs) { return wt_of(rs, rs->cur); }
+/* the rank's waiters: thread i = 0..nwx (NULL for a thread not seen yet) */
+static inline waiter *wt_at(rank_state *rs, int i) { return i == 0 ? &rs->w0 : rs->wx[i - 1]; }
+static inline ms_time_t rank_cpu(ms_model *m, const ms_req *r, ms_time_t ready, ms_time_t cost);
 /* The segment of mpi.size_segments a message of b bytes falls in, or NULL (the scalar keys). */
 static inline const ms_segment *segment_of(const ms_model *m, uint64_t b)
 {
@@ -550,14 +572,14 @@ static void push_post(ms_model *m, int rank, ms_time_t t, uint32_t type, void *p
     rank_state *rs = &m->ranks[rank];
     push_ev(m, t, (CLS_POST << 62) | ((uint64_t)rank << RANK_SHIFT) | (rs->cnt++ & LOW38), type, rank, p, 0);
 }
-static void schedule_resume(ms_model *m, int rank, ms_time_t T)
+static void schedule_resume(ms_model *m, int rank, waiter *w, ms_time_t T)
 {
     rank_state *rs = &m->ranks[rank];
-    if (rs->sched != NEVER && T >= rs->sched) return;
-    rs->sched = T;
-    rs->gen++;
-    push_ev(m, T, (CLS_RESUME << 62) | ((uint64_t)rank << RANK_SHIFT) | (rs->gen & LOW38), EV_RESUME, rank,
-            NULL, rs->gen);
+    if (w->sched != NEVER && T >= w->sched) return;
+    w->sched = T;
+    w->gen = ++rs->gen;   /* the rank's: one order key per resume, whichever thread */
+    push_ev(m, T, (CLS_RESUME << 62) | ((uint64_t)rank << RANK_SHIFT) | (w->gen & LOW38), EV_RESUME, rank,
+            w, w->gen);
 }
 
 /* ---- communicators --------------------------------------------------------------------------- */
@@ -877,14 +899,14 @@ static void push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_
     x->bytes = bytes;
 }
 
-/* A receive's overhead of `cost` from `ready` on its rank's CPU: at once (the timing contract), or
- * after what that CPU has to do already (mpi.recv_overhead_serial). Its end. */
-static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost)
+/* A receive r's overhead of `cost` from `ready` on its thread's CPU: at once (the timing contract),
+ * or after what that CPU has to do already (mpi.recv_overhead_serial). Its end. */
+static inline ms_time_t rank_cpu(ms_model *m, const ms_req *r, ms_time_t ready, ms_time_t cost)
 {
     if (!m->recv_serial) return ready + cost;
-    rank_state *rs = &m->ranks[rank];
-    ms_time_t s = tmax(ready, rs->cpu_free);
-    rs->cpu_free = s + cost;
+    waiter *w = wt_of(&m->ranks[r->rank], r->thread);
+    ms_time_t s = tmax(ready, w->cpu_free);
+    w->cpu_free = s + cost;
     return s + cost;
 }
 
@@ -907,10 +929,10 @@ static void rndv_send_cts(ms_model *m, ms_msg *g, ms_req *r, ms_time_t t)
     int big = (int64_t)g->bytes >= m->eager_thr;
     ms_time_t reg = off_node && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
     ms_time_t cts = t + or_cost(m, 0) + ms_host_rndv_handling(m->host);
-    if (reg) {   /* the receiver's CPU registers its buffers one after the other */
-        rank_state *rr = &m->ranks[r->rank];
-        cts = tmax(cts, rr->cpu_free) + reg;
-        rr->cpu_free = cts;
+    if (reg) {   /* the receiving thread's CPU registers its buffers one after the other */
+        waiter *rw = wt_of(&m->ranks[r->rank], r->thread);
+        cts = tmax(cts, rw->cpu_free) + reg;
+        rw->cpu_free = cts;
     }
     schedule_inject(m, g, PK_CTS, cts);
 }
@@ -942,7 +964,7 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
         /* eager data is copied out of the registered receive buffers (host model), writing the
          * buffer's pages for the first time if the rank never received into them */
         ms_time_t touch = r->internal ? 0 : ms_host_touch(m->host, r->rank, r->buf, g->bytes);
-        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
+        ms_time_t done = rank_cpu(m, r, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
         if (g->ack_taken) schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
         determine(m, r, done);
     } else {
@@ -977,17 +999,20 @@ static void arrival(ms_model *m, ms_msg *g, ms_time_t d)
     unexp_append(qs, qa, g);
     rank_state *rs = &m->ranks[g->dst];
     if (rs->unexp_first == NEVER) rs->unexp_first = d;
-    if (rs->parmed && rs->pctx == g->ctx && (rs->psrc == MS_ANY_SOURCE || rs->psrc == g->src_c) &&
-        tag_ok(rs->ptag, g->tag)) {
-        rs->parmed = 0;
-        rs->pfound = 1;
-        rs->pf_src = g->src_c;
-        rs->pf_tag = g->tag;
-        rs->pf_bytes = g->bytes;
-        rs->pf_time = d;
-        if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+    for (int i = 0; i <= rs->nwx; i++) {   /* every thread whose MPI_Probe it matches sees it */
+        waiter *w = wt_at(rs, i);
+        if (!w || !w->parmed || w->pctx != g->ctx || !(w->psrc == MS_ANY_SOURCE || w->psrc == g->src_c) ||
+            !tag_ok(w->ptag, g->tag))
+            continue;
+        w->parmed = 0;
+        w->pfound = 1;
+        w->pf_src = g->src_c;
+        w->pf_tag = g->tag;
+        w->pf_bytes = g->bytes;
+        w->pf_time = d;
+        if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
             push_resolution(m, g->dst, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
-        schedule_resume(m, g->dst, d);
+        schedule_resume(m, g->dst, w, d);
     }
 }
 
@@ -1043,8 +1068,13 @@ static void start_arrived(ms_model *m, ms_msg *g, ms_time_t d)
  * MPI_Finalize; NEVER while it runs its own code (its next call is not known yet). */
 static ms_time_t rank_call_from(const ms_model *m, int rank)
 {
-    const rank_state *rs = &m->ranks[rank];
-    if (rs->blocked) return rs->wt;
+    rank_state *rs = &m->ranks[rank];
+    ms_time_t from = NEVER;
+    for (int i = 0; i <= rs->nwx; i++) {
+        const waiter *w = wt_at(rs, i);
+        if (w && w->blocked && w->wt < from) from = w->wt;
+    }
+    if (from != NEVER) return from;
     if (rs->finalized) return rs->fin_t;
     return NEVER;
 }
@@ -1128,7 +1158,7 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
     /* the NIC's put wrote pages the receiver never touched (none if its registration pinned them) */
     ms_time_t touch = g->sh != g->dh && !r->internal ? ms_host_touch(m->host, r->rank, r->buf, g->bytes) : 0;
-    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy + touch));
+    determine(m, r, rank_cpu(m, r, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy + touch));
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -1374,11 +1404,12 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
              * before; with mpi.recv_overhead_serial the copy also waits for what that CPU has queued
              * and keeps it busy */
             rank_state *rd = &m->ranks[g->dst];
-            ms_time_t s = tmax(t, m->recv_serial ? rd->cpu_free : rd->copy_free);
+            waiter *rw = g->rreq ? wt_of(rd, g->rreq->thread) : &rd->w0;   /* the receiving thread's CPU */
+            ms_time_t s = tmax(t, m->recv_serial ? rw->cpu_free : rd->copy_free);
             ms_time_t end = ms_host_shm_copy_ps(m->host, g->sh, b, seg_copy(m, b), s);
             if (g->rreq && !g->rreq->internal) end += ms_host_touch(m->host, g->dst, g->rreq->buf, b);
             rd->copy_free = end;
-            if (m->recv_serial) rd->cpu_free = end;
+            if (m->recv_serial) rw->cpu_free = end;
             done = end + ms_host_shm_latency(m->host);
         } else {
             done = ms_host_shm_transfer(m->host, g->sh, 0, t);
@@ -1427,9 +1458,10 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         return;
     }
     rank_state *rs = &m->ranks[r->rank];
+    waiter *ws = wt_of(rs, r->thread);
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
     int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
-    ms_time_t start = tmax(t, rs->cpu_free);
+    ms_time_t start = tmax(t, ws->cpu_free);
     ms_time_t ldone = start + os_cost(m, r->bytes) + seg_send_extra(m, r->bytes) +
                       ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
     /* host model: an eager message is copied into the NIC's registered buffers in the call; a
@@ -1440,7 +1472,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     int copy_in = intra && eager && r->peer_world_cache != r->rank;
     if (copy_in) ldone = ms_host_shm_copy_ps(m->host, rs->host, r->bytes, seg_copy(m, r->bytes), ldone);
     ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
-    rs->cpu_free = ldone + reg;
+    ws->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
     ms_msg *g = msg_new(m);
@@ -1664,7 +1696,7 @@ static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t)
     ms_time_t red = rma_reduces(kind) ? (ms_time_t)g->bytes * m->red_pb : 0;
     ms_time_t done = t + red;
     if (m->rma_in_call) {
-        rank_state *rt = &m->ranks[g->dst];
+        waiter *rt = &m->ranks[g->dst].w0;   /* the target's progress is its thread 0's */
         ms_time_t start = tmax(t, rt->cpu_free);
         done = start + or_cost(m, kind <= MS_RMA_COMPARE_AND_SWAP ? g->bytes : 0) + red + os_cost(m, res);
         rt->cpu_free = done;
@@ -1724,10 +1756,11 @@ static void do_rma(ms_model *m, ms_req *r, ms_time_t t)
         return;
     }
     rank_state *rs = &m->ranks[r->rank];
+    waiter *ws = wt_of(rs, r->thread);
     int kind = r->mode, target = r->peer_world_cache;
-    ms_time_t start = tmax(t, rs->cpu_free);
+    ms_time_t start = tmax(t, ws->cpu_free);
     ms_time_t ldone = start + os_cost(m, r->bytes);
-    rs->cpu_free = ldone;
+    ws->cpu_free = ldone;
     rs->st.rma_ops++;
     rs->st.rma_bytes += r->bytes + r->m_bytes;
     r->open = 1;   /* it waits for the target's answer (lookahead: no latency can be promised) */
@@ -1741,7 +1774,7 @@ static void do_rma(ms_model *m, ms_req *r, ms_time_t t)
         }
         ms_time_t done = ms_host_shm_copy(m->host, rs->host, r->bytes + r->m_bytes, ldone);
         if (rma_reduces(kind)) done += (ms_time_t)r->bytes * m->red_pb;
-        rs->cpu_free = done;
+        ws->cpu_free = done;
         determine(m, r, done);
         return;
     }
@@ -1837,6 +1870,7 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         ms_req *r = req_new(m);
         if (!r) { model_error(m, "out of memory (requests)"); cm->pending--; continue; }
         r->rank = cm->rank;
+        r->thread = cm->req ? cm->req->thread : 0;   /* the calling thread's CPU */
         r->kind = op->is_send ? REQ_SEND : REQ_RECV;
         r->internal = 1;
         r->mode = MS_SEND_STANDARD;
@@ -1896,13 +1930,14 @@ static void determine(ms_model *m, ms_req *r, ms_time_t T)
         req_free(m, r);
         return;
     }
-    rank_state *rs = &m->ranks[r->rank];
-    if (rs->wkind != W_WAIT || !r->in_wait) return;
-    if (rs->wmode == MS_WAIT_ALL) {
-        if (T > rs->wmax) rs->wmax = T;
-        if (--rs->nundet == 0) schedule_resume(m, r->rank, tmax(rs->wt, rs->wmax));
+    if (!r->in_wait) return;
+    waiter *w = wt_of(&m->ranks[r->rank], r->wthread);
+    if (w->wkind != W_WAIT) return;
+    if (w->wmode == MS_WAIT_ALL) {
+        if (T > w->wmax) w->wmax = T;
+        if (--w->nundet == 0) schedule_resume(m, r->rank, w, tmax(w->wt, w->wmax));
     } else {
-        schedule_resume(m, r->rank, tmax(rs->wt, T));
+        schedule_resume(m, r->rank, w, tmax(w->wt, T));
     }
 }
 
@@ -1922,34 +1957,34 @@ static void fill_result(ms_req_result *o, const ms_req *r, int completed)
     }
 }
 
-static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
+static void do_resume(ms_model *m, int rank, waiter *w, uint64_t gen, ms_time_t T)
 {
     rank_state *rs = &m->ranks[rank];
-    if (!rs->blocked || (rs->gen & (UINT64_MAX >> EV_TYPE_BITS)) != gen) return;
-    size_t n = rs->wn, nres = n ? n : 1;
-    if (rs->rescap < nres) {
-        ms_req_result *nr = realloc(rs->res, nres * sizeof *nr);
+    if (!w->blocked || (w->gen & (UINT64_MAX >> EV_TYPE_BITS)) != gen) return;
+    size_t n = w->wn, nres = n ? n : 1;
+    if (w->rescap < nres) {
+        ms_req_result *nr = realloc(w->res, nres * sizeof *nr);
         if (!nr) { model_error(m, "out of memory (results)"); return; }
-        rs->res = nr;
-        rs->rescap = nres;
+        w->res = nr;
+        w->rescap = nres;
     }
-    ms_req_result *res = rs->res;
+    ms_req_result *res = w->res;
     ms_time_t R = T;
     size_t nout = n;
-    if (rs->wkind == W_WAIT || rs->wkind == W_TEST) {
+    if (w->wkind == W_WAIT || w->wkind == W_TEST) {
         ms_time_t at = T;   /* completed means done <= at */
-        if (rs->wkind == W_TEST) R = T + m->poll;
+        if (w->wkind == W_TEST) R = T + m->poll;
         int all = 1;
         size_t best = n;
         for (size_t i = 0; i < n; i++) {
-            ms_req *r = rs->wreqs[i];
+            ms_req *r = w->wreqs[i];
             if (r->done > at) all = 0;
-            else if (best == n || r->done < rs->wreqs[best]->done) best = i;
+            else if (best == n || r->done < w->wreqs[best]->done) best = i;
         }
         for (size_t i = 0; i < n; i++) {
-            ms_req *r = rs->wreqs[i];
+            ms_req *r = w->wreqs[i];
             int c;
-            switch (rs->wmode) {
+            switch (w->wmode) {
             case MS_WAIT_ALL: case MS_TEST_ALL: case MS_TEST_PEEK: c = all; break;
             case MS_WAIT_ANY: case MS_TEST_ANY: c = i == best; break;
             default: c = r->done <= at; break;
@@ -1957,9 +1992,9 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
             fill_result(&res[i], r, c);
         }
         for (size_t i = 0; i < n; i++) {
-            ms_req *r = rs->wreqs[i];
+            ms_req *r = w->wreqs[i];
             r->in_wait = 0;
-            if (res[i].completed && rs->wmode != MS_TEST_PEEK) {
+            if (res[i].completed && w->wmode != MS_TEST_PEEK) {
                 req_unindex(m, r);
                 req_free(m, r);
             }
@@ -1972,56 +2007,55 @@ static void do_resume(ms_model *m, int rank, uint64_t gen, ms_time_t T)
         res[0].source = -1;
         res[0].tag = -1;
         res[0].complete_time = NEVER;
-        if (rs->wkind == W_IPROBE) {
+        if (w->wkind == W_IPROBE) {
             R = T + m->poll;
             rs->unexp_first = NEVER;
-            if (!rs->pfound && rs->psrc != MS_PROC_NULL) {
-                ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
+            if (!w->pfound && w->psrc != MS_PROC_NULL) {
+                ms_msg *g = unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
                 if (g) {
-                    rs->pfound = 1;
-                    rs->pf_src = g->src_c;
-                    rs->pf_tag = g->tag;
-                    rs->pf_bytes = g->bytes;
-                    rs->pf_time = g->arrival;
-                    if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+                    w->pfound = 1;
+                    w->pf_src = g->src_c;
+                    w->pf_tag = g->tag;
+                    w->pf_bytes = g->bytes;
+                    w->pf_time = g->arrival;
+                    if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
                         push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
                 }
             }
         }
-        if (rs->pfound) {
+        if (w->pfound) {
             res[0].completed = 1;
-            res[0].source = rs->pf_src;
-            res[0].tag = (int)rs->pf_tag;
-            res[0].bytes = rs->pf_bytes;
-            res[0].complete_time = rs->pf_time;
+            res[0].source = w->pf_src;
+            res[0].tag = (int)w->pf_tag;
+            res[0].bytes = w->pf_bytes;
+            res[0].complete_time = w->pf_time;
         }
-        rs->parmed = 0;
-        rs->pfound = 0;
+        w->parmed = 0;
+        w->pfound = 0;
     }
-    rs->blocked = 0;
-    rs->wkind = W_NONE;
-    rs->wn = 0;
-    rs->sched = NEVER;
+    w->blocked = 0;
+    w->wkind = W_NONE;
+    w->wn = 0;
+    w->sched = NEVER;
     if (R < m->stop) m->stop = R;   /* the resumed rank may post events from R on */
-    if (m->resume) m->resume(m->user, rank, R, res, nout);
+    if (m->resume) m->resume(m->user, rank, w->thread, R, res, nout);
 }
 
-static void do_probe_check(ms_model *m, int rank, ms_time_t t)
+static void do_probe_check(ms_model *m, int rank, waiter *w, ms_time_t t)
 {
-    rank_state *rs = &m->ranks[rank];
-    if (!rs->blocked || rs->wkind != W_PROBE) return;
-    ms_msg *g = unexp_find(m, rs->pctx, rank, rs->psrc, rs->ptag);
+    if (!w->blocked || w->wkind != W_PROBE) return;
+    ms_msg *g = unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
     if (g) {
-        rs->pfound = 1;
-        rs->pf_src = g->src_c;
-        rs->pf_tag = g->tag;
-        rs->pf_bytes = g->bytes;
-        rs->pf_time = g->arrival;
-        if (rs->psrc == MS_ANY_SOURCE || rs->ptag == MS_ANY_TAG)
+        w->pfound = 1;
+        w->pf_src = g->src_c;
+        w->pf_tag = g->tag;
+        w->pf_bytes = g->bytes;
+        w->pf_time = g->arrival;
+        if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
             push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
-        schedule_resume(m, rank, t);
+        schedule_resume(m, rank, w, t);
     } else {
-        rs->parmed = 1;
+        w->parmed = 1;
     }
 }
 
@@ -2038,9 +2072,9 @@ static void process(ms_model *m, const ms_event *e)
     case EV_SEND_POST: do_send(m, e->p, e->t); break;
     case EV_RECV_POST: do_recv(m, e->p, e->t); break;
     case EV_COLL_STEP: coll_step_start(m, e->p, e->t); break;
-    case EV_PROBE: do_probe_check(m, EV_RANK(e), e->t); break;
+    case EV_PROBE: do_probe_check(m, EV_RANK(e), e->p, e->t); break;
     case EV_INJECT: do_inject(m, e->p, (int)EV_ARG(e), e->t); break;
-    case EV_RESUME: do_resume(m, EV_RANK(e), EV_ARG(e), e->t); break;
+    case EV_RESUME: do_resume(m, EV_RANK(e), e->p, EV_ARG(e), e->t); break;
     case EV_CANCEL: do_cancel(m, e->p, e->t); break;
     case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
     case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
@@ -2113,14 +2147,15 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
     if (!m || rank < 0 || rank >= m->nranks) return -1;
     const rank_state *rs = &m->ranks[rank];
     /* what else moves it: a collective's steps, and with registration costs a rendezvous receive's
-     * match (the receiver registers its buffer on its CPU), at times other ranks decide */
-    if (rs->active_colls || (rs->active_recvs && ms_host_registers(m->host))) return -1;
+     * match (the receiver registers its buffer on its CPU), at times other ranks decide; with
+     * several threads, which thread's CPU a post uses */
+    if (rs->active_colls || (rs->active_recvs && ms_host_registers(m->host)) || rs->nwx) return -1;
     /* host-driven rendezvous: every entry into the library (a post too) may run held turns on
      * this host's CPU, at times the model alone knows */
     if (ms_host_rndv_in_call(m->host)) return -1;
     /* one-sided operations the target's CPU handles move it at times their origins decide */
     if (m->rma_in_call) return -1;
-    return rs->cpu_free;
+    return rs->w0.cpu_free;
 }
 
 int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
@@ -2164,6 +2199,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
      * turns; the model must see every one */
     if (ms_host_rndv_in_call(m->host) || m->rma_in_call) return t;
     const rank_state *rs = &m->ranks[rank];
+    if (rs->nwx) return t;   /* several threads: another one's posts are not the caller's to bound */
     ms_time_t q = NEVER;
     /* receives (and probes) change only when a message or its RTS arrives: a send overhead after
      * its post; anything else the rank waits for may be one of its sends that waits for an answer */
@@ -2308,7 +2344,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     }
     for (int r = 0; r < nranks; r++) {
         m->ranks[r].host = ms_host_node_of(m->host, r);
-        m->ranks[r].sched = NEVER;
+        m->ranks[r].w0.sched = NEVER;
         m->ranks[r].unexp_first = NEVER;
     }
     m->nhosts = ms_host_nodes(m->host);
@@ -2364,9 +2400,16 @@ void ms_model_destroy(ms_model *m)
     free(m->commv);
     if (m->ranks) {
         for (int r = 0; r < m->nranks; r++) {
-            free(m->ranks[r].wreqs);
+            rank_state *rs = &m->ranks[r];
+            for (int i = 0; i <= rs->nwx; i++) {
+                waiter *w = wt_at(rs, i);
+                if (!w) continue;
+                free(w->wreqs);
+                free(w->res);
+                if (i) free(w);
+            }
+            free(rs->wx);
             free(m->ranks[r].win);
-            free(m->ranks[r].res);
             free(m->ranks[r].resol);
             free(m->ranks[r].turns);
         }
@@ -2428,8 +2471,12 @@ static int check_rank(ms_model *m, int rank, ms_time_t t, const char *verb, char
         return -1;
     }
     rank_state *rs = &m->ranks[rank];
-    if (rs->finalized || rs->blocked) {
-        set_err(err, errlen, "rank %d %s %s", rank, verb, rs->finalized ? "after MPI_Finalize" : "while blocked");
+    if (rs->finalized || wt_cur(rs)->blocked) {
+        if (rs->cur)
+            set_err(err, errlen, "rank %d thread %d %s %s", rank, rs->cur, verb,
+                    rs->finalized ? "after MPI_Finalize" : "while blocked");
+        else
+            set_err(err, errlen, "rank %d %s %s", rank, verb, rs->finalized ? "after MPI_Finalize" : "while blocked");
         return -1;
     }
     if (t < m->now) {
@@ -2469,6 +2516,7 @@ static ms_req *new_user_req(ms_model *m, int rank, uint64_t id, char *err, size_
     if (r) {
         r->id = id;
         r->rank = rank;
+        r->thread = (uint16_t)m->ranks[rank].cur;
     }
     if (!r || req_index(m, rank, r) != 0) {
         if (r) req_free(m, r);
@@ -2718,52 +2766,54 @@ int ms_model_wait(ms_model *m, int rank, ms_time_t t, ms_wait_mode mode, size_t 
         return -1;
     }
     rank_state *rs = &m->ranks[rank];
-    if (rs->wcap < n) {
-        ms_req **nw = realloc(rs->wreqs, n * sizeof *nw);
+    waiter *w = wt_cur(rs);
+    if (w->wcap < n) {
+        ms_req **nw = realloc(w->wreqs, n * sizeof *nw);
         if (!nw) { set_err(err, errlen, "out of memory"); return -1; }
-        rs->wreqs = nw;
-        rs->wcap = n;
+        w->wreqs = nw;
+        w->wcap = n;
     }
     for (size_t i = 0; i < n; i++) {
         ms_req *r = req_find(m, rank, reqs[i]);
         if (!r || r->in_wait) {
-            for (size_t j = 0; j < i; j++) rs->wreqs[j]->in_wait = 0;
+            for (size_t j = 0; j < i; j++) w->wreqs[j]->in_wait = 0;
             set_err(err, errlen, "rank %d: request %" PRIu64 " is %s", rank, reqs[i],
                     r ? "listed twice in one wait" : "not active (unknown or already completed)");
             return -1;
         }
         r->in_wait = 1;
-        rs->wreqs[i] = r;
+        r->wthread = (uint16_t)w->thread;
+        w->wreqs[i] = r;
     }
-    rs->wn = n;
-    rs->wmode = mode;
-    rs->wt = t;
-    rs->blocked = 1;
+    w->wn = n;
+    w->wmode = mode;
+    w->wt = t;
+    w->blocked = 1;
     rndv_enter_call(m, rank, t);
-    rs->sched = NEVER;
+    w->sched = NEVER;
     if (mode >= MS_TEST_ALL) {
-        rs->wkind = W_TEST;
-        for (size_t i = 0; i < n; i++) rs->wreqs[i]->in_wait = 0;
-        schedule_resume(m, rank, t);
+        w->wkind = W_TEST;
+        for (size_t i = 0; i < n; i++) w->wreqs[i]->in_wait = 0;
+        schedule_resume(m, rank, w, t);
         return 0;
     }
-    rs->wkind = W_WAIT;
-    rs->nundet = 0;
-    rs->wmax = t;
+    w->wkind = W_WAIT;
+    w->nundet = 0;
+    w->wmax = t;
     ms_time_t first = NEVER;
     for (size_t i = 0; i < n; i++) {
-        ms_req *r = rs->wreqs[i];
-        if (r->done == NEVER) rs->nundet++;
+        ms_req *r = w->wreqs[i];
+        if (r->done == NEVER) w->nundet++;
         else {
-            if (r->done > rs->wmax) rs->wmax = r->done;
+            if (r->done > w->wmax) w->wmax = r->done;
             if (r->done < first) first = r->done;
         }
     }
-    if (n == 0) schedule_resume(m, rank, t);
+    if (n == 0) schedule_resume(m, rank, w, t);
     else if (mode == MS_WAIT_ALL) {
-        if (rs->nundet == 0) schedule_resume(m, rank, rs->wmax);
+        if (w->nundet == 0) schedule_resume(m, rank, w, w->wmax);
     } else if (first != NEVER) {
-        schedule_resume(m, rank, tmax(t, first));
+        schedule_resume(m, rank, w, tmax(t, first));
     }
     return 0;
 }
@@ -2783,29 +2833,30 @@ int ms_model_probe(ms_model *m, int rank, ms_time_t t, uint64_t comm, int src, i
         return -1;
     }
     rank_state *rs = &m->ranks[rank];
-    rs->pctx = c->idx * 2;
-    rs->pcomm = comm;
-    rs->psrc = src;
-    rs->ptag = tag;
-    rs->parmed = 0;
-    rs->pfound = 0;
-    rs->wn = 0;
-    rs->wt = t;
-    rs->blocked = 1;
-    rs->sched = NEVER;
-    rs->wkind = blocking ? W_PROBE : W_IPROBE;
+    waiter *w = wt_cur(rs);
+    w->pctx = c->idx * 2;
+    w->pcomm = comm;
+    w->psrc = src;
+    w->ptag = tag;
+    w->parmed = 0;
+    w->pfound = 0;
+    w->wn = 0;
+    w->wt = t;
+    w->blocked = 1;
+    w->sched = NEVER;
+    w->wkind = blocking ? W_PROBE : W_IPROBE;
     rndv_enter_call(m, rank, t);
     if (src == MS_PROC_NULL) {
-        rs->pfound = 1;
-        rs->pf_src = MS_PROC_NULL;
-        rs->pf_tag = MS_ANY_TAG;
-        rs->pf_bytes = 0;
-        rs->pf_time = t;
-        schedule_resume(m, rank, t);
+        w->pfound = 1;
+        w->pf_src = MS_PROC_NULL;
+        w->pf_tag = MS_ANY_TAG;
+        w->pf_bytes = 0;
+        w->pf_time = t;
+        schedule_resume(m, rank, w, t);
     } else if (blocking) {
-        push_post(m, rank, t, EV_PROBE, NULL);
+        push_post(m, rank, t, EV_PROBE, w);
     } else {
-        schedule_resume(m, rank, t);
+        schedule_resume(m, rank, w, t);
     }
     return 0;
 }
@@ -2845,7 +2896,34 @@ size_t ms_model_active_requests(const ms_model *m) { return m ? m->nreqs : 0; }
 
 int ms_model_rank_blocked(const ms_model *m, int rank)
 {
-    return m && rank >= 0 && rank < m->nranks ? m->ranks[rank].blocked : 0;
+    if (!m || rank < 0 || rank >= m->nranks) return 0;
+    rank_state *rs = &m->ranks[rank];
+    for (int i = 0; i <= rs->nwx; i++)
+        if (wt_at(rs, i) && wt_at(rs, i)->blocked) return 1;
+    return 0;
+}
+
+int ms_model_set_thread(ms_model *m, int rank, int thread)
+{
+    if (!m || rank < 0 || rank >= m->nranks || thread < 0 || thread > MS_MODEL_MAX_THREADS) return -1;
+    rank_state *rs = &m->ranks[rank];
+    if (thread > rs->nwx) {
+        waiter **x = realloc(rs->wx, sizeof *x * (size_t)thread);
+        if (!x) return -1;
+        for (int i = rs->nwx; i < thread; i++) x[i] = NULL;
+        rs->wx = x;
+        rs->nwx = thread;
+    }
+    if (thread && !rs->wx[thread - 1]) {
+        waiter *w = calloc(1, sizeof *w);
+        if (!w) return -1;
+        w->thread = thread;
+        w->sched = NEVER;
+        w->cpu_free = 0;
+        rs->wx[thread - 1] = w;
+    }
+    rs->cur = thread;
+    return 0;
 }
 
 static void describe_req(const ms_model *m, const ms_req *r, char *buf, size_t len)
@@ -2884,38 +2962,38 @@ static void describe_req(const ms_model *m, const ms_req *r, char *buf, size_t l
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len)
 {
     if (!m || rank < 0 || rank >= m->nranks || !buf || len == 0) return -1;
-    const rank_state *rs = &m->ranks[rank];
-    if (!rs->blocked) {
+    const waiter *w = wt_cur(&m->ranks[rank]);
+    if (!w->blocked) {
         snprintf(buf, len, "not blocked");
         return 0;
     }
-    if (rs->wkind == W_PROBE || rs->wkind == W_IPROBE) {
+    if (w->wkind == W_PROBE || w->wkind == W_IPROBE) {
         char src[32], tag[32];
-        if (rs->psrc == MS_ANY_SOURCE) snprintf(src, sizeof src, "any source");
-        else snprintf(src, sizeof src, "rank %d", rs->psrc);
-        if (rs->ptag == MS_ANY_TAG) snprintf(tag, sizeof tag, "any tag");
-        else snprintf(tag, sizeof tag, "tag %" PRId64, rs->ptag);
+        if (w->psrc == MS_ANY_SOURCE) snprintf(src, sizeof src, "any source");
+        else snprintf(src, sizeof src, "rank %d", w->psrc);
+        if (w->ptag == MS_ANY_TAG) snprintf(tag, sizeof tag, "any tag");
+        else snprintf(tag, sizeof tag, "tag %" PRId64, w->ptag);
         snprintf(buf, len, "%s for %s %s comm %" PRIu64 " (since %.3f us)",
-                 rs->wkind == W_PROBE ? "MPI_Probe" : "MPI_Iprobe", src, tag, rs->pcomm, (double)rs->wt / 1e6);
+                 w->wkind == W_PROBE ? "MPI_Probe" : "MPI_Iprobe", src, tag, w->pcomm, (double)w->wt / 1e6);
         return 0;
     }
     static const char *const names[] = {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
                                         "MPI_Testany", "MPI_Testsome", "MPI_Request_get_status"};
-    const char *fn = rs->wn == 1 && rs->wmode == MS_WAIT_ALL ? "MPI_Wait"
-                     : rs->wn == 1 && rs->wmode == MS_TEST_ALL ? "MPI_Test" : names[rs->wmode];
-    size_t pending = 0, first = rs->wn;
-    for (size_t i = 0; i < rs->wn; i++)
-        if (rs->wreqs[i]->done == NEVER) {
-            if (first == rs->wn) first = i;
+    const char *fn = w->wn == 1 && w->wmode == MS_WAIT_ALL ? "MPI_Wait"
+                     : w->wn == 1 && w->wmode == MS_TEST_ALL ? "MPI_Test" : names[w->wmode];
+    size_t pending = 0, first = w->wn;
+    for (size_t i = 0; i < w->wn; i++)
+        if (w->wreqs[i]->done == NEVER) {
+            if (first == w->wn) first = i;
             pending++;
         }
-    if (first == rs->wn) {
-        snprintf(buf, len, "%s (%zu requests, all complete; resuming)", fn, rs->wn);
+    if (first == w->wn) {
+        snprintf(buf, len, "%s (%zu requests, all complete; resuming)", fn, w->wn);
         return 0;
     }
     char d[200];
-    describe_req(m, rs->wreqs[first], d, sizeof d);
-    if (pending > 1) snprintf(buf, len, "%s on %s; %zu of %zu requests pending", fn, d, pending, rs->wn);
+    describe_req(m, w->wreqs[first], d, sizeof d);
+    if (pending > 1) snprintf(buf, len, "%s on %s; %zu of %zu requests pending", fn, d, pending, w->wn);
     else snprintf(buf, len, "%s on %s", fn, d);
     return 0;
 }

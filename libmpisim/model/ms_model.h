@@ -6,7 +6,8 @@
  *
  * Ranks are world ranks 0..nranks-1. Requests are identified per rank by a 64-bit id the caller
  * chooses (the shim uses a per-rank counter). Times are int64 picoseconds. Every post carries the
- * rank's virtual clock at the call; posts of one rank come in non-decreasing time.
+ * rank's virtual clock at the call; posts of one rank (of one of its threads,
+ * ms_model_set_thread) come in non-decreasing time.
  *
  * Driving: the caller posts events, then calls ms_model_run_until(H) with the conservative
  * horizon H (no event with time >= H is processed). A rank that called ms_model_wait() is
@@ -101,10 +102,11 @@ typedef struct ms_resolution {
     uint64_t bytes;
 } ms_resolution;
 
-/* The model resumes a blocked rank at time `t` (the time its MPI call returns). `results` has
+/* The model resumes a blocked rank (its thread `thread`, ms_model_set_thread; 0 unless the rank's
+ * threads call MPI at once) at time `t` (the time its MPI call returns). `results` has
  * one entry per request given to ms_model_wait, in the same order (for probes: one entry with
  * the probe's finding; completed = 0 means "nothing there" for Iprobe). */
-typedef void (*ms_resume_fn)(void *user, int rank, ms_time_t t, const ms_req_result *results, size_t n);
+typedef void (*ms_resume_fn)(void *user, int rank, int thread, ms_time_t t, const ms_req_result *results, size_t n);
 
 /* Create over an existing network (the model does not own it). rank_to_host maps each world
  * rank to a host of the topology (NULL: rank i on host i). Registers its configuration keys
@@ -183,6 +185,15 @@ int ms_model_irecv_notify(ms_model *m, int rank, uint64_t req);
  * as an unknown buffer, taken as reused. Returns 0, or -1 if no such send or receive is active. */
 int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr);
 
+/* MPI_THREAD_MULTIPLE: the posts, waits and probes of `rank` that follow come from its thread
+ * `thread` (0..MS_MODEL_MAX_THREADS; 0 until this is called). Each thread of a rank blocks in its
+ * own wait or probe (a rank may post from one thread while another is blocked) and pays its send
+ * overheads and registrations on its own CPU; matching, requests (per rank, as the caller names
+ * them) and the node are the rank's. A thread's posts come in non-decreasing time; the rank's
+ * from several threads need not. Returns 0, or -1 (bad thread, out of memory). */
+#define MS_MODEL_MAX_THREADS 1024
+int ms_model_set_thread(ms_model *m, int rank, int thread);
+
 /* Conservative driving. */
 ms_time_t ms_model_next_time(const ms_model *m);       /* NM_TIME_NEVER when nothing pending */
 int ms_model_run_until(ms_model *m, ms_time_t limit);  /* process every event with time < limit */
@@ -223,7 +234,8 @@ int ms_model_rank_blocked(const ms_model *m, int rank);
 size_t ms_model_active_requests(const ms_model *m);
 /* The node of the host model a rank sits on (host.ranks_per_node, host.map_by); -1: no such rank. */
 int ms_model_rank_node(const ms_model *m, int rank);
-/* One line describing what a blocked rank waits for (deadlock reports). */
+/* One line describing what a blocked rank (its current thread, ms_model_set_thread) waits for
+ * (deadlock reports). */
 int ms_model_describe_wait(const ms_model *m, int rank, char *buf, size_t len);
 
 /* ---- Parameters, errors and diagnostics ------------------------------------------------- */

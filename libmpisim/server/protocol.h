@@ -58,6 +58,9 @@ typedef enum {
     MS_MSG_RMA,            /* ms_msg_rma: a one-sided operation (ms_model_rma) */
     MS_MSG_EXIT,           /* ms_msg_exit: the process exits (exit() or a return from main) with this code,
                             * before or after MPI_Finalize (traced when before: the trace is closed after) */
+    MS_MSG_THREAD = 30,    /* ms_msg_thread: the rank's threads (MPI_THREAD_MULTIPLE; docs/architecture.md
+                            * "Threads"): the messages that follow come from thread `slot`, or it parks,
+                            * ends, or threads called MPI at once under a level that forbids it */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -114,6 +117,12 @@ typedef struct ms_msg_welcome {
     int32_t recv_moves_cpu;      /* host registration costs: a rendezvous receive's match moves the CPU */
     double local_copy_ps_per_byte;
     int64_t poll_cost_ps;        /* mpi.poll_cost: what a Test or Iprobe answered locally costs */
+    /* Repeatable small gaps (docs/architecture.md "Repeatable small gaps"): a gap measured at or
+     * below gap_noise, or one of up to gap_noise_max between a pair of call sites whose recent
+     * gaps mostly were, is charged gap_floor (as measured ns, before cpu_factor); gap_noise 0:
+     * every gap as measured */
+    int64_t gap_floor_ps, gap_noise_ps, gap_noise_max_ps;
+    int64_t clock_read_cost_ps;  /* computation a virtual clock read is charged (compute cpu, wall) */
 } ms_msg_welcome;
 
 #define MS_DEFAULT_SPIN_POLLS 400
@@ -218,6 +227,9 @@ typedef struct ms_msg_charging {
     int64_t window_cold_ns;      /* ... right after a switch (recent trials' median) */
     int64_t window_ps_per_tick;  /* the counter's measured period, in 1e-6 ps (0: no window) */
     uint64_t probes;             /* gaps after a switch whose next wrapper was probed (warm_path.c) */
+    uint64_t floor_gaps;         /* gaps charged shim.gap_floor ("Repeatable small gaps") */
+    int64_t floor_added_ns;      /* ... the floor minus what they measured, for those measured below it */
+    int64_t floor_dropped_ns;    /* ... what they measured above it (noise of an empty pair of call sites) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {
@@ -227,6 +239,12 @@ typedef struct ms_msg_finalize {
     uint64_t calls;          /* MPI calls made (wrapped) */
     uint64_t unmodelled_calls;
     ms_msg_charging charging;
+    int32_t thread_level;    /* MPI_THREAD_* the program was given (-1: MPI_Init) */
+    int32_t threads;         /* its threads that called MPI */
+    uint64_t thread_violations;   /* calls made while another thread was inside MPI, under a lower level */
+    int64_t omp_regions;     /* OpenMP parallel regions charged as their critical path ("Hybrid computation") */
+    int64_t critical_path_ps;    /* what those regions and the joins of threads added to its threads' clocks
+                                  * beyond their own CPU time in them (negative: took off) */
 } ms_msg_finalize;
 
 typedef struct ms_msg_result {
@@ -239,8 +257,27 @@ typedef struct ms_msg_result {
 
 typedef struct ms_msg_resume {
     int64_t t;
-    int32_t n, pad;
+    int32_t n;
+    int32_t thread;          /* the rank's thread it resumes (the one whose WAIT or PROBE it answers) */
 } ms_msg_resume;
+
+/* ms_msg_thread.op */
+enum {
+    MS_THREAD_SWITCH = 0,    /* the rank's messages from now on are thread `slot`'s (a thread first seen is
+                              * parked until it rejoins: a WAIT with MS_WAIT_FLAG_UNTIMED) */
+    MS_THREAD_PARK = 1,      /* thread `slot` waits outside MPI at t (why: in what) and holds nothing back
+                              * until it rejoins */
+    MS_THREAD_IDLE = 2,      /* ... for another thread of its rank alone (an OpenMP worker between regions,
+                              * a join of a thread that calls MPI): counts as waiting in the deadlock test */
+    MS_THREAD_END = 3,       /* thread `slot` ended at t */
+    MS_THREAD_VIOLATION = 4  /* threads called MPI at once under thread level `slot` (MPI_THREAD_SINGLE,
+                              * FUNNELED, SERIALIZED: why names it), the first time */
+};
+typedef struct ms_msg_thread {
+    int32_t slot, op;
+    int64_t t;
+    char why[32];
+} ms_msg_thread;
 
 /* What the model lets the rank answer itself after the RESUME that follows (never traced):
  * quiet_until: no request of the wait it answers (or, for an Iprobe, no message it looks for)
@@ -303,7 +340,7 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
                       sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u + sizeof(ms_msg_rma) * 47u +
-                      sizeof(ms_msg_exit) * 53u);
+                      sizeof(ms_msg_exit) * 53u + sizeof(ms_msg_thread) * 59u);
 }
 
 /* The payload lengths a message from a rank may have, [lo, hi]; 0 for a type no rank sends (the
@@ -321,6 +358,7 @@ static inline int ms_proto_rank_msg_bounds(uint32_t type, uint32_t *lo, uint32_t
     case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
     case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
     case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
+    case MS_MSG_THREAD: *lo = *hi = sizeof(ms_msg_thread); return 1;
     case MS_MSG_FINALIZE:
     case MS_MSG_PROGRESS: *lo = *hi = sizeof(ms_msg_finalize); return 1;
     case MS_MSG_UNMODELLED:

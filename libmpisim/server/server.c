@@ -60,6 +60,14 @@ typedef struct site_total {
     int ranks;
 } site_total;
 
+/* A thread of a rank, beyond thread 0, as the stall watchdog sees it: parked outside MPI. */
+typedef struct thread_info {
+    int parked;                  /* MS_THREAD_PARK or _IDLE seen, no rejoin since */
+    int stalled;                 /* told the driver: parked for shim.stall_timeout */
+    double since;
+    char why[32];
+} thread_info;
+
 typedef struct rank_info {
     int fd;                      /* TCP connection, or -1 */
     int shm;                     /* 1: attached through the shared segment (its slot is the rank's) */
@@ -97,6 +105,7 @@ typedef struct rank_info {
     double suspect_idle0;        /* the stall clock when the wait began */
     double suspect_since;        /* wall time the wait began */
     int suspect_passed;          /* told the driver */
+    int suspect_thread;          /* the thread whose wait it is (MPI_THREAD_MULTIPLE) */
     /* a process stopped by a signal or a debugger (state T or t) does not move at all */
     double stopped_since;        /* wall time it was first seen stopped, 0: not stopped */
     int stopped_passed;          /* told the driver: stopped for shim.stall_timeout */
@@ -109,6 +118,12 @@ typedef struct rank_info {
     int quiet_n;
     long hint_at;                /* offset of the HINT's payload in out, -1: none */
     int hint_probe;              /* it answers an Iprobe (else a Test of quiet_ids) */
+    /* threads (MPI_THREAD_MULTIPLE): the thread its messages come from now; its others' parks */
+    int cur_thread;
+    thread_info th0;             /* thread 0 parked (pthread_join, a barrier) */
+    thread_info *th;             /* index: thread - 1 */
+    int nth;
+    char violation[MS_TEXT_MAX]; /* threads called MPI at once under a lower thread level: the first time */
 } rank_info;
 
 typedef struct pending_conn {
@@ -305,9 +320,12 @@ static void on_resolve(void *user, int rank, const ms_resolution *rv)
 static void rank_error(ms_server *s, int rank, const char *text);
 static void stop_run(ms_server *s);
 
-static void on_resume(void *user, int rank, int64_t t, const ms_req_result *results, size_t n)
+static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_result *results, size_t n)
 {
     ms_server *s = user;
+    rank_info *rt = &s->ranks[rank];
+    if (thread > 0 && thread <= rt->nth) rt->th[thread - 1].parked = rt->th[thread - 1].stalled = 0;   /* it rejoined */
+    if (!thread) rt->th0.parked = rt->th0.stalled = 0;
     ms_msg_result small[16];
     ms_msg_result *out = n <= 16 ? small : malloc(sizeof *out * n);
     if (!out) {
@@ -333,7 +351,7 @@ static void on_resume(void *user, int rank, int64_t t, const ms_req_result *resu
     ri->hint_at = negative && ri->out.len >= sizeof hint ? (long)(ri->out.len - sizeof hint) : -1;
     ri->hint_probe = ri->quiet_ask == 2;
     ri->quiet_ask = 0;
-    ms_msg_resume rs = {t, (int32_t)n, 0};
+    ms_msg_resume rs = {t, (int32_t)n, thread};
     send_msg(ri, MS_MSG_RESUME, &rs, sizeof rs, out, sizeof *out * n);
     if (out != small) free(out);
 }
@@ -407,6 +425,13 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
+    w->gap_floor_ps = nm_config_int(cfg, "shim.gap_floor");
+    w->gap_noise_ps = nm_config_int(cfg, "shim.gap_noise");
+    if (w->gap_floor_ps > w->gap_noise_ps && w->gap_noise_ps > 0)
+        return fail(err, errlen, "shim.gap_floor (%lld ps) is more than shim.gap_noise (%lld ps): what an empty interval "
+                    "is charged must not exceed what counts as one", (long long)w->gap_floor_ps, (long long)w->gap_noise_ps);
+    w->gap_noise_max_ps = nm_config_int(cfg, "shim.gap_noise_max");
+    w->clock_read_cost_ps = nm_config_int(cfg, "shim.clock_read_cost");
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
     w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
@@ -593,10 +618,10 @@ static void rank_gone(ms_server *s, int rank)
     }
 }
 
-/* Apply a decoded event; a refusal by the model stops the run, and so do figures beyond what the
- * model's arithmetic holds (a rank's clock past 2^62 ps, a message past 64 GiB: the bounds a
- * trace is checked against too). */
-static void apply(ms_server *s, int rank, const ms_driver_event *e)
+/* Apply a decoded event, as from the thread the rank's messages come from now; a refusal by the
+ * model stops the run, and so do figures beyond what the model's arithmetic holds (a rank's clock
+ * past 2^62 ps, a message past 64 GiB: the bounds a trace is checked against too). */
+static void apply(ms_server *s, int rank, ms_driver_event *e)
 {
     char err[1024];
     if (e->t < 0 || e->t > MS_PROTO_MAX_CLOCK_PS || e->bytes > MS_PROTO_MAX_BYTES) {
@@ -606,6 +631,7 @@ static void apply(ms_server *s, int rank, const ms_driver_event *e)
         stop_run(s);
         return;
     }
+    e->thread = s->ranks[rank].cur_thread;
     if (ms_driver_apply(s->drv, rank, e, err, sizeof err) < 0) {
         rank_error(s, rank, err);
         stop_run(s);
@@ -831,17 +857,64 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
         memcpy(text, p, n);
         text[n] = 0;
+        /* one suspect per rank, with the thread it came from: another thread moving says nothing
+         * about it, a new notice replaces it */
+        if (!text[0] && r->suspect && r->suspect_thread != r->cur_thread) break;
+        if (r->suspect_passed && !r->stopped_passed) ms_driver_thread_stalled(s->drv, rank, r->suspect_thread, "");
         free(r->suspect);
         r->suspect = NULL;
-        if (r->suspect_passed && !r->stopped_passed) ms_driver_rank_stalled(s->drv, rank, "");
         r->suspect_passed = 0;
         if (!text[0]) break;
         /* the driver hears of it once the stall clock has counted shim.stall_timeout since the
          * wait began, which the shim has seen for its notice time already */
         r->suspect = strdup(text);
+        r->suspect_thread = r->cur_thread;
         r->suspect_idle0 = s->stall_clock.idle_s - (double)s->welcome.stall_timeout_ps * 1e-12;
         r->suspect_since = wall_now() - (double)s->welcome.stall_timeout_ps * 1e-12;
         s->next_proc_look = 0;   /* look now */
+        break;
+    }
+    case MS_MSG_THREAD: {
+        ms_msg_thread m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        m.why[sizeof m.why - 1] = 0;
+        if (m.op == MS_THREAD_VIOLATION) {
+            if (!r->violation[0])
+                snprintf(r->violation, sizeof r->violation, "threads of rank %d called MPI at the same time at %.6f us "
+                         "(%s)", rank, (double)m.t * 1e-6, m.why);
+            break;
+        }
+        if (m.slot < 0 || m.slot > MS_MODEL_MAX_THREADS || m.op < MS_THREAD_SWITCH || m.op > MS_THREAD_END) {
+            rank_error(s, rank, "named a thread or a thread operation out of range (protocol mismatch?)");
+            stop_run(s);
+            break;
+        }
+        r->cur_thread = m.slot;
+        if (m.op == MS_THREAD_SWITCH) break;
+        if (m.slot && m.slot > r->nth) {
+            thread_info *q = realloc(r->th, sizeof *q * (size_t)m.slot);
+            if (!q) {
+                rank_error(s, rank, "out of memory for its threads");
+                stop_run(s);
+                break;
+            }
+            memset(q + r->nth, 0, sizeof *q * (size_t)(m.slot - r->nth));
+            r->th = q;
+            r->nth = m.slot;
+        }
+        thread_info *ti = m.slot ? &r->th[m.slot - 1] : &r->th0;
+        if (m.op == MS_THREAD_PARK || m.op == MS_THREAD_IDLE) {
+            ti->parked = 1;
+            ti->stalled = 0;
+            ti->since = wall_now();
+            snprintf(ti->why, sizeof ti->why, "%s", m.why);
+        } else {
+            ti->parked = 0;
+        }
+        e = (ms_driver_event){.kind = m.op == MS_THREAD_PARK ? MS_EV_UNTIMED : m.op == MS_THREAD_IDLE ? MS_EV_IDLE
+                                      : MS_EV_THREAD_END, .t = m.t};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -1205,7 +1278,7 @@ static void watch_untimed(ms_server *s, double now)
 {
     for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
-        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
+        if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED || r->th0.parked ||
             (s->stall_clock.idle_s - r->untimed_idle0 < s->stall_timeout_s &&
              now - r->untimed_since < MS_STALL_WALL_CAP * s->stall_timeout_s))
             continue;
@@ -1215,6 +1288,19 @@ static void watch_untimed(ms_server *s, double now)
                  r->untimed_site[0] ? r->untimed_site : "an unknown site");
         ms_driver_rank_stalled(s->drv, i, text);
         r->untimed_stalled = 1;
+    }
+    /* threads parked outside MPI (a join, a barrier) that long count as stalled too: a thread that
+     * waits for another that waits in the model is a deadlock the driver cannot see */
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        for (int t = 0; t <= r->nth; t++) {
+            thread_info *ti = t ? &r->th[t - 1] : &r->th0;
+            if (!ti->parked || ti->stalled || now - ti->since < s->stall_timeout_s) continue;
+            char text[MS_TEXT_MAX];
+            snprintf(text, sizeof text, "thread %d has waited outside MPI (%s) for %.0f s", t, ti->why, now - ti->since);
+            ms_driver_thread_stalled(s->drv, i, t, text);
+            ti->stalled = 1;
+        }
     }
 }
 
@@ -1258,7 +1344,7 @@ static void watch_stalls(ms_server *s, double now)
         if (r->suspect && !r->suspect_passed && !r->stopped_passed &&
             (s->stall_clock.idle_s - r->suspect_idle0 >= s->stall_timeout_s ||
              now - r->suspect_since >= MS_STALL_WALL_CAP * s->stall_timeout_s)) {
-            ms_driver_rank_stalled(s->drv, i, r->suspect);
+            ms_driver_thread_stalled(s->drv, i, r->suspect_thread, r->suspect);
             r->suspect_passed = 1;
         }
         ms_rank_state st = ms_driver_state(s->drv, i);
@@ -1594,9 +1680,14 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)ms_driver_horizon(s->drv),
                     (long long)ms_model_next_time(ms_driver_model(s->drv)),
                     (long long)nm_network_now(ms_driver_network(s->drv)));
-            for (int i = 0; i < s->nranks; i++)
+            for (int i = 0; i < s->nranks; i++) {
                 fprintf(stderr, " | r%d %s t=%lld", i, ms_driver_state_name(ms_driver_state(s->drv, i)),
                         (long long)ms_driver_clock(s->drv, i));
+                for (int t = 1; t < ms_driver_threads(s->drv, i); t++)
+                    fprintf(stderr, " r%d.%d %s t=%lld", i, t,
+                            ms_driver_state_name(ms_driver_thread_state(s->drv, i, t)),
+                            (long long)ms_driver_thread_clock(s->drv, i, t));
+            }
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
@@ -1737,6 +1828,17 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
                  never, s->nranks, first);
         return MS_OUTCOME_NEVER_CONNECTED;
     }
+    /* threads that called MPI at once under a level that forbids it: the real MPI was not prepared
+     * for it, and the times are not those of a correct program */
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].violation[0]) {
+            int nr = 0;
+            for (int j = 0; j < s->nranks; j++) nr += s->ranks[j].violation[0] != 0;
+            snprintf(buf, len, "%s: the program asked for a thread level that forbids it (it needs "
+                     "MPI_THREAD_MULTIPLE; %d rank(s) did so); its virtual times are not those of a correct program",
+                     s->ranks[i].violation, nr);
+            return MS_OUTCOME_THREAD_LEVEL;
+        }
     /* complete, but calls ran untimed (passthrough, MPI-IO): named, with their counts over the ranks */
     char calls[2048];
     if (untimed_calls(s, calls, sizeof calls)) {
@@ -1802,6 +1904,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             "\"wall_ns\": %lld, \"descheduled_ns\": %lld, \"woken_charged_ns\": %lld, \"return_comp_ns\": %lld, "
             "\"cold_baseline_ns\": %lld, \"cold_trials\": %llu, \"window_gaps\": %llu, \"window_baseline_ns\": %lld, "
             "\"window_cold_ns\": %lld, \"counter_ghz\": %.6f, \"probes\": %llu, "
+            "\"floor_gaps\": %llu, \"floor_added_ns\": %lld, \"floor_dropped_ns\": %lld, "
             "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
             m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
@@ -1811,6 +1914,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             (unsigned long long)c->cold_trials, (unsigned long long)c->window_gaps, (long long)c->window_baseline_ns,
             (long long)c->window_cold_ns, c->window_ps_per_tick > 0 ? 1e9 / (double)c->window_ps_per_tick : 0.0,
             (unsigned long long)c->probes,
+            (unsigned long long)c->floor_gaps, (long long)c->floor_added_ns, (long long)c->floor_dropped_ns,
             (int)c->gate_slots,
             (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }
@@ -1850,7 +1954,11 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         if (off < len) off += (size_t)snprintf(buf + off, len - off, "\n");                                        \
         k++;                                                                                                       \
     } while (0)
-    if (!n) return 0;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].violation[0])
+            WARN("%s under a thread level that forbids it (the run's outcome is thread_level): the shim made "
+                 "them take turns, but the real MPI was not prepared for it", s->ranks[i].violation);
+    if (!n) return k;
     if (wall > 0 && desched / wall > 0.25)
         WARN("the ranks were switched out during %.0f %% of the wall time of their computation: more runnable "
              "threads than cores (ranks, the model server, other jobs); CPU time is charged, but a shared core's "
@@ -1923,7 +2031,17 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
         if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
-        if (r->finalized || r->has_progress) write_charging(f, &fin->charging);
+        if (r->finalized || r->has_progress) {
+            write_charging(f, &fin->charging);
+            /* its threads: the level it was given, how many called MPI, calls made while another was
+             * inside MPI under a lower level; OpenMP regions and joins charged as critical paths */
+            static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
+            fprintf(f, ", \"threads\": {\"level\": \"%s\", \"mpi_threads\": %d, \"violations\": %llu, "
+                    "\"omp_regions\": %lld, \"critical_path_ps\": %lld}",
+                    fin->thread_level >= 0 && fin->thread_level < 4 ? levels[fin->thread_level] : "mpi_init",
+                    fin->threads, (unsigned long long)fin->thread_violations, (long long)fin->omp_regions,
+                    (long long)fin->critical_path_ps);
+        }
         if (!r->finalized && r->has_progress)
             fprintf(f, ", \"totals_as_of_ps\": %lld", (long long)r->progress.t);
         if (r->error[0]) {
@@ -2040,6 +2158,7 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
         free(s->ranks[i].sites);
+        free(s->ranks[i].th);
         free(s->ranks[i].suspect);
     }
     ms_idle_clock_free(&s->connect_clock);

@@ -36,17 +36,17 @@ void cs_add(int fn, uint64_t bytes, int64_t time_ps)
         S.cs = t;
         S.cs_cap = cap;
     }
-    uint64_t key = cs_hash(fn, S.cur_pcs, S.cur_npcs);
+    uint64_t key = cs_hash(fn, T.cur_pcs, T.cur_npcs);
     size_t j = key & (S.cs_cap - 1);
-    while (S.cs[j].key && !(S.cs[j].key == key && S.cs[j].fn == fn && S.cs[j].npcs == S.cur_npcs &&
-                            !memcmp(S.cs[j].pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs)))
+    while (S.cs[j].key && !(S.cs[j].key == key && S.cs[j].fn == fn && S.cs[j].npcs == T.cur_npcs &&
+                            !memcmp(S.cs[j].pcs, T.cur_pcs, sizeof(uint64_t) * (size_t)T.cur_npcs)))
         j = (j + 1) & (S.cs_cap - 1);
     cs_entry *e = &S.cs[j];
     if (!e->key) {
         e->key = key;
         e->fn = fn;
-        e->npcs = S.cur_npcs;
-        memcpy(e->pcs, S.cur_pcs, sizeof(uint64_t) * (size_t)S.cur_npcs);
+        e->npcs = T.cur_npcs;
+        memcpy(e->pcs, T.cur_pcs, sizeof(uint64_t) * (size_t)T.cur_npcs);
         S.cs_used++;
     }
     e->calls++;
@@ -91,8 +91,8 @@ void cs_text(const uint64_t *pcs, int n, char *out, size_t len)
 void capture_callsite(void *ret, int skip)
 {
     if (S.cs_depth <= 1) {
-        S.cur_pcs[0] = (uint64_t)(uintptr_t)ret;
-        S.cur_npcs = 1;
+        T.cur_pcs[0] = (uint64_t)(uintptr_t)ret;
+        T.cur_npcs = 1;
         return;
     }
     /* deeper sites: walk the stack with libunwind; frames 0-1 are this function and ms_enter,
@@ -108,9 +108,9 @@ void capture_callsite(void *ret, int skip)
             first = i;
             break;
         }
-    for (int i = first; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
-    if (k == 0) S.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
-    S.cur_npcs = k;
+    for (int i = first; i < n && k < S.cs_depth; i++) T.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
+    if (k == 0) T.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
+    T.cur_npcs = k;
 }
 
 void send_callsites(int also_trace)

@@ -142,6 +142,15 @@ void trace_stop(const char *why)
 void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (S.trace_fd < 0) return;
+    if (__builtin_expect(T.slot != S.trace_slot, 0) && T.slot >= 0 && type < MS_MSG_WELCOME) {
+        /* the records that follow are another thread's (docs/architecture.md "Threads") */
+        ms_msg_thread th;
+        memset(&th, 0, sizeof th);
+        th.slot = T.slot;
+        th.op = MS_THREAD_SWITCH;
+        S.trace_slot = T.slot;
+        trace_put(MS_MSG_THREAD, &th, sizeof th, NULL, 0);
+    }
     ms_msg_header h = {type, (uint32_t)(alen + blen)};
     size_t need = sizeof h + alen + blen;
     if (S.tr_len + need > S.tr_cap) {

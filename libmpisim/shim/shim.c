@@ -38,7 +38,8 @@
 
 
 ms_state ms_shim_state = {.tp.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
-ms_window ms_wrapper_window;
+__thread ms_window ms_wrapper_window;
+__thread ms_thr ms_self = {.slot = -1};
 
 int ms_has_server(void) { return S.server; }
 
@@ -93,19 +94,17 @@ static int64_t thread_cpu_ns(void)
 #define CK_BARRIER() __asm__ __volatile__("" ::: "memory")
 enum { CK_DATA_PAGES = 1 };
 
-/* the thread the perf event counts (initial-exec: a plain %fs access, no call) */
-static __thread int ck_owner __attribute__((tls_model("initial-exec")));
 
 /* One consistent reading of the task clock from the page; 0 if the page cannot give one now. */
 static int clock_read_page(int64_t *cpu, int64_t *mono, uint32_t *seq)
 {
-    volatile struct perf_event_mmap_page *pg = S.ck_page;
+    volatile struct perf_event_mmap_page *pg = T.ck_page;
     for (int tries = 0; tries < 8; tries++) {
         uint32_t l0 = pg->lock;
         CK_BARRIER();
         uint64_t count = pg->offset;
         uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-        const struct perf_event_header *h = (const void *)(S.ck_data + (head & S.ck_mask));
+        const struct perf_event_header *h = (const void *)(T.ck_data + (head & T.ck_mask));
         uint16_t type = h->type, misc = h->misc;
         uint64_t t_in;
         memcpy(&t_in, (const char *)h + sizeof *h, sizeof t_in);
@@ -114,7 +113,7 @@ static int clock_read_page(int64_t *cpu, int64_t *mono, uint32_t *seq)
         uint32_t l1 = pg->lock;
         if (l0 != l1 || (l0 & 1)) continue;   /* scheduled in (or the kernel writing) meanwhile */
         /* we run, so the newest record is the switch-in that started this stretch */
-        if (type != PERF_RECORD_SWITCH || (misc & PERF_RECORD_MISC_SWITCH_OUT) || head == S.ck_head0) return 0;
+        if (type != PERF_RECORD_SWITCH || (misc & PERF_RECORD_MISC_SWITCH_OUT) || head == T.ck_head0) return 0;
         *cpu = (int64_t)count + (m - (int64_t)t_in);
         *mono = m;
         *seq = l1;
@@ -123,30 +122,30 @@ static int clock_read_page(int64_t *cpu, int64_t *mono, uint32_t *seq)
     return 0;
 }
 
-/* The rank's compute clock in ns; *mono gets CLOCK_MONOTONIC at the same moment. */
-static int64_t clock_now(int64_t *mono)
+/* The calling thread's compute clock in ns; *mono gets CLOCK_MONOTONIC at the same moment. */
+int64_t clock_now(int64_t *mono)
 {
     if (S.params.compute_mode == MS_COMPUTE_WALL) return *mono = mono_ns();
-    if (S.ck_page && ck_owner) {
+    if (T.ck_page) {
         int64_t c;
         uint32_t seq;
         if (clock_read_page(&c, mono, &seq)) {
-            S.ck_seq_now = seq;
+            T.ck_seq_now = seq;
             return c;
         }
         S.ck.page_misses++;
     }
-    /* no page, or MPI called from another thread: the system call, on the page's origin */
-    int64_t c = thread_cpu_ns() - S.ck_origin_ns;
+    /* no page (none allowed, or this thread has none yet): the system call, on the page's origin */
+    int64_t c = thread_cpu_ns() - T.ck_origin_ns;
     *mono = mono_ns();
-    S.ck_seq_now = 1;
+    T.ck_seq_now = 1;
     return c;
 }
 
 /* Open the task-clock event with switch records on this thread; 0 on success. Checked, not
  * trusted: after a sleep the page must hold a switch-in record and a new count, or it does not
  * do what clock_now needs (another kernel). */
-static int clock_open_page(void)
+int clock_open_page(void)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -169,26 +168,24 @@ static int clock_open_page(void)
         close(fd);
         return -1;
     }
-    S.ck_page = map;
-    S.ck_data = (const char *)map + pg;
-    S.ck_mask = pg * CK_DATA_PAGES - 1;
-    S.ck_fd = fd;
-    S.ck_head0 = S.ck_page->data_head;
-    ck_owner = 1;
+    T.ck_page = map;
+    T.ck_data = (const char *)map + pg;
+    T.ck_mask = pg * CK_DATA_PAGES - 1;
+    T.ck_fd = fd;
+    T.ck_head0 = T.ck_page->data_head;
     for (int tries = 0; tries < 3; tries++) {
         usleep(50);
         int64_t c, m;
         uint32_t seq;
         if (clock_read_page(&c, &m, &seq)) {
-            S.ck_head0 = (uint64_t)-1;   /* from now on any head is a record */
-            S.ck_origin_ns = thread_cpu_ns() - c;
+            T.ck_head0 = (uint64_t)-1;   /* from now on any head is a record */
+            T.ck_origin_ns = thread_cpu_ns() - c;
             return 0;
         }
     }
     munmap(map, len);
     close(fd);
-    S.ck_page = NULL;
-    ck_owner = 0;
+    T.ck_page = NULL;
     return -1;
 }
 
@@ -199,7 +196,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* A calibration trial's wrapper, shaped as the generated ones (gen_wrappers.py): bypass check,
- * ms_enter, ms_exit. While S.calibrating, ms_enter and ms_exit take their readings on their
+ * ms_enter, ms_exit. While T.calibrating, ms_enter and ms_exit take their readings on their
  * usual paths and return at once, so a trial's gap is the way an empty gap takes. */
 static __attribute__((noinline)) int calib_wrapper(int x)
 {
@@ -233,16 +230,16 @@ static void sorted_insert(int64_t *v, int *k, int64_t x)
 static void clock_woken(const void *wrapper_ret)
 {
     S.ck.woken_gaps++;
-    S.ck_woken = 1;
+    T.ck_woken = 1;
     if (!S.rp_on) return;   /* shim.return_path = off: charged as it comes */
-    S.ck.probes += (uint64_t)ms_wp_touch(S.site, wrapper_ret);
-    S.calibrating = 1;
+    S.ck.probes += (uint64_t)ms_wp_touch(T.site, wrapper_ret);
+    T.calibrating = 1;
     int64_t exit_side = S.calib_exit_ns = clock_now(&S.calib_mono);
-    uint32_t seq = S.ck_seq_now;
+    uint32_t seq = T.ck_seq_now;
     uint64_t exit_tsc = ms_tsc();
     calib_wrapper_fn(0);
-    S.calibrating = 0;
-    if (S.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
+    T.calibrating = 0;
+    if (T.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
         enum { N = sizeof S.cold_trial_ns / sizeof S.cold_trial_ns[0] };
         int i = (int)(S.ck.cold_trials++ % N);
         S.cold_trial_ns[i] = S.calib_enter_ns - exit_side;
@@ -267,7 +264,7 @@ static void clock_calibrate(void)
 {
     enum { FAST = 255 };
     int64_t d[FAST], dt[FAST];
-    S.calibrating = 1;
+    T.calibrating = 1;
     S.calib_exit_ns = clock_now(&S.calib_mono);
     S.calib_exit_tsc = ms_tsc();
     for (int i = 0; i < FAST; i++) {
@@ -277,7 +274,7 @@ static void clock_calibrate(void)
         d[i] = S.calib_enter_ns - exit_side;
         dt[i] = (int64_t)(S.calib_enter_tsc - exit_tsc);
     }
-    S.calibrating = 0;
+    T.calibrating = 0;
     qsort(d, FAST, sizeof d[0], cmp_i64);
     qsort(dt, FAST, sizeof dt[0], cmp_i64);
     S.ck.baseline_ns = d[FAST / 2];
@@ -351,7 +348,7 @@ static int rp_stats(const rp_ring *r, uint32_t now, int64_t *min, int64_t *media
 /* The charge of a gap of d ns (after the baseline) ending at `site`. */
 static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
 {
-    rp_pair *p = S.rp_on ? rp_find((uint64_t)(uintptr_t)S.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
+    rp_pair *p = S.rp_on ? rp_find((uint64_t)(uintptr_t)T.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
     if (!p) return d;
     uint32_t now = ++p->seq;
     int64_t c = d;
@@ -366,6 +363,68 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
     }
     if (!desched) rp_put(woken ? &p->cold : &p->warm, d, now);
     return c;
+}
+
+/* Repeatable small gaps (docs/architecture.md "Repeatable small gaps"). What an empty gap
+ * measures is the machine's noise: a few ns median, and beside a CPU-bound job cold returns,
+ * interrupts and stretches of dozens of calls at 100-600 ns, different in every run; charged as
+ * measured, they move near-simultaneous messages past each other, and the same program gives
+ * other times from run to run. So a gap measured at or below the noise floor (shim.gap_noise) is
+ * charged shim.gap_floor; and where the program does nothing between a pair of call sites (the
+ * same code in between), a gap of up to shim.gap_noise_max is noise and charged the floor too. A
+ * pair does nothing when at least half of its last GF_WINDOW gaps were at or below the noise
+ * floor (empty gaps' medians were 2-45 ns at load 12; real work worth charging is longer), or,
+ * after a switched-out call, at most GF_WOKEN times it (beside a CPU-bound job a rank's empty
+ * gaps after a switch took 200-600 ns for a whole run: a cold way back that the return path
+ * cannot measure without unswitched gaps to compare), counting GF_PRIOR such gaps more as a prior
+ * (a new pair's first gaps run cold code). The window is long so that a stretch of noise (the
+ * longest seen: ~100 calls) does not make an empty pair look busy; the prior and the window bound
+ * what real work that is sometimes there and sometimes not can lose (at most gap_noise_max per
+ * gap; docs/architecture.md). Anything else is charged as measured. */
+enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10 };
+typedef struct gf_pair {
+    uint64_t key;                /* 0: free */
+    uint64_t small[GF_WINDOW / 64];   /* bit i: the window's gap i was taken for an empty one */
+    uint16_t n, pos, count;      /* gaps in the window, the next one's place, small ones among them */
+} gf_pair;
+
+static gf_pair *gf_find(uint64_t key)
+{
+    key |= 1;   /* never 0 */
+    uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    for (unsigned i = 0; i < 8; i++) {   /* a full neighbourhood: the pair gets the plain floor */
+        gf_pair *p = &S.gf[(h + i) & (GF_PAIRS - 1)];
+        if (p->key == key) return p;
+        if (!p->key) {
+            p->key = key;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The charge of a gap of d ns (after baselines and the return path), ending at `site`. */
+static int64_t gap_floor(int64_t d, const void *site, int woken)
+{
+    int64_t noise = S.params.gap_noise_ps / 1000, floor = S.params.gap_floor_ps / 1000;
+    int small = d <= noise || (woken && d <= GF_WOKEN * noise), empty = small;
+    gf_pair *p = S.gf ? gf_find((uint64_t)(uintptr_t)T.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
+    if (p) {
+        uint64_t *w = &p->small[p->pos / 64], bit = 1ULL << (p->pos % 64);
+        if (p->n == GF_WINDOW) p->count -= (*w & bit) != 0;   /* the oldest leaves */
+        else p->n++;
+        *w = small ? *w | bit : *w & ~bit;
+        p->count += small;
+        p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
+        empty = 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
+    }
+    if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps)) {
+        S.ck.floor_gaps++;
+        if (d < floor) S.ck.floor_added_ns += floor - d;
+        else S.ck.floor_dropped_ns += d - floor;
+        return floor;
+    }
+    return d;
 }
 
 /* The wrapper window (shim.h; docs/architecture.md "The wrapper window"). The counter's ticks
@@ -413,7 +472,7 @@ static void window_off(void)
 /* At an exit reading (mono: its CLOCK_MONOTONIC): refine the rate, at most once a ms. */
 static void window_refine(int64_t mono)
 {
-    if (MS_LIKELY(mono - S.tsc_last_mono < 1000000) || !S.tsc_invariant || !ck_owner) return;
+    if (MS_LIKELY(mono - S.tsc_last_mono < 1000000) || !S.tsc_invariant || !T.ck_page) return;
     uint64_t t;
     int64_t m;
     if (!tsc_pair(&t, &m)) return;
@@ -436,7 +495,7 @@ static void window_refine(int64_t mono)
         S.window_on = 1;
         S.ck.window_cold_ns = S.ck.window_baseline_ns;   /* until a trial after a switch */
         if (S.rp) memset(S.rp, 0, RP_PAIRS * sizeof *S.rp);   /* the pairs' samples were of the other measure */
-        ms_wrapper_window.lock = &S.ck_page->lock;
+        ms_wrapper_window.lock = &T.ck_page->lock;
     }
 }
 
@@ -447,8 +506,8 @@ static void clock_start(void)
     S.tsc_ref = 0;
     S.tsc_last_mono = 0;
     S.ns_per_tick = 0;
-    S.ck_page = NULL;
-    S.ck_origin_ns = 0;
+    T.ck_page = NULL;
+    T.ck_origin_ns = 0;
     if (S.params.compute_mode == MS_COMPUTE_NONE) {
         S.ck.method = MS_CHARGING_NONE;
         return;
@@ -461,16 +520,16 @@ static void clock_start(void)
     S.rp_on = S.params.return_path && S.ck.method == MS_CHARGING_TASK_CLOCK;
     if (S.rp_on && !S.rp) S.rp = calloc(RP_PAIRS, sizeof *S.rp);
     if (S.rp_on) ms_wp_init();
+    if (S.params.gap_noise_ps > 0 && !S.gf) S.gf = calloc(GF_PAIRS, sizeof *S.gf);   /* without: the plain floor */
 }
 
 static void clock_stop(void)
 {
     window_off();
-    if (!S.ck_page) return;
-    munmap((void *)S.ck_page, (size_t)sysconf(_SC_PAGESIZE) * (1 + CK_DATA_PAGES));
-    close(S.ck_fd);
-    S.ck_page = NULL;
-    ck_owner = 0;
+    if (!T.ck_page) return;
+    munmap((void *)T.ck_page, (size_t)sysconf(_SC_PAGESIZE) * (1 + CK_DATA_PAGES));
+    close(T.ck_fd);
+    T.ck_page = NULL;
 }
 
 /* The compute gate (gate.c) for computation that is measured: every rank of the run opens its
@@ -484,7 +543,7 @@ static void gate_start(void)
     PMPI_Barrier(MPI_COMM_WORLD);
     if (on) {
         ms_gate_unlink(token);
-        ms_gate_take(S.clock_ps);
+        ms_gate_take(T.clock_ps);
     }
 }
 
@@ -500,23 +559,24 @@ static void gate_stats_into(ms_msg_charging *c)
 
 /* Computation since the last MPI call returned, in ns of the measured clock, compensated.
  * site: the call the gap ends in. */
-static int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window)
+int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window)
 {
-    int64_t raw = now - S.last_exit_ns;
+    int64_t raw = now - T.last_exit_ns;
     if (raw < 0) raw = 0;
-    int64_t wall = mono - S.last_exit_mono_ns;
+    int64_t wall = mono - T.last_exit_mono_ns;
     /* a window gap is measured between the wrappers' stamps, the others between the readings */
     int64_t base = window ? S.ck.window_baseline_ns : S.ck.baseline_ns;
     int64_t cold = window ? S.ck.window_cold_ns : S.ck.cold_baseline_ns;
     int64_t d = raw > base ? raw - base : 0;
-    int desched = S.ck.method == MS_CHARGING_TASK_CLOCK && S.ck_seq_now != S.last_exit_seq;
-    int woken = S.ck_woken;
-    S.ck_woken = 0;
+    int desched = S.ck.method == MS_CHARGING_TASK_CLOCK && T.ck_seq_now != T.last_exit_seq;
+    int woken = T.ck_woken;
+    T.ck_woken = 0;
     /* after a switch: what an empty gap costs right after one, measured (clock_woken) */
     int64_t excess = cold > base ? cold - base : 0;
     int64_t dw = woken ? (d > excess ? d - excess : 0) : d;
     /* a pair's samples are all of one measure: the window's once it is on */
     int64_t c = rp_charge(dw, site, woken, desched || window != S.window_on);
+    if (S.params.gap_noise_ps > 0) c = gap_floor(c, site, woken);
     S.ck.gaps++;
     S.ck.window_gaps += (uint64_t)window;
     S.ck.raw_ns += raw;
@@ -536,18 +596,18 @@ static int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window
 
 static void send_progress(void);
 
-int ms_bypass(void) { return !S.active || S.depth > 0; }
+int ms_bypass(void) { return !S.active || T.depth > 0; }
 
 void ms_f_callsite(void *ret)
 {
-    if (!ms_bypass()) S.fortran_site = ret;
+    if (!ms_bypass()) T.fortran_site = ret;
 }
 
 void ms_f_callsite_at(void *ret, uint64_t entry_tsc)
 {
     if (!ms_bypass()) {
-        S.fortran_site = ret;
-        S.fortran_tsc = entry_tsc;
+        T.fortran_site = ret;
+        T.fortran_tsc = entry_tsc;
     }
 }
 
@@ -555,79 +615,117 @@ void ms_enter(ms_fn_id fn, void *callsite) { ms_enter_at(fn, callsite, 0); }
 
 void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 {
-    if (S.depth++ == 0) {
-        if (S.fortran_tsc) {   /* called by a generated Fortran binding: its stamp */
-            entry_tsc = S.fortran_tsc;
-            S.fortran_tsc = 0;
+    if (T.depth++ == 0) {
+        if (T.fortran_tsc) {   /* called by a generated Fortran binding: its stamp */
+            entry_tsc = T.fortran_tsc;
+            T.fortran_tsc = 0;
         }
         int64_t d = 0, ps = 0;
-        int64_t mono = 0;
+        int64_t mono = 0, now = 0;
+        int window = 0;
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
-            int64_t now = 0;
-            int window = 0;
             uint64_t exit_tsc = ms_wrapper_window.exit_tsc;
             ms_wrapper_window.exit_tsc = 0;
             /* the wrapper window: not switched out since the exit stamp (the lock unchanged since
              * the exit reading, and even: the kernel not writing it), on the event's own thread */
-            if (exit_tsc && entry_tsc > exit_tsc && S.window_on && S.window_exit_ok && ck_owner) {
+            if (exit_tsc && entry_tsc > exit_tsc && S.window_on && T.window_exit_ok && T.ck_page) {
                 uint32_t lock = *ms_wrapper_window.lock;
-                if (lock == ms_wrapper_window.exit_lock && lock == S.last_exit_seq && !(lock & 1)) {
+                if (lock == ms_wrapper_window.exit_lock && lock == T.last_exit_seq && !(lock & 1)) {
                     int64_t ns = llround((double)(entry_tsc - exit_tsc) * S.ns_per_tick);
-                    now = S.last_exit_ns + ns;
-                    mono = S.last_exit_mono_ns + ns;
-                    S.ck_seq_now = lock;
+                    now = T.last_exit_ns + ns;
+                    mono = T.last_exit_mono_ns + ns;
+                    T.ck_seq_now = lock;
                     window = 1;
                 }
             }
             if (!window) now = clock_now(&mono);
-            if (__builtin_expect(S.calibrating, 0)) {
+            if (__builtin_expect(T.calibrating, 0)) {
                 S.calib_enter_ns = now;
                 S.calib_enter_tsc = entry_tsc;
                 return;
             }
+        }
+        /* under the lower levels, a call while another thread is inside MPI is the program's error
+         * (clock reads are none: Open MPI's MPI_Wtime is safe from any thread) */
+        int clash = 0;
+        if (!S.mt && !T.clock_read) {
+            T.counted = 1;
+            clash = __atomic_fetch_add(&S.inside, 1, __ATOMIC_ACQ_REL) != 0;
+            /* counted before the lock: the thread holding it lets it go from now on (wait_ms) */
+            if (__builtin_expect(clash, 0)) __atomic_add_fetch(&S.violations, 1, __ATOMIC_RELAXED);
+        }
+        /* after the reading: waiting for another thread is not computation */
+        ms_lock(T.clock_read);
+        if (__builtin_expect(clash, 0)) ms_thread_violation();
+        int fresh = T.slot < 0;
+        if (__builtin_expect(fresh, 0)) {   /* the thread's first MPI call */
+            if (!mono) mono = mono_ns();
+            T.last_exit_mono_ns = mono;
+            ms_thread_register();
+        }
+        if (S.params.compute_mode != MS_COMPUTE_NONE) {
             if (mono - S.progress_mono_ns > 1000000000LL) S.progress_due = 1;
             d = clock_gap(now, mono, callsite, window);
             ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
-            S.clock_ps += ps;
+            if (__builtin_expect(T.adjust_ps != 0, 0)) {   /* OpenMP regions, joins: their critical paths */
+                int64_t a = ps + T.adjust_ps < 0 ? -ps : T.adjust_ps;
+                ps += a;
+                S.critical_path_ps += a;
+                T.adjust_ps = 0;
+            }
+            T.clock_ps += ps;
             S.compute_ps += ps;
+            T.compute_ps += ps;
         }
-        ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
-        /* A clock read that finds the clock where the previous read left it, or moved since by
-         * computation alone and by less than a tenth of shim.wtime_stall (nothing charged: always
-         * under --compute none; an empty gap under cpu, which after the baseline is 0 or the
-         * counter's noise of ~10 ns), advances it by shim.wtime_stall, as computation: a program
-         * that spins on the clock until time has passed would otherwise wait for ever, or,
-         * measured, until noise moved it (a 2 us spin took 10-25 us and thousands of reads; under
-         * load, with more intervals carrying noise, 2632 reads for 1 ms) */
-        if (__builtin_expect(S.clock_read, 0)) {
-            S.clock_read = 0;
-            int64_t moved = S.clock_ps - S.wtime_last_ps;
-            if (moved == S.compute_ps - S.wtime_last_compute_ps && moved < S.params.wtime_stall_ps / 10)
-                S.extra_compute_ps += S.params.wtime_stall_ps;
+        if (T.slot == 0) ms_gate_leave();   /* after the reading: a hand-off's wake-up is the shim's work */
+        if (__builtin_expect(fresh || T.parked, 0)) ms_rejoin(fn);   /* a new thread joins the model */
+        if (__builtin_expect(ms_omp_region != NULL, 0) && !T.clock_read) ms_omp_note_mpi();
+        /* The clock-read rule (docs/architecture.md "The program's own clocks"). Where nothing
+         * moves the clock between two reads (--compute none; under cpu and wall, the reads' cost
+         * and the floor both set to 0, where an empty interval is charged 0 or the counter's
+         * noise), a program that spins on the clock until time has passed would wait for ever, or
+         * until noise moved it (a 2 us spin took 10-25 us and thousands of reads). So a read that
+         * finds the clock moved since the previous read by computation alone and by less than a
+         * tenth of shim.wtime_stall, right after a read that found the same, advances it by
+         * shim.wtime_stall, as computation: {read; work; read} loops alternate an interval with
+         * work and an empty one (the next iteration's first read right after the last), which
+         * never come two in a row, so an honest interval reads its own length (the first version
+         * advanced every empty read: a loop of 0.27 us of work took 1.27 us per iteration). Under
+         * cpu and wall each read is charged shim.clock_read_cost, and each gap at least the floor:
+         * the clock moves at every read and the rule is off. */
+        if (__builtin_expect(T.clock_read, 0)) {
+            T.clock_read = 0;
+            int64_t moved = T.clock_ps - T.wtime_last_ps;
+            int empty = (S.params.compute_mode == MS_COMPUTE_NONE ||
+                         (S.params.clock_read_cost_ps <= 0 && (S.params.gap_floor_ps <= 0 || S.params.gap_noise_ps <= 0))) &&
+                        moved == T.compute_ps - T.wtime_last_compute_ps && moved < S.params.wtime_stall_ps / 10;
+            if (empty && T.wtime_empty_run) T.extra_compute_ps += S.params.wtime_stall_ps;
+            T.wtime_empty_run = empty;
         }
-        if (S.extra_compute_ps) {
-            ps += S.extra_compute_ps;
-            S.clock_ps += S.extra_compute_ps;
-            S.compute_ps += S.extra_compute_ps;
-            S.extra_compute_ps = 0;
+        if (T.extra_compute_ps) {
+            ps += T.extra_compute_ps;
+            T.clock_ps += T.extra_compute_ps;
+            S.compute_ps += T.extra_compute_ps;
+            T.compute_ps += T.extra_compute_ps;
+            T.extra_compute_ps = 0;
         }
-        S.call_start_ps = S.clock_ps;
-        S.cur_fn = fn;
+        T.call_start_ps = T.clock_ps;
+        T.cur_fn = fn;
         S.calls++;
         /* without the clock readings: a look at the clock every 1024 calls */
         if (S.params.compute_mode == MS_COMPUTE_NONE && !(S.calls & 1023) &&
             mono_ns() - S.progress_mono_ns > 1000000000LL)
             S.progress_due = 1;
-        S.call_bytes = 0;
+        T.call_bytes = 0;
         int skip = 0;
-        if (S.fortran_site) {   /* the program's call is one frame further out */
-            callsite = S.fortran_site;
-            S.fortran_site = NULL;
+        if (T.fortran_site) {   /* the program's call is one frame further out */
+            callsite = T.fortran_site;
+            T.fortran_site = NULL;
             skip = 1;
         }
         capture_callsite(callsite, skip);
-        if (S.rp_on) ms_wp_note(S.site, callsite);
-        S.site = callsite;
+        if (S.rp_on) ms_wp_note(T.site, callsite);
+        T.site = callsite;
         if (S.trace_fd >= 0) {
             ms_msg_tr_call c = {ps, d, mono ? mono : mono_ns(), (uint64_t)(uintptr_t)callsite, (int32_t)fn, 0};
             trace_put(MS_MSG_TR_CALL, &c, sizeof c, NULL, 0);
@@ -637,15 +735,15 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 
 void ms_exit(ms_fn_id fn, int rc)
 {
-    if (--S.depth == 0) {
-        if (__builtin_expect(S.calibrating, 0)) {
+    if (--T.depth == 0) {
+        if (__builtin_expect(T.calibrating, 0)) {
             S.calib_exit_ns = clock_now(&S.calib_mono);
             return;
         }
-        S.mpi_ps += S.clock_ps - S.call_start_ps;
-        cs_add((int)fn, S.call_bytes, S.clock_ps - S.call_start_ps);
+        S.mpi_ps += T.clock_ps - T.call_start_ps;
+        cs_add((int)fn, T.call_bytes, T.clock_ps - T.call_start_ps);
         if (S.trace_fd >= 0) {
-            ms_msg_tr_exit e = {mono_ns(), S.server ? S.clock_ps : 0, (int32_t)fn, rc};
+            ms_msg_tr_exit e = {mono_ns(), S.server ? T.clock_ps : 0, (int32_t)fn, rc};
             trace_put(MS_MSG_TR_EXIT, &e, sizeof e, NULL, 0);
             /* bounded loss if the rank is killed: at most half a second of events */
             if (e.real_exit_ns - S.last_trace_flush_ns > 500000000LL) {
@@ -654,22 +752,29 @@ void ms_exit(ms_fn_id fn, int rc)
             }
         }
         if (S.progress_due) send_progress();
+        if (T.counted) {
+            T.counted = 0;
+            __atomic_fetch_sub(&S.inside, 1, __ATOMIC_RELEASE);
+        }
+        ms_unlock();
         /* last, so that none of the shim's work falls into the gap */
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
-            ms_gate_take(S.clock_ps);   /* may sleep: before the reading, so never charged */
-            if (S.ck_page && S.ck_page->lock != S.ck_seq_now) clock_woken(__builtin_return_address(0));
-            window_refine(S.last_exit_mono_ns);   /* before the reading: a gap may be measured from it */
-            S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
-            S.last_exit_seq = S.ck_seq_now;
+            if (T.slot == 0) {   /* the thread of MPI_Init: the compute gate, the cold return path */
+                ms_gate_take(T.clock_ps);   /* may sleep: before the reading, so never charged */
+                if (T.ck_page && T.ck_page->lock != T.ck_seq_now) clock_woken(__builtin_return_address(0));
+                window_refine(T.last_exit_mono_ns);   /* before the reading: a gap may be measured from it */
+            }
+            T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
+            T.last_exit_seq = T.ck_seq_now;
             /* the wrapper's exit stamp follows (ms_window_exit); until it, none */
             ms_wrapper_window.exit_tsc = 0;
-            S.window_exit_ok = ck_owner && S.ck_seq_now != 1;
+            T.window_exit_ok = T.ck_page && T.ck_seq_now != 1;
         }
     }
 }
 
-int64_t ms_now(void) { return S.clock_ps; }
-void ms_advance(int64_t ps) { S.clock_ps += ps; }
+int64_t ms_now(void) { return T.clock_ps; }
+void ms_advance(int64_t ps) { T.clock_ps += ps; }
 int64_t ms_isend_cost(uint64_t bytes)
 {
     return S.params.isend_cost_base_ps + S.params.isend_cost_per_byte_ps * (int64_t)bytes;
@@ -684,7 +789,7 @@ uint64_t ms_next_req_id(void) { return ++S.next_req; }
 /* ---------------------------------------------------------------------------------------- */
 /* transport */
 
-static void flush_out(void)
+void flush_out(void)
 {
     if (!S.server) return;
     S.tp_writing = 1;   /* a signal handler then leaves the connection alone */
@@ -703,6 +808,17 @@ static void flush_out(void)
 void wire_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (!S.server) return;
+    if (__builtin_expect(T.slot != S.wire_slot, 0) && T.slot >= 0 && type != MS_MSG_THREAD) {
+        /* the messages that follow are another thread's (docs/architecture.md "Threads") */
+        ms_msg_thread th;
+        memset(&th, 0, sizeof th);
+        th.slot = T.slot;
+        th.op = MS_THREAD_SWITCH;
+        S.wire_slot = T.slot;
+        wire_put(MS_MSG_THREAD, &th, sizeof th, NULL, 0);
+    }
+    if (type == MS_MSG_THREAD && ((const ms_msg_thread *)a)->op != MS_THREAD_VIOLATION)
+        S.wire_slot = ((const ms_msg_thread *)a)->slot;   /* the server's thread from now on */
     if (ms_tp_put(&S.tp, type, a, alen, b, blen) < 0) ms_fatal("out of memory for the report buffer");
     if (S.tp.out_len > (1u << 20)) flush_out();
 }
@@ -715,7 +831,7 @@ void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t bl
      * latency later. Anything else may change them. */
     if (type == MS_MSG_ISEND || type == MS_MSG_IRECV) {
         /* it may resume a blocked rank, whose reply reaches us no sooner than quiet_lat */
-        int64_t end = S.clock_ps + S.quiet_lat;
+        int64_t end = T.clock_ps + S.quiet_lat;
         if (end < S.quiet_until) S.quiet_until = end;
     } else if (type != MS_MSG_FREE && type < MS_MSG_TR_CALL) {
         S.quiet_until = 0;
@@ -729,13 +845,14 @@ void put_msg(uint32_t type, const void *a, size_t alen, const void *b, size_t bl
 static void totals_into(ms_msg_finalize *f, int64_t in_call_ps)
 {
     memset(f, 0, sizeof *f);
-    f->t = S.clock_ps;
+    f->t = T.clock_ps;
     f->compute_ps = S.compute_ps;
     f->mpi_ps = S.mpi_ps + in_call_ps;
     f->calls = S.calls;
     f->unmodelled_calls = S.unmodelled_calls;
     f->charging = S.ck;
     gate_stats_into(&f->charging);
+    ms_threads_finalize_into(f);
 }
 
 /* About once a second of real time: the rank's totals and call sites so far, to the server only,
@@ -785,19 +902,23 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         trace_put(type, p, len, NULL, 0);
         ms_msg_resume rs;
         memcpy(&rs, p, sizeof rs);
-        if (rs.n > S.results_cap) {
-            ms_msg_result *q = realloc(S.results, sizeof *q * (size_t)rs.n);
+        /* the thread whose wait it answers (whichever thread reads it) */
+        ms_thr *w = rs.thread >= 0 && rs.thread < S.nthreads ? S.thr[rs.thread] : NULL;
+        if (!w) ms_fatal("the model server resumed thread %d, which is not waiting", rs.thread);
+        if (rs.n > w->results_cap) {
+            ms_msg_result *q = realloc(w->results, sizeof *q * (size_t)rs.n);
             if (!q) ms_fatal("out of memory");
-            S.results = q;
-            S.results_cap = rs.n;
+            w->results = q;
+            w->results_cap = rs.n;
         }
-        memcpy(S.results, p + sizeof rs, sizeof(ms_msg_result) * (size_t)rs.n);
-        S.results_n = rs.n;
-        S.resume_t = rs.t;
-        S.resume_ready = 1;
-        S.cpu_free = S.hint_new ? S.hint.cpu_free : -1;
-        S.quiet_until = S.hint_new ? S.hint.quiet_until : 0;
-        S.quiet_lat = S.hint_new ? S.hint.quiet_lat : 0;
+        memcpy(w->results, p + sizeof rs, sizeof(ms_msg_result) * (size_t)rs.n);
+        w->results_n = rs.n;
+        w->resume_t = rs.t;
+        w->resume_ready = 1;
+        /* local answers hold for a rank of one thread only */
+        S.cpu_free = S.hint_new && !S.multi ? S.hint.cpu_free : -1;
+        S.quiet_until = S.hint_new && !S.multi ? S.hint.quiet_until : 0;
+        S.quiet_lat = S.hint_new && !S.multi ? S.hint.quiet_lat : 0;
         S.hint_new = 0;
         break;
     }
@@ -820,9 +941,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
     case MS_MSG_DESCRIBE: {
         ms_msg_text t;
         memset(&t, 0, sizeof t);
-        char where[MS_SITE_TEXT];
-        cs_text(S.cur_pcs, S.cur_npcs, where, sizeof where);
-        snprintf(t.text, sizeof t.text, "%s called from %s", ms_fn_names[S.blocked_fn], where);
+        ms_thread_describe(t.text, sizeof t.text);
         put_msg(MS_MSG_CALLSITE, &t, sizeof t, NULL, 0);
         flush_out();
         break;
@@ -909,6 +1028,21 @@ static int backoff_ms(unsigned spins)
     return 1;
 }
 
+/* The same, from a loop that holds the shim's lock: where other threads may need it, never
+ * block on the server with it, but let it go for the yield or the sleep (then read at once). */
+static int wait_ms(unsigned spins)
+{
+    if (__builtin_expect(S.nthreads <= 1 && !__atomic_load_n(&S.violations, __ATOMIC_RELAXED), 1)) {
+        /* MPI_THREAD_MULTIPLE with one thread so far: another may make its first call any time;
+         * it gets the lock between two reads (a read blocks 1 ms at most) */
+        if (S.mt && spins) ms_lock_pause(1);
+        return backoff_ms(spins);
+    }
+    unsigned polls = S.tp.shm ? (unsigned)S.params.spin_polls / 4u : (unsigned)S.params.spin_polls;
+    if (spins) ms_lock_pause(spins < polls);
+    return 0;
+}
+
 typedef struct real_call {
     int (*fn)(void *arg);
     void *arg;
@@ -920,17 +1054,19 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
 /* Send what is batched and wait for the server's RESUME, keeping the real MPI moving. */
 static void await_resume(ms_fn_id fn)
 {
+    T.resume_ready = 0;
     flush_out();
-    S.resume_ready = 0;
-    S.blocked_fn = fn;
-    for (unsigned spins = 0; !S.resume_ready; spins++) {
-        service_server(backoff_ms(spins));
+    T.blocked_fn = fn;
+    T.waiting = 1;
+    for (unsigned spins = 0; !T.resume_ready; spins++) {
+        service_server(wait_ms(spins));
         /* a receive the model matched goes to the real MPI now: its sender may already sit in
          * its real send, which the model has completed, holding the horizon (issue 11) */
         if (S.resolve_pending) ms_post_deferred();
-        if (!S.resume_ready) ms_progress();
+        if (!T.resume_ready) ms_progress();
     }
-    S.clock_ps = S.resume_t > S.clock_ps ? S.resume_t : S.clock_ps;
+    T.waiting = 0;
+    T.clock_ps = T.resume_t > T.clock_ps ? T.resume_t : T.clock_ps;
 }
 
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
@@ -970,7 +1106,8 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         done = 0;
         for (int i = 0; i < n; i++) done += reqs[i]->real_done || !reqs[i]->real_posted;
         if (is_test || (all && done == n) || (!all && done > 0)) break;
-        if (spins > 64) usleep(50);
+        if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
+        else if (spins > 64) usleep(50);
     }
     int first = -1;
     for (int i = 0; i < n; i++) {
@@ -1032,13 +1169,13 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
     for (int i = 0; i < n; i++) known += reqs[i]->local_known;
     if (known < n) {
         /* the window: same mode, same requests as the Test it was given with */
-        if (!is_test || S.quiet_kind != 1 || S.clock_ps >= S.quiet_until || mode != S.quiet_mode ||
+        if (!is_test || S.quiet_kind != 1 || T.clock_ps >= S.quiet_until || mode != S.quiet_mode ||
             n != S.quiet_n || memcmp(ids, S.quiet_ids, sizeof *ids * (size_t)n))
             return 0;
     }
     /* ms_model.c do_resume: a test answers for its time, a wait resumes when it is satisfied */
     const int64_t never = INT64_MAX;
-    int64_t t = S.clock_ps, R = t, at = t, first = never, last = t;
+    int64_t t = T.clock_ps, R = t, at = t, first = never, last = t;
     for (int i = 0; i < n; i++) {
         int64_t d = reqs[i]->local_known ? reqs[i]->local_done : never;
         if (d < first) first = d;
@@ -1088,7 +1225,7 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
     trace_put(MS_MSG_WAIT, w, sizeof *w, ids, sizeof *ids * (size_t)n);
     ms_msg_resume rs = {R, n, 0};
     trace_put(MS_MSG_RESUME, &rs, sizeof rs, results, sizeof *results * (size_t)n);
-    if (R > S.clock_ps) S.clock_ps = R;
+    if (R > T.clock_ps) T.clock_ps = R;
     S.local_waits++;
     local_chores();
     return 1;
@@ -1099,11 +1236,11 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
 {
     ms_msg_wait w = {0};
     w.flags = flags;
-    w.t = S.clock_ps;
+    w.t = T.clock_ps;
     w.mode = mode;
     w.n = n;
     w.fn = (int32_t)fn;
-    w.callsite = S.cur_pcs[0];
+    w.callsite = T.cur_pcs[0];
     uint64_t ids_small[16] = {0};
     uint64_t *ids = n <= 16 ? ids_small : malloc(sizeof *ids * (size_t)n);
     if (!ids) ms_fatal("out of memory");
@@ -1131,25 +1268,29 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     if (real) {
         /* the model holds the rank from here: the real call may wait for any rank */
         flush_out();
-        S.blocked_fn = fn;
+        T.blocked_fn = fn;
+        /* MPI_THREAD_MULTIPLE: the real call may wait for another thread of the rank, which needs
+         * the lock meanwhile (whoever reads the server sets this thread's RESUME) */
+        if (S.mt) ms_unlock();
         real->rc = real->fn(real->arg);
+        if (S.mt) ms_lock(1);
     }
     await_resume(fn);
-    if (S.results_n != n) ms_fatal("model answered %d results for %d requests", S.results_n, n);
+    if (T.results_n != n) ms_fatal("model answered %d results for %d requests", T.results_n, n);
     for (int i = 0; i < n; i++) {
-        results[i] = S.results[i];
-        if (S.results[i].completed) {
+        results[i] = T.results[i];
+        if (T.results[i].completed) {
             reqs[i]->model_done = 1;
             reqs[i]->model_forgotten = mode != MS_TEST_PEEK;
-            if (S.results[i].cancelled) {
+            if (T.results[i].cancelled) {
                 reqs[i]->model_cancelled = 1;
                 reqs[i]->resolved = 1;   /* decided: it no longer holds later receives back */
             } else if (reqs[i]->kind == MS_RQ_RECV) {
                 reqs[i]->matched = 1;
                 if (!reqs[i]->resolved) {
                     reqs[i]->resolved = 1;
-                    reqs[i]->src = S.results[i].source - reqs[i]->roff;
-                    reqs[i]->tag = S.results[i].tag;
+                    reqs[i]->src = T.results[i].source - reqs[i]->roff;
+                    reqs[i]->tag = T.results[i].tag;
                 }
             }
         }
@@ -1163,14 +1304,14 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
     int user_src = src;
     if (src >= 0) src += roff;   /* an intercommunicator's remote rank, in the model's union */
     ms_msg_probe pr = {0};
-    pr.t = S.clock_ps;
+    pr.t = T.clock_ps;
     pr.comm = comm;
     pr.src = src;
     pr.tag = tag;
     pr.blocking = blocking;
     pr.fn = (int32_t)fn;
-    pr.callsite = S.cur_pcs[0];
-    if (S.server && !blocking && S.quiet_kind == 2 && S.clock_ps < S.quiet_until && S.quiet_comm == comm &&
+    pr.callsite = T.cur_pcs[0];
+    if (S.server && !blocking && S.quiet_kind == 2 && T.clock_ps < S.quiet_until && S.quiet_comm == comm &&
         S.quiet_src == src && S.quiet_tag == tag) {
         /* inside the lookahead window of the same Iprobe's negative answer: the same answer
          * (the model's do_resume for W_IPROBE), traced as if the server had given it */
@@ -1179,9 +1320,9 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         result->source = -1;
         result->tag = -1;
         result->complete_time = INT64_MAX;
-        ms_msg_resume rs = {S.clock_ps + S.params.poll_cost_ps, 1, 0};
+        ms_msg_resume rs = {T.clock_ps + S.params.poll_cost_ps, 1, 0};
         trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
-        S.clock_ps = rs.t;
+        T.clock_ps = rs.t;
         S.local_probes++;
         local_chores();
         return;
@@ -1214,7 +1355,7 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         return;
     }
     await_resume(fn);
-    *result = S.results[0];
+    *result = T.results[0];
     if (inter && result->source >= 0) result->source -= roff;   /* the program's (remote) rank */
 }
 
@@ -1241,7 +1382,7 @@ int ms_real_complete(ms_rq *r)
 static void stall_text(const ms_rq *r, char *out, size_t len)
 {
     char where[MS_SITE_TEXT], what[160];
-    cs_text(S.cur_pcs, S.cur_npcs, where, sizeof where);
+    cs_text(T.cur_pcs, T.cur_npcs, where, sizeof where);
     if (!r)
         snprintf(what, sizeof what, "a request mpisim does not time");
     else if (r->kind == MS_RQ_SEND)
@@ -1252,8 +1393,8 @@ static void stall_text(const ms_rq *r, char *out, size_t len)
                  (unsigned long long)r->id);
     else
         snprintf(what, sizeof what, "its collective (request %llu)", (unsigned long long)r->id);
-    snprintf(out, len, "%s waits in the real MPI for %s; %s called from %s", ms_fn_names[S.cur_fn], what,
-             ms_fn_names[S.cur_fn], where);
+    snprintf(out, len, "%s waits in the real MPI for %s; %s called from %s", ms_fn_names[T.cur_fn], what,
+             ms_fn_names[T.cur_fn], where);
 }
 
 void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
@@ -1262,7 +1403,8 @@ void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
     /* reports a local answer left batched (a send the model completed without a round trip) may
      * be what the peer this waits for needs: the model must see them */
     if (spins == 0 && S.server && S.tp.out_len) flush_out();
-    if (S.server) service_server(backoff_ms(spins));
+    if (S.server) service_server(wait_ms(spins));
+    else if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
     else if (spins > 64) usleep(50);
     if (S.resolve_pending) ms_post_deferred();
     ms_progress();
@@ -1304,7 +1446,7 @@ static void local_send(ms_rq *r, int to_self, uint64_t bytes, int mode)
         (int64_t)bytes < S.params.eager_threshold) {
         double pb = S.params.local_copy_ps_per_byte;
         int64_t copy = pb > 0 ? (int64_t)llround(pb * (double)bytes) : 0;   /* ms_host.c bytes_ps */
-        int64_t start = S.clock_ps > S.cpu_free ? S.clock_ps : S.cpu_free;
+        int64_t start = T.clock_ps > S.cpu_free ? T.clock_ps : S.cpu_free;
         r->local_known = 1;
         r->local_done = start + ms_isend_cost(bytes) + copy;
         S.cpu_free = r->local_done;
@@ -1319,7 +1461,7 @@ void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int t
     r->model_bytes = bytes;
     local_send(r, to_self, bytes, mode);
     ms_msg_isend m = {0};
-    m.t = S.clock_ps;
+    m.t = T.clock_ps;
     m.req = r->id;
     m.comm = r->comm_id;
     m.bytes = bytes;
@@ -1328,7 +1470,7 @@ void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int t
     m.mode = mode;
     m.fn = (int32_t)fn;
     m.buf = (uint64_t)(uintptr_t)r->buf;
-    S.call_bytes += bytes;
+    T.call_bytes += bytes;
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
 
@@ -1337,7 +1479,7 @@ void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
     r->model_bytes = bytes;
     if (S.params.recv_moves_cpu) S.cpu_free = -1;   /* a rendezvous match registers its buffer */
     ms_msg_irecv m = {0};
-    m.t = S.clock_ps;
+    m.t = T.clock_ps;
     m.req = r->id;
     m.comm = r->comm_id;
     m.bytes = bytes;
@@ -1346,14 +1488,14 @@ void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
     m.fn = (int32_t)fn;
     m.flags = r->notify ? MS_IRECV_NOTIFY : 0;
     m.buf = (uint64_t)(uintptr_t)r->buf;
-    S.call_bytes += bytes;
+    T.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }
 
 static void report_request_op(uint32_t type, const ms_rq *r, ms_fn_id fn)
 {
     ms_msg_cancel m = {0};
-    m.t = S.clock_ps;
+    m.t = T.clock_ps;
     m.req = r->id;
     m.fn = (int32_t)fn;
     put_msg(type, &m, sizeof m, NULL, 0);
@@ -1366,7 +1508,7 @@ void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_
 {
     S.cpu_free = -1;   /* moved by the operation in ways the shim does not follow (copies on a node) */
     ms_msg_rma m = {0};
-    m.t = S.clock_ps;
+    m.t = T.clock_ps;
     m.req = id;
     m.comm = win_comm;
     m.bytes = bytes;
@@ -1374,7 +1516,7 @@ void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_
     m.target = target;
     m.kind = kind;
     m.fn = (int32_t)fn;
-    S.call_bytes += bytes + result_bytes;
+    T.call_bytes += bytes + result_bytes;
     put_msg(MS_MSG_RMA, &m, sizeof m, NULL, 0);
 }
 
@@ -1390,7 +1532,7 @@ void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const u
     r->model_bytes = bytes;
     S.cpu_free = -1;   /* its steps send at times other ranks decide */
     ms_msg_icoll m = {0};
-    m.t = S.clock_ps;
+    m.t = T.clock_ps;
     m.req = r->id;
     m.comm = r->comm_id;
     m.bytes = bytes;
@@ -1399,7 +1541,7 @@ void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const u
     m.ncounts = counts ? ncounts : 0;
     m.fn = (int32_t)fn;
     m.inter_low = inter_low;
-    S.call_bytes += bytes;
+    T.call_bytes += bytes;
     put_msg(MS_MSG_ICOLL, &m, sizeof m, counts, counts ? sizeof *counts * (size_t)ncounts : 0);
 }
 
@@ -1479,9 +1621,9 @@ static void untimed_begin(ms_fn_id fn)
      * while it is inside the real call); the text of the last site is kept, loops repeat it */
     static uint64_t last_pc;
     static char last_site[MS_SITE_TEXT];
-    if (S.cur_pcs[0] != last_pc || !last_site[0]) {
-        cs_text(S.cur_pcs, S.cur_npcs, last_site, sizeof last_site);
-        last_pc = S.cur_pcs[0];
+    if (T.cur_pcs[0] != last_pc || !last_site[0]) {
+        cs_text(T.cur_pcs, T.cur_npcs, last_site, sizeof last_site);
+        last_pc = T.cur_pcs[0];
     }
     size_t n = (size_t)snprintf(t.text, sizeof t.text, "%s", ms_fn_names[fn]) + 1;
     n += (size_t)snprintf(t.text + n, sizeof t.text - n, "%s", last_site) + 1;
@@ -1510,6 +1652,13 @@ void ms_passthrough(ms_fn_id fn)
                         "untimed\n",
                 ms_fn_names[fn], file ? "file I/O: the model has no file system" : "not modelled");
     untimed_begin(fn);
+}
+
+void ms_rejoin(ms_fn_id fn)
+{
+    ms_msg_result none;
+    T.parked = 0;
+    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED, NULL);
 }
 
 void ms_unmodelled_done(ms_fn_id fn)
@@ -1631,6 +1780,13 @@ static void start_session(void)
         S.params.spin_polls = MS_DEFAULT_SPIN_POLLS;
         const char *rp = getenv("MPISIM_RETURN_PATH");
         S.params.return_path = !rp || !strcmp(rp, "measured");
+        /* shim.gap_floor, gap_noise, gap_noise_max (ps), from mpisim trace; else their defaults */
+        const char *gaps = getenv("MPISIM_GAPS");
+        long long gf = 20000, gn = 100000, gx = 5000000;
+        if (gaps) sscanf(gaps, "%lld,%lld,%lld", &gf, &gn, &gx);
+        S.params.gap_floor_ps = gf;
+        S.params.gap_noise_ps = gn;
+        S.params.gap_noise_max_ps = gx;
         S.server = 0;
     } else {
         /* on the server's host its shared segment; elsewhere (or refused: another host's
@@ -1687,17 +1843,21 @@ static void start_session(void)
     trace_open();
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &S.comm_keyval, NULL);
     PMPI_Comm_dup(MPI_COMM_SELF, &S.progress_comm);
-    S.clock_ps = 0;
+    T.clock_ps = 0;
     S.cpu_free = 0;   /* the model starts every rank's CPU free at 0 */
-    S.wtime_last_ps = -1;
+    T.wtime_last_ps = -1;
+    /* the thread of MPI_Init is the rank's thread 0 */
+    T.slot = 0;
+    S.thr[0] = &T;
+    S.nthreads = 1;
     S.active = 1;
     S.progress_mono_ns = mono_ns();
     ms_program_clocks_start();   /* before the first gap: their epoch is this moment */
     install_signal_handlers();
     clock_start();
     gate_start();
-    S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
-    S.last_exit_seq = S.ck_seq_now;
+    T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
+    T.last_exit_seq = T.ck_seq_now;
     if (S.server) {
         S.exit_pid = getpid();
         on_exit(report_exit, NULL);
@@ -1742,22 +1902,32 @@ __attribute__((destructor)) static void note_exit_before_init(void)
 int MPI_Init(int *argc, char ***argv)
 {
     S.init_entered = 1;
+    S.level = -1;
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) start_session();
     return rc;
 }
 
+/* The level the real MPI gives is the program's: under MPI_THREAD_MULTIPLE each thread that
+ * calls MPI has a clock of its own and the shim's lock is a mutex; under the lower levels two
+ * threads inside MPI at once are counted, and the run ends with outcome thread_level
+ * (docs/architecture.md "Threads"). */
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    /* Ranks report from one thread at a time; MULTIPLE is answered with SERIALIZED, which the
-     * standard allows (programs that need more check `provided`). */
-    int ask = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
     S.init_entered = 1;
-    int rc = PMPI_Init_thread(argc, argv, ask, provided);
-    if (rc == MPI_SUCCESS) start_session();
-    if (rc == MPI_SUCCESS && S.active && required == MPI_THREAD_MULTIPLE && S.rank == 0)
-        fprintf(stderr, "mpisim: MPI_THREAD_MULTIPLE is not supported; the program gets MPI_THREAD_SERIALIZED "
-                        "(one thread in MPI at a time)\n");
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) {
+        S.level = *provided;
+        if (*provided == MPI_THREAD_MULTIPLE) {
+            pthread_mutexattr_t a;
+            pthread_mutexattr_init(&a);
+            pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+            pthread_mutex_init(&S.mutex, &a);
+            pthread_mutexattr_destroy(&a);
+            S.mt = 1;
+        }
+        start_session();
+    }
     return rc;
 }
 
@@ -1765,13 +1935,25 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
  * the trace records it): MPI_Wtime, and the program's own clock reads (program_clocks.c). */
 int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 {
-    if (S.depth > 0) return S.clock_ps;
-    S.clock_read = 1;   /* ms_enter: a read that finds the clock unmoved advances it */
+    if (T.depth > 0) return T.clock_ps;
+    /* a thread that has made no other MPI call: its own estimate, without joining the model (a
+     * thread that only reads the clock must not hold virtual time back while it waits elsewhere) */
+    if (T.slot < 0) {
+        int64_t t = ms_thread_vt_now();
+        if (S.params.compute_mode != MS_COMPUTE_NONE) T.birth_ps += S.params.clock_read_cost_ps;
+        T.clock_only = 1;
+        return t;
+    }
+    T.clock_read = 1;   /* ms_enter: a read that finds the clock unmoved advances it */
     ms_enter_at(fn, callsite, entry_tsc);
-    int64_t t = S.clock_ps;
+    int64_t t = T.clock_ps;
     ms_exit(fn, 0);
-    S.wtime_last_ps = S.clock_ps;
-    S.wtime_last_compute_ps = S.compute_ps;
+    T.wtime_last_ps = T.clock_ps;
+    T.wtime_last_compute_ps = T.compute_ps;
+    /* what the host's read it stands for costs, charged with the next gap: the interval
+     * between two reads holds one read, natively */
+    if (S.params.compute_mode != MS_COMPUTE_NONE && S.params.clock_read_cost_ps > 0)
+        T.extra_compute_ps += (int64_t)((double)S.params.clock_read_cost_ps * S.params.cpu_factor + 0.5);
     ms_window_exit();
     return t;
 }
@@ -1795,11 +1977,11 @@ double MPI_Wtick(void)
 
 int MPI_Abort(MPI_Comm comm, int errorcode)
 {
-    if (S.active && S.depth == 0) {
+    if (S.active && T.depth == 0) {
         ms_msg_text t;
         memset(&t, 0, sizeof t);
         snprintf(t.text, sizeof t.text, "ABORT MPI_Abort(errorcode %d) at virtual time %.9f s", errorcode,
-                 (double)S.clock_ps * 1e-12);
+                 (double)T.clock_ps * 1e-12);
         put_msg(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
         flush_out();
         trace_flush();
@@ -1814,13 +1996,13 @@ static void pcontrol_close_region(void)
 {
     if (S.pc_level <= 0) return;
     uint64_t pcs[MS_CS_MAX_DEPTH];
-    int npcs = S.cur_npcs;
-    memcpy(pcs, S.cur_pcs, sizeof pcs);
-    memcpy(S.cur_pcs, S.pc_pcs, sizeof pcs);
-    S.cur_npcs = S.pc_npcs;
-    cs_add((int)MS_FN_Pcontrol_region, 0, S.clock_ps - S.pc_start_ps);
-    memcpy(S.cur_pcs, pcs, sizeof pcs);
-    S.cur_npcs = npcs;
+    int npcs = T.cur_npcs;
+    memcpy(pcs, T.cur_pcs, sizeof pcs);
+    memcpy(T.cur_pcs, S.pc_pcs, sizeof pcs);
+    T.cur_npcs = S.pc_npcs;
+    cs_add((int)MS_FN_Pcontrol_region, 0, T.clock_ps - S.pc_start_ps);
+    memcpy(T.cur_pcs, pcs, sizeof pcs);
+    T.cur_npcs = npcs;
     S.pc_level = 0;
 }
 
@@ -1831,13 +2013,13 @@ int MPI_Pcontrol(const int level, ...)
     if (ms_bypass()) return PMPI_Pcontrol(level);
     ms_enter(MS_FN_Pcontrol, __builtin_return_address(0));
     if (S.trace_fd >= 0) {
-        ms_msg_tr_pcontrol m = {S.server ? S.clock_ps : 0, mono_ns(), level, 0};
+        ms_msg_tr_pcontrol m = {S.server ? T.clock_ps : 0, mono_ns(), level, 0};
         trace_put(MS_MSG_TR_PCONTROL, &m, sizeof m, NULL, 0);
     }
     if (level > 0 && S.pc_level <= 0) {
-        S.pc_start_ps = S.clock_ps;
-        memcpy(S.pc_pcs, S.cur_pcs, sizeof S.pc_pcs);
-        S.pc_npcs = S.cur_npcs;
+        S.pc_start_ps = T.clock_ps;
+        memcpy(S.pc_pcs, T.cur_pcs, sizeof S.pc_pcs);
+        S.pc_npcs = T.cur_npcs;
         S.pc_level = level;
     } else if (level <= 0) {
         pcontrol_close_region();
@@ -1849,11 +2031,11 @@ int MPI_Pcontrol(const int level, ...)
 
 int MPI_Finalize(void)
 {
-    if (!S.active || S.depth > 0) return PMPI_Finalize();
+    if (!S.active || T.depth > 0) return PMPI_Finalize();
     ms_enter(MS_FN_Finalize, __builtin_return_address(0));
     ms_gate_close();   /* the slot went back at ms_enter; nothing is taken after Finalize */
     ms_msg_finalize f;
-    totals_into(&f, S.clock_ps - S.call_start_ps);
+    totals_into(&f, T.clock_ps - T.call_start_ps);
     pcontrol_close_region();
     send_callsites(1);
     put_msg(MS_MSG_FINALIZE, &f, sizeof f, NULL, 0);
@@ -1861,7 +2043,7 @@ int MPI_Finalize(void)
     flush_out();
     S.fin_ok = !S.server;
     for (unsigned spins = 0; !S.fin_ok; spins++) {
-        service_server(backoff_ms(spins));
+        service_server(wait_ms(spins));
         ms_progress();
     }
     /* sends the program saw complete early still have to reach their receivers */
@@ -1869,8 +2051,9 @@ int MPI_Finalize(void)
     while (S.detached_n) ms_real_wait_step(&w, S.detached[0]);
     ms_real_wait_end(&w);
     S.active = 0;
-    S.depth--;
+    T.depth--;
     S.finalized = 1;
+    ms_unlock();
     /* the connection stays for the process's exit code (report_exit); the trace is complete */
     if (!S.server) ms_tp_close(&S.tp);
     trace_flush();

@@ -46,7 +46,8 @@ void ms_f_callsite_at(void *ret, uint64_t entry_tsc);
 MS_HIDDEN void ms_enter(ms_fn_id fn, void *callsite);
 MS_HIDDEN void ms_exit(ms_fn_id fn, int rc);
 
-/* The wrapper window (docs/architecture.md "The wrapper window"). A wrapper reads the time-stamp
+/* The wrapper window (docs/architecture.md "The wrapper window"), per thread (only the thread of
+ * MPI_Init sets the lock: others have no stamps). A wrapper reads the time-stamp
  * counter as its first instruction and again as its last before returning, so that a gap between
  * two MPI calls can be measured over the program's code alone rather than over the shim's way
  * out of its exit reading and into its entry reading: after a switch-out that way costs 2-3x
@@ -58,7 +59,7 @@ typedef struct ms_window {
     uint64_t exit_tsc;               /* the last wrapper's exit stamp; 0: none since the exit reading */
     uint32_t exit_lock;              /* the lock at that stamp */
 } ms_window;
-MS_HIDDEN extern ms_window ms_wrapper_window;
+MS_HIDDEN extern __thread ms_window ms_wrapper_window __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t ms_tsc(void)
 {

@@ -248,6 +248,7 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_TR_PCONTROL: *lo = *hi = sizeof(ms_msg_tr_pcontrol); return 1;
     case MS_MSG_RESUME: *lo = sizeof(ms_msg_resume); *hi = *lo + sizeof(ms_msg_result) * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_RESOLVE: *lo = *hi = sizeof(ms_msg_resolve); return 1;
+    case MS_MSG_THREAD: *lo = *hi = sizeof(ms_msg_thread); return 1;
 #ifdef MS_SITE_TEXT
     case MS_MSG_SITE: *lo = *hi = sizeof(ms_msg_site); return 1;
 #endif
@@ -309,6 +310,17 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             break;
         }
         const unsigned char *p = d + off + sizeof h;
+        if (h.type == MS_MSG_THREAD) {
+            /* several threads of the rank called MPI (MPI_THREAD_MULTIPLE): replay follows one
+             * thread per rank, so such a trace is refused rather than played wrong */
+            ms_msg_thread th;
+            memcpy(&th, p, sizeof th);
+            if (th.slot != 0)
+                BAD("the rank's MPI calls come from several threads (thread %d): traces of multi-threaded ranks "
+                    "cannot be replayed yet (docs/architecture.md \"Threads\")", th.slot);
+            off += sizeof h + h.length;
+            continue;
+        }
         ms_trace_event *e = new_event(r, &sd, h.type);
         if (!e) OOM();
         switch (h.type) {

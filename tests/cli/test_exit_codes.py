@@ -300,6 +300,8 @@ CASES = [
     ("run", "6", "mpisim replay of a trace with untimed calls",
      lambda: (run_mpisim(2, [prog("mpiio"), work("io2.dat")], "--trace", work("io2.h5"), "--replace-trace"),
               mpisim("replay", work("io2.h5"), "--quiet", "--report", work("io2.json")))[1], 6),
+    ("run", "7", "threads calling MPI at once under MPI_THREAD_SERIALIZED",
+     lambda: run_mpisim(2, [prog("thread_calls"), "serialized", "concurrent"]), 7),
     ("signals", "SIGTERM or SIGHUP to mpisim", "SIGTERM", signal_case(signal.SIGTERM), 4),
     ("signals", "SIGTERM or SIGHUP to mpisim", "SIGHUP", signal_case(signal.SIGHUP), 4),
     ("signals", "SIGTERM or SIGHUP to mpisim", "mpisim trace, SIGTERM",

@@ -563,7 +563,7 @@ struct Drv {
         ms_driver_destroy(d);
         nm_config_destroy(cfg);
     }
-    static void on_resume(void *user, int rank, int64_t t, const ms_req_result *, size_t)
+    static void on_resume(void *user, int rank, int, int64_t t, const ms_req_result *, size_t)
     {
         static_cast<Drv *>(user)->resumes.push_back({rank, t});
     }
@@ -841,4 +841,88 @@ TEST(Driver, StallWaitsForTheModel)
     EXPECT_EQ(x.advance(), 0) << "the model ran, rank 1 is resumed and runs";
     ASSERT_EQ(x.resumes.size(), 1u);
     EXPECT_EQ(x.resumes[0].first, 1);
+}
+
+// MPI_THREAD_MULTIPLE: a rank's threads are lanes of their own. A thread first seen is parked
+// until it rejoins; one thread blocked in the model and another running keep the rank running
+// (the horizon is the running thread's clock); a resume names the thread whose wait it answers.
+TEST(Driver, ThreadsOfARankBlockAndRunApart)
+{
+    Drv x(2);
+    std::vector<int> threads;
+    struct Cb {
+        static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_result *, size_t)
+        {
+            auto *v = static_cast<std::pair<Drv *, std::vector<int> *> *>(user);
+            v->first->resumes.push_back({rank, t});
+            v->second->push_back(thread);
+        }
+    };
+    std::pair<Drv *, std::vector<int> *> u{&x, &threads};
+    static const ms_driver_ops ops = {Cb::on_resume, nullptr};
+    ms_driver_set_ops(x.d, &ops, &u);
+    for (int r = 0; r < 2; r++) ms_driver_connect(x.d, r);
+    // rank 0's thread 1 joins at 100 ns: parked until its rejoin
+    ms_driver_event j = wait_on(100000, nullptr, 0, MS_EV_FLAG_REJOIN);
+    j.thread = 1;
+    x.apply(0, j);
+    EXPECT_EQ(ms_driver_threads(x.d, 0), 2);
+    EXPECT_EQ(ms_driver_thread_state(x.d, 0, 1), MS_RANK_RUNNING);
+    ASSERT_EQ(threads.size(), 1u);
+    EXPECT_EQ(threads[0], 1);
+    // thread 1 receives from rank 1 and blocks; thread 0 computes on to 5 us
+    ms_driver_event rv = event(MS_EV_IRECV, 200000, 1, 1, 8);
+    rv.thread = 1;
+    x.apply(0, rv);
+    uint64_t q = 1;
+    ms_driver_event w = wait_on(200000, &q, 1);
+    w.thread = 1;
+    x.apply(0, w);
+    EXPECT_EQ(ms_driver_thread_state(x.d, 0, 1), MS_RANK_BLOCKED);
+    EXPECT_EQ(ms_driver_state(x.d, 0), MS_RANK_RUNNING) << "thread 0 runs while thread 1 waits";
+    ms_driver_event c = event(MS_EV_CLOCK, 5000000);
+    x.apply(0, c);
+    c.t = 9000000;
+    x.apply(1, c);
+    EXPECT_EQ(ms_driver_horizon(x.d), 5000000) << "the running thread holds the horizon";
+    // rank 1 sends at 9 us: thread 1 of rank 0 is resumed (not thread 0), after 9 us
+    x.apply(1, event(MS_EV_ISEND, 9000000, 7, 0, 8));
+    ms_driver_event f{};
+    f.kind = MS_EV_FINALIZE;
+    f.t = 9000000;
+    x.apply(1, f);
+    c.t = 50000000;
+    x.apply(0, c);   // thread 0 computes on to 50 us: the horizon
+    x.advance();
+    ASSERT_GE(threads.size(), 2u);
+    bool seen = false;
+    for (size_t i = 1; i < threads.size(); i++)
+        if (x.resumes[i].first == 0) {
+            EXPECT_EQ(threads[i], 1);
+            EXPECT_GT(x.resumes[i].second, 9000000);
+            seen = true;
+        }
+    EXPECT_TRUE(seen) << "rank 0's thread 1 was never resumed";
+}
+
+// A thread parked idle (waiting for another thread of its rank) counts as waiting: with every
+// other thread blocked and nothing pending, the job is stuck; parked untimed, it is not.
+TEST(Driver, IdleThreadsCountAsWaiting)
+{
+    for (int idle = 0; idle < 2; idle++) {
+        Drv x(1);
+        ms_driver_connect(x.d, 0);
+        ms_driver_event j = wait_on(0, nullptr, 0, MS_EV_FLAG_REJOIN);
+        j.thread = 1;
+        x.apply(0, j);
+        x.apply(0, event(MS_EV_IRECV, 10, 1, 0, 8));   // thread 0 waits for a message never sent
+        uint64_t q = 1;
+        x.apply(0, wait_on(10, &q, 1));
+        ms_driver_event p{};
+        p.kind = idle ? MS_EV_IDLE : MS_EV_UNTIMED;
+        p.thread = 1;
+        p.t = 20;
+        x.apply(0, p);
+        EXPECT_EQ(x.advance(), idle ? 1 : 0) << (idle ? "idle" : "untimed");
+    }
 }

@@ -166,7 +166,7 @@ struct Sim {
         nm_topology_destroy(topo);
         nm_config_destroy(cfg);
     }
-    static void on_resume(void *u, int rank, ms_time_t t, const ms_req_result *r, size_t n)
+    static void on_resume(void *u, int rank, int, ms_time_t t, const ms_req_result *r, size_t n)
     {
         Sim *s = static_cast<Sim *>(u);
         Resume R{t, std::vector<ms_req_result>(r, r + n)};

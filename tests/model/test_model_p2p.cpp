@@ -518,7 +518,7 @@ TEST(ModelP2P, RanksSharingAHost)
     ms_model *m = ms_model_create(cfg, net, 3, map, err, sizeof err);
     ASSERT_NE(m, nullptr) << err;
     std::vector<std::pair<int, int64_t>> res;
-    ms_model_set_resume(m, [](void *u, int rank, ms_time_t t, const ms_req_result *, size_t) {
+    ms_model_set_resume(m, [](void *u, int rank, int, ms_time_t t, const ms_req_result *, size_t) {
         static_cast<std::vector<std::pair<int, int64_t>> *>(u)->push_back({rank, t});
     }, &res);
     ASSERT_EQ(ms_model_irecv(m, 1, 0, 1, MS_COMM_WORLD, 0, 0, 8, err, sizeof err), 0);
@@ -675,4 +675,58 @@ TEST(ModelP2P, ManyRequestsWithCollidingIds)
         EXPECT_NE(std::string(err).find("already active"), std::string::npos) << err;
     }
     EXPECT_EQ(ms_model_active_requests(d.m), 3u);
+}
+
+// MPI_THREAD_MULTIPLE (ms_model_set_thread): a rank's thread posts while another is blocked,
+// each thread pays its send overhead on its own CPU (two sends at once from two threads both
+// complete after one overhead; from one thread, one after the other), and the resume names the
+// thread whose wait it answers.
+TEST(ModelP2P, ThreadsBlockAndPostApart)
+{
+    for (int two = 0; two < 2; two++) {
+        nm_config *cfg = nm_config_create();
+        char err[256];
+        ASSERT_EQ(ms_model_register_keys(cfg, err, sizeof err), 0);
+        nm_topology *topo = nm_topology_load("crossbar:2", cfg, err, sizeof err);
+        ASSERT_NE(topo, nullptr) << err;
+        nm_network *net = nm_network_create(cfg, topo, err, sizeof err);
+        ASSERT_NE(net, nullptr) << err;
+        ms_model *m = ms_model_create(cfg, net, 2, nullptr, err, sizeof err);
+        ASSERT_NE(m, nullptr) << err;
+        struct R {
+            int rank, thread;
+            int64_t t;
+        };
+        std::vector<R> res;
+        ms_model_set_resume(m, [](void *u, int rank, int thread, ms_time_t t, const ms_req_result *, size_t) {
+            static_cast<std::vector<R> *>(u)->push_back({rank, thread, t});
+        }, &res);
+        // rank 0 thread 1 waits for a message from rank 1
+        ASSERT_EQ(ms_model_set_thread(m, 0, 1), 0);
+        ASSERT_EQ(ms_model_irecv(m, 0, 0, 10, MS_COMM_WORLD, 1, 5, 8, err, sizeof err), 0);
+        uint64_t ten = 10;
+        ASSERT_EQ(ms_model_wait(m, 0, 0, MS_WAIT_ALL, 1, &ten, err, sizeof err), 0);
+        // rank 0 sends two messages at t=0: from threads 0 and 2, or both from thread 0
+        ASSERT_EQ(ms_model_set_thread(m, 0, 0), 0);
+        ASSERT_EQ(ms_model_isend(m, 0, 0, 1, MS_COMM_WORLD, 1, 0, 8, MS_SEND_STANDARD, err, sizeof err), 0)
+            << "thread 0 posts while thread 1 is blocked: " << err;
+        ASSERT_EQ(ms_model_set_thread(m, 0, two ? 2 : 0), 0);
+        ASSERT_EQ(ms_model_isend(m, 0, 0, 2, MS_COMM_WORLD, 1, 0, 8, MS_SEND_STANDARD, err, sizeof err), 0) << err;
+        uint64_t two_id = 2;
+        ASSERT_EQ(ms_model_wait(m, 0, 0, MS_WAIT_ALL, 1, &two_id, err, sizeof err), 0);
+        // rank 1 sends rank 0's thread 1 its message at 5 us
+        ASSERT_EQ(ms_model_isend(m, 1, 5000000, 3, MS_COMM_WORLD, 0, 5, 8, MS_SEND_STANDARD, err, sizeof err), 0);
+        ASSERT_EQ(ms_model_finalize(m, 1, 5000000), 0);
+        while (ms_model_next_time(m) != NM_TIME_NEVER) ASSERT_EQ(ms_model_run_until(m, NM_TIME_NEVER), 0);
+        ASSERT_EQ(res.size(), 2u);
+        EXPECT_EQ(res[0].thread, two ? 2 : 0);
+        EXPECT_EQ(res[0].t, two ? OS : 2 * OS) << "the second send's overhead, on " << (two ? "its own" : "the same") << " CPU";
+        EXPECT_EQ(res[1].thread, 1);
+        EXPECT_EQ(res[1].t, 5000000 + OS + lat(8) + OR);
+        EXPECT_EQ(ms_model_cpu_free(m, 0), -1) << "several threads: no local sends";
+        ms_model_destroy(m);
+        nm_network_destroy(net);
+        nm_topology_destroy(topo);
+        nm_config_destroy(cfg);
+    }
 }

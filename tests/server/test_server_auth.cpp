@@ -295,6 +295,14 @@ TEST(ServerBounds, DeclaredLengthsAndFiguresAreBounded)
         fin.charging.raw_ns = INT64_MAX;
         fin.charging.compensated_ns = INT64_MIN;
         fin.charging.woken_raw_ns = INT64_MIN;
+        fin.charging.floor_gaps = UINT64_MAX;   // the threads' and floor's figures too
+        fin.charging.floor_added_ns = INT64_MAX;
+        fin.charging.floor_dropped_ns = INT64_MIN;
+        fin.thread_level = 1 << 30;   // no such level: reported as MPI_Init's
+        fin.threads = INT32_MIN;
+        fin.thread_violations = UINT64_MAX;
+        fin.omp_regions = INT64_MIN;
+        fin.critical_path_ps = INT64_MIN;
         ms_msg_header hf{MS_MSG_FINALIZE, sizeof fin};
         if (write(f1, &hf, sizeof hf) != (ssize_t)sizeof hf || write(f1, &fin, sizeof fin) != (ssize_t)sizeof fin)
             _exit(24);
@@ -317,6 +325,7 @@ TEST(ServerBounds, DeclaredLengthsAndFiguresAreBounded)
     std::string report = report_of(s);
     EXPECT_NE(report.find("with 2147483648 bytes, which no message of the protocol has"), std::string::npos) << report;
     EXPECT_NE(report.find("beyond the model's bounds"), std::string::npos) << report;
+    EXPECT_NE(report.find("\"level\": \"mpi_init\""), std::string::npos) << report;
     ms_server_destroy(s);
     nm_config_destroy(cfg);
 }
