@@ -539,21 +539,20 @@ static int auto_root(const nm_topology *t, const int *dist_all)
 
 /* ---- updown: legal routes balanced on weighted links (GM simple_routes) --------------------- */
 
-/* Dijkstra over (switch, phase) states with an indexed heap ordered by (distance, state). Every
- * state is in the heap at most once (decrease-key), so states are finalized in increasing
- * (distance, state) order: the order a heap of (key, state) entries with stale entries skipped
- * would pop them, hence the same paths. Arrays are reset lazily by a generation stamp: a unit
- * costs what its search visits, not the size of the network. */
+/* A search over (switch, phase) states with an indexed heap ordered by (key, state), key = the
+ * distance so far plus a lower bound of what is left (A*; the bound 0 makes it Dijkstra). Every
+ * state is in the heap at most once (decrease-key). Arrays are reset lazily by a generation
+ * stamp: a unit costs what its search visits, not the size of the network. */
 typedef struct udheap {
-    int64_t *dist;
-    int *prev, *pstate, *heap, *pos;
+    int64_t *dist, *key;
+    int *heap, *pos;
     uint32_t *seen, *fin, gen;
     int n;
 } udheap;
 
 static inline int ud_less(const udheap *H, int a, int b)
 {
-    return H->dist[a] < H->dist[b] || (H->dist[a] == H->dist[b] && a < b);
+    return H->key[a] < H->key[b] || (H->key[a] == H->key[b] && a < b);
 }
 static void ud_up(udheap *H, int i)
 {
@@ -587,7 +586,47 @@ static int ud_pop(udheap *H)
     return top;
 }
 
-/* Every (source host, destination switch) unit's balanced legal path, into R->ud_off/ud_path. */
+#define UD_HOPS_INF 0xFFFFu
+
+/* Legal hop counts from every (switch, phase) state to switch b (phase 0: may still go up, 1: has
+ * gone down), by a breadth-first search backwards from b's two states; UD_HOPS_INF where b
+ * cannot be reached legally. rin_off/rin list, per switch, the edges (g->ch indices) entering it;
+ * esrc gives an edge's source switch. */
+static void ud_hops_to(const sgraph *g, const int *up, const int *rin_off, const int *rin, const int *esrc, int b,
+                       uint16_t *hops, int *queue)
+{
+    int nst = 2 * g->ns;
+    for (int i = 0; i < nst; i++) hops[i] = UD_HOPS_INF;
+    int head = 0, tail = 0;
+    hops[2 * b] = hops[2 * b + 1] = 0;
+    queue[tail++] = 2 * b;
+    queue[tail++] = 2 * b + 1;
+    while (head < tail) {
+        int v = queue[head++], y = v / 2, phv = v % 2;
+        unsigned hv = hops[v] + 1u;
+        for (int i = rin_off[y]; i < rin_off[y + 1]; i++) {
+            int k = rin[i], x = esrc[k];
+            /* the forward step (x, ph) -k-> v is legal: up edges from phase 0 into phase 0, down
+             * edges from either phase into phase 1 */
+            if ((up[k] == 1) != (phv == 0)) continue;
+            for (int ph = 0; ph < (up[k] == 1 ? 1 : 2); ph++) {
+                int u = 2 * x + ph;
+                if (hops[u] == UD_HOPS_INF) { hops[u] = (uint16_t)(hv < UD_HOPS_INF ? hv : UD_HOPS_INF - 1); queue[tail++] = u; }
+            }
+        }
+    }
+}
+
+/* Every (source host, destination switch) unit's balanced legal path, into R->ud_off/ud_path.
+ *
+ * The path of a unit is GM simple_routes' choice as the project defined it with Dijkstra's
+ * algorithm: among the legal paths of least weight, the one whose every state was reached from
+ * the predecessor finalized first in (distance, state) order, by that predecessor's first edge of
+ * that weight. This depends on the exact distances of the states on least-weight paths only, so
+ * it is found here with A* (a channel costs at least `base`, so base x the legal hop count to the
+ * destination is a consistent lower bound): the search goes on until every state whose key is at
+ * most the destination's distance is finalized, and the path is then rebuilt backwards by that
+ * rule. Same paths as the plain search, several times fewer states visited. */
 static int ud_compute(const nm_topology *t, nm_routing *R)
 {
     const sgraph *g = &R->g;
@@ -595,7 +634,7 @@ static int ud_compute(const nm_topology *t, nm_routing *R)
     size_t nch = 2 * (size_t)t->nlinks;
     int64_t *load = calloc(nch ? nch : 1, sizeof *load);
     /* states: switch*2 + phase (0: may still go up, 1: has gone down) */
-    udheap H = {malloc((size_t)nst * sizeof(int64_t)), malloc((size_t)nst * sizeof(int)), malloc((size_t)nst * sizeof(int)),
+    udheap H = {malloc((size_t)nst * sizeof(int64_t)), malloc((size_t)nst * sizeof(int64_t)),
                 malloc((size_t)nst * sizeof(int)), malloc((size_t)nst * sizeof(int)), calloc((size_t)nst, sizeof(uint32_t)),
                 calloc((size_t)nst, sizeof(uint32_t)), 0, 0};
     int nedges = g->off[ns];
@@ -603,15 +642,37 @@ static int ud_compute(const nm_topology *t, nm_routing *R)
     int64_t *units = malloc(nunit_max * sizeof *units);
     int *path = malloc((size_t)(2 * ns + 4) * sizeof *path);
     int *up = malloc((size_t)(nedges ? nedges : 1) * sizeof *up);
+    int *esrc = malloc((size_t)(nedges ? nedges : 1) * sizeof *esrc);
+    int *rin_off = calloc((size_t)ns + 2, sizeof *rin_off);
+    int *rin = malloc((size_t)(nedges ? nedges : 1) * sizeof *rin);
     int *hsw = malloc((size_t)(nh ? nh : 1) * sizeof *hsw);
+    int *didx = malloc((size_t)(ns ? ns : 1) * sizeof *didx);
+    uint16_t *hops = NULL;
     R->ud_off = malloc(nunit_max * sizeof *R->ud_off);
     int rc = -1;
-    if (!load || !H.dist || !H.prev || !H.pstate || !H.heap || !H.pos || !H.seen || !H.fin || !units || !path || !up ||
-        !hsw || !R->ud_off)
+    if (!load || !H.dist || !H.key || !H.heap || !H.pos || !H.seen || !H.fin || !units || !path || !up || !esrc ||
+        !rin_off || !rin || !hsw || !didx || !R->ud_off)
         goto out;
     for (size_t i = 0; i < nunit_max; i++) R->ud_off[i] = -1;
-    for (int e = 0; e < nedges; e++) up[e] = nm_channel_is_up(t, g->ch[e]);
+    for (int x = 0; x < ns; x++)
+        for (int k = g->off[x]; k < g->off[x + 1]; k++) {
+            up[k] = nm_channel_is_up(t, g->ch[k]);
+            esrc[k] = x;
+            rin_off[g->nb[k] + 2]++;
+        }
+    for (int y = 0; y < ns; y++) rin_off[y + 2] += rin_off[y + 1];
+    for (int k = 0; k < nedges; k++) rin[rin_off[g->nb[k] + 1]++] = k;   /* rin_off[y] .. rin_off[y + 1] */
     for (int s = 0; s < nh; s++) hsw[s] = nm_topology_switch_of_host(t, s);
+    /* the lower bound's hop counts, per destination switch with hosts (none when too large: the
+     * search is then Dijkstra's, same paths) */
+    int ndest = 0;
+    for (int b = 0; b < ns; b++) didx[b] = g->hosts_off[b + 1] > g->hosts_off[b] ? ndest++ : -1;
+    if (nst < (int)UD_HOPS_INF && (double)ndest * nst * sizeof *hops <= 256e6) {
+        hops = malloc((size_t)ndest * (size_t)nst * sizeof *hops);
+        if (hops)
+            for (int b = 0; b < ns; b++)
+                if (didx[b] >= 0) ud_hops_to(g, up, rin_off, rin, esrc, b, &hops[(size_t)didx[b] * (size_t)nst], H.heap);
+    }
     /* base cost: mean final load of a switch channel */
     double pairs_len = 0;
     size_t nunits = 0;
@@ -638,6 +699,8 @@ static int ud_compute(const nm_topology *t, nm_routing *R)
         int s = (int)(units[ui] / ns), b = (int)(units[ui] % ns);
         int a = hsw[s];
         int nb = g->hosts_off[b + 1] - g->hosts_off[b];
+        const uint16_t *hb = hops ? &hops[(size_t)didx[b] * (size_t)nst] : NULL;
+        if (hb && hb[2 * a] == UD_HOPS_INF) continue;   /* no legal route */
         if (++H.gen == 0) {   /* stamps wrapped: clear them */
             memset(H.seen, 0, (size_t)nst * sizeof *H.seen);
             memset(H.fin, 0, (size_t)nst * sizeof *H.fin);
@@ -646,39 +709,66 @@ static int ud_compute(const nm_topology *t, nm_routing *R)
         const uint32_t gen = H.gen;
         H.n = 0;
         H.dist[2 * a] = 0;
+        H.key[2 * a] = hb ? base * hb[2 * a] : 0;
         H.seen[2 * a] = gen;
         H.heap[H.n++] = 2 * a;
         H.pos[2 * a] = 0;
-        int goal = -1;
+        int64_t cstar = -1;   /* the least distance to b found */
         while (H.n > 0) {
+            if (cstar >= 0 && H.key[H.heap[0]] > cstar) break;
             int x = ud_pop(&H);
             H.fin[x] = gen;
             int u = x / 2, ph = x % 2;
-            if (u == b) { goal = x; break; }
+            if (u == b) {   /* not expanded: a path through b is never the least */
+                if (cstar < 0 || H.dist[x] < cstar) cstar = H.dist[x];
+                continue;
+            }
             int64_t dx = H.dist[x];
             for (int k = g->off[u]; k < g->off[u + 1]; k++) {
                 if (up[k] == 1 && ph == 1) continue;        /* no up after down */
                 int vs = 2 * g->nb[k] + (up[k] == 1 ? 0 : 1);
                 if (H.fin[vs] == gen) continue;
+                int64_t hv = 0;
+                if (hb) {
+                    if (hb[vs] == UD_HOPS_INF) continue;      /* b is not legally reachable from there */
+                    hv = base * hb[vs];
+                }
                 int64_t nd = dx + base + load[g->ch[k]];
                 if (H.seen[vs] != gen) {
                     H.seen[vs] = gen;
                     H.dist[vs] = nd;
-                    H.prev[vs] = k;
-                    H.pstate[vs] = x;
+                    H.key[vs] = nd + hv;
                     H.heap[H.n] = vs;
                     ud_up(&H, H.n++);
                 } else if (nd < H.dist[vs]) {
                     H.dist[vs] = nd;
-                    H.prev[vs] = k;
-                    H.pstate[vs] = x;
+                    H.key[vs] = nd + hv;
                     ud_up(&H, H.pos[vs]);
                 }
             }
         }
-        if (goal < 0) continue;   /* no legal route: the pair is routed as shortest (and fails the check) */
+        if (cstar < 0) continue;   /* no legal route: the pair is routed as shortest (and fails the check) */
+        /* the goal: b's state first in (distance, state) order */
+        int goal = H.fin[2 * b] == gen && H.dist[2 * b] == cstar ? 2 * b : 2 * b + 1;
         int np = 0;
-        for (int st = goal; st != 2 * a; st = H.pstate[st]) path[np++] = H.prev[st];
+        for (int v = goal; v != 2 * a;) {
+            int y = v / 2, phv = v % 2, bu = -1, bk = -1;
+            for (int i = rin_off[y]; i < rin_off[y + 1]; i++) {
+                int k = rin[i], x = esrc[k];
+                if ((up[k] == 1) != (phv == 0) || x == b) continue;
+                int64_t w = base + load[g->ch[k]];
+                for (int ph = 0; ph < (up[k] == 1 ? 1 : 2); ph++) {
+                    int st = 2 * x + ph;
+                    if (H.fin[st] != gen || H.dist[st] + w != H.dist[v]) continue;
+                    if (bu < 0 || H.dist[st] < H.dist[bu] || (H.dist[st] == H.dist[bu] && (st < bu || (st == bu && k < bk)))) {
+                        bu = st;
+                        bk = k;
+                    }
+                }
+            }
+            path[np++] = bk;
+            v = bu;
+        }
         /* path is reversed: g->ch indices from b back to a */
         for (int i = 0; i < np; i++) load[g->ch[path[i]]] += nb;
         if (R->ud_n + (size_t)np + 1 > R->ud_cap) {
@@ -695,12 +785,11 @@ static int ud_compute(const nm_topology *t, nm_routing *R)
     }
     rc = 0;
 out:
-    free(load); free(H.dist); free(H.prev); free(H.pstate); free(H.heap); free(H.pos); free(H.seen); free(H.fin);
-    free(units); free(path); free(up); free(hsw);
+    free(load); free(H.dist); free(H.key); free(H.heap); free(H.pos); free(H.seen); free(H.fin);
+    free(units); free(path); free(up); free(esrc); free(rin_off); free(rin); free(hsw); free(didx); free(hops);
     R->ud_state = rc == 0 ? 1 : -1;
     return rc;
 }
-
 /* The updown route s -> d: the unit (s, switch of d) between the two host channels. */
 static int route_updown(const nm_topology *t, nm_routing *R, int s, int d, int *chans)
 {
