@@ -190,6 +190,8 @@ static int replay_main(int argc, char **argv)
         return 2;
     }
     print_warnings("replay", warn);
+    static nm_progress_printer progress;   /* long route set-ups say how they go */
+    nm_progress_attach(cfg, &progress, "mpisim replay");
     ms_replay_result res;
     if (timeline && !(o.ro.timeline = fopen(timeline, "w"))) {
         fprintf(stderr, "mpisim replay: cannot write %s: %s\n", timeline, strerror(errno));
@@ -345,6 +347,8 @@ static nm_config *point_config(const sweep *s, long p, ms_replay_opts *ro, char 
     }
     nm_config *cfg = oom ? NULL : ms_replay_config(s->t, s->o.profile, sets, n, NULL, 0, err, errlen);
     if (oom) snprintf(err, errlen, "out of memory");
+    static nm_progress_printer progress;   /* long route set-ups say how they go */
+    if (cfg) nm_progress_attach(cfg, &progress, "mpisim sweep");
     for (int k = 0; k < s->nv; k++) free(owned[k]);
     free(owned);
     free(sets);

@@ -149,6 +149,19 @@ typedef struct nm_topology nm_topology;
  * up to that many hosts, triangle18 up to 18, system96 up to 96) or a path to a topology file
  * (format in netmodel/README.md). `cfg` gives link defaults and routing; NULL: defaults. */
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen);
+/* How a long set-up goes (routes and their deadlock check grow with switches x destination
+ * switches: tens of seconds at 65,536 hosts): `what` is being done, `done` of `total` steps. Called
+ * at each hundredth of a stage and at its end, from the loading thread; it must not use the
+ * topology. The library itself never prints: the caller decides what to show. */
+typedef void (*nm_progress_fn)(void *user, const char *what, double done, double total);
+/* nm_topology_load telling `progress` (may be NULL: the configuration's, below) how it goes. */
+nm_topology *nm_topology_load_progress(const char *spec, const nm_config *cfg, nm_progress_fn progress, void *user,
+                                       char *err, size_t errlen);
+/* An observer carried by a configuration, so that a front end hears of the set-ups done deep
+ * below it (the MPI model's network, a replay's) without every layer passing it on: every
+ * nm_topology_load with `cfg` tells it. Not a key: never written into results. */
+void nm_config_set_progress(nm_config *cfg, nm_progress_fn progress, void *user);
+nm_progress_fn nm_config_progress(const nm_config *cfg, void **user);
 void nm_topology_destroy(nm_topology *topo);
 int nm_topology_hosts(const nm_topology *topo);
 int nm_topology_switches(const nm_topology *topo);

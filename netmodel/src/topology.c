@@ -131,7 +131,7 @@ int nm_topo_add_link(nm_topology *t, int a_kind, int a_id, int a_port, int b_kin
         nm_set_err(err, errlen, "link rate, length or velocity out of range");
         return -1;
     }
-    if (t->nlinks >= 4 * NM_MAX_NODES || grow((void **)&t->links, t->nlinks, sizeof *t->links)) {
+    if (t->nlinks >= 8 * NM_MAX_NODES || grow((void **)&t->links, t->nlinks, sizeof *t->links)) {
         nm_set_err(err, errlen, "out of memory");
         return -1;
     }
@@ -486,7 +486,8 @@ static int auto_routing(nm_topology *t, const nm_config *cfg, const char *what, 
     return run_checker(t, what, err, errlen);
 }
 
-static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err, size_t errlen)
+static nm_topology *parse_file(const char *path, const nm_config *cfg, nm_progress_fn progress, void *user, char *err,
+                               size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -508,6 +509,7 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
     parse_ctx *c = &ctx;
     int ok = ctx.t != NULL;
     if (!ok) nm_set_err(err, errlen, "out of memory");
+    else { ctx.t->progress = progress; ctx.t->progress_user = user; }
     int line = 0;
     char *p = buf, *end = buf + len;
     int fmt001 = ok ? nm_topo_is_001(buf) : 0;
@@ -578,12 +580,20 @@ static nm_topology *parse_file(const char *path, const nm_config *cfg, char *err
         nm_topology_destroy(ctx.t);
         return NULL;
     }
+    ctx.t->progress = NULL;
+    ctx.t->progress_user = NULL;
     return ctx.t;
 }
 
 /* ---- public ----------------------------------------------------------------------------- */
 
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen)
+{
+    return nm_topology_load_progress(spec, cfg, NULL, NULL, err, errlen);
+}
+
+nm_topology *nm_topology_load_progress(const char *spec, const nm_config *cfg, nm_progress_fn progress, void *user,
+                                       char *err, size_t errlen)
 {
     if (!spec || !*spec) {
         nm_set_err(err, errlen, "topology: no generator or file named");
@@ -602,10 +612,13 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
         nm_set_err(err, errlen, "out of memory");
         return NULL;
     }
+    if (!progress) progress = nm_config_progress(cfg, &user);
+    t->progress = progress;
+    t->progress_user = user;
     int g = nm_topo_generate(t, spec, cfg, err, errlen);
     if (g == 1) {
         nm_topology_destroy(t);
-        t = parse_file(spec, cfg, err, errlen);
+        t = parse_file(spec, cfg, progress, user, err, errlen);
     } else if (g == 0) {
         char m[400];
         if (nm_topo_alloc_routes(t) != 0) {
@@ -624,6 +637,9 @@ nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err,
         if (g != 0) {
             nm_topology_destroy(t);
             t = NULL;
+        } else {
+            t->progress = NULL;
+            t->progress_user = NULL;
         }
     } else {
         nm_topology_destroy(t);
