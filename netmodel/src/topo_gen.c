@@ -272,9 +272,9 @@ static int gen_irregular(gen *g, int S, long seed)
     uint64_t st = (uint64_t)seed * 0x9E3779B97F4A7C15ULL + 0x1e6;
     int *deg = calloc((size_t)S, sizeof *deg), *order = malloc((size_t)S * sizeof *order);
     char *adj = calloc((size_t)S * (size_t)S, 1);
-    int *cand = malloc((size_t)S * (size_t)S * sizeof *cand);
+    int *cand = malloc((size_t)S * sizeof *cand), *nbr = malloc((size_t)S * 4 * sizeof *nbr);
     int rc = -1;
-    if (!deg || !order || !adj || !cand) { nm_set_err(g->err, g->errlen, "out of memory"); goto out; }
+    if (!deg || !order || !adj || !cand || !nbr) { nm_set_err(g->err, g->errlen, "out of memory"); goto out; }
     for (int i = 0; i < S; i++)
         if (sw(g, 8) < 0) goto out;
 #define RND(n) ((int)(rng_next(&st) % (uint64_t)(n)))
@@ -291,21 +291,44 @@ static int gen_irregular(gen *g, int S, long seed)
         if (nc == 0) { nm_set_err(g->err, g->errlen, "irregular: no free port for a spanning tree"); goto out; }
         int a = order[i], b = cand[RND(nc)];
         if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
-        deg[a]++;
-        deg[b]++;
-        adj[a * S + b] = adj[b * S + a] = 1;
+        nbr[4 * a + deg[a]++] = b;
+        nbr[4 * b + deg[b]++] = a;
+        adj[(size_t)a * (size_t)S + (size_t)b] = adj[(size_t)b * (size_t)S + (size_t)a] = 1;
     }
+    /* the candidates are the pairs a < b of switches with a free port, not yet neighbours, in
+     * (a, b) order; the drawn one is found by counting, not by listing them all (a list per link
+     * made 4096 switches take half a minute): the switches with a free port in `fr`, ascending;
+     * a switch's neighbours in nbr (at most 4) */
+    int nfr = 0;
+    for (int a = 0; a < S; a++)
+        if (deg[a] < 4) cand[nfr++] = a;
+    int *fr = cand;
     for (;;) {
-        int nc = 0;
-        for (int a = 0; a < S; a++)
-            for (int b = a + 1; b < S; b++)
-                if (deg[a] < 4 && deg[b] < 4 && !adj[a * S + b]) cand[nc++] = a * S + b;
+        long nc = 0;
+        for (int i = 0; i < nfr; i++) {   /* the free switches after fr[i] that are not its neighbours */
+            int a = fr[i], c = nfr - 1 - i;
+            for (int j = 0; j < deg[a]; j++) {
+                int n = nbr[4 * a + j];
+                c -= n > a && deg[n] < 4;
+            }
+            order[i] = c;
+            nc += c;
+        }
         if (nc == 0) break;
-        int c = cand[RND(nc)], a = c / S, b = c % S;
+        long k = (long)(rng_next(&st) % (uint64_t)nc);
+        int ia = 0;
+        while (k >= order[ia]) k -= order[ia++];
+        int a = fr[ia], b = -1;
+        for (int j = ia + 1; j < nfr && b < 0; j++)
+            if (!adj[(size_t)a * (size_t)S + (size_t)fr[j]] && k-- == 0) b = fr[j];
         if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
-        deg[a]++;
-        deg[b]++;
-        adj[a * S + b] = adj[b * S + a] = 1;
+        nbr[4 * a + deg[a]++] = b;
+        nbr[4 * b + deg[b]++] = a;
+        adj[(size_t)a * (size_t)S + (size_t)b] = adj[(size_t)b * (size_t)S + (size_t)a] = 1;
+        int w = 0;
+        for (int i = 0; i < nfr; i++)
+            if (deg[fr[i]] < 4) fr[w++] = fr[i];
+        nfr = w;
     }
 #undef RND
     for (int i = 0; i < S; i++)
@@ -313,7 +336,7 @@ static int gen_irregular(gen *g, int S, long seed)
             if (add_slot(g, i, p) < 0) goto out;
     rc = attach(g, 4 * S);
 out:
-    free(deg); free(order); free(adj); free(cand);
+    free(deg); free(order); free(adj); free(cand); free(nbr);
     return rc;
 }
 
