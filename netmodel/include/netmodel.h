@@ -177,11 +177,14 @@ typedef struct nm_routing_info {
     int updown_root;           /* root switch, -1 for shortest */
     int deadlock_free;         /* the checker's verdict */
     const char *check_message;
-    /* over host pairs on different switches: */
+    /* over host pairs on different switches (all of them up to 2^24 host pairs, else 2^20 pairs
+     * drawn by a fixed sequence: the same figures every time): */
     double minimal_share;      /* share of routes with the minimal number of inter-switch links */
     double mean_links;         /* mean inter-switch links per route (in-transit detours excluded) */
     double mean_min_links;     /* mean minimal inter-switch distance */
     double itb_per_route;      /* mean in-transit hosts per route */
+    double pairs;              /* the pairs these are over */
+    int sampled;               /* 1: a sample of the pairs */
 } nm_routing_info;
 int nm_topology_routing_info(const nm_topology *topo, nm_routing_info *out);
 /* Minimal number of inter-switch links between the switches of two hosts (0 on one switch), -1

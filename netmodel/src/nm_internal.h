@@ -70,7 +70,8 @@ struct nm_topology {
     int routing;                   /* NM_ROUTING_* used by nm_routes_compute */
     int updown_root;               /* root switch of the up/down orientation, -1 if none */
     int *sw_level;                 /* BFS level of each switch from the root (NULL: no orientation) */
-    int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run */
+    int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run, -2 put off
+                                    * (topology.c: nm_topology_routing_info runs it) */
     char route_check_msg[320];     /* its report */
     int *sw_dist;                  /* nswitches^2 minimal inter-switch distances [a*ns+b] (NULL if huge) */
     int *ud_dist;                  /* nswitches^2 shortest legal up/down distances (NULL: no orientation) */

@@ -221,6 +221,7 @@ struct nm_routing {
      * `drow_esz`-byte entries per switch (all ones: unreachable), kept once computed */
     void **drow;
     int drow_esz;
+    size_t drow_bytes, drow_budget;
     /* updown: per (source host, destination switch) unit, its switch-to-switch channels as
      * [count, channels...] at ud_off[s * ns + b] in ud_path; -1: no unit. At scale (ud_dest):
      * per destination switch b, for every (switch, phase) state the edge it takes toward b, as
@@ -361,6 +362,7 @@ static void routing_clear(nm_topology *t)
         R->drow = NULL;
     }
     R->drow_esz = 0;
+    R->drow_bytes = 0;
     free(R->ud_off);
     free(R->ud_path);
     free(R->ud_next);
@@ -468,6 +470,19 @@ static int row_keep(nm_routing *R, int ns, int b, const int *dist)
     if (!R->drow && !(R->drow = calloc((size_t)(ns ? ns : 1), sizeof *R->drow))) return -1;
     if (R->drow[b]) return 0;
     int esz = R->drow_esz ? R->drow_esz : 4;
+    /* rows beyond a budget (1 GB, or an eighth of this machine's memory) are forgotten all at once
+     * and computed again when asked for: 65536 switches of one host each would need 8.6 GB */
+    size_t bytes = (size_t)(ns ? ns : 1) * (size_t)esz;
+    if (!R->drow_budget) {
+        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        double m = pages > 0 && psize > 0 ? (double)pages * (double)psize / 8 : 1e9;
+        R->drow_budget = (size_t)(m < 1e9 ? m : 1e9);
+    }
+    if (R->drow_bytes + bytes > R->drow_budget) {
+        for (int x = 0; x < ns; x++) { free(R->drow[x]); R->drow[x] = NULL; }
+        R->drow_bytes = 0;
+    }
+    R->drow_bytes += bytes;
     void *row = malloc((size_t)(ns ? ns : 1) * (size_t)esz);
     if (!row) return -1;
     for (int x = 0; x < ns; x++) {
@@ -1489,35 +1504,61 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
 {
     if (!t || !o) return -1;
     memset(o, 0, sizeof *o);
+    if (t->route_check_ok == -2 && t->rt) {   /* deferred at load (topology.c): run it now */
+        char m[320];
+        (void)nm_routes_check((nm_topology *)t, m, sizeof m);
+    }
     o->routing = nm_routing_name(t->routing);
     o->updown_root = t->updown_root;
     o->deadlock_free = t->route_check_ok == 1;
     o->check_message = t->route_check_msg;
     if (!t->rt) return 0;
+    nm_routing *R = t->rt;
     double n = 0, minimal = 0, links = 0, mlinks = 0, itb = 0;
-    for (int s = 0; s < t->nhosts; s++)
-        for (int d = 0; d < t->nhosts; d++) {
-            if (s == d) continue;
-            int m = nm_topology_min_links(t, s, d);
-            rview r;
-            if (m <= 0 || route_view(t, s, d, &r) < 0) continue;
-            int l = 0;
-            for (int i = 0; i < r.nchannels; i++) {
-                const nm_link *L = &t->links[r.channel[i] / 2];
-                if (L->a_kind == NM_NODE_SWITCH && L->b_kind == NM_NODE_SWITCH) l++;
-            }
-            n++;
-            links += l;
-            mlinks += m;
-            minimal += l == m;
-            itb += r.nitb;
+    /* every pair up to 2^24 of them; beyond, 2^20 pairs drawn by a fixed sequence (a 65536-host
+     * network has 4.3e9 pairs) */
+    double npairs = (double)t->nhosts * (t->nhosts - 1);
+    int sample = npairs > 16777216.0;
+    uint64_t rs = 0x5eedULL;
+    long long steps = sample ? 1048576LL : (long long)t->nhosts * t->nhosts;
+    for (long long i = 0; i < steps; i++) {
+        int s, d;
+        if (sample) {
+            s = (int)(splitmix(&rs) % (uint64_t)t->nhosts);
+            d = (int)(splitmix(&rs) % (uint64_t)t->nhosts);
+        } else {
+            s = (int)(i / t->nhosts);
+            d = (int)(i % t->nhosts);
         }
+        if (s == d) continue;
+        int m = -1;
+        if (t->sw_dist) m = nm_topology_min_links(t, s, d);
+        else {
+            int a = nm_topology_switch_of_host(t, s), b = nm_topology_switch_of_host(t, d);
+            dview D;
+            if (a >= 0 && b >= 0 && dist_to(t, R, b, &D) == 0) m = dv_at(D, a);
+        }
+        rview r;
+        if (m <= 0 || route_view(t, s, d, &r) < 0) continue;
+        int l = 0;
+        for (int k = 0; k < r.nchannels; k++) {
+            const nm_link *L = &t->links[r.channel[k] / 2];
+            if (L->a_kind == NM_NODE_SWITCH && L->b_kind == NM_NODE_SWITCH) l++;
+        }
+        n++;
+        links += l;
+        mlinks += m;
+        minimal += l == m;
+        itb += r.nitb;
+    }
     if (n > 0) {
         o->minimal_share = minimal / n;
         o->mean_links = links / n;
         o->mean_min_links = mlinks / n;
         o->itb_per_route = itb / n;
     }
+    o->pairs = n;
+    o->sampled = sample;
     return 0;
 }
 
