@@ -1,4 +1,4 @@
-/* mpisim: the command. Subcommands: run, net, study, config, version. */
+/* mpisim: the command. Subcommands: run, net, study, calibrate, config, version. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +19,7 @@
 
 #include "ms_driver.h"
 #include "ms_server.h"
+#include "ms_proc.h"
 #include "exit_codes.h"
 #include "netmodel.h"
 #include "nm_cmdline.h"
@@ -26,6 +27,7 @@
 #ifdef MPISIM_HAVE_NET_TOOL
 #include "net_tool.h"
 #endif
+#include "ms_outfile.h"
 #include "ms_trace.h"
 #include "replay_cli.h"
 #include "report_text.h"
@@ -39,7 +41,8 @@ static const nm_named subcommands[] = {
     {"replay", "replay TRACE.h5 [options]", "play a trace through the model, offline"},
     {"sweep", "sweep TRACE.h5 --vary KEY=V1,V2,... [options]", "replay a trace over a grid of configurations"},
     {"net", "net [options]", "network-only runs with synthetic traffic"},
-    {"study", "study speedup [options]", "the speedup study of seed 000 sec 4"},
+    {"study", "study speedup [options]", "the speedup study of seed 000 sec 3.2 (matmul)"},
+    {"calibrate", "calibrate [--out host.ini] [options]", "fit a profile of this machine (or of benchmark outputs)"},
     {"config", "config [options]", "print or describe the resolved configuration"},
     {"timeline", "timeline TRACE.h5 -o FILE.json", "write a Chrome/Perfetto timeline of a trace"},
     {"report", "report [--top N] REPORT.json", "print a report as an mpiP-style text summary"},
@@ -85,7 +88,11 @@ static int find_beside_self(const char *const *dirs, size_t ndirs, const char *n
     if (mpisim_self_dir(self, sizeof self) < 0) return -1;
     for (size_t i = 0; i < ndirs; i++) {
         int n = snprintf(out, len, "%s/%s/%s", self, dirs[i], name);
-        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) return 0;
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0) {
+            char canon[PATH_MAX];   /* bin/../libexec/mpisim/matmul as the reports name it: plainly */
+            if (realpath(out, canon) && strlen(canon) < len) snprintf(out, len, "%s", canon);
+            return 0;
+        }
     }
     return -1;
 }
@@ -141,6 +148,7 @@ typedef struct run_opts {
     const char *timeline;   /* run --timeline: Chrome/Perfetto JSON, made from the trace */
     const char *bind;       /* --bind none|core|socket: mpirun's --bind-to */
     int capture_only;       /* `mpisim trace`: no model server */
+    int listen_given;       /* --listen: ranks elsewhere connect by TCP */
     int replace_trace;      /* --replace-trace: an existing F.h5.raw may be replaced */
 } run_opts;
 
@@ -190,17 +198,40 @@ static const nm_opt run_opts_table[] = {
     NM_OPT_END,
 };
 
+/* `mpisim trace`: run's options without those of the model server, which a capture does not
+ * start (no report, no listen address): their values would go nowhere */
+static const nm_opt trace_opts_table[] = {
+    {"np", 'n', "N", "number of ranks (required)"},
+    NM_OPT_PROFILE(O_PROFILE),
+    NM_OPT_SET(O_SET),
+    NM_OPT_ROUTING(O_ROUTING),
+    {"compute", O_COMPUTE, "cpu|wall|none", "how computation between MPI calls is measured (shim.compute)"},
+    {"cpu-factor", O_CPU_FACTOR, "X", "scale the host's compute time by X (shim.cpu_factor, recorded for replay)"},
+    {"cpu-factor-source", O_CPU_FACTOR_SOURCE, "TEXT", "where --cpu-factor came from, recorded as its origin"},
+    {"output", 'o', "FILE.h5", "the HDF5 trace (default mpisim-trace.h5)"},
+    {"trace", 'o', "FILE.h5", "the same as --output"},
+    {"replace-trace", O_REPLACE_TRACE, NULL, "replace the FILE.h5.raw directory a run that did not finish left"},
+    {"timeline", O_TIMELINE, "FILE.json", "also write a Chrome/Perfetto timeline (in the recording's real time)"},
+    {"mpirun", O_MPIRUN, "PATH", "the mpirun to launch with"},
+    {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
+    {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
+    {"report", O_REPORT, "FILE", NULL},   /* refused with the way to a report */
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
 static void run_usage(FILE *f, int capture_only)
 {
     if (capture_only)
         fputs("usage: mpisim trace [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded and records every MPI call to an HDF5\n"
-              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay.\n", f);
+              "trace (--output, default mpisim-trace.h5), without the model: replay it with mpisim replay\n"
+              "(which writes the report: mpisim replay F.h5 --report R.json).\n", f);
     else
         fputs("usage: mpisim run [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded while the model server says how long\n"
               "it would have taken on the modelled network (virtual time); writes a JSON report.\n", f);
-    nm_cmdline_print_options(run_opts_table, f);
+    nm_cmdline_print_options(capture_only ? trace_opts_table : run_opts_table, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");
     fputs("Options end at the first operand (or --): the program and its own arguments follow.\n", f);
@@ -220,7 +251,8 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
     o->listen = "127.0.0.1";
     o->advertise = NULL;
     nm_cmdline c;
-    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", run_opts_table, argc, argv, 1);
+    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", capture_only ? trace_opts_table : run_opts_table,
+                    argc, argv, 1);
     const char *v;
     for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
         long n;
@@ -238,13 +270,24 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
         case O_COMPUTE: o->compute = v; break;
         case O_CPU_FACTOR: o->cpu_factor = v; break;
         case O_CPU_FACTOR_SOURCE: o->cpu_factor_source = v; break;
-        case O_REPORT: o->report = v; break;
+        case O_REPORT:
+            if (capture_only) {   /* a capture runs no model: the replay writes the report */
+                fprintf(stderr, "mpisim trace: --report: a capture runs no model and writes no report; replay the "
+                                "trace for one (mpisim replay F.h5 --report R.json), or co-simulate and capture at "
+                                "once (mpisim run --trace F.h5 --report R.json)\n");
+                return -1;
+            }
+            o->report = v;
+            break;
         case 'o': o->trace = v; break;
         case O_REPLACE_TRACE: o->replace_trace = 1; break;
         case O_TIMELINE: o->timeline = v; break;
         case O_MPIRUN: o->mpirun = v; break;
         case O_MPIRUN_ARG: o->mpirun_args[o->nmpirun_args++] = v; break;
-        case O_LISTEN: o->listen = v; break;
+        case O_LISTEN:
+            o->listen = v;
+            o->listen_given = 1;
+            break;
         case O_BIND:
             if (strcmp(v, "none") && strcmp(v, "core") && strcmp(v, "socket"))
                 return nm_cmdline_bad(&c, k, v, "expected none, core or socket"), -1;
@@ -269,19 +312,38 @@ static int parse_run(int argc, char **argv, run_opts *o, int capture_only)
     return 0;
 }
 
-/* meta.json beside the ranks' raw trace files: what the HDF5 trace records about the run */
 static int machine_summary(char *out, size_t len);
+static int random_hex(char *out, size_t len);
+/* A signal that ends the run (SIGTERM, SIGHUP, SIGINT): the first one, whether it came from the
+ * terminal (Ctrl-C: the launcher, in the same process group, got it too), and the server to tell. */
+static volatile sig_atomic_t stop_signal, stop_signal_from_tty;
+static ms_server *volatile stop_server;
+
+
+/* The directory a run makes for its ranks' raw trace files (F.h5.raw), held open from the moment
+ * it is made: everything mpisim writes, reads or removes there goes through these descriptors, so
+ * a name swapped meanwhile (another user's link in place of the directory) leads nowhere else. The
+ * ranks find it by its absolute path (their working directory may differ: --wdir, a chdir before
+ * MPI_Init) and check it is this one by the token in its "mpisim.id" before they create their
+ * files in it (O_CREAT|O_EXCL|O_NOFOLLOW). */
+typedef struct trace_dir {
+    int parent;                /* the directory holding it, or -1 */
+    int fd;                    /* the raw directory, or -1 */
+    char leaf[256];            /* its name in parent */
+    char shown[PATH_MAX + 8];  /* as the user named it (messages) */
+    char abs[PATH_MAX + 8];    /* absolute, for the ranks */
+    char token[40];            /* for the ranks' check (MPISIM_TRACE_ID) */
+} trace_dir;
+
+#define TRACE_ID_FILE "mpisim.id"
 
 /* meta.json beside the ranks' raw files: what the HDF5 trace records about the run. Written
  * before the launch (so that a crash leaves it) and again after, with the ranks' bindings. */
-static int write_trace_meta(const char *dir, const run_opts *o, const nm_config *cfg, int with_bindings)
+static int write_trace_meta(const trace_dir *td, const run_opts *o, const nm_config *cfg, int with_bindings)
 {
     /* written beside and renamed over: never through a link, never into another's file */
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    snprintf(tmp, sizeof tmp, "%s/meta.json.tmp", dir);
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    unlinkat(td->fd, "meta.json.tmp", 0);
+    int fd = openat(td->fd, "meta.json.tmp", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);
@@ -303,9 +365,9 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
         /* each rank left its CPU binding beside its records (rank-R.binding) */
         fputs(", \"bindings\": [", f);
         for (int r = 0; r < o->nranks; r++) {
-            char bpath[PATH_MAX + 64], line[256] = "";
-            snprintf(bpath, sizeof bpath, "%s/rank-%06d.binding", dir, r);
-            int bfd = open(bpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            char bname[64], line[256] = "";
+            snprintf(bname, sizeof bname, "rank-%06d.binding", r);
+            int bfd = openat(td->fd, bname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
             FILE *b = bfd >= 0 ? fdopen(bfd, "r") : NULL;
             if (bfd >= 0 && !b) close(bfd);
             if (b) {
@@ -320,37 +382,41 @@ static int write_trace_meta(const char *dir, const run_opts *o, const nm_config 
     }
     fputs("}\n", f);
     if (fclose(f) != 0) {
-        unlink(tmp);
+        int e = errno;
+        unlinkat(td->fd, "meta.json.tmp", 0);
+        errno = e;
         return -1;
     }
-    return rename(tmp, path);
+    return renameat(td->fd, "meta.json.tmp", td->fd, "meta.json");
 }
 
 /* The names mpisim and the shim write in a raw trace directory. */
 static int raw_trace_name(const char *n)
 {
     size_t len = strlen(n);
-    if (!strcmp(n, "meta.json") || !strcmp(n, "meta.json.tmp")) return 1;
+    if (!strcmp(n, "meta.json") || !strcmp(n, "meta.json.tmp") || !strcmp(n, TRACE_ID_FILE)) return 1;
     if (strncmp(n, "rank-", 5)) return 0;
     size_t d = strspn(n + 5, "0123456789");
     return d > 0 && (!strcmp(n + 5 + d, ".mstrace") || !strcmp(n + 5 + d, ".binding")) && 5 + d < len;
 }
 
-/* Remove a raw trace directory: only the names mpisim writes (a link is removed, never
- * followed); anything else in it (a subdirectory, another file) is left and named. */
-static int remove_raw_dir(const char *dir, char *err, size_t errlen)
+/* Remove the raw trace directory `leaf` of `parent`: only the names mpisim writes (a link is
+ * removed, never followed); anything else in it (a subdirectory, another file) is left and named
+ * (`shown` names the directory in messages). */
+static int remove_raw_dir_at(int parent, const char *leaf, const char *shown, char *err, size_t errlen)
 {
     struct stat st;
-    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", dir, strerror(errno)), -1);
+    if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", shown, strerror(errno)), -1);
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s is not a directory (a link or a file): remove it yourself", dir);
+        snprintf(err, errlen, "%s is not a directory (a link or a file): remove it yourself", shown);
         return -1;
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0) close(fd);
-        snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", shown, strerror(errno));
         return -1;
     }
     int rc = 0;
@@ -360,81 +426,141 @@ static int remove_raw_dir(const char *dir, char *err, size_t errlen)
         struct stat es;
         if (!raw_trace_name(e->d_name) || fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) != 0 ||
             S_ISDIR(es.st_mode)) {
-            snprintf(err, errlen, "%s holds %s, which mpisim did not write: remove the directory yourself", dir,
+            snprintf(err, errlen, "%s holds %s, which mpisim did not write: remove the directory yourself", shown,
                      e->d_name);
             rc = -1;
         } else if (unlinkat(fd, e->d_name, 0) != 0) {
-            snprintf(err, errlen, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+            snprintf(err, errlen, "cannot remove %s/%s: %s", shown, e->d_name, strerror(errno));
             rc = -1;
         }
     }
     closedir(d);
-    if (rc == 0 && rmdir(dir) != 0) {
-        snprintf(err, errlen, "cannot remove %s: %s", dir, strerror(errno));
+    if (rc == 0 && unlinkat(parent, leaf, AT_REMOVEDIR) != 0) {
+        snprintf(err, errlen, "cannot remove %s: %s", shown, strerror(errno));
         rc = -1;
     }
+    return rc;
+}
+
+static void close_trace_dir(trace_dir *td)
+{
+    if (td->fd >= 0) close(td->fd);
+    if (td->parent >= 0) close(td->parent);
+    td->fd = td->parent = -1;
+}
+
+/* The run is done with it: removed (only what mpisim wrote in it) and closed. */
+static int remove_trace_dir(trace_dir *td, char *err, size_t errlen)
+{
+    int rc = td->parent >= 0 ? remove_raw_dir_at(td->parent, td->leaf, td->shown, err, errlen) : 0;
+    close_trace_dir(td);
     return rc;
 }
 
 /* The ranks' raw files go to a directory this run creates (mkdir fails if the name exists), so
  * no other user can have planted links in it and no earlier run's rank files are mixed in. An
  * existing one (a run that did not finish) is replaced only with --replace-trace. */
-static int make_trace_dir(const char *trace, int replace, char *dir, size_t len, char *err, size_t errlen)
+static int make_trace_dir(const char *trace, int replace, trace_dir *td, char *err, size_t errlen)
 {
-    snprintf(dir, len, "%s.raw", trace);
-    if (mkdir(dir, 0700) == 0) return 0;
-    if (errno != EEXIST) {
-        snprintf(err, errlen, "cannot create the trace directory %s: %s", dir, strerror(errno));
-        return -1;
+    memset(td, 0, sizeof *td);
+    td->fd = -1;
+    snprintf(td->shown, sizeof td->shown, "%s.raw", trace);
+    td->parent = ms_open_parent_dir(td->shown, td->leaf, sizeof td->leaf, err, errlen);
+    if (td->parent < 0) return -2;   /* an output that cannot be written (no such directory, ...) */
+    if (mkdirat(td->parent, td->leaf, 0700) != 0) {
+        if (errno != EEXIST) {
+            snprintf(err, errlen, "cannot create the trace directory %.900s: %s", td->shown, strerror(errno));
+            close_trace_dir(td);
+            return -2;
+        }
+        if (!replace) {
+            snprintf(err, errlen,
+                     "%.400s exists (left by a run that did not finish?): convert it with mpisim trace-recover %.400s OUT.h5, "
+                     "remove it, or pass --replace-trace to have this run replace it",
+                     td->shown, td->shown);
+            goto fail;
+        }
+        if (remove_raw_dir_at(td->parent, td->leaf, td->shown, err, errlen) < 0) goto fail;
+        if (mkdirat(td->parent, td->leaf, 0700) != 0) {
+            snprintf(err, errlen, "cannot create the trace directory %.900s: %s", td->shown, strerror(errno));
+            goto fail;
+        }
     }
-    if (!replace) {
-        snprintf(err, errlen,
-                 "%s exists (left by a run that did not finish?): convert it with mpisim trace-recover %s OUT.h5, "
-                 "remove it, or pass --replace-trace to have this run replace it",
-                 dir, dir);
-        return -1;
+    td->fd = openat(td->parent, td->leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (td->fd < 0 || fstat(td->fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        /* swapped between the mkdir and the open: not the directory this run made */
+        snprintf(err, errlen, "the trace directory %.900s was replaced as it was made (another user's?)", td->shown);
+        if (td->fd >= 0) close(td->fd);
+        td->fd = -1;
+        goto fail;
     }
-    if (remove_raw_dir(dir, err, errlen) < 0) return -1;
-    if (mkdir(dir, 0700) == 0) return 0;
-    snprintf(err, errlen, "cannot create the trace directory %s: %s", dir, strerror(errno));
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", td->fd);
+    ssize_t n = readlink(proc, td->abs, sizeof td->abs - 1);
+    if (n > 0 && td->abs[0] == '/') td->abs[n] = 0;
+    else if (!realpath(td->shown, td->abs)) snprintf(td->abs, sizeof td->abs, "%s", td->shown);
+    int ifd = -1;
+    if (random_hex(td->token, 33) < 0 ||
+        (ifd = openat(td->fd, TRACE_ID_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
+        write(ifd, td->token, strlen(td->token)) != (ssize_t)strlen(td->token) || close(ifd) != 0) {
+        snprintf(err, errlen, "cannot write %.900s/%s: %s", td->shown, TRACE_ID_FILE, strerror(errno));
+        if (ifd >= 0) close(ifd);
+        char e2[256];
+        remove_trace_dir(td, e2, sizeof e2);
+        return -2;
+    }
+    return 0;
+fail:
+    close_trace_dir(td);
     return -1;
 }
 
-/* remove_raw: the run made `dir` itself (trace-recover's is the user's, and stays) */
-static int finish_trace(const char *dir, const char *trace, int remove_raw)
+/* The raw files -> HDF5, from the held directory (trace-recover's own directory otherwise:
+ * dir_fd, named dir). 0 converted (partial or not: *ends says), -1 the raw files could not be
+ * read, -2 the trace could not be written; what happened is said on stderr. *kept: the raw files
+ * stay (partial: they are what the ranks wrote, should someone want to look). */
+static int convert_trace(int dir_fd, const char *dir, const char *trace, ms_trace_ends *ends, int *kept, int quiet)
 {
     char err[1024];
-    int rc = ms_trace_convert(dir, trace, err, sizeof err);
+    *kept = 1;
+    int rc = ms_trace_convert_at(dir_fd, dir, trace, ends, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "mpisim: the raw trace stays in %s: %s\n", dir, err);
         return rc;   /* -1 reading the raw files, -2 writing the trace */
     }
     if (rc > 0) {
-        /* kept: the raw files are what the ranks wrote, should someone want to look */
-        fprintf(stderr, "mpisim: trace %s is partial: %s; they are in it without records (a replay says 'partial "
-                        "trace'); the raw files stay in %s\n", trace, err, dir);
+        fprintf(stderr, "mpisim: trace %s is partial: %s (a replay says 'partial trace'); the raw files stay in %s\n",
+                trace, err, dir);
         return 0;
     }
-    fprintf(stderr, "mpisim: trace %s\n", trace);
-    /* everything is in the HDF5 file now: the raw files would only be in the next run's way */
-    if (remove_raw && remove_raw_dir(dir, err, sizeof err) < 0) fprintf(stderr, "mpisim: warning: %s\n", err);
+    if (!quiet) fprintf(stderr, "mpisim: trace %s\n", trace);
+    *kept = 0;
     return 0;
 }
 
 static int cmd_trace(int argc, char **argv);
 
 /* Capture only (no model server to say who connected): each rank creates its raw file in
- * MPI_Init. When some have not after shim.connect_timeout without a new one appearing, the ranks
- * wait in MPI_Init for one that never comes: name the missing ranks and end the launcher. -1 then. */
-static int capture_wait(pid_t pid, int *status, const char *dir, int nranks, double timeout_s)
+ * MPI_Init. When some have not after shim.connect_timeout of idle time (the launcher's processes
+ * on this host neither ran nor waited for a CPU: ms_proc.h) without a new one appearing, the
+ * ranks wait in MPI_Init for one that never comes: name the missing ranks and end the launcher.
+ * -1 then. */
+static int capture_wait(pid_t pid, int *status, const trace_dir *td, int nranks, double timeout_s)
 {
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
-    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0;
-    int seen = 0, stalled = 0;
+    double last = (double)ts0.tv_sec + ts0.tv_nsec * 1e-9, killed_at = 0, signal_at = 0, next_look = 0;
+    int seen = 0, stalled = 0, cap = 2 * nranks + 64;
+    int *tree = malloc(sizeof *tree * (size_t)cap);
+    ms_idle_clock idle = {0};
     for (;;) {
         pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) return stalled ? -1 : 0;
+        if (w == pid || (w < 0 && errno != EINTR)) {
+            free(tree);
+            ms_idle_clock_free(&idle);
+            return stalled ? -1 : 0;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -443,25 +569,40 @@ static int capture_wait(pid_t pid, int *status, const char *dir, int nranks, dou
             char missing[256] = "";
             size_t off = 0;
             for (int r = 0; r < nranks; r++) {
-                char path[PATH_MAX + 64];
-                snprintf(path, sizeof path, "%s/rank-%06d.mstrace", dir, r);
-                if (access(path, F_OK) == 0) n++;
+                char name[64];
+                struct stat st;
+                snprintf(name, sizeof name, "rank-%06d.mstrace", r);
+                if (fstatat(td->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) n++;
                 else if (off < sizeof missing - 16) off += (size_t)snprintf(missing + off, sizeof missing - off, "%s%d", off ? ", " : "", r);
+            }
+            if (now >= next_look) {   /* the launcher's processes, once a second */
+                next_look = now + 1.0;
+                ms_idle_clock_look(&idle, tree, tree ? ms_proc_tree(pid, tree, cap) : 0, 1, now, 5.0);
             }
             if (n > seen) {
                 seen = n;
                 last = now;
-            } else if (now - last > timeout_s) {
+                idle.idle_s = 0;
+            } else if (idle.idle_s > timeout_s) {
                 fprintf(stderr,
-                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout): %s%s; "
-                        "stopping the run\n",
-                        nranks - n, nranks, timeout_s, missing, off >= sizeof missing - 16 ? ", ..." : "");
+                        "mpisim: %d of %d ranks did not reach MPI_Init within %.0f s (shim.connect_timeout, counted "
+                        "while the job's processes on this host neither ran nor waited for a CPU; %.0f s of wall "
+                        "time): %s%s; stopping the run\n",
+                        nranks - n, nranks, timeout_s, now - last, missing, off >= sizeof missing - 16 ? ", ..." : "");
                 kill(pid, SIGTERM);
                 killed_at = now;
                 stalled = 1;
             }
         }
-        if (stalled && killed_at > 0 && now - killed_at > 5.0) {
+        /* a signal that ends the run reaches the launcher a second later, unless it came from the
+         * terminal (the launcher got it too: two make Open MPI kill the ranks before they flush) */
+        if (stop_signal && !signal_at) signal_at = stop_signal_from_tty ? -1 : now + 1.0;
+        if (signal_at > 0 && now >= signal_at) {
+            signal_at = -1;
+            kill(pid, SIGTERM);
+            if (!killed_at) killed_at = now;
+        }
+        if (killed_at > 0 && now - killed_at > 5.0) {
             kill(pid, SIGKILL);
             killed_at = -1;
         }
@@ -544,15 +685,19 @@ static int abandon_run(ms_server *s, int code)
     return code;
 }
 
-/* The launcher of the running program, for forward_signal (a handler has no other way to it). */
-static volatile pid_t forward_to_launcher;
 
-static volatile sig_atomic_t forwarded_signal;
-
-static void forward_signal(int sig)
+static void on_stop_signal(int sig, siginfo_t *si, void *uc)
 {
-    forwarded_signal = sig;
-    if (forward_to_launcher > 0) kill(forward_to_launcher, sig == SIGHUP ? SIGTERM : sig);
+    (void)uc;
+    if (stop_signal) return;
+    stop_signal_from_tty = si && si->si_code == SI_KERNEL;
+    stop_signal = sig;
+    if (stop_server) ms_server_request_stop(stop_server, sig, !stop_signal_from_tty);
+}
+
+static const char *stop_signal_name(int sig)
+{
+    return sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 /* len - 1 random hex digits into out (NUL-terminated); -1 when /dev/urandom cannot be read. */
@@ -600,6 +745,118 @@ static void sweep_stale_segments(void)
     closedir(d);
 }
 
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Whether `prog` can be run as the launcher would run it (execvp: a name without '/' is looked
+ * up in PATH). Only where the launcher runs it here as given: mpirun options that place it on
+ * other hosts or in another directory (--host, --hostfile, --wdir, --preload-binary, ...) leave it
+ * to the launcher. 0, or -1 with the reason in why. */
+static int check_program(const run_opts *o, char *why, size_t len)
+{
+    static const char *const elsewhere[] = {"--host", "-host", "-H", "--hostfile", "-hostfile", "--machinefile",
+                                            "-machinefile", "--default-hostfile", "--wdir", "-wdir", "-wd",
+                                            "--preload-binary", "-preload-binary", "-s", "--prefix", "-prefix",
+                                            "--app", "-app", NULL};
+    for (int i = 0; i < o->nmpirun_args; i++)
+        for (const char *const *e = elsewhere; *e; e++)
+            if (!strncmp(o->mpirun_args[i], *e, strlen(*e)) &&
+                (o->mpirun_args[i][strlen(*e)] == 0 || o->mpirun_args[i][strlen(*e)] == '='))
+                return 0;
+    const char *p = o->prog[0];
+    if (!*p) return snprintf(why, len, "an empty program name"), -1;
+    if (strchr(p, '/')) {
+        struct stat st;
+        if (stat(p, &st) != 0) return snprintf(why, len, "%s: %s", p, strerror(errno)), -1;
+        if (S_ISDIR(st.st_mode)) return snprintf(why, len, "%s is a directory", p), -1;
+        if (access(p, X_OK) != 0) return snprintf(why, len, "%s is not executable: %s", p, strerror(errno)), -1;
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    int found_noexec = 0;
+    for (const char *q = path; *q;) {
+        const char *c = strchr(q, ':');
+        size_t n = c ? (size_t)(c - q) : strlen(q);
+        char cand[PATH_MAX];
+        if ((size_t)snprintf(cand, sizeof cand, "%.*s%s%s", (int)n, q, n ? "/" : "", p) < sizeof cand) {
+            struct stat st;
+            if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                if (access(cand, X_OK) == 0) return 0;
+                found_noexec = 1;
+            }
+        }
+        q += n + (c ? 1 : 0);
+        if (!c) break;
+    }
+    struct stat st;
+    int here = !found_noexec && stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+    snprintf(why, len,
+             found_noexec ? "%s is not executable (found in PATH)"
+             : here       ? "%s: no such program (not in PATH; one is in this directory: run it as ./%s)"
+                          : "%s: no such program (not in PATH)",
+             p, p);
+    return -1;
+}
+
+/* The host the ranks connect to: --server-address, else the listen address itself unless it is
+ * a wildcard (0.0.0.0, ::), whose ranks elsewhere reach this host by its name. */
+static void advertised_host(const run_opts *o, char *host, size_t len)
+{
+    if (o->advertise) snprintf(host, len, "%s", o->advertise);
+    else if (!strcmp(o->listen, "0.0.0.0") || !strcmp(o->listen, "::") || !strcmp(o->listen, "*")) {
+        if (gethostname(host, len) != 0) snprintf(host, len, "127.0.0.1");
+        host[len - 1] = 0;
+    } else snprintf(host, len, "%s", o->listen);
+}
+
+/* The private directory beside the timeline for the trace it is drawn from (never a name the user
+ * may have: X.json.trace.h5 was overwritten), removed with what is in it. */
+typedef struct timeline_tmp {
+    int parent;
+    char leaf[320];
+    char dir[PATH_MAX + 64];
+    char trace[PATH_MAX + 96];
+} timeline_tmp;
+
+static int timeline_tmp_make(timeline_tmp *tt, const char *timeline, char *err, size_t errlen)
+{
+    char leaf[256], hex[17];
+    tt->parent = ms_open_parent_dir(timeline, leaf, sizeof leaf, err, errlen);
+    if (tt->parent < 0) return -1;
+    if (random_hex(hex, sizeof hex) < 0) snprintf(hex, sizeof hex, "%d", (int)getpid());
+    snprintf(tt->leaf, sizeof tt->leaf, ".%.200s.mpisim-%s", leaf, hex);
+    if (mkdirat(tt->parent, tt->leaf, 0700) != 0) {
+        snprintf(err, errlen, "cannot create a directory beside %s for its trace: %s", timeline, strerror(errno));
+        close(tt->parent);
+        tt->parent = -1;
+        return -1;
+    }
+    const char *slash = strrchr(timeline, '/');
+    snprintf(tt->dir, sizeof tt->dir, "%.*s%s", slash ? (int)(slash - timeline + 1) : 0, timeline, tt->leaf);
+    snprintf(tt->trace, sizeof tt->trace, "%s/trace.h5", tt->dir);
+    return 0;
+}
+
+static void timeline_tmp_remove(timeline_tmp *tt)
+{
+    if (tt->parent < 0) return;
+    int fd = openat(tt->parent, tt->leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        char e[512];
+        unlinkat(fd, "trace.h5", 0);
+        remove_raw_dir_at(fd, "trace.h5.raw", "the timeline's trace", e, sizeof e);
+        close(fd);
+    }
+    unlinkat(tt->parent, tt->leaf, AT_REMOVEDIR);
+    close(tt->parent);
+    tt->parent = -1;
+}
+
 static int launch_and_serve(const run_opts *o_)
 {
     run_opts o = *o_;
@@ -627,6 +884,12 @@ static int launch_and_serve(const run_opts *o_)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
+    /* mpisim's own word for a program that cannot run, not the launcher's (exit 132, 127, ...) */
+    if (check_program(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim: cannot run the program: %s\n", err);
+        nm_config_destroy(cfg);
+        return MS_EXIT_USAGE;
+    }
     char machine[512];
     int cores = machine_summary(machine, sizeof machine);
     /* the compute gate's auto: the cores this job may use (its cpuset and affinity mask) */
@@ -640,25 +903,39 @@ static int launch_and_serve(const run_opts *o_)
         }
     }
     ms_server *s = NULL;
-    char endpoint[512] = "", shm_name[64] = "", gate_token[48] = "";
+    char endpoint[512] = "none", shm_name[64] = "", gate_token[48] = "";
     if (!o.capture_only) {
         s = ms_server_create();
+        /* The model's network for many hosts takes a while (routes, and the check that they cannot
+         * deadlock, over every pair of hosts: 2048 hosts ~5 s, 4096 ~30 s on this 2-core machine,
+         * growing ~N^2.5): said, never a silent wait (Ctrl-C ends it) */
+        double t_setup = mono_seconds();
+        if (o.nranks >= 1024)
+            fprintf(stderr, "mpisim: setting up the model of %d hosts (routes and their deadlock check take a while "
+                            "at this size)...\n", o.nranks);
         if (!s || ms_server_configure(s, cfg, o.nranks, o.nprog, o.prog, err, sizeof err) < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
             return abandon_run(s, 2);
         }
-        char host[256] = "127.0.0.1";
-        if (o.advertise) snprintf(host, sizeof host, "%s", o.advertise);
-        else if (strcmp(o.listen, "127.0.0.1") && strcmp(o.listen, "localhost")) gethostname(host, sizeof host);
-        if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim: %s\n", err);
-            return abandon_run(s, 2);
-        }
-        /* ranks on this host attach to the shared segment; those elsewhere (--listen) use TCP */
+        if (mono_seconds() - t_setup > 2.0)
+            fprintf(stderr, "mpisim: the model of %d hosts was set up in %.1f s\n", o.nranks, mono_seconds() - t_setup);
+        /* ranks on this host attach to the shared segment; those elsewhere (--listen) use TCP. The
+         * listener is opened only where a rank may need it: no other local user's connection can
+         * reach a run that does not listen */
+        int need_tcp = strcmp(nm_config_string(cfg, "shim.transport"), "shm") || o.listen_given || o.advertise;
         if (!strcmp(nm_config_string(cfg, "shim.transport"), "shm") &&
             ms_server_shm(s, shm_name, sizeof shm_name, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim: %s\n", err);
-            return abandon_run(s, 2);
+            /* a full /dev/shm: the run goes on over TCP rather than failing (or crashing later) */
+            fprintf(stderr, "mpisim: warning: %s; the ranks connect by TCP instead\n", err);
+            need_tcp = 1;
+        }
+        if (need_tcp) {
+            char host[256];
+            advertised_host(&o, host, sizeof host);
+            if (ms_server_listen(s, o.listen, host, endpoint, sizeof endpoint, err, sizeof err) < 0) {
+                fprintf(stderr, "mpisim: %s\n", err);
+                return abandon_run(s, 2);
+            }
         }
         /* the compute gate's segments are named by a token of their own: a name in /dev/shm is
          * visible to every user, the secret must not be */
@@ -677,18 +954,27 @@ static int launch_and_serve(const run_opts *o_)
                 !strcmp(nm_config_string(cfg, "shim.compute"), "wall")
                     ? "--compute wall will charge waiting for a core as computation"
                     : "computation is charged as each rank's CPU time, so results hold; the run takes longer");
-    char trace_dir[PATH_MAX + 8] = "", timeline_trace[PATH_MAX];
+    trace_dir td = {.parent = -1, .fd = -1};
+    timeline_tmp tt = {.parent = -1};
     if (o.timeline && !o.trace) {   /* the timeline is drawn from a trace kept only until then */
-        snprintf(timeline_trace, sizeof timeline_trace, "%s.trace.h5", o.timeline);
-        o.trace = timeline_trace;
+        if (timeline_tmp_make(&tt, o.timeline, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: the timeline: %s\n", err);
+            return abandon_run(s, MS_EXIT_OUTPUT);
+        }
+        o.trace = tt.trace;
     }
     if (o.trace) {
-        if (make_trace_dir(o.trace, o.replace_trace, trace_dir, sizeof trace_dir, err, sizeof err) < 0) {
+        int mrc = make_trace_dir(o.trace, o.replace_trace, &td, err, sizeof err);
+        if (mrc < 0) {
             fprintf(stderr, "mpisim: %s\n", err);
-            return abandon_run(s, MS_EXIT_USAGE);
+            timeline_tmp_remove(&tt);
+            return abandon_run(s, mrc == -2 ? MS_EXIT_OUTPUT : MS_EXIT_USAGE);
         }
-        if (write_trace_meta(trace_dir, &o, cfg, 0) < 0) {
-            fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
+        if (write_trace_meta(&td, &o, cfg, 0) < 0) {
+            /* a full disk: the directory goes, so that the next run is not refused by it */
+            fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", td.shown, strerror(errno));
+            remove_trace_dir(&td, err, sizeof err);
+            timeline_tmp_remove(&tt);
             return abandon_run(s, MS_EXIT_OUTPUT);
         }
     }
@@ -698,6 +984,8 @@ static int launch_and_serve(const run_opts *o_)
     else if (mpisim_find_shim(shim, sizeof shim) != 0) snprintf(shim, sizeof shim, "libmpisim.so beside the command");
     if (access(shim, R_OK) != 0) {
         fprintf(stderr, "mpisim: the shim %s is missing (set MPISIM_SHIM)\n", shim);
+        if (o.trace) remove_trace_dir(&td, err, sizeof err);
+        timeline_tmp_remove(&tt);
         return abandon_run(s, 2);
     }
     char nbuf[32];
@@ -705,7 +993,7 @@ static int launch_and_serve(const run_opts *o_)
     const char **av = calloc((size_t)(o.nmpirun_args + o.nprog + 40), sizeof *av);
     if (!av) {
         fprintf(stderr, "mpisim: out of memory\n");
-        return abandon_run(s, MS_EXIT_USAGE);
+        return abandon_run(s, MS_EXIT_NO_MEMORY);
     }
     int k = 0;
     av[k++] = o.mpirun ? o.mpirun : "mpirun";
@@ -738,6 +1026,8 @@ static int launch_and_serve(const run_opts *o_)
     if (o.trace) {
         av[k++] = "-x";
         av[k++] = "MPISIM_TRACE_DIR";
+        av[k++] = "-x";
+        av[k++] = "MPISIM_TRACE_ID";
     }
     if (o.bind) {
         av[k++] = "--bind-to";
@@ -747,6 +1037,18 @@ static int launch_and_serve(const run_opts *o_)
     for (int i = 0; i < o.nprog; i++) av[k++] = o.prog[i];
     av[k] = NULL;
 
+    /* Signals that end the run (a batch system's time limit, a closed terminal, Ctrl-C or kill
+     * -INT) stop it with its report: ranks ending from then on were stopped, and the launcher ends
+     * them (it gets the signal too, a second later, unless the terminal gave it its own) */
+    stop_server = s;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_stop_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -755,6 +1057,11 @@ static int launch_and_serve(const run_opts *o_)
         return abandon_run(s, 2);
     }
     if (pid == 0) {
+        /* the program gets the signal dispositions it would have had without mpisim */
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
         setenv("LD_PRELOAD", shim, 1);
         if (!o.capture_only) {
             setenv("MPISIM_SERVER", endpoint, 1);
@@ -773,71 +1080,113 @@ static int launch_and_serve(const run_opts *o_)
             setenv("MPISIM_COMPUTE", nm_config_string(cfg, "shim.compute"), 1);
             setenv("MPISIM_RETURN_PATH", nm_config_string(cfg, "shim.return_path"), 1);
         }
-        if (o.trace) setenv("MPISIM_TRACE_DIR", trace_dir, 1);
+        if (o.trace) {
+            setenv("MPISIM_TRACE_DIR", td.abs, 1);   /* absolute: the ranks' directory may differ */
+            setenv("MPISIM_TRACE_ID", td.token, 1);
+        }
         execvp(av[0], (char *const *)av);
         fprintf(stderr, "mpisim: cannot run %s: %s\n", av[0], strerror(errno));
         _exit(127);
     }
-    /* the launcher forwards Ctrl-C to the ranks; we wait for them to go. A SIGTERM or SIGHUP
-     * (a batch system's time limit, a closed terminal) goes to the launcher too, so that the run
-     * still ends with its report and leaves no shared segment behind */
-    signal(SIGINT, SIG_IGN);
-    forward_to_launcher = pid;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
     int status = 0, stalled_start = 0;
     int rc;
     if (s) {
+        if (stop_signal) ms_server_request_stop(s, stop_signal, !stop_signal_from_tty);   /* before the fork */
         if (ms_server_run(s, pid, &status, err, sizeof err) < 0) fprintf(stderr, "mpisim: %s\n", err);
-    } else if (capture_wait(pid, &status, trace_dir, o.nranks,
+    } else if (capture_wait(pid, &status, &td, o.nranks,
                             (double)nm_config_int(cfg, "shim.connect_timeout") * 1e-12) < 0) {
         stalled_start = 1;
     }
+    stop_server = NULL;
     /* the exit code (README.md "Exit codes"): mpisim's own findings first (the launcher's code
      * then only says that mpisim stopped the ranks), else a report or trace that could not be
      * written, else the program's own code */
-    if (forwarded_signal)
-        fprintf(stderr, "mpisim: ended by %s: the ranks were stopped; the report keeps what the model recorded "
-                        "(each rank's call sites and charging as of its last progress, at most a second old)\n",
-                forwarded_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
+    if (stop_signal && !s)   /* with a model server, its outcome says so */
+        fprintf(stderr, "mpisim: ended by %s: the ranks were stopped%s\n", stop_signal_name(stop_signal),
+                o.trace ? "; the trace keeps what each rank recorded up to then" : "");
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    int output_failed = 0;
-    if (stalled_start) rc = MS_EXIT_RANK_ERROR;
+    int launcher_rc = rc;
+    int output_failed = 0, finalized_all = 0;
+    if (stalled_start || (!s && stop_signal)) rc = MS_EXIT_RANK_ERROR;
     if (s) {
         char outcome[256];
         int oc = ms_server_outcome(s, outcome, sizeof outcome);
+        finalized_all = oc == MS_OUTCOME_OK || oc == MS_OUTCOME_UNTIMED;
         /* ranks that never connected, while the program returned a code of its own: that code
          * is the program's answer (a program that is no MPI program, or stops before MPI_Init).
          * Otherwise mpisim's findings win: a deadlock or stall, or an error, means the ranks were
          * stopped by mpisim, and the launcher's code only says so */
-        if (oc && !(oc == MS_OUTCOME_NEVER_CONNECTED && rc != 0)) rc = ms_exit_code_of_outcome(oc);
-        const char *written = o.report;
-        if (o.report && strcmp(o.report, "-")) {
-            FILE *f = fopen(o.report, "w");
-            if (!f) {
+        /* untimed calls: 6 in place of 0; a code of the program's own stands (the report says untimed) */
+        if (oc && !((oc == MS_OUTCOME_NEVER_CONNECTED || oc == MS_OUTCOME_UNTIMED) && rc != 0))
+            rc = ms_exit_code_of_outcome(oc);
+        /* never through a link (ms_outfile); "-": standard output, after the program's own */
+        const char *written = NULL;
+        if (o.report) {
+            ms_outfile out;
+            char oerr[1024];
+            if (ms_outfile_open(&out, o.report, MS_OUT_STDOUT, "the report", oerr, sizeof oerr) < 0) {
+                fprintf(stderr, "mpisim: %s\n", oerr);
+                output_failed = 1;
+            } else if (ms_server_write_report(s, out.f) < 0) {
+                ms_outfile_discard(&out);
                 fprintf(stderr, "mpisim: cannot write the report %s: %s\n", o.report, strerror(errno));
                 output_failed = 1;
-                written = NULL;
-            } else {
-                int bad = ms_server_write_report(s, f) < 0;
-                if (fclose(f) != 0 || bad) {
-                    fprintf(stderr, "mpisim: the report %s is incomplete: %s\n", o.report, strerror(errno));
-                    output_failed = 1;
-                }
+            } else if (ms_outfile_commit(&out, oerr, sizeof oerr) < 0) {
+                fprintf(stderr, "mpisim: %s\n", oerr);
+                output_failed = 1;
+            } else if (strcmp(o.report, "-")) {
+                written = o.report;   /* the summary names it only when it is there */
             }
         }
         ms_server_write_summary(s, stderr, written);
         ms_server_destroy(s);
     }
-    if (o.trace && write_trace_meta(trace_dir, &o, cfg, 1) != 0)
-        fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", trace_dir, strerror(errno));
-    if (o.trace && finish_trace(trace_dir, o.trace, 1) < 0) output_failed = 1;
-    else if (o.trace && remove_raw_dir(trace_dir, err, sizeof err) < 0)   /* converted: not needed */
-        fprintf(stderr, "mpisim: %s\n", err);
+    if (o.trace) {
+        if (write_trace_meta(&td, &o, cfg, 1) != 0)
+            fprintf(stderr, "mpisim: cannot write %s/meta.json: %s\n", td.shown, strerror(errno));
+        ms_trace_ends ends;
+        int kept = 1;
+        int crc = convert_trace(td.fd, td.shown, o.trace, &ends, &kept, o.trace == tt.trace);
+        if (crc < 0) {
+            output_failed = 1;
+        } else if (s) {
+            /* every rank reached MPI_Finalize, and yet some rank's records end before it: its
+             * trace writing failed (a full disk, a descriptor the program closed; the rank said
+             * why). The trace is not complete: an output that could not be written */
+            if (finalized_all && ends.unfinished) {
+                fprintf(stderr, "mpisim: the trace is incomplete: the records of rank(s) %s end before MPI_Finalize, "
+                                "although they reached it (their trace writing failed; see their messages)\n",
+                        ends.unfinished_list);
+                output_failed = 1;
+            }
+        } else if (!stalled_start && !stop_signal) {
+            /* capture only: the trace is all mpisim knows of the ranks (README.md "Exit codes") */
+            if (ends.error_rank >= 0) {
+                fprintf(stderr, "mpisim: rank %d: %s\n", ends.error_rank, ends.error);
+                rc = MS_EXIT_RANK_ERROR;
+            } else if (ends.unfinished && launcher_rc != 0) {
+                if (ends.died >= 0)
+                    fprintf(stderr, "mpisim: rank %d ended without MPI_Finalize (crashed or killed)%s%s%s\n", ends.died,
+                            ends.unfinished > 1 ? "; the records of ranks " : "",
+                            ends.unfinished > 1 ? ends.unfinished_list : "",
+                            ends.unfinished > 1 ? " end before MPI_Finalize (the launcher ends the job when a rank dies)" : "");
+                else
+                    fprintf(stderr, "mpisim: the records of rank(s) %s end without MPI_Finalize (%s)\n",
+                            ends.unfinished_list, ends.stop[0] ? ends.stop : "stopped");
+                rc = MS_EXIT_RANK_ERROR;
+            } else if (ends.unfinished || ends.missing) {
+                fprintf(stderr, "mpisim: the trace is incomplete: the records of rank(s) %s%s%s end before "
+                                "MPI_Finalize although the program ended normally (their trace writing failed; see "
+                                "their messages)\n",
+                        ends.unfinished_list, ends.missing && ends.unfinished ? ", " : "", ends.missing_list);
+                output_failed = 1;
+            }
+        }
+        /* converted whole, nothing is left to recover from it; the timeline's own trace goes anyway */
+        if ((!kept || o.trace == tt.trace) && remove_trace_dir(&td, err, sizeof err) < 0)
+            fprintf(stderr, "mpisim: warning: %s\n", err);
+        close_trace_dir(&td);
+    }
     if (o.timeline) {
         char terr[2048];
         if (mpisim_timeline_file(o.trace, o.timeline, terr, sizeof terr) != 0) {
@@ -846,7 +1195,7 @@ static int launch_and_serve(const run_opts *o_)
         } else {
             fprintf(stderr, "mpisim: timeline %s\n", o.timeline);
         }
-        if (o.trace == timeline_trace) unlink(timeline_trace);
+        timeline_tmp_remove(&tt);
     }
     if (output_failed && rc != MS_EXIT_DEADLOCK && rc != MS_EXIT_RANK_ERROR) rc = MS_EXIT_OUTPUT;
     nm_config_destroy(cfg);
@@ -871,7 +1220,7 @@ static int cmd_config(int argc, char **argv)
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     if (!sets) {
         fprintf(stderr, "mpisim config: out of memory\n");
-        return MS_EXIT_USAGE;
+        return MS_EXIT_NO_MEMORY;
     }
     int nsets = 0, json = 0, describe = 0;
     const char *describe_key = NULL;
@@ -920,6 +1269,9 @@ static int cmd_config(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* a reader that went away (a closed stderr pipe, a rank's socket) is a write error here, never
+     * the end of mpisim and of the run's report; the program it runs gets the default back */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -942,18 +1294,35 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpisim trace-recover RAW_DIR OUT.h5\n");
             return MS_EXIT_USAGE;
         }
-        int rc = finish_trace(argv[2], argv[3], 0);   /* a partial trace is converted: 0 */
+        int dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+            fprintf(stderr, "mpisim: %s: %s\n", argv[2], strerror(errno));
+            return MS_EXIT_USAGE;
+        }
+        ms_trace_ends ends;
+        int kept;
+        int rc = convert_trace(dfd, argv[2], argv[3], &ends, &kept, 0);   /* a partial trace is converted: 0 */
+        close(dfd);
         return rc == -2 ? MS_EXIT_OUTPUT : rc < 0 ? MS_EXIT_USAGE : 0;
     }
     if (!strcmp(cmd, "replay")) return mpisim_replay_main(sc, sv);
     if (!strcmp(cmd, "sweep")) return mpisim_sweep_main(sc, sv);
     if (!strcmp(cmd, "study")) return mpisim_study_main(sc, sv);
+    if (!strcmp(cmd, "calibrate")) return mpisim_calibrate_main(sc, sv);
     if (!strcmp(cmd, "timeline")) return mpisim_timeline_main(sc, sv);
     if (!strcmp(cmd, "report")) return mpisim_report_main(sc, sv);
 #ifdef MPISIM_HAVE_NET_TOOL
     if (!strcmp(cmd, "net")) return nm_net_main(sc, sv, stdout, stderr);
 #endif
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: mpisim version\nPrints mpisim's version (also: mpisim --version).\n");
+            return 0;
+        }
+        if (argc > 2) {
+            fprintf(stderr, "mpisim version: takes no arguments (got '%s')\nusage: mpisim version\n", argv[2]);
+            return MS_EXIT_USAGE;
+        }
         printf("mpisim %s\n", MPISIM_VERSION);
         return 0;
     }

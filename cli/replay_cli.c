@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ms_replay.h"
+#include "ms_outfile.h"
 #include "ms_trace.h"
 #include "nm_cmdline.h"
 
@@ -193,13 +194,23 @@ static int replay_main(int argc, char **argv)
     static nm_progress_printer progress;   /* long route set-ups say how they go */
     nm_progress_attach(cfg, &progress, "mpisim replay");
     ms_replay_result res;
-    if (timeline && !(o.ro.timeline = fopen(timeline, "w"))) {
-        fprintf(stderr, "mpisim replay: cannot write %s: %s\n", timeline, strerror(errno));
-        return MS_EXIT_OUTPUT;
+    /* outputs never through a link, complete or not at all (ms_outfile) */
+    ms_outfile tl_out;
+    if (timeline) {
+        if (ms_outfile_open(&tl_out, timeline, MS_OUT_STDOUT, "the timeline", err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim replay: %s\n", err);
+            return MS_EXIT_OUTPUT;
+        }
+        o.ro.timeline = tl_out.f;
     }
     o.ro.warn = warn_now;   /* before the replay starts */
     int run_rc = ms_replay_run_stream(src, cfg, &o.ro, &res, err, sizeof err);
-    if (o.ro.timeline) fclose(o.ro.timeline);
+    int timeline_bad = 0;
+    if (timeline && run_rc < 0) ms_outfile_discard(&tl_out);
+    else if (timeline && ms_outfile_commit(&tl_out, warn, sizeof warn) < 0) {
+        fprintf(stderr, "mpisim replay: %s\n", warn);   /* a full disk: /dev/full */
+        timeline_bad = 1;
+    }
     if (run_rc < 0) {
         fprintf(stderr, "mpisim replay: %s\n", err);
         return 2;
@@ -207,30 +218,44 @@ static int replay_main(int argc, char **argv)
     /* exit codes as mpisim run's (README.md "Exit codes"); a trace damaged in its records is an
      * unreadable input, reported with what was replayed before the damage */
     int rc = res.trace_unreadable ? MS_EXIT_USAGE : ms_exit_code_of_outcome(res.outcome);
-    FILE *f = !strcmp(report, "-") ? stdout : fopen(report, "w");
-    int bad = !f;
-    if (f) {
-        bad = ms_replay_write_report(f, t, o.trace, cfg, &o.ro, &res) < 0;
-        if (f != stdout && fclose(f) != 0) bad = 1;
-        else if (f == stdout && fflush(stdout) != 0) bad = 1;
-    }
-    if (bad) {
+    ms_outfile rep_out;
+    int report_written = 0;
+    if (ms_outfile_open(&rep_out, report, MS_OUT_STDOUT, "the report", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
+    } else if (ms_replay_write_report(rep_out.f, t, o.trace, cfg, &o.ro, &res) < 0) {
         fprintf(stderr, "mpisim replay: cannot write the report %s: %s\n", report, strerror(errno));
-        if (!rc) rc = MS_EXIT_OUTPUT;
-        if (f != stdout) f = NULL;
+        ms_outfile_discard(&rep_out);
+    } else if (ms_outfile_commit(&rep_out, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim replay: %s\n", err);
+    } else {
+        report_written = 1;
     }
+    if ((!report_written || timeline_bad) && (!rc || rc == MS_EXIT_UNTIMED)) rc = MS_EXIT_OUTPUT;
+    int named = report_written && strcmp(report, "-");
     if (!quiet) {
         fprintf(stderr,
                 "mpisim replay: %d ranks on %s (%s engine): virtual time %.9f s, %llu messages, %llu bytes; "
                 "wall %.2f s",
                 res.nranks, res.topology, res.engine, res.virtual_time_ps * 1e-12, (unsigned long long)res.msgs_sent,
                 (unsigned long long)res.bytes_sent, res.wall_s);
-        if (f && f != stdout) fprintf(stderr, "; report %s", report);
+        if (named) fprintf(stderr, "; report %s", report);
         fputc('\n', stderr);
-        if (res.resumes_checked)
+        /* the recorded resume times check a replay against its co-simulation; under another
+         * configuration or computation scale they are expected to move */
+        char changed[256];
+        int nchanged = ms_replay_config_changes(t, cfg, changed, sizeof changed);
+        if (res.resumes_checked && res.resumes_differ && (nchanged || o.ro.cpu_scale != 1.0))
+            fprintf(stderr, "mpisim replay: %llu of %llu resume times moved from the co-simulation's, as expected: "
+                            "%s%s%s%s%s\n",
+                    (unsigned long long)res.resumes_differ, (unsigned long long)res.resumes_checked,
+                    nchanged ? "the configuration is not the capture's (" : "", nchanged ? changed : "",
+                    nchanged ? ")" : "", nchanged && o.ro.cpu_scale != 1.0 ? " and " : "",
+                    o.ro.cpu_scale != 1.0 ? "the computation is scaled (--cpu-scale)" : "");
+        else if (res.resumes_checked)
             fprintf(stderr, "mpisim replay: %llu of %llu recorded resume times differ%s%s\n",
                     (unsigned long long)res.resumes_differ, (unsigned long long)res.resumes_checked,
-                    res.resumes_differ ? "; first: " : " (replay reproduces the co-simulation)",
+                    res.resumes_differ ? "; first: "
+                                       : " (replay reproduces the co-simulation)",
                     res.first_difference);
     }
     int died = 0;
@@ -389,7 +414,7 @@ static void run_point(const sweep *s, long p, char *row, size_t len)
         char f[1100] = "";
         if (res.outcome) csv_field(f, sizeof f, res.outcome_text);
         snprintf(row + o, len - o, ",%s,%.12e,%lld,%lld,%d,%lld,%lld,%llu,%llu,%llu,%.3f,%s\n",
-                 res.outcome == 0 ? "ok" : res.outcome == 1 ? "deadlock" : "error", res.virtual_time_ps * 1e-12,
+                 ms_outcome_name(res.outcome), res.virtual_time_ps * 1e-12,
                  (long long)res.virtual_time_ps, (long long)res.mean_end_ps, argmax, (long long)maxc, (long long)maxm,
                  (unsigned long long)res.msgs_sent, (unsigned long long)res.bytes_sent,
                  (unsigned long long)res.collectives, res.wall_s, f);
@@ -398,6 +423,14 @@ static void run_point(const sweep *s, long p, char *row, size_t len)
     if (rl + 1 >= len) row[len - 2] = '\n';
     ms_replay_result_free(&res);
     nm_config_destroy(cfg);
+}
+
+/* Whether a point's row says outcome untimed (the trace's untimed calls: every point's). */
+static int rows_untimed(char *const *rows, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (rows[i] && strstr(rows[i], ",untimed,")) return 1;
+    return 0;
 }
 
 static void header(const sweep *s, FILE *f)
@@ -702,19 +735,18 @@ static int sweep_main(int argc, char **argv)
     snprintf(token, sizeof token, "# mpisim-sweep-part job=%s args=%lx size=%d", ns ? ns : "-", h, K);
 
     if (K > 1) {
-        char part[4096], tmp[4200];
+        char part[4096];
         snprintf(part, sizeof part, "%s.part%d", out, R);
-        snprintf(tmp, sizeof tmp, "%s.tmp", part);
-        FILE *f = fopen(tmp, "w");
-        if (!f) {
-            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", tmp, strerror(errno));
+        ms_outfile pout;
+        if (ms_outfile_open(&pout, part, 0, "the table's part", err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
-        fprintf(f, "%s rank=%d\n", token, R);
+        fprintf(pout.f, "%s rank=%d\n", token, R);
         for (long i = 0; i < nmine; i++)
-            if (rows[i]) fputs(rows[i], f);
-        if (fclose(f) != 0 || rename(tmp, part) != 0) {
-            fprintf(stderr, "mpisim sweep: cannot write %s\n", part);
+            if (rows[i]) fputs(rows[i], pout.f);
+        if (ms_outfile_commit(&pout, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
         fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
@@ -745,19 +777,19 @@ static int sweep_main(int argc, char **argv)
                 usleep(100000);
             }
         }
-        FILE *f2 = fopen(out, "w");
-        if (!f2) {
-            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+        ms_outfile tout;
+        if (ms_outfile_open(&tout, out, MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
-        header(&s, f2);
+        header(&s, tout.f);
         long missing = 0;
         for (long p = 0; p < s.npoints; p++) {
-            if (all[p]) fputs(all[p], f2);
+            if (all[p]) fputs(all[p], tout.f);
             else missing++;
         }
-        if (fclose(f2) != 0) {   /* a full disk: the table is not complete */
-            fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+        if (ms_outfile_commit(&tout, err, sizeof err) < 0) {   /* a full disk: the table is not complete */
+            fprintf(stderr, "mpisim sweep: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
         for (int q = 0; q < K; q++) {
@@ -765,24 +797,26 @@ static int sweep_main(int argc, char **argv)
             unlink(part);
         }
         fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s.npoints - missing, out);
-        return missing || rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points whose rows are missing */
+        if (missing || rc < 0) return MS_EXIT_RANK_ERROR;   /* points whose rows are missing */
+        return rows_untimed(all, s.npoints) ? MS_EXIT_UNTIMED : 0;
     }
 
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out, strerror(errno));
+    ms_outfile tout;
+    if (ms_outfile_open(&tout, out ? out : "-", MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
         return MS_EXIT_OUTPUT;
     }
-    header(&s, f);
+    header(&s, tout.f);
     for (long i = 0; i < nmine; i++)
-        if (rows[i]) fputs(rows[i], f);
-    if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
-        fprintf(stderr, "mpisim sweep: cannot write %s: %s\n", out ? out : "the table", strerror(errno));
+        if (rows[i]) fputs(rows[i], tout.f);
+    if (ms_outfile_commit(&tout, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
         return MS_EXIT_OUTPUT;
     }
     fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
             wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
-    return rc < 0 ? MS_EXIT_RANK_ERROR : 0;   /* points that could not be replayed */
+    if (rc < 0) return MS_EXIT_RANK_ERROR;   /* points that could not be replayed */
+    return rows_untimed(rows, nmine) ? MS_EXIT_UNTIMED : 0;
 }
 
 int mpisim_sweep_main(int argc, char **argv)

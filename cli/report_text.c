@@ -20,10 +20,28 @@ static double num(const json_t *obj, const char *key)
     return json_number_value(json_object_get(obj, key));   /* 0 when absent or not a number */
 }
 
+/* A string of the report as it may be printed to a terminal: control characters (a program path
+ * or argument can hold ESC sequences) shown as \xNN, not sent raw. In one of a few rotating
+ * buffers: valid until that many more calls. */
+static const char *printable(const char *s)
+{
+    static char pool[8][2048];
+    static unsigned next;
+    char *b = pool[next++ % 8];
+    size_t o = 0;
+    for (; s && *s && o + 5 < sizeof pool[0]; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(b + o, sizeof pool[0] - o, "\\x%02x", c);
+        else b[o++] = (char)c;
+    }
+    b[o] = 0;
+    return b;
+}
+
 static const char *str(const json_t *obj, const char *key)
 {
     const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
+    return printable(s ? s : "");
 }
 
 static int is_region(const char *call) { return !strcmp(call, "MPI_Pcontrol region"); }
@@ -59,12 +77,17 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
 
     fputs("@ mpisim report (virtual time)\n@ Command        :", out);
     for (size_t i = 0; i < json_array_size(prog); i++)
-        if (json_is_string(json_array_get(prog, i))) fprintf(out, " %s", json_string_value(json_array_get(prog, i)));
+        if (json_is_string(json_array_get(prog, i))) fprintf(out, " %s", printable(json_string_value(json_array_get(prog, i))));
     fprintf(out, "\n@ Ranks          : %d\n@ Network        : %s (%s engine)\n", (int)num(root, "nranks"),
             str(root, "topology"), str(root, "engine"));
-    if (summary)
-        fprintf(out, "@ Virtual time   : %.6f s\n@ Outcome        : %s\n@ Wall time      : %.3f s\n",
-                num(summary, "virtual_time_ps") * 1e-12, str(summary, "outcome"), num(summary, "wall_s"));
+    if (summary) {
+        fprintf(out, "@ Virtual time   : %.6f s\n@ Outcome        : %s\n", num(summary, "virtual_time_ps") * 1e-12,
+                str(summary, "outcome"));
+        /* what went wrong, or which calls ran untimed: the report's own words */
+        if (strcmp(str(summary, "outcome"), "ok") && str(summary, "outcome_text")[0])
+            fprintf(out, "@ Outcome text   : %s\n", str(summary, "outcome_text"));
+        fprintf(out, "@ Wall time      : %.3f s\n", num(summary, "wall_s"));
+    }
 
     /* per rank: App = the rank's virtual time, MPI = virtual time inside MPI calls */
     double app_sum = 0, mpi_sum = 0;
@@ -126,8 +149,10 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
         const json_t *s = json_array_get(sites, i);
         if (num(s, "bytes") <= 0) continue;
         size_t k;
-        for (k = 0; k < nc && strcmp(cs[k].call, str(s, "call")); k++) {}
-        if (k == nc) cs[nc++].call = str(s, "call");
+        const char *call = json_string_value(json_object_get(s, "call"));   /* kept: the report's own string */
+        if (!call) call = "";
+        for (k = 0; k < nc && strcmp(cs[k].call, call); k++) {}
+        if (k == nc) cs[nc++].call = call;
         cs[k].calls += num(s, "calls");
         cs[k].bytes += num(s, "bytes");
         cs[k].time_ps += num(s, "time_ps");
@@ -140,7 +165,7 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
           "---------------------------------------------------------------------------\n"
           "Call                     Count        Total       Avrg   %Total\n", out);
     for (size_t k = 0; k < nc; k++)
-        fprintf(out, "%-22s %7.0f %12.0f %10.1f %8.2f\n", cs[k].call, cs[k].calls, cs[k].bytes,
+        fprintf(out, "%-22s %7.0f %12.0f %10.1f %8.2f\n", printable(cs[k].call), cs[k].calls, cs[k].bytes,
                 cs[k].calls > 0 ? cs[k].bytes / cs[k].calls : 0.0, all > 0 ? 100.0 * cs[k].bytes / all : 0.0);
     free(cs);
     json_decref(root);
@@ -152,6 +177,8 @@ static const nm_opt report_opts[] = {
     NM_OPT_HELP,
     NM_OPT_END,
 };
+
+#define REPORT_MAX ((size_t)256 << 20)
 
 int mpisim_report_main(int argc, char **argv)
 {
@@ -182,17 +209,26 @@ int mpisim_report_main(int argc, char **argv)
         fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));
         return MS_EXIT_USAGE;
     }
+    /* read with a bound: a report of 4096 ranks is a few MB; /dev/zero or a trace named by mistake
+     * must not be read without end */
     char *text = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
         if (len + 65536 > cap) {
+            if (cap >= REPORT_MAX) {
+                free(text);
+                fclose(f);
+                fprintf(stderr, "mpisim report: %s: larger than %d MiB: not an mpisim report\n", path,
+                        (int)(REPORT_MAX >> 20));
+                return MS_EXIT_USAGE;
+            }
             cap = cap ? cap * 2 : 1 << 20;
-            char *q = realloc(text, cap);
+            char *q = realloc(text, cap + 1);
             if (!q) {
                 free(text);
                 fclose(f);
                 fprintf(stderr, "mpisim report: %s: out of memory\n", path);
-                return 1;
+                return MS_EXIT_NO_MEMORY;   /* README.md "Exit codes" */
             }
             text = q;
         }

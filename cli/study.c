@@ -15,8 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exit_codes.h"
+#include "ms_outfile.h"
 #include "nm_cmdline.h"
 #include "study.h"
+
+#ifndef MPISIM_REL_APPDIR
+#define MPISIM_REL_APPDIR "../libexec/mpisim"
+#endif
 
 /* Seed 000's testbed (170 MHz UltraSPARC, MPI on the BullDog MCP) per int32 multiply-add of
  * matmul, communication excluded, fitted on the 2-node curve alone: the testbed's 2-node mean
@@ -112,7 +118,8 @@ static int run_captured(char *const argv[], char *out, size_t outlen)
 }
 
 typedef struct study_opts {
-    const char *dir;             /* where mpisim and matmul are */
+    const char *mpisim;          /* this command */
+    const char *matmul;          /* the study's program (mpisim_find_program: beside it, or libexec) */
     const char *profile;
     const char **sets;
     int nsets;
@@ -127,16 +134,14 @@ typedef struct study_opts {
 static double run_point(const study_opts *o, int p, int n, int repeat, const char *report, double *compute)
 {
     *compute = -1;
-    char mpisim[PATH_MAX], matmul[PATH_MAX], np[16], ns[16], reps[16], factor[64];
-    snprintf(mpisim, sizeof mpisim, "%s/mpisim", o->dir);
-    snprintf(matmul, sizeof matmul, "%s/matmul", o->dir);
+    char np[16], ns[16], reps[16], factor[64];
     snprintf(np, sizeof np, "%d", p);
     snprintf(ns, sizeof ns, "%d", n);
     snprintf(reps, sizeof reps, "%d", repeat);
     const char **argv = calloc((size_t)(2 * o->nsets + 24), sizeof *argv);
     if (!argv) return -1;
     int k = 0;
-    argv[k++] = mpisim;
+    argv[k++] = o->mpisim;
     argv[k++] = "run";
     argv[k++] = "--report";
     argv[k++] = report;
@@ -162,7 +167,7 @@ static double run_point(const study_opts *o, int p, int n, int repeat, const cha
     argv[k++] = "-n";
     argv[k++] = np;
     argv[k++] = "--";
-    argv[k++] = matmul;
+    argv[k++] = o->matmul;
     argv[k++] = ns;
     argv[k++] = "--repeat";
     argv[k++] = reps;
@@ -225,7 +230,7 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     int ok = fgets(line, sizeof line, f) != NULL;
     char *end;
     *factor = ok ? strtod(line, &end) : 0;
-    if (!ok || end == line || *factor <= 0) {
+    if (!ok || end == line || !isfinite(*factor) || *factor <= 0) {   /* NaN, inf: no factor */
         fclose(f);
         return -2;
     }
@@ -249,7 +254,9 @@ static const nm_opt study_options[] = {
      "calibrate (default): seed 000's testbed time per multiply-add over this machine's,\n"
      "measured with matmul's own P = 1 run, written to DIR/cpu_factor.txt; FILE: reuse such\n"
      "a file; X: a number; profile: the profile's shim.cpu_factor"},
-    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest counting; then again, up to 3K times, the points whose two fastest runs differ by more than 2 %, and always the one-rank points and those under 10 ms (default 3)"},
+    {"runs", O_RUNS, "K", "run the grid K times in a row, each point's fastest run counting; then again, up to 3K runs\n"
+     "in all, the points whose two fastest runs differ by more than 2 %, and always 3K times the\n"
+     "one-rank points and those under 10 ms (default 3: about 250 runs for the default grid)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     NM_OPT_HELP,
     NM_OPT_END,
@@ -258,8 +265,8 @@ static const nm_opt study_options[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpisim study speedup [options]\n"
-               "The speedup study of seed 000 sec 4: matmul co-simulated over a grid of process counts and\n"
-               "matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
+               "The speedup study of seed 000 sec 3.2 (results: sec 4.2): matmul co-simulated over a grid of\n"
+               "process counts and matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
     nm_cmdline_print_options(study_options, f);
     fputs("Routings:\n", f);
     nm_registry_print(nm_routing_at, f, "  ");
@@ -324,9 +331,24 @@ int mpisim_study_main(int argc, char **argv)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
-    char dir[PATH_MAX];
-    if (mpisim_self_dir(dir, sizeof dir) < 0) return 2;
-    o.dir = dir;
+    /* the command itself, and matmul where the build tree (beside it) or an installed tree
+     * (libexec/mpisim) keeps it */
+    char self[PATH_MAX], matmul[PATH_MAX];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn < 0) {
+        fprintf(stderr, "mpisim study: cannot find this command (/proc/self/exe): %s\n", strerror(errno));
+        return 2;
+    }
+    self[sn] = 0;
+    if (mpisim_find_program("matmul", matmul, sizeof matmul) != 0) {
+        char dir[PATH_MAX] = "?";
+        mpisim_self_dir(dir, sizeof dir);
+        fprintf(stderr, "mpisim study: the study's program matmul is neither beside this command (%s) nor in its "
+                        "libexec directory (%s/" MPISIM_REL_APPDIR "): build or install the apps\n", dir, dir);
+        return 2;
+    }
+    o.mpisim = self;
+    o.matmul = matmul;
     char out[PATH_MAX];
     if (outdir) snprintf(out, sizeof out, "%s", outdir);
     else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */
@@ -355,7 +377,7 @@ int mpisim_study_main(int argc, char **argv)
     } else {
         char *end;
         cpu_factor = strtod(cpu_factor_arg, &end);
-        if (end != cpu_factor_arg && *end == '\0' && cpu_factor > 0) {
+        if (end != cpu_factor_arg && *end == '\0' && isfinite(cpu_factor) && cpu_factor > 0) {
             snprintf(source, sizeof source, "--cpu-factor");
         } else {
             int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
@@ -380,10 +402,11 @@ int mpisim_study_main(int argc, char **argv)
         o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
         if (cpu_factor > 0) {
             snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
-            FILE *ff = fopen(fac_path, "w");
-            if (ff) {
-                fprintf(ff, "%.9g\n%s\n", cpu_factor, source);
-                fclose(ff);
+            ms_outfile ff;
+            if (ms_outfile_open(&ff, fac_path, 0, NULL, err, sizeof err) < 0 ||
+                (fprintf(ff.f, "%.9g\n%s\n", cpu_factor, source), ms_outfile_commit(&ff, err, sizeof err) < 0)) {
+                fprintf(stderr, "mpisim study: %s\n", err);
+                return MS_EXIT_OUTPUT;
             }
             char set[128];
             snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
@@ -394,10 +417,11 @@ int mpisim_study_main(int argc, char **argv)
         }
         snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
         snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
-        FILE *cf = fopen(cfg_path, "w");
-        if (cf) {
-            nm_config_write_json(cfg, cf, 0);
-            fclose(cf);
+        ms_outfile cf;
+        if (ms_outfile_open(&cf, cfg_path, 0, NULL, err, sizeof err) < 0 ||
+            (nm_config_write_json(cfg, cf.f, 0), ms_outfile_commit(&cf, err, sizeof err) < 0)) {
+            fprintf(stderr, "mpisim study: %s\n", err);
+            return MS_EXIT_OUTPUT;
         }
         memset(t, 0, (size_t)(np * ns) * sizeof *t);
         fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
@@ -487,11 +511,12 @@ int mpisim_study_main(int argc, char **argv)
         break;
     }
     nm_config_destroy(cfg);
-    FILE *csv = fopen(csv_path, "w");
-    if (!csv) {
-        fprintf(stderr, "mpisim study: cannot write %s: %s\n", csv_path, strerror(errno));
-        return 2;
+    ms_outfile csv_out;
+    if (ms_outfile_open(&csv_out, csv_path, 0, NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim study: %s\n", err);
+        return MS_EXIT_OUTPUT;
     }
+    FILE *csv = csv_out.f;
     fprintf(csv, "P,N,time_s,speedup,efficiency\n");
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            o.profile ? o.profile : "default", o.compute);
@@ -515,7 +540,10 @@ int mpisim_study_main(int argc, char **argv)
             printf("%6d %6d %14.6f %9.3f %10.1f%%\n", procs[i], sizes[j], tp * 1e3, sp, eff * 100);
             fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", procs[i], sizes[j], tp, sp, eff);
         }
-    fclose(csv);
+    if (ms_outfile_commit(&csv_out, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim study: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
     printf("CSV: %s\n", csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];

@@ -4,6 +4,8 @@
 #include "netmodel.h"
 
 int mpisim_study_main(int argc, char **argv);
+/* `mpisim calibrate` (calibrate.c) */
+int mpisim_calibrate_main(int argc, char **argv);
 const char *mpisim_profile_path(void);
 /* Directory of the running mpisim executable (where the programs are; ../lib has the shim). */
 int mpisim_self_dir(char *out, size_t len);

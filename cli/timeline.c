@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "exit_codes.h"
+#include "ms_outfile.h"
 #include "ms_trace.h"
 #include "netmodel.h"
 #include "nm_cmdline.h"
@@ -266,20 +267,20 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
-    FILE *f = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
+    /* never through a link; complete, or not in place at all (ms_outfile) */
+    ms_outfile out;
+    if (ms_outfile_open(&out, out_path, MS_OUT_STDOUT, NULL, err, errlen) < 0) {
         ms_trace_free(t);
         return -2;
     }
-    int rc = mpisim_timeline_write(t, f, e2, sizeof e2);
-    if (f != stdout && fclose(f) != 0 && rc == 0) {
-        snprintf(e2, sizeof e2, "%s", strerror(errno));
-        rc = -1;
-    }
-    if (rc) snprintf(err, errlen, "%s: %s", out_path, e2);
+    int rc = mpisim_timeline_write(t, out.f, e2, sizeof e2);
     ms_trace_free(t);
-    return rc ? -2 : 0;
+    if (rc) {
+        ms_outfile_discard(&out);
+        snprintf(err, errlen, "%s: %s", out_path, e2);
+        return -2;
+    }
+    return ms_outfile_commit(&out, err, errlen) < 0 ? -2 : 0;
 }
 
 static const nm_opt timeline_opts[] = {

@@ -1,6 +1,6 @@
 # What `cmake --install` puts where (GNU dirs under CMAKE_INSTALL_PREFIX):
 #   bin/mpisim                               the command
-#   <libdir>/libmpisim.so                    the preloaded shim
+#   <libdir>/libmpisim.so                    the preloaded shim (pkg-config mpisim, CMake mpisim::shim)
 #   <libdir>/libnetmodel.a, include/mpisim/  the network library and its header, for network-only
 #                                            studies in other programs (pkg-config mpisim-netmodel,
 #                                            CMake find_package(mpisim))
@@ -27,12 +27,19 @@ install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.1 DESTINATION ${CMAKE_INSTALL_MANDI
 install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.bash-completion
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME mpisim)
 
-# pkg-config: the network library (static; inih and libm are its dependencies)
+# pkg-config: the network library (static; inih and libm are its dependencies, in its Libs) and
+# the shim (shared), with variables naming the shim to preload, the command and the profiles
 file(RELATIVE_PATH MPISIM_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" MPISIM_PC_TO_PREFIX "${MPISIM_PC_TO_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/mpisim-netmodel.pc.in ${CMAKE_BINARY_DIR}/mpisim-netmodel.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/mpisim-netmodel.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(TARGET mpisim)
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/mpisim.pc.in ${CMAKE_BINARY_DIR}/mpisim.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/mpisim.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
 
-# CMake package: find_package(mpisim) gives mpisim::netmodel and MPISIM_SHIM (the shim's path)
+# CMake package: find_package(mpisim) gives mpisim::netmodel, mpisim::shim, MPISIM_SHIM (the shim's
+# path) and MPISIM_COMMAND
 include(CMakePackageConfigHelpers)
 install(EXPORT mpisimTargets NAMESPACE mpisim:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mpisim)
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/mpisimConfig.cmake.in

@@ -41,6 +41,7 @@ typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING, MS
 typedef struct ms_replay_rank_result {
     int64_t virtual_end_ps, compute_ps, mpi_ps;
     uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives, unmodelled;
+    uint64_t rma_ops, rma_bytes;   /* one-sided operations (ms_rank_stats) */
     int status;                    /* ms_replay_rank_status */
     int recorded_end_known;        /* the trace has this rank's FINALIZE with its virtual end */
     int64_t recorded_end_ps;
@@ -55,7 +56,7 @@ typedef struct ms_replay_result {
     uint64_t msgs_sent, bytes_sent, events, resumes, collectives;
     double wall_s;                 /* the whole call */
     double setup_s;                /* of which: topology, routes, network and model creation */
-    int outcome;                   /* 0 ok, 1 deadlock, 2 error */
+    int outcome;                   /* ms_outcome (ms_report.h): 0 ok, 1 deadlock, 2 error, 5 untimed */
     char outcome_text[2048];
     /* comparison with the recorded resumes (co-simulation traces only) */
     uint64_t resumes_checked, resumes_differ;
@@ -79,6 +80,11 @@ typedef struct ms_replay_result {
  * are skipped and named in `warnings` (may be NULL). */
 nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
                             char *warnings, size_t wlen, char *err, size_t errlen);
+
+/* The keys whose value in cfg is not the trace's recorded one (a replay under another network):
+ * their number, and the first few named in `names` ("a, b, ..."); 0 when the trace records no
+ * configuration. */
+int ms_replay_config_changes(const ms_trace *t, const nm_config *cfg, char *names, size_t len);
 
 int ms_replay_run(const ms_trace *t, const nm_config *cfg, const ms_replay_opts *opts, ms_replay_result *res,
                   char *err, size_t errlen);

@@ -71,7 +71,11 @@ static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size
             continue;
         }
         char e2[512];
-        if (nm_config_set(cfg, a, "trace", e2, sizeof e2) < 0) {
+        /* a value the capture's user set (--set) stays theirs; one of a profile or the default, or
+         * derived, may be derived again from keys this replay changes (network.slack_buffer) */
+        const json_t *src = json_is_object(v) ? json_object_get(v, "source") : NULL;
+        int users = json_is_string(src) && !strncmp(json_string_value(src), "--", 2);
+        if ((users ? nm_config_set : nm_config_set_as_profile)(cfg, a, "trace", e2, sizeof e2) < 0) {
             rc = fail(err, errlen, "the trace's recorded configuration: %s", e2);
             break;
         }
@@ -104,6 +108,41 @@ fail:
     return NULL;
 }
 
+int ms_replay_config_changes(const ms_trace *t, const nm_config *cfg, char *names, size_t len)
+{
+    if (names && len) names[0] = 0;
+    json_t *j = t && t->config_json ? json_loads(t->config_json, 0, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return 0;
+    }
+    int n = 0;
+    size_t off = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        if (json_is_object(v)) v = json_object_get(v, "value");
+        if (!nm_config_has(cfg, key)) continue;
+        int same;
+        if (json_is_number(v)) {
+            double a = json_number_value(v), b = nm_config_double(cfg, key);
+            same = a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+        } else if (json_is_string(v)) {
+            same = !strcmp(json_string_value(v), nm_config_string(cfg, key));
+        } else {
+            continue;
+        }
+        if (same) continue;
+        if (names && off < len && n < 4)
+            off += (size_t)snprintf(names + off, len - off, "%s%s", n ? ", " : "", key);
+        else if (names && off < len && n == 4)
+            off += (size_t)snprintf(names + off, len - off, ", ...");
+        n++;
+    }
+    json_decref(j);
+    return n;
+}
+
 /* The recorded value of a key, as text ("" if the trace has no configuration or no such key). */
 static void recorded_value(const ms_trace *t, const char *key, char *out, size_t len)
 {
@@ -134,6 +173,8 @@ typedef struct rrank {
     size_t wait_ev;              /* index of the WAIT/PROBE event it blocks in */
     uint64_t unmodelled;
     int finalized;
+    int stopped;                  /* its records end at a recorded stop (a signal, the model server) */
+    char stop_why[96];
     int64_t fin_t;
     uint64_t *rec_done;          /* the blocking wait's recorded completions (ms_driver_event) */
     size_t rec_done_cap;
@@ -162,7 +203,29 @@ typedef struct replay {
     int read_failed;             /* the stream could not read a stretch: read_err says which */
     char read_err[1024];
     size_t held;                 /* bytes of the ranks' windows */
+    struct untimed { char name[64]; uint64_t count; } *untimed;   /* the untimed calls' names */
+    size_t nuntimed, capuntimed;
 } replay;
+
+/* An untimed call of the recording (its record's text: the name, NUL, the call site). */
+static void note_untimed(replay *p, const char *text)
+{
+    size_t i = 0;
+    while (i < p->nuntimed && strncmp(p->untimed[i].name, text, sizeof p->untimed[i].name - 1)) i++;
+    if (i == p->nuntimed) {
+        if (p->nuntimed == p->capuntimed) {
+            size_t nc = p->capuntimed ? 2 * p->capuntimed : 8;
+            struct untimed *q = realloc(p->untimed, nc * sizeof *q);
+            if (!q) return;
+            p->untimed = q;
+            p->capuntimed = nc;
+        }
+        snprintf(p->untimed[i].name, sizeof p->untimed[i].name, "%.63s", text);
+        p->untimed[i].count = 0;
+        p->nuntimed++;
+    }
+    p->untimed[i].count++;
+}
 
 #define REC(r, k) (&(r)->w.ev[(k) - (r)->w.from])
 /* a record's side arrays (its list_off is the rank's index) */
@@ -472,8 +535,15 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, e->kind == MS_TRACE_CANCEL ? MS_EV_CANCEL : MS_EV_FREE, r->clock);
             feed(p, rank, k, &ev);
             break;
+        case MS_TRACE_RMA:
+            ev = event_of(e, MS_EV_RMA, r->clock);
+            ev.bytes_out = e->callsite;   /* the result's bytes (ms_trace_event) */
+            feed(p, rank, k, &ev);
+            r->clock += ms_model_isend_cost(model, e->bytes);   /* as the shim charged it */
+            break;
         case MS_TRACE_ICOLL:
             ev = event_of(e, MS_EV_ICOLL, r->clock);
+            ev.flags = e->flags;   /* an intercommunicator's low group */
             if (e->list_n > 0) {
                 ev.list = LISTS(r, e);
                 ev.nlist = (size_t)e->list_n;
@@ -536,18 +606,26 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             return;
         case MS_TRACE_UNMODELLED: {
             const char *text = TEXT(r, e);
-            if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
+            if (!strncmp(text, "STOP ", 5)) {
+                /* the rank was ended from outside and flushed its records: not the one that died */
+                r->stopped = 1;
+                snprintf(r->stop_why, sizeof r->stop_why, "%.90s", text + 5);
+            } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
                 if (!p->stopped) {
                     p->stopped = 1;
                     snprintf(p->stop, sizeof p->stop, "rank %d: %.900s (recorded)", rank, text + 6);
                 }
             } else {
                 r->unmodelled++;
+                note_untimed(p, text);
                 ev = event_of(e, MS_EV_UNTIMED, r->clock);
                 feed(p, rank, k, &ev);
             }
             break;
         }
+        case MS_TRACE_PROC_EXIT:   /* the process exited on its own, without MPI_Finalize, with this code */
+            ms_driver_rank_exit_code(p->drv, rank, e->mode);
+            break;
         default: /* CLOCK, RESUME, RESOLVE, CALLSITE, SITE, PCONTROL: the recording's, not inputs */
             break;
         }
@@ -556,7 +634,8 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
         /* the records end without MPI_Finalize: the rank was killed (or its file truncated) */
         ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
         feed(p, rank, r->pc, &ev);
-        ms_driver_rank_gone(p->drv, rank);
+        if (r->stopped) ms_driver_rank_stopped(p->drv, rank);
+        else ms_driver_rank_gone(p->drv, rank);
         release(p, rank);
     }
 }
@@ -669,6 +748,18 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         } else if (a == 1) {
             res->outcome = ms_driver_describe_stall(p.drv, res->outcome_text, sizeof res->outcome_text, NULL, NULL);
             dead_cause = res->outcome == 2;
+            /* the others wait for a rank whose recording was stopped from outside (a signal, mpisim):
+             * not the program's deadlock, a trace that ends there */
+            for (int i = 0; res->outcome == 1 && i < p.n; i++)
+                if (p.r[i].stopped && ms_driver_state(p.drv, i) == MS_RANK_STOPPED) {
+                    char text[sizeof res->outcome_text];
+                    snprintf(text, sizeof text,
+                             "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s at %.6f us); "
+                             "the other ranks wait for what it did not record\n  %.1400s", i, p.r[i].stop_why,
+                             p.r[i].clock * 1e-6, res->outcome_text);
+                    snprintf(res->outcome_text, sizeof res->outcome_text, "%s", text);
+                    res->outcome = 2;
+                }
             break;
         } else if (a == 2) {   /* the network deadlocked: a deadlock, as online */
             res->outcome = 1;
@@ -712,8 +803,21 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     if (dead >= 0 && res->outcome == 0) {
         res->outcome = 2;
         dead_cause = 1;
-        snprintf(res->outcome_text, sizeof res->outcome_text,
-                 "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us", dead, p.r[dead].clock * 1e-6);
+        int o = ms_driver_gone_text(p.drv, dead, res->outcome_text, sizeof res->outcome_text);
+        if (o >= 0 && (size_t)o < sizeof res->outcome_text)
+            snprintf(res->outcome_text + o, sizeof res->outcome_text - (size_t)o, " at %.6f us", p.r[dead].clock * 1e-6);
+    }
+    if (dead < 0 && res->outcome == 0) {
+        /* no rank died, but the recording was stopped from outside (a signal, mpisim) before some
+         * ranks reached MPI_Finalize: not a complete run either */
+        for (int i = 0; i < p.n; i++)
+            if (ms_driver_state(p.drv, i) == MS_RANK_STOPPED && p.r[i].stopped) {
+                res->outcome = 2;
+                snprintf(res->outcome_text, sizeof res->outcome_text,
+                         "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s) at %.6f us", i,
+                         p.r[i].stop_why, p.r[i].clock * 1e-6);
+                break;
+            }
     }
     if (dead_cause) {   /* what the trace says of it */
         size_t o = strlen(res->outcome_text);
@@ -731,6 +835,21 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         snprintf(res->outcome_text, sizeof res->outcome_text, "the model reported %llu errors, the last: %s",
                  (unsigned long long)res->model_errors, me);
     }
+    if (res->outcome == 0 && p.nuntimed) {   /* complete, but calls ran untimed in the recording */
+        const char **names = malloc(sizeof *names * p.nuntimed);
+        uint64_t *counts = malloc(sizeof *counts * p.nuntimed);
+        char calls[1536] = "(out of memory naming them)";
+        uint64_t ncalls = 0;
+        for (size_t i = 0; names && counts && i < p.nuntimed; i++) {
+            names[i] = p.untimed[i].name;
+            counts[i] = p.untimed[i].count;
+        }
+        if (names && counts) ncalls = ms_untimed_text(names, counts, p.nuntimed, calls, sizeof calls);
+        free(names);
+        free(counts);
+        res->outcome = MS_OUTCOME_UNTIMED;
+        ms_untimed_outcome_text(calls, ncalls, res->outcome_text, sizeof res->outcome_text);
+    }
     double sum = 0;
     for (int i = 0; i < p.n; i++) {
         rrank *r = &p.r[i];
@@ -747,6 +866,8 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         o->msgs_recv = st.msgs_recv;
         o->bytes_recv = st.bytes_recv;
         o->collectives = st.coll_calls;
+        o->rma_ops = st.rma_ops;
+        o->rma_bytes = st.rma_bytes;
         o->node = ms_model_rank_node(model, i);
         o->unmodelled = r->unmodelled;
         ms_rank_state s = ms_driver_state(p.drv, i);
@@ -783,6 +904,7 @@ out:
         }
     free(p.r);
     free(p.queue);
+    free(p.untimed);
     ms_driver_destroy(p.drv);
     if (rc < 0) ms_replay_result_free(res);
     return rc;
@@ -830,7 +952,7 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
         const ms_replay_rank_result *o = &res->ranks[i];
         ms_report_rank rr = {i, t->ranks[i].pid, t->ranks[i].hostname, NULL, status_name(o->status), o->virtual_end_ps,
                              o->compute_ps, o->mpi_ps, o->calls, o->msgs_sent, o->bytes_sent, o->msgs_recv,
-                             o->bytes_recv, o->collectives};
+                             o->bytes_recv, o->collectives, o->rma_ops, o->rma_bytes};
         ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);

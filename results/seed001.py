@@ -69,8 +69,15 @@ def trace(name, prog_args):
         # a 256-rank capture of the stencil sometimes ends with a rank "exiting improperly" (Open
         # MPI's words; not understood yet, see results/seed001.md): try three times
         for attempt in range(3):
-            if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+            # a failed try leaves its raw files in <trace>.raw, which the next capture refuses
+            # unless told to replace it: this script's own try, so replace it
+            retry = ["--replace-trace"] if attempt else []
+            p = subprocess.run(cmd[:2] + retry + cmd[2:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, errors="replace")
+            if p.returncode == 0:
                 break
+            print("  capture %d of %s failed (exit %d): %s" % (attempt + 1, name, p.returncode,
+                  (p.stderr.strip().splitlines() or ["no message"])[-1]), flush=True)
             if os.path.exists(path):   # what a failed run left is not a trace of the program
                 os.unlink(path)
         else:

@@ -36,14 +36,18 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
         {"shim.connect_timeout", NM_KEY_INT, "ps", "60 s", "project choice (a rank that leaves before MPI_Init)",
          "when ranks have not connected to the model server and none has connected for this long, the run "
          "stops naming them (a rank that exits before MPI_Init leaves the others waiting in it for ever); "
-         "1 s to 1 h",
+         "counted in idle time: while the launcher's processes on this host neither run nor wait for a CPU "
+         "(a startup on a loaded machine, a program computing before MPI_Init, are not stuck); 1 s to 1 h",
          "1e12..3.6e15", 0},
         {"shim.stall_timeout", NM_KEY_INT, "ps", "60 s",
          "project choice (a hang must end in a report; far above any real transfer)",
-         "real time after which a rank waiting inside the real MPI (for a transfer the model has already "
+         "idle time after which a rank waiting inside the real MPI (for a transfer the model has already "
          "completed, an untimed call, a request mpisim does not time) with nothing completing counts as "
-         "stalled; when every rank is stalled, waits in the model or has finished and virtual time cannot "
-         "move, the run stops (exit 3) with each rank's call, peer, tag and call site; 0 turns the watchdog off",
+         "stalled, idle meaning while none of the ranks' processes on this host waited for a CPU (a loaded "
+         "machine slows the count; a spin inside the real MPI is no progress); a rank whose process is "
+         "stopped (SIGSTOP, a debugger) this long in wall time counts as stalled too; when every rank is "
+         "stalled, waits in the model or has finished and virtual time cannot move, the run stops (exit 3) "
+         "with each rank's call, peer, tag and call site; 0 turns the watchdog off",
          NULL, NM_KEY_NONNEG},
         {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
          "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "

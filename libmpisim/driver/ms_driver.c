@@ -20,6 +20,7 @@ typedef struct drank {
     int64_t held_t;
     ms_req_result held_result;
     char *stall_text;            /* the stall watchdog: where it waits in the real MPI (NULL: not stalled) */
+    int exit_known, exit_code;   /* its process exited on its own (exit(), a return from main) with this code */
 } drank;
 
 typedef struct comm_size {
@@ -345,14 +346,14 @@ void ms_driver_rank_stalled(ms_driver *d, int rank, const char *where)
     d->nstalled++;
 }
 
-ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank)
+static ms_rank_state rank_ended(ms_driver *d, int rank, int from_outside)
 {
     drank *r = &d->r[rank];
     if (r->stall_text) clear_stall(d, r);
     if (r->state == MS_RANK_FINISHED || r->state == MS_RANK_DEAD || r->state == MS_RANK_STOPPED) return r->state;
     /* the first rank to end on its own died; Open MPI's launcher then ends the others, and a front
      * end that stops the run ends them too: those did not fail themselves */
-    int died = !d->stopping && d->first_dead < 0;
+    int died = !from_outside && !d->stopping && d->first_dead < 0;
     set_state(d, r, died ? MS_RANK_DEAD : MS_RANK_STOPPED);
     if (died) d->first_dead = rank;
     if (d->log) logline(d, rank, "finalize t=%" PRId64 " (gone)", r->clock);
@@ -360,7 +361,40 @@ ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank)
     return r->state;
 }
 
+ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank) { return rank_ended(d, rank, 0); }
+
+ms_rank_state ms_driver_rank_stopped(ms_driver *d, int rank) { return rank_ended(d, rank, 1); }
+
 int ms_driver_first_dead(const ms_driver *d) { return d->first_dead; }
+
+void ms_driver_rank_exit_code(ms_driver *d, int rank, int code)
+{
+    d->r[rank].exit_known = 1;
+    d->r[rank].exit_code = code;
+}
+
+int ms_driver_rank_exited(const ms_driver *d, int rank, int *code)
+{
+    if (!d->r[rank].exit_known) return 0;
+    *code = d->r[rank].exit_code;
+    return 1;
+}
+
+int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len)
+{
+    int code;
+    if (ms_driver_rank_exited(d, rank, &code))
+        return snprintf(buf, len, "rank %d exited with code %d after MPI_Init without calling MPI_Finalize (the "
+                                  "program's own exit, not a crash)", rank, code);
+    return snprintf(buf, len, "rank %d ended without MPI_Finalize (crashed or killed)", rank);
+}
+
+void ms_driver_absolve(ms_driver *d)
+{
+    for (int i = 0; i < d->n; i++)
+        if (d->r[i].state == MS_RANK_DEAD) set_state(d, &d->r[i], MS_RANK_STOPPED);
+    d->first_dead = -1;
+}
 
 void ms_driver_stop(ms_driver *d) { d->stopping = 1; }
 
@@ -422,6 +456,15 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a receive", "no such receive to notify");
         if (e->buf) ms_model_buffer(d->model, rank, e->req, e->buf);
         return 0;
+    case MS_EV_RMA:
+        set_clock(d, r, e->t);
+        if (d->log)
+            logline(d, rank, "rma t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " target=%d kind=%d bytes=%" PRIu64
+                    " out=%" PRIu64, e->t, e->req, e->comm, e->peer, e->mode, e->bytes, e->bytes_out);
+        if (ms_model_rma(d->model, rank, e->t, e->req, e->comm, e->peer, (ms_rma_kind)e->mode, e->bytes, e->bytes_out,
+                         merr, sizeof merr) < 0)
+            return refused(err, errlen, "a one-sided operation", merr);
+        return 0;
     case MS_EV_CANCEL:
         set_clock(d, r, e->t);
         if (d->log) logline(d, rank, "cancel t=%" PRId64 " req=%" PRIu64, e->t, e->req);
@@ -437,10 +480,12 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
     case MS_EV_ICOLL: {
         set_clock(d, r, e->t);
         r->last_coll_comm = e->comm;
-        ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->nlist ? e->list : NULL, e->nlist ? e->nlist : 0};
+        ms_coll_args a = {(ms_coll_kind)e->mode, e->peer, e->bytes, e->nlist ? e->list : NULL, e->nlist ? e->nlist : 0,
+                          e->flags};
         if (d->log)
-            logline(d, rank, "icoll t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " kind=%d root=%d bytes=%" PRIu64 " counts=%s",
-                    e->t, e->req, e->comm, e->mode, e->peer, e->bytes, list_text(l, sizeof l, e->list, e->nlist));
+            logline(d, rank, "icoll t=%" PRId64 " req=%" PRIu64 " comm=%" PRIu64 " kind=%d root=%d bytes=%" PRIu64 " counts=%s inter=%d",
+                    e->t, e->req, e->comm, e->mode, e->peer, e->bytes, list_text(l, sizeof l, e->list, e->nlist),
+                    e->flags);
         if (ms_model_icoll(d->model, rank, e->t, e->req, e->comm, &a, merr, sizeof merr) < 0)
             return refused(err, errlen, "a collective", merr);
         return 0;
@@ -639,11 +684,11 @@ int ms_driver_describe_stall(const ms_driver *d, char *buf, size_t len, const ch
     size_t off = 0;
     /* ranks that died leave the others waiting for them: that is the cause, not a deadlock */
     int dead = d->first_dead;
-    if (dead >= 0)
-        off += (size_t)snprintf(buf + off, len - off,
-                                "rank %d ended without MPI_Finalize (crashed or killed) at %.6f us; the other ranks "
-                                "wait for it",
-                                dead, d->r[dead].clock * 1e-6);
+    if (dead >= 0) {
+        off += (size_t)ms_driver_gone_text(d, dead, buf + off, len - off);
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, " at %.6f us; the other ranks wait for it", d->r[dead].clock * 1e-6);
+    }
     else if (d->nstalled)
         off += (size_t)snprintf(buf + off, len - off,
                                 "stall: ranks wait inside the real MPI and nothing has completed there for %g s "

@@ -44,7 +44,8 @@ typedef enum {
 typedef enum {
     MS_EV_ISEND = 1,   /* req comm peer=dst tag bytes mode=ms_send_mode buf */
     MS_EV_IRECV,       /* req comm peer=src tag bytes flags=MS_EV_FLAG_NOTIFY buf */
-    MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood) */
+    MS_EV_ICOLL,       /* req comm peer=root bytes mode=ms_coll_kind list=counts (v-variants, neighbourhood)
+                        * flags=the low group's size of an intercommunicator's collective (0: intra) */
     MS_EV_COMM_ADD,    /* comm members[nmembers] (world ranks) */
     MS_EV_WAIT,        /* mode=ms_wait_mode list=request ids flags fn: blocks until resumed */
     MS_EV_PROBE,       /* comm peer=src tag mode=blocking fn: blocks until resumed */
@@ -52,7 +53,8 @@ typedef enum {
     MS_EV_FREE,        /* req: MPI_Request_free of an active send */
     MS_EV_CLOCK,       /* the clock moved without a model event */
     MS_EV_UNTIMED,     /* the rank enters an untimed call: it stops holding the horizon back */
-    MS_EV_FINALIZE     /* MPI_Finalize: the rank posts nothing more */
+    MS_EV_FINALIZE,    /* MPI_Finalize: the rank posts nothing more */
+    MS_EV_RMA          /* req comm=the window's peer=target mode=ms_rma_kind bytes bytes_out: a one-sided operation */
 } ms_event_kind;
 
 /* MS_EV_WAIT flags */
@@ -68,6 +70,7 @@ typedef struct ms_driver_event {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t peer, tag, mode, flags;
+    uint64_t bytes_out;       /* RMA: the result's bytes (a get's, a fetching atomic's) */
     uint64_t buf;             /* ISEND, IRECV: the user's buffer address, 0 unknown (ms_model_buffer: the host
                                * model's memory registration cache) */
     const uint64_t *list;     /* WAIT: request ids; ICOLL: counts */
@@ -129,8 +132,23 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
  * end after a rank died (the launcher ends the job) or after ms_driver_stop are STOPPED. No effect
  * on a finished, dead or stopped rank. Returns the rank's state afterwards. */
 ms_rank_state ms_driver_rank_gone(ms_driver *d, int rank);
+/* The same for a rank known to have been ended from outside (its shim or its records say so: a
+ * signal from the launcher or the batch system, the model server's stop): STOPPED, never DEAD. */
+ms_rank_state ms_driver_rank_stopped(ms_driver *d, int rank);
 /* The rank that died first (DEAD), or -1. */
 int ms_driver_first_dead(const ms_driver *d);
+/* The rank's process exited on its own (exit(), a return from main) with this code, as its shim
+ * said (or its trace records): a rank that then ends without MPI_Finalize ended by the program's
+ * choice, not in a crash, and the texts say so. */
+void ms_driver_rank_exit_code(ms_driver *d, int rank, int code);
+int ms_driver_rank_exited(const ms_driver *d, int rank, int *code);   /* 1 and *code when known */
+/* "rank R exited with code C after MPI_Init without calling MPI_Finalize (...)" when the code is
+ * known, else "rank R ended without MPI_Finalize (crashed or killed)"; snprintf's return. */
+int ms_driver_gone_text(const ms_driver *d, int rank, char *buf, size_t len);
+
+/* It turned out that no rank died on its own (the launcher itself was killed, which ends every
+ * rank): a DEAD rank becomes STOPPED. */
+void ms_driver_absolve(ms_driver *d);
 /* The front end stops the run (an error, a deadlock, a timeout): ranks that end from now on were
  * ended by it, not on their own (STOPPED). Nothing else changes. */
 void ms_driver_stop(ms_driver *d);

@@ -19,6 +19,7 @@ typedef struct ms_report_rank {
     const char *status;
     int64_t end_ps, compute_ps, mpi_ps;
     uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives;
+    uint64_t rma_ops, rma_bytes;  /* one-sided operations it started (locks included), their bytes both ways */
 } ms_report_rank;
 /* One rank's object, open inside "unmodelled": {...: the caller writes the entries, closes it
  * with "}", may add fields, and ends the object with ms_report_rank_close. */
@@ -26,14 +27,23 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r);
 void ms_report_rank_close(FILE *f, int last);
 
 /* A run's or replay's outcome: the report's summary.outcome ("ok", "deadlock", "error", "stall",
- * "error") and, through cli/exit_codes.h, the command's exit code. */
+ * "error", "untimed") and, through cli/exit_codes.h, the command's exit code. */
 typedef enum {
     MS_OUTCOME_OK = 0,
     MS_OUTCOME_DEADLOCK = 1,         /* in virtual time, or the network's (its routing) */
     MS_OUTCOME_ERROR = 2,            /* a rank stopped on an error (unmodelled call, crash, abort), or the model */
     MS_OUTCOME_STALL = 3,            /* the stall watchdog (shim.stall_timeout): nothing moves in the real MPI */
-    MS_OUTCOME_NEVER_CONNECTED = 4   /* ranks never connected (left before MPI_Init, no MPI program) */
+    MS_OUTCOME_NEVER_CONNECTED = 4,  /* ranks never connected (left before MPI_Init, no MPI program) */
+    MS_OUTCOME_UNTIMED = 5           /* complete, but calls ran untimed (passthrough, MPI-IO): the virtual
+                                      * times may be wrong (outcome_text names the calls) */
 } ms_outcome;
+/* "ok", "deadlock", "error", "stall", "untimed" */
+const char *ms_outcome_name(int outcome);
+/* The untimed calls, "MPI_File_open (4 calls), MPI_File_close (4)", into buf from parallel arrays of
+ * names and counts, merged by name; returns the number of calls. */
+uint64_t ms_untimed_text(const char *const *names, const uint64_t *counts, size_t n, char *buf, size_t len);
+/* The outcome text of MS_OUTCOME_UNTIMED, naming them. */
+void ms_untimed_outcome_text(const char *calls, uint64_t ncalls, char *buf, size_t len);
 
 /* "summary": {...} (outcome an ms_outcome; text for all but ok). Leaves the report's object open. */
 void ms_report_summary(FILE *f, int64_t virtual_time_ps, uint64_t msgs, uint64_t bytes, double wall_s,

@@ -60,6 +60,24 @@ int ms_coll_choose(ms_coll_kind kind, int size, uint64_t bytes, const uint64_t *
  * Returns 0, or -1 (bad arguments / out of memory). The plan is reset first. */
 int ms_coll_generate(ms_coll_plan *plan, ms_coll_kind kind, int alg, int size, int me, int root,
                      uint64_t bytes, const uint64_t *counts);
+
+/* The same, with everything a member says (ms_model.h ms_coll_args): `counts` has `ncounts`
+ * entries (alltoallv: the send counts, then the receive counts, 2 x size; with size entries only,
+ * every pair exchanges a message). An intercommunicator's collective (inter_low > 0) is played on
+ * the union of its two groups, the low group's members as ranks 0..inter_low-1 and the high
+ * group's after them; `root` is then the root's union rank, this member's own when it is the root
+ * (MPI_ROOT), or MS_COLL_ROOT_NONE for the other members of the root's group (MPI_PROC_NULL). */
+#define MS_COLL_ROOT_NONE (-2)
+typedef struct ms_coll_spec {
+    ms_coll_kind kind;
+    int alg;                   /* 0: automatic */
+    int size, me, root;
+    uint64_t bytes;
+    const uint64_t *counts;
+    size_t ncounts;
+    int inter_low;             /* 0: an intracommunicator; else the size of the low group */
+} ms_coll_spec;
+int ms_coll_generate_spec(ms_coll_plan *plan, const ms_coll_spec *spec);
 void ms_coll_plan_free(ms_coll_plan *plan);
 
 #ifdef __cplusplus

@@ -78,6 +78,14 @@ static const nm_key_def host_keys[] = {
      "nic: the turns of a rendezvous (the receiver's CTS, the sender's data) happen as soon as they are due; "
      "in_call: only while the host is inside an MPI call (a host-driven rendezvous such as MPICH-GM's): a turn "
      "due while the rank computes waits for its next MPI call", "nic|in_call", 0},
+    {"host.rma_progress", NM_KEY_STRING, "", "nic",
+     "project choice: a NIC that does RDMA and atomics itself, as InfiniBand RC under Open MPI's osc/rdma "
+     "and osc/ucx (seed 000's NIC answers by itself too)",
+     "nic: the target's NIC carries out one-sided operations (put, get, accumulate, atomics, lock requests) "
+     "and answers, with no target CPU time; in_call: the target's CPU does each while it is inside an MPI "
+     "call (MPICH CH3's active messages, MPI over a NIC without RDMA), one receive overhead, the reduction "
+     "and one send overhead, and an operation that arrives while the target computes waits for its next MPI "
+     "call", "nic|in_call", 0},
     {"host.sync_protocol", NM_KEY_STRING, "", "eager_ack", "project choice",
      "synchronous sends: eager_ack (eager data, the receiver acknowledges the match) or rendezvous "
      "(RTS/CTS/data at every size)", "eager_ack|rendezvous", 0},
@@ -108,7 +116,7 @@ typedef struct reg_lru {
 } reg_lru;
 
 struct ms_host {
-    int nranks, nodes, ports, sync_rndv, rndv_fin, rndv_in_call;
+    int nranks, nodes, ports, sync_rndv, rndv_fin, rndv_in_call, rma_in_call;
     int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
@@ -231,6 +239,8 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     h->rndv_fin = (int)cfg_int(cfg, "host.rndv_fin", 0);
     const char *rp = nm_config_has(cfg, "host.rndv_progress") ? nm_config_string(cfg, "host.rndv_progress") : "";
     h->rndv_in_call = rp && !strcmp(rp, "in_call");
+    const char *ra = nm_config_has(cfg, "host.rma_progress") ? nm_config_string(cfg, "host.rma_progress") : "";
+    h->rma_in_call = ra && !strcmp(ra, "in_call");
     h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
     /* Port pacing: a packet holds its port for its payload and framing characters. The route
      * bytes (one per switch) are left out and the character time rounded down, so the NIC never
@@ -347,7 +357,14 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
 
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
-    int64_t copy_end = t + bytes_ps(h->shm_copy_ps_pb, bytes);
+    return ms_host_shm_copy_ps(h, node, bytes, -1, t);
+}
+
+int64_t ms_host_shm_latency(const ms_host *h) { return h->shm_lat; }
+
+int64_t ms_host_shm_copy_ps(ms_host *h, int node, uint64_t bytes, int64_t copy_ps, int64_t t)
+{
+    int64_t copy_end = t + (copy_ps >= 0 ? copy_ps : bytes_ps(h->shm_copy_ps_pb, bytes));
     int64_t mem = bytes_ps(h->shm_mem_ps_pb, bytes);
     if (mem > 0) {   /* copies on one node share its memory bandwidth */
         node_state *n = &h->n[node];
@@ -376,6 +393,7 @@ int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra)
 int ms_host_sync_rendezvous(const ms_host *h) { return h->sync_rndv; }
 int ms_host_rndv_fin(const ms_host *h) { return h->rndv_fin; }
 int ms_host_rndv_in_call(const ms_host *h) { return h->rndv_in_call; }
+int ms_host_rma_in_call(const ms_host *h) { return h->rma_in_call; }
 int64_t ms_host_rndv_handling(const ms_host *h) { return h->rndv_handling; }
 
 int ms_host_registers(const ms_host *h) { return h->reg_cost != 0 || h->reg_pp != 0; }

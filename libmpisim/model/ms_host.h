@@ -63,6 +63,9 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
 int64_t ms_host_shm_transfer(ms_host *h, int node, uint64_t bytes, int64_t t);
 /* The copy alone (a sender copying an eager message into shared memory in its call): its end. */
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t);
+/* The same with the copy's own duration copy_ps (mpi.size_segments' rate; < 0: host.shm_copy_rate's). */
+int64_t ms_host_shm_copy_ps(ms_host *h, int node, uint64_t bytes, int64_t copy_ps, int64_t t);
+int64_t ms_host_shm_latency(const ms_host *h);
 /* Extra host CPU time of a send mode (0 standard, MS_SEND_* of ms_model.h) for `bytes`, on top
  * of mpi.send_overhead; intra: both ranks on one node. */
 int64_t ms_host_mode_cost(const ms_host *h, int mode, uint64_t bytes, int intra);
@@ -73,6 +76,8 @@ int ms_host_sync_rendezvous(const ms_host *h);
 int ms_host_rndv_fin(const ms_host *h);
 /* The turns of a rendezvous happen only while the host is inside an MPI call (host.rndv_progress). */
 int ms_host_rndv_in_call(const ms_host *h);
+/* One-sided operations are done by the target's CPU inside its MPI calls, not by its NIC (host.rma_progress). */
+int ms_host_rma_in_call(const ms_host *h);
 /* Host time at each turn of a rendezvous: before the CTS, and after it before the data (host.rndv_handling). */
 int64_t ms_host_rndv_handling(const ms_host *h);
 /* Host CPU time of copying an eager message into the NIC's registered send buffers, and out of

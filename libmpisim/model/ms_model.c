@@ -6,7 +6,9 @@
 #include "ms_host.h"
 #include "ms_util.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,21 @@ static const nm_key_def mpi_keys[] = {
      "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
     {"mpi.reduce_cost_per_byte", NM_KEY_INT, "ps/B", "0", "project choice (0: reductions are free)",
      "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
+     "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
+     "(one thread runs the MPI library: several messages arriving at once are taken in turn), and so do "
+     "the intra-node copies of the rendezvous messages it receives (a single-copy get by the receiver); 0: "
+     "each receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
+    {"mpi.size_segments", NM_KEY_STRING, "", "", "none: the overheads above hold at every size",
+     "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
+     "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
+     "FROM in bytes ascending; a message of B >= FROM bytes (up to the next FROM) costs o_s = OS + OS_PB*B "
+     "(at least the scalar o_s, which the sender's clock takes at once; the rest is its time in the call "
+     "before the send completes) "
+     "and o_r = OR + OR_PB*B (ps, ps per byte, decimals allowed), its intra-node copy COPY_PB ps per byte "
+     "(-1: host.shm_copy_rate); ':ack': its standard, ready and nonblocking eager sends complete when the "
+     "receiver has taken the message (a shared-memory fragment returned to the sender). Below the first "
+     "FROM the keys above apply", NULL, 0},
 #define COLL_KEY(n, choices)                                                                        \
     {"mpi.coll." n ".algorithm", NM_KEY_STRING, "", "auto", "MPICH 3.x defaults (auto)",           \
      "algorithm of MPI_" n "; auto = MPICH's choice by size and message length", choices, 0}
@@ -77,10 +94,12 @@ int ms_model_register_keys(nm_config *cfg, char *err, size_t errlen)
 
 /* ---- internal structures --------------------------------------------------------------------- */
 
-enum { REQ_SEND = 1, REQ_RECV, REQ_COLL };
+enum { REQ_SEND = 1, REQ_RECV, REQ_COLL, REQ_RMA };
 enum { PK_DATA = 0, PK_RTS, PK_CTS, PK_ACK, PK_FIN };   /* 3 bits of a packet's cookie */
+#define PK_RMA 5   /* not a packet: a held turn of a one-sided operation at its target (host.rma_progress) */
 #define PK_BITS 3
-enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS };
+enum { EV_SEND_POST = 1, EV_RECV_POST, EV_COLL_STEP, EV_PROBE, EV_INJECT, EV_RESUME, EV_CANCEL, EV_NIC, EV_PKT, EV_MCAST, EV_PROGRESS,
+       EV_RMA_POST };
 enum { W_NONE = 0, W_WAIT, W_TEST, W_PROBE, W_IPROBE };
 
 /* Event order classes at equal times: internal model events and posts go before the network's
@@ -132,7 +151,10 @@ typedef struct ms_msg {
     uint64_t bytes;
     uint8_t mode, rndv;
     uint8_t copied;           /* intra-node eager: the sender copied it into shared memory in its call */
+    uint8_t ack_taken;        /* an ':ack' segment's eager send: completes when the receive has */
     uint8_t fin_in;           /* host.rndv_fin = 2: the FIN came before the put's last packet (other port) */
+    uint8_t rma;              /* RMA_OP: a one-sided operation to its target; RMA_RESP: its result back */
+    uint8_t rma_kind;         /* ms_rma_kind */
     ms_req *sreq, *rreq;
     ms_time_t local_done;     /* end of the send overhead */
     ms_time_t data_ready;     /* rendezvous: the sender's buffer is registered (its data may go) */
@@ -239,8 +261,8 @@ typedef struct rank_state {
     int64_t pf_tag;
     uint64_t pf_bytes;
     ms_time_t pf_time;
-    /* turns of rendezvous waiting for this host to enter the MPI library (host.rndv_progress =
-     * in_call): (message index << PK_BITS) | kind, PK_CTS to send or PK_DATA to start */
+    /* turns waiting for this host to enter the MPI library (host.rndv_progress, host.rma_progress =
+     * in_call): (message index << PK_BITS) | kind, PK_CTS to send, PK_DATA to start, PK_RMA to do */
     uint64_t *turns;
     size_t nturns, capturns;
     int progress_pending;     /* an EV_PROGRESS of this rank is queued */
@@ -255,9 +277,20 @@ typedef struct rank_state {
     ms_rank_stats st;
 } rank_state;
 
+/* One segment of mpi.size_segments: the costs of messages of `from` bytes and more. */
+#define MS_MAX_SEGMENTS 16
+typedef struct ms_segment {
+    uint64_t from;
+    double os, os_pb, or_, or_pb, copy_pb;   /* ps, ps per byte; copy_pb < 0: host.shm_copy_rate */
+    int ack;
+} ms_segment;
+
 struct ms_model {
     /* parameters */
     int64_t eager_thr, o_s, o_r, o_s_pb, o_r_pb, gap, pkt_payload, env_bytes, ctl_bytes, poll, red_pb;
+    ms_segment seg[MS_MAX_SEGMENTS];
+    int nseg;
+    int recv_serial;          /* mpi.recv_overhead_serial */
     int coll_alg[MS_COLL_COUNT];
     nm_network *net;
     int nranks, nhosts;
@@ -290,6 +323,8 @@ struct ms_model {
     int trains_ok;            /* mpi.packet_trains, and the network and hosts allow them */
     ms_event *tev;            /* EV_NICs of trains (nic_state), at most one per node */
     size_t ntev, captev;
+    ms_hmap locks;            /* one-sided locks by (window's context, target world rank): rma_lock */
+    int rma_in_call;          /* host.rma_progress = in_call */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -312,8 +347,124 @@ static void model_error(ms_model *m, const char *fmt, ...)
 }
 
 static inline ms_time_t tmax(ms_time_t a, ms_time_t b) { return a > b ? a : b; }
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost);
+/* The segment of mpi.size_segments a message of b bytes falls in, or NULL (the scalar keys). */
+static inline const ms_segment *segment_of(const ms_model *m, uint64_t b)
+{
+    for (int i = m->nseg - 1; i >= 0; i--)
+        if (b >= m->seg[i].from) return &m->seg[i];
+    return NULL;
+}
+static inline ms_time_t seg_cost(double c, double pb, uint64_t b)
+{
+    double v = c + pb * (double)b;
+    return v > 0 ? (ms_time_t)llround(v) : 0;
+}
+/* The send overhead the caller adds to its clock (ms_model_isend_cost): the scalar keys, linear
+ * in the size, which the shim also computes by itself; a segment's larger o_s(B) is the rest of
+ * the sender's time in the call (seg_send_extra), like a copy: the send completes after it. */
 static inline ms_time_t os_cost(const ms_model *m, uint64_t b) { return m->o_s + (ms_time_t)b * m->o_s_pb; }
-static inline ms_time_t or_cost(const ms_model *m, uint64_t b) { return m->o_r + (ms_time_t)b * m->o_r_pb; }
+static inline ms_time_t seg_send_extra(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    if (!s) return 0;
+    ms_time_t c = seg_cost(s->os, s->os_pb, b) - os_cost(m, b);
+    return c > 0 ? c : 0;
+}
+static inline ms_time_t or_cost(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s ? seg_cost(s->or_, s->or_pb, b) : m->o_r + (ms_time_t)b * m->o_r_pb;
+}
+/* the intra-node copy of b bytes: the segment's rate, else host.shm_copy_rate (-1) */
+static inline ms_time_t seg_copy(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s && s->copy_pb >= 0 ? seg_cost(0, s->copy_pb, b) : -1;
+}
+static inline int seg_ack(const ms_model *m, uint64_t b)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    return s && s->ack;
+}
+
+/* Parse mpi.size_segments into m->seg: 0, or -1 with the reason in err. */
+static int parse_segments(ms_model *m, const char *text, char *err, size_t errlen)
+{
+    m->nseg = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        if (!*p) break;
+        const char *end = p;
+        while (*end && *end != ' ' && *end != '\t' && *end != ',') end++;
+        char tok[256];
+        size_t len = (size_t)(end - p);
+        if (len >= sizeof tok) {
+            set_err(err, errlen, "mpi.size_segments: segment '%.40s...' too long", p);
+            return -1;
+        }
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        p = end;
+        if (m->nseg == MS_MAX_SEGMENTS) {
+            set_err(err, errlen, "mpi.size_segments: more than %d segments", MS_MAX_SEGMENTS);
+            return -1;
+        }
+        ms_segment sg = {0, 0, 0, 0, 0, -1, 0};
+        double v[6];
+        int nf = 0;
+        char *q = tok, *f;
+        while (nf < 7 && (f = q) != NULL) {
+            char *colon = strchr(q, ':');
+            if (colon) *colon = 0;
+            q = colon ? colon + 1 : NULL;
+            if (nf == 6) {
+                if (strcmp(f, "ack")) {
+                    set_err(err, errlen, "mpi.size_segments: segment '%s...': expected 'ack' as its seventh field, got '%s'",
+                            tok, f);
+                    return -1;
+                }
+                sg.ack = 1;
+                nf++;
+                break;
+            }
+            char *e;
+            errno = 0;
+            v[nf] = strtod(f, &e);
+            if (e == f || *e || errno || !isfinite(v[nf])) {
+                set_err(err, errlen, "mpi.size_segments: segment %d: field %d '%s' is not a number", m->nseg + 1, nf + 1, f);
+                return -1;
+            }
+            nf++;
+        }
+        if (q || nf < 6) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: expected FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]",
+                    m->nseg + 1);
+            return -1;
+        }
+        if (v[0] < 0 || v[0] != floor(v[0]) || v[0] > 1e18) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: FROM must be a whole number of bytes", m->nseg + 1);
+            return -1;
+        }
+        sg.from = (uint64_t)v[0];
+        sg.os = v[1], sg.os_pb = v[2], sg.or_ = v[3], sg.or_pb = v[4], sg.copy_pb = v[5];
+        /* a cost may start below 0 only where its slope lifts it: never negative in its range */
+        if (sg.os_pb < 0 || sg.or_pb < 0 || (sg.copy_pb < 0 && sg.copy_pb != -1) ||
+            sg.os + sg.os_pb * (double)sg.from < 0 || sg.or_ + sg.or_pb * (double)sg.from < 0) {
+            set_err(err, errlen, "mpi.size_segments: segment %d (from %llu B): a cost is negative in its range", m->nseg + 1,
+                    (unsigned long long)sg.from);
+            return -1;
+        }
+        if (m->nseg && sg.from <= m->seg[m->nseg - 1].from) {
+            set_err(err, errlen, "mpi.size_segments: segment %d: FROM %llu B is not above the previous one", m->nseg + 1,
+                    (unsigned long long)sg.from);
+            return -1;
+        }
+        m->seg[m->nseg++] = sg;
+    }
+    return 0;
+}
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
@@ -688,6 +839,18 @@ static ms_msg *unexp_find(const ms_model *m, int32_t ctx, int dst, int src, int6
 /* ---- messages -------------------------------------------------------------------------------- */
 
 static ms_msg *msg_at(const ms_model *m, uint32_t idx) { return ms_pool_at(&m->msgs, idx); }
+/* A zeroed message with its index (packet cookies name it), or NULL with the error recorded. */
+static ms_msg *msg_new(ms_model *m)
+{
+    uint32_t idx;
+    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
+    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
+        model_error(m, "out of memory (messages)");
+        return NULL;
+    }
+    g->idx = idx;
+    return g;
+}
 static void msg_unref(ms_model *m, ms_msg *g)
 {
     if (--g->pending == 0) ms_pool_release(&m->msgs, g->idx);
@@ -713,6 +876,17 @@ static void push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_
     x->bytes = bytes;
 }
 
+/* A receive's overhead of `cost` from `ready` on its rank's CPU: at once (the timing contract), or
+ * after what that CPU has to do already (mpi.recv_overhead_serial). Its end. */
+static inline ms_time_t rank_cpu(ms_model *m, int rank, ms_time_t ready, ms_time_t cost)
+{
+    if (!m->recv_serial) return ready + cost;
+    rank_state *rs = &m->ranks[rank];
+    ms_time_t s = tmax(ready, rs->cpu_free);
+    rs->cpu_free = s + cost;
+    return s + cost;
+}
+
 static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 {
     g->pending++;
@@ -720,6 +894,9 @@ static void schedule_inject(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 }
 
 static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call);
+static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d);
+static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t);
+static void do_turn(ms_model *m, ms_msg *g, int kind, ms_time_t t);
 
 /* The receiver of rendezvous message g, matched by r, says "send" (CTS) from t: it registers its
  * buffer (host model) first. */
@@ -762,7 +939,9 @@ static void match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
     if (!g->rndv) {
         if (g->mode == MS_SEND_SYNC) schedule_inject(m, g, PK_ACK, mt);
         /* eager data is copied out of the registered receive buffers (host model) */
-        determine(m, r, mt + or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        ms_time_t done = rank_cpu(m, r->rank, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0));
+        if (g->ack_taken) schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
+        determine(m, r, done);
     } else {
         g->rreq = r;
         rndv_turn(m, r->rank, g, PK_CTS, mt, in_call);
@@ -874,8 +1053,7 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
     rank_state *rs = &m->ranks[rank];
     for (size_t i = 0; i < rs->nturns; i++) {   /* a turn only schedules injections: the list stays put */
         ms_msg *g = msg_at(m, (uint32_t)(rs->turns[i] >> PK_BITS));
-        if ((rs->turns[i] & ((1u << PK_BITS) - 1)) == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-        else rndv_send_data(m, g, t);
+        do_turn(m, g, (int)(rs->turns[i] & ((1u << PK_BITS) - 1)), t);
         msg_unref(m, g);
     }
     rs->nturns = 0;
@@ -885,22 +1063,26 @@ static void rndv_progress(ms_model *m, int rank, ms_time_t t)
  * is due at t on `rank`'s host. MPICH-GM drives its rendezvous from the host (seed 003 sec 5.5: the
  * overlap drops at the protocol switch): under host.rndv_progress = in_call the turn waits for the
  * rank to be inside an MPI call. */
-static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+/* A turn happens at t: the receiver's CTS, the sender's data, or (PK_RMA) a one-sided operation at
+ * its target. */
+static void do_turn(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 {
-    ms_time_t from = rank_call_from(m, rank);
-    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) {
-        if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-        else rndv_send_data(m, g, t);
-        return;
-    }
+    if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
+    else if (kind == PK_RMA) rma_handle(m, g, t);
+    else rndv_send_data(m, g, t);
+}
+
+/* `rank` holds turn (g, kind), due at t, until its next entry into the MPI library (`from` when it
+ * is in a call entered later than t). Out of memory: the turn happens now. */
+static void hold_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, ms_time_t from)
+{
     rank_state *rs = &m->ranks[rank];
     if (rs->nturns == rs->capturns) {
         size_t nc = rs->capturns ? 2 * rs->capturns : 8;
         uint64_t *n = realloc(rs->turns, nc * sizeof *n);
         if (!n) {
-            model_error(m, "out of memory (rendezvous turns)");
-            if (kind == PK_CTS) rndv_send_cts(m, g, g->rreq, t);
-            else rndv_send_data(m, g, t);
+            model_error(m, "out of memory (held turns)");
+            do_turn(m, g, kind, t);
             return;
         }
         rs->turns = n;
@@ -914,6 +1096,13 @@ static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, i
         rs->progress_pending = 1;
         push_post(m, rank, from, EV_PROGRESS, NULL);
     }
+}
+
+static void rndv_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, int in_call)
+{
+    ms_time_t from = rank_call_from(m, rank);
+    if (in_call || !ms_host_rndv_in_call(m->host) || from <= t) do_turn(m, g, kind, t);
+    else hold_turn(m, rank, g, kind, t, from);
 }
 
 /* A rank enters a wait, test or probe at t (API call): its held turns happen then, by an event in
@@ -934,7 +1123,7 @@ static void rndv_recv_done(ms_model *m, ms_msg *g, ms_req *r, ms_time_t d)
     ms_time_t copy = g->sh != g->dh && (int64_t)g->bytes < m->eager_thr ? ms_host_recv_copy(m->host, g->bytes) : 0;
     /* a FIN is one more turn the receiving host handles */
     ms_time_t fin = g->sh != g->dh && ms_host_rndv_fin(m->host) ? ms_host_rndv_handling(m->host) : 0;
-    determine(m, r, tmax(d, r->post) + or_cost(m, g->bytes) + copy + fin);
+    determine(m, r, rank_cpu(m, r->rank, tmax(d, r->post) + fin, or_cost(m, g->bytes) + copy));
 }
 
 /* A packet of kind k of message g reached its destination at time d. */
@@ -943,7 +1132,9 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     switch (k) {
     case PK_DATA:
         if (--g->pkts_left > 0) break;
-        if (!g->rndv) {
+        if (g->rma) {
+            rma_data_in(m, g, d);
+        } else if (!g->rndv) {
             start_arrived(m, g, d);
         } else {
             ms_req *s = g->sreq, *r = g->rreq;
@@ -983,7 +1174,8 @@ static void packet_done(ms_model *m, ms_msg *g, int k, ms_time_t d)
     case PK_ACK: {
         ms_req *s = g->sreq;
         g->sreq = NULL;
-        if (s) determine(m, s, tmax(d, g->local_done));
+        /* a one-sided operation's acknowledgement (or lock grant): the origin takes the completion */
+        if (s) determine(m, s, g->rma ? d + or_cost(m, 0) : tmax(d, g->local_done));
         break;
     }
     }
@@ -1170,7 +1362,16 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
         if (k == PK_DATA) g->pkts_left = 1;
         g->pending++;
         uint64_t b = k == PK_DATA && !g->copied ? g->bytes : 0;
-        packet_done_at(m, g, k, ms_host_shm_transfer(m->host, g->sh, b, t), t);
+        ms_time_t from = t;
+        if (b && m->recv_serial) {
+            /* a rendezvous's data is copied by its receiver (Open MPI's single-copy get), after
+             * what its CPU has queued, and keeps it busy */
+            rank_state *rd = &m->ranks[g->dst];
+            from = tmax(t, rd->cpu_free);
+        }
+        ms_time_t copied = ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy(m, b) : -1, from);
+        if (b && m->recv_serial) m->ranks[g->dst].cpu_free = copied;
+        packet_done_at(m, g, k, copied + ms_host_shm_latency(m->host), t);
         msg_unref(m, g);   /* the scheduled-injection reference */
         return;
     }
@@ -1188,7 +1389,7 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
     } else if (k == PK_FIN && ms_host_rndv_fin(m->host) == 2) {
         cls = NQ_BULK;   /* behind its put's data */
     }
-    if (cls == NQ_START && m->ports > 1) {
+    if (cls == NQ_START && m->ports > 1 && !g->rma) {   /* one-sided operations are not matched: no order */
         ms_conn *c = conn_get(m, g->sh, g->dh);
         if (c) g->cseq = c->sent++;
     }
@@ -1217,26 +1418,24 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     int intra = rs->host == m->ranks[r->peer_world_cache].host;
     int eager = (int64_t)r->bytes < m->eager_thr && !(r->mode == MS_SEND_SYNC && ms_host_sync_rendezvous(m->host));
     ms_time_t start = tmax(t, rs->cpu_free);
-    ms_time_t ldone = start + os_cost(m, r->bytes) + ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
+    ms_time_t ldone = start + os_cost(m, r->bytes) + seg_send_extra(m, r->bytes) +
+                      ms_host_mode_cost(m->host, r->mode, r->bytes, intra);
     /* host model: an eager message is copied into the NIC's registered buffers in the call; a
      * rendezvous buffer is registered after the RTS has gone (the data waits for it) */
     int big = (int64_t)r->bytes >= m->eager_thr;   /* else a synchronous handshake: data through the bounce buffers */
     if (!intra && !big) ldone += ms_host_send_copy(m->host, r->bytes);
     /* on one node the sender copies an eager message into shared memory itself, in its call */
     int copy_in = intra && eager && r->peer_world_cache != r->rank;
-    if (copy_in) ldone = ms_host_shm_copy(m->host, rs->host, r->bytes, ldone);
+    if (copy_in) ldone = ms_host_shm_copy_ps(m->host, rs->host, r->bytes, seg_copy(m, r->bytes), ldone);
     ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
     rs->cpu_free = ldone + reg;
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
-    uint32_t idx;
-    ms_msg *g = ms_pool_alloc(&m->msgs, &idx);
-    if (!g || idx > (UINT32_MAX >> PK_BITS)) {
-        model_error(m, "out of memory (messages)");
+    ms_msg *g = msg_new(m);
+    if (!g) {
         determine(m, r, ldone);
         return;
     }
-    g->idx = idx;
     g->pending = 1;
     g->src = r->rank;
     g->dst = r->peer_world_cache;
@@ -1249,6 +1448,8 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     g->mode = r->mode;
     g->local_done = ldone;
     g->copied = (uint8_t)copy_in;
+    g->ack_taken = (uint8_t)(eager && r->mode != MS_SEND_SYNC && r->mode != MS_SEND_BUFFERED && seg_ack(m, r->bytes) &&
+                             r->peer_world_cache != r->rank);
     g->fin_in = 0;
     g->data_ready = ldone + reg;
     /* Every message start (eager data or RTS) takes the host NIC in order, at least mpi.gap
@@ -1267,7 +1468,7 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
         } else {
             schedule_inject(m, g, PK_DATA, tinj);
         }
-        if (r->mode == MS_SEND_SYNC) {
+        if (r->mode == MS_SEND_SYNC || g->ack_taken) {
             g->sreq = r;
             r->open = 1;
             rs->open_sends++;
@@ -1316,6 +1517,243 @@ static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
     r->m_tag = -1;
     r->m_bytes = 0;
     determine(m, r, t);
+}
+
+/* ---- one-sided communication (README.md "One-sided communication") ---------------------------- */
+
+enum { RMA_NONE = 0, RMA_OP, RMA_RESP };
+
+static const char *const rma_names[MS_RMA_KIND_COUNT] = {
+    "MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
+    "lock (shared)", "lock (exclusive)", "unlock"};
+
+const char *ms_model_rma_name(ms_rma_kind kind) { return (unsigned)kind < MS_RMA_KIND_COUNT ? rma_names[kind] : "?"; }
+
+/* a result comes back (else an acknowledgement) */
+static int rma_fetches(int k)
+{
+    return k == MS_RMA_GET || k == MS_RMA_GET_ACCUMULATE || k == MS_RMA_FETCH_AND_OP || k == MS_RMA_COMPARE_AND_SWAP;
+}
+/* the target combines what arrives with what it holds (mpi.reduce_cost_per_byte) */
+static int rma_reduces(int k)
+{
+    return k == MS_RMA_ACCUMULATE || k == MS_RMA_GET_ACCUMULATE || k == MS_RMA_FETCH_AND_OP ||
+           k == MS_RMA_COMPARE_AND_SWAP;
+}
+
+/* A lock of one window at one target: its holders, and the requests waiting, in the order they
+ * reached the target (shared ones queued behind a waiting exclusive one, so that none starves). */
+typedef struct lock_wait {
+    ms_req *r;                /* the origin's request */
+    ms_msg *g;                /* its message (off-node: the grant goes back as its ACK); NULL on one node */
+    int excl, origin;
+} lock_wait;
+typedef struct rma_lock {
+    int excl;                 /* world rank holding it exclusively, -1: none */
+    uint32_t shared;          /* shared holders */
+    lock_wait *q;
+    size_t head, n, cap;
+} rma_lock;
+
+static rma_lock *lock_get(ms_model *m, int32_t ctx, int target)
+{
+    rma_lock *l = ms_hmap_get(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target);
+    if (l) return l;
+    l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->excl = -1;
+    if (ms_hmap_put(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target, l) != 0) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* The grant (or an unlock's acknowledgement) leaves the target at t. */
+static void lock_answer(ms_model *m, ms_req *r, ms_msg *g, ms_time_t t)
+{
+    if (g) schedule_inject(m, g, PK_ACK, t);
+    else determine(m, r, t);
+}
+
+static int lock_free_for(const rma_lock *l, int excl)
+{
+    return excl ? l->excl < 0 && l->shared == 0 : l->excl < 0;
+}
+
+/* Waiting requests that can have the lock now, in order, at t. */
+static void lock_grant_waiting(ms_model *m, rma_lock *l, ms_time_t t)
+{
+    while (l->n) {
+        lock_wait *w = &l->q[l->head];
+        if (!lock_free_for(l, w->excl)) break;
+        if (w->excl) l->excl = w->origin;
+        else l->shared++;
+        lock_wait x = *w;
+        l->head = (l->head + 1) % l->cap;
+        l->n--;
+        lock_answer(m, x.r, x.g, t);
+        if (x.g) msg_unref(m, x.g);   /* the reference held while it waited */
+    }
+}
+
+/* A lock request or an unlock of `origin` at the target's lock, handled at t. Returns 1 if the
+ * request waits (g, if any, keeps its reference). */
+static int lock_op(ms_model *m, int32_t ctx, int target, int origin, int kind, ms_req *r, ms_msg *g, ms_time_t t)
+{
+    rma_lock *l = lock_get(m, ctx, target);
+    if (!l) {
+        model_error(m, "out of memory (one-sided locks)");
+        lock_answer(m, r, g, t);
+        return 0;
+    }
+    if (kind == MS_RMA_UNLOCK) {
+        if (l->excl == origin) l->excl = -1;
+        else if (l->shared) l->shared--;
+        else model_error(m, "rank %d unlocks a window at rank %d it holds no lock of", origin, target);
+        lock_answer(m, r, g, t);
+        lock_grant_waiting(m, l, t);
+        return 0;
+    }
+    int excl = kind == MS_RMA_LOCK_EXCLUSIVE;
+    if (!l->n && lock_free_for(l, excl)) {
+        if (excl) l->excl = origin;
+        else l->shared++;
+        lock_answer(m, r, g, t);
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 8;
+        lock_wait *q = malloc(nc * sizeof *q);
+        if (!q) {
+            model_error(m, "out of memory (one-sided locks)");
+            lock_answer(m, r, g, t);
+            return 0;
+        }
+        for (size_t i = 0; i < l->n; i++) q[i] = l->q[(l->head + i) % l->cap];
+        free(l->q);
+        l->q = q;
+        l->head = 0;
+        l->cap = nc;
+    }
+    l->q[(l->head + l->n) % l->cap] = (lock_wait){r, g, excl, origin};
+    l->n++;
+    return 1;
+}
+
+/* Operation g (RMA_OP) is handled at its target at t: by the NIC, or (host.rma_progress = in_call)
+ * by the target's CPU, which then spends a receive overhead, the reduction and the overhead of
+ * sending the answer. The answer goes back: the result (a message of its own), else an ACK. */
+static void rma_handle(ms_model *m, ms_msg *g, ms_time_t t)
+{
+    int kind = g->rma_kind;
+    ms_req *r = g->sreq;
+    uint64_t res = r ? r->m_bytes : 0;
+    ms_time_t red = rma_reduces(kind) ? (ms_time_t)g->bytes * m->red_pb : 0;
+    ms_time_t done = t + red;
+    if (m->rma_in_call) {
+        rank_state *rt = &m->ranks[g->dst];
+        ms_time_t start = tmax(t, rt->cpu_free);
+        done = start + or_cost(m, kind <= MS_RMA_COMPARE_AND_SWAP ? g->bytes : 0) + red + os_cost(m, res);
+        rt->cpu_free = done;
+    }
+    if (kind >= MS_RMA_LOCK_SHARED) {
+        g->sreq = r;   /* the ACK completes it, now or at the grant */
+        if (lock_op(m, g->ctx, g->dst, g->src, kind, r, g, done)) return;   /* waits: keeps its reference */
+    } else if (!rma_fetches(kind)) {
+        schedule_inject(m, g, PK_ACK, done);
+    } else {
+        /* the result: a message of its own from the target to the origin */
+        ms_msg *q = msg_new(m);
+        if (!q) {
+            g->sreq = NULL;
+            if (r) determine(m, r, done);
+        } else {
+            q->pending = 0;
+            q->src = g->dst;
+            q->dst = g->src;
+            q->sh = g->dh;
+            q->dh = g->sh;
+            q->ctx = g->ctx;
+            q->bytes = res;
+            q->rma = RMA_RESP;
+            q->rma_kind = (uint8_t)kind;
+            q->sreq = r;
+            g->sreq = NULL;
+            ms_time_t tinj = tmax(done, m->nic_free[q->sh]);   /* a message start of the target's NIC */
+            m->nic_free[q->sh] = tinj + m->gap;
+            schedule_inject(m, q, PK_DATA, tinj);
+        }
+    }
+    msg_unref(m, g);   /* the "awaiting handling" reference */
+}
+
+/* The last packet of g is in the memory of its destination at d. */
+static void rma_data_in(ms_model *m, ms_msg *g, ms_time_t d)
+{
+    if (g->rma == RMA_RESP) {
+        ms_req *r = g->sreq;
+        g->sreq = NULL;
+        if (r) determine(m, r, d + or_cost(m, 0));
+        return;
+    }
+    /* at the target: its NIC does it now; its CPU when it is inside an MPI call (as the turns of a
+     * host-driven rendezvous: rndv_turn) */
+    ms_time_t from = rank_call_from(m, g->dst);
+    if (!m->rma_in_call || from <= d) rma_handle(m, g, d);
+    else hold_turn(m, g->dst, g, PK_RMA, d, from);
+}
+
+/* Origin r starts its operation at t. */
+static void do_rma(ms_model *m, ms_req *r, ms_time_t t)
+{
+    if (r->peer == MS_PROC_NULL) {
+        determine(m, r, t);
+        return;
+    }
+    rank_state *rs = &m->ranks[r->rank];
+    int kind = r->mode, target = r->peer_world_cache;
+    ms_time_t start = tmax(t, rs->cpu_free);
+    ms_time_t ldone = start + os_cost(m, r->bytes);
+    rs->cpu_free = ldone;
+    rs->st.rma_ops++;
+    rs->st.rma_bytes += r->bytes + r->m_bytes;
+    r->open = 1;   /* it waits for the target's answer (lookahead: no latency can be promised) */
+    rs->open_sends++;
+    if (rs->host == m->ranks[target].host) {
+        /* one node: the origin's CPU does it through shared memory (a single copy; locks are
+         * atomics on the window's memory) */
+        if (kind >= MS_RMA_LOCK_SHARED) {
+            lock_op(m, r->ctx, target, r->rank, kind, r, NULL, ldone);
+            return;
+        }
+        ms_time_t done = ms_host_shm_copy(m->host, rs->host, r->bytes + r->m_bytes, ldone);
+        if (rma_reduces(kind)) done += (ms_time_t)r->bytes * m->red_pb;
+        rs->cpu_free = done;
+        determine(m, r, done);
+        return;
+    }
+    ms_msg *g = msg_new(m);
+    if (!g) {
+        determine(m, r, ldone);
+        return;
+    }
+    g->pending = 1;   /* until the target has handled it */
+    g->src = r->rank;
+    g->dst = target;
+    g->sh = rs->host;
+    g->dh = m->ranks[target].host;
+    g->ctx = r->ctx;
+    g->src_c = r->m_src;
+    g->bytes = kind >= MS_RMA_LOCK_SHARED || kind == MS_RMA_GET ? (uint64_t)m->ctl_bytes : r->bytes;
+    g->rma = RMA_OP;
+    g->rma_kind = (uint8_t)kind;
+    g->sreq = r;
+    g->local_done = ldone;
+    /* a message start of the origin's NIC, in posting order with its other messages */
+    ms_time_t tinj = tmax(ldone, m->nic_free[g->sh]);
+    m->nic_free[g->sh] = tinj + m->gap;
+    schedule_inject(m, g, PK_DATA, tinj);
 }
 
 /* ---- collectives ----------------------------------------------------------------------------- */
@@ -1595,6 +2033,7 @@ static void process(ms_model *m, const ms_event *e)
     case EV_NIC: do_nic(m, (int)EV_ARG(e), e->t); break;
     case EV_PKT: packet_done(m, e->p, (int)EV_ARG(e), e->t); break;
     case EV_MCAST: do_mcast(m, e->p, e->t); break;
+    case EV_RMA_POST: do_rma(m, e->p, e->t); break;
     default: break;
     }
 }
@@ -1667,12 +2106,14 @@ ms_time_t ms_model_cpu_free(const ms_model *m, int rank)
     /* host-driven rendezvous: every entry into the library (a post too) may run held turns on
      * this host's CPU, at times the model alone knows */
     if (ms_host_rndv_in_call(m->host)) return -1;
+    /* one-sided operations the target's CPU handles move it at times their origins decide */
+    if (m->rma_in_call) return -1;
     return rs->cpu_free;
 }
 
 int ms_model_local_send(const ms_model *m, double *copy_ps_per_byte, int *recv_moves_cpu)
 {
-    if (!m) return 0;
+    if (!m || m->nseg || m->recv_serial) return 0;   /* costs by size range, receives on the CPU: the shim does not know them */
     *recv_moves_cpu = ms_host_registers(m->host);
     double send_copy, shm_copy, shm_mem;
     ms_host_copy_costs(m->host, &send_copy, &shm_copy, &shm_mem);
@@ -1709,7 +2150,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
     if (!m || rank < 0 || rank >= m->nranks || m->in_run) return t;
     /* host-driven rendezvous: a test is an entry into the library, which runs the rank's held
      * turns; the model must see every one */
-    if (ms_host_rndv_in_call(m->host)) return t;
+    if (ms_host_rndv_in_call(m->host) || m->rma_in_call) return t;
     const rank_state *rs = &m->ranks[rank];
     ms_time_t q = NEVER;
     /* receives (and probes) change only when a message or its RTS arrives: a send overhead after
@@ -1824,6 +2265,12 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->poll = nm_config_int(cfg, "mpi.poll_cost");
     m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
     if (m->pkt_payload < 1) m->pkt_payload = 1;
+    m->recv_serial = nm_config_has(cfg, "mpi.recv_overhead_serial") ? (int)nm_config_int(cfg, "mpi.recv_overhead_serial") : 0;
+    if (parse_segments(m, nm_config_has(cfg, "mpi.size_segments") ? nm_config_string(cfg, "mpi.size_segments") : "",
+                       err, errlen) != 0) {
+        free(m);
+        return NULL;
+    }
     for (int k = 0; k < MS_COLL_COUNT; k++) {
         char key[64];
         snprintf(key, sizeof key, "mpi.coll.%s.algorithm", ms_coll_kind_name((ms_coll_kind)k));
@@ -1857,6 +2304,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->mc_ok = nm_network_has_multicast(net) && m->ports == 1;
     m->trains_ok = nm_config_int(cfg, "mpi.packet_trains") && nm_network_has_trains(net) && m->ports == 1 &&
                    ms_host_rx_stateless(m->host);
+    m->rma_in_call = ms_host_rma_in_call(m->host);
     m->nic_free = calloc((size_t)m->nhosts, sizeof *m->nic_free);
     m->nic = calloc((size_t)m->nhosts, sizeof *m->nic);
     if (!m->nic_free || !m->nic) goto oom;
@@ -1931,6 +2379,12 @@ void ms_model_destroy(ms_model *m)
     ms_hmap_free(&m->comms);
     ms_hmap_free(&m->cranks);
     ms_hmap_free(&m->mqs);
+    for (size_t i = 0; i < m->locks.cap; i++) {
+        rma_lock *l = m->locks.s ? m->locks.s[i].v : NULL;
+        if (l) free(l->q);
+        free(l);
+    }
+    ms_hmap_free(&m->locks);
     ms_pool_free(&m->msgs);
     ms_pool_free(&m->reqpool);
     ms_pool_free(&m->mqpool);
@@ -2078,6 +2532,38 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     return 0;
 }
 
+int ms_model_rma(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int target, ms_rma_kind kind,
+                 uint64_t bytes, uint64_t result_bytes, char *err, size_t errlen)
+{
+    ms_comm *c;
+    int cr;
+    if (check_post(m, rank, t, comm, req, &c, &cr, err, errlen)) return -1;
+    if (target != MS_PROC_NULL && (target < 0 || target >= c->size)) {
+        set_err(err, errlen, "rank %d: one-sided operation to rank %d of window communicator %" PRIu64 " (size %d)",
+                rank, target, comm, c->size);
+        return -1;
+    }
+    if ((unsigned)kind >= MS_RMA_KIND_COUNT) {
+        set_err(err, errlen, "rank %d: one-sided operation of unknown kind %d", rank, (int)kind);
+        return -1;
+    }
+    ms_req *r = new_user_req(m, rank, req, err, errlen);
+    if (!r) return -1;
+    r->kind = REQ_RMA;
+    r->mode = (uint8_t)kind;
+    r->comm = comm;
+    r->ctx = c->idx * 2;          /* names the window: its locks */
+    r->peer = target;
+    r->peer_world_cache = target == MS_PROC_NULL ? -1 : comm_world_of(c, target, rank);
+    r->tag = -1;
+    r->bytes = kind >= MS_RMA_LOCK_SHARED ? 0 : bytes;
+    r->m_bytes = rma_fetches(kind) ? result_bytes : 0;
+    r->m_src = cr;
+    r->post = t;
+    push_post(m, rank, t, EV_RMA_POST, r);
+    return 0;
+}
+
 int ms_model_buffer(ms_model *m, int rank, uint64_t req, uint64_t addr)
 {
     if (!m || rank < 0 || rank >= m->nranks) return -1;
@@ -2153,19 +2639,25 @@ int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
     if (args->kind == MS_COLL_NEIGHBOR)
         short_list = !counts || args->ncounts < 2 || counts[0] > args->ncounts || counts[1] > args->ncounts ||
                      args->ncounts != 2 + 2 * (counts[0] + counts[1]);
-    else if (counts && args->ncounts < (size_t)c->size && (v || args->kind == MS_COLL_REDUCE_SCATTER))
+    else if (!args->inter_low && counts && args->ncounts < (size_t)c->size && (v || args->kind == MS_COLL_REDUCE_SCATTER))
         short_list = 1;
     if (short_list) {
         set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d): %zu counts do not fit", rank,
                 ms_coll_mpi_name(args->kind), comm, c->size, args->ncounts);
         return -1;
     }
+    if (args->inter_low < 0 || args->inter_low >= c->size) {
+        set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d): low group of %d", rank,
+                ms_coll_mpi_name(args->kind), comm, c->size, args->inter_low);
+        return -1;
+    }
     coll_member *cm = calloc(1, sizeof *cm);
     if (!cm) { set_err(err, errlen, "out of memory"); return -1; }
     /* gatherv/scatterv: only the root's counts describe the blocks */
     if ((args->kind == MS_COLL_GATHERV || args->kind == MS_COLL_SCATTERV) && cr != args->root) counts = NULL;
-    if (ms_coll_generate(&cm->plan, args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes,
-                         counts) != 0) {
+    ms_coll_spec spec = {args->kind, m->coll_alg[args->kind], c->size, cr, args->root, args->bytes, counts,
+                         counts ? args->ncounts : 0, args->inter_low};
+    if (ms_coll_generate_spec(&cm->plan, &spec) != 0) {
         ms_coll_plan_free(&cm->plan);
         free(cm);
         set_err(err, errlen, "rank %d: %s on communicator %" PRIu64 " (size %d, root %d): bad arguments", rank,
@@ -2355,6 +2847,11 @@ static void describe_req(const ms_model *m, const ms_req *r, char *buf, size_t l
                      ms_coll_mpi_name(cm->kind), r->comm, cm->step + 1, cm->plan.nsteps, us);
         else
             snprintf(buf, len, "collective on comm %" PRIu64 " (entered at %.3f us)", r->comm, us);
+        return;
+    }
+    if (r->kind == REQ_RMA) {
+        snprintf(buf, len, "%s to rank %d (world %d) of window communicator %" PRIu64 " (%" PRIu64 " B, posted at %.3f us)",
+                 ms_model_rma_name((ms_rma_kind)r->mode), r->peer, r->peer_world_cache, r->comm, r->bytes, us);
         return;
     }
     if (r->peer == MS_ANY_SOURCE) snprintf(peer, sizeof peer, "any source");

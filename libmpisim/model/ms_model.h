@@ -55,7 +55,20 @@ typedef struct ms_coll_args {
     uint64_t bytes;
     const uint64_t *counts;
     size_t ncounts;               /* entries in counts (checked: a short list is an error) */
+    int inter_low;                /* 0; an intercommunicator's collective: the size of its low group */
 } ms_coll_args;
+/* Count 0 (or a zero-size datatype): as in MPICH, a collective that moves nothing posts nothing
+ * and completes at its post time (a barrier excepted; neighbourhood collectives still send their
+ * empty messages). MS_COLL_ALLTOALLV: counts are the member's send counts to each peer, then its
+ * receive counts from each (2 x size; peers with both zero exchange nothing); a list of size
+ * entries (send counts only, older traces) exchanges a message with every peer.
+ * Intercommunicators: the communicator is the union of the two groups, the low group's members
+ * first (comm ranks 0..inter_low-1), and the collective is MPICH's intercommunicator algorithm
+ * (ms_coll.h ms_coll_spec); root is the root's comm rank at every member of the other group and
+ * at the root itself (MPI_ROOT), MS_COLL_ROOT_NONE (-2) at the root's group's other members
+ * (MPI_PROC_NULL). Lists: gatherv/scatterv the root's count per remote member; allgatherv the
+ * receive count per remote member; alltoallv send then receive counts per remote member;
+ * reduce_scatter the receive count per member of the own group. */
 /* MS_COLL_NEIGHBOR (MPI_Neighbor_* and MPI_Ineighbor_*, any variant): this member's lists,
  * counts = {indegree, outdegree, in-neighbour comm ranks [indegree], bytes received from each
  * [indegree], out-neighbour comm ranks [outdegree], bytes sent to each [outdegree]}; MPI_PROC_NULL
@@ -117,6 +130,26 @@ int ms_model_irecv(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t co
                    uint64_t bytes, char *err, size_t errlen);
 int ms_model_icoll(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm,
                    const ms_coll_args *args, char *err, size_t errlen);
+/* One-sided communication (README.md "One-sided communication"). An operation of `rank` on the
+ * window whose group is communicator `comm` (the window's own: every member registers it), to
+ * `target` (a comm rank; MS_PROC_NULL: complete at once), carrying `bytes` to the target and
+ * `result_bytes` back (a get's data, the old value of a fetching atomic). It is an RDMA transfer
+ * on the network and host model: the origin's CPU spends the send overhead of `bytes` (what
+ * ms_model_isend_cost says, added by the caller to the rank's clock); the target's NIC writes it,
+ * or reads what a get asks for, and answers with no target CPU (host.rma_progress = nic), or the
+ * target's CPU does it inside an MPI call (in_call); request `req` completes when the answer (an
+ * acknowledgement, or the result) is back at the origin plus the receive overhead of a zero-byte
+ * message (the origin takes the completion). Between ranks of one node the origin's CPU does the
+ * operation itself through shared memory. Lock requests and unlocks are operations too: a lock of
+ * (window, target) is granted in the order its requests reach the target, shared ones together,
+ * an exclusive one alone; the request completes when the grant is back. */
+typedef enum {
+    MS_RMA_PUT = 0, MS_RMA_GET, MS_RMA_ACCUMULATE, MS_RMA_GET_ACCUMULATE, MS_RMA_FETCH_AND_OP,
+    MS_RMA_COMPARE_AND_SWAP, MS_RMA_LOCK_SHARED, MS_RMA_LOCK_EXCLUSIVE, MS_RMA_UNLOCK, MS_RMA_KIND_COUNT
+} ms_rma_kind;
+int ms_model_rma(ms_model *m, int rank, ms_time_t t, uint64_t req, uint64_t comm, int target, ms_rma_kind kind,
+                 uint64_t bytes, uint64_t result_bytes, char *err, size_t errlen);
+const char *ms_model_rma_name(ms_rma_kind kind);   /* "MPI_Put", ..., "lock (exclusive)", "unlock" */
 /* MPI_Cancel of an active request at time t. A receive no message has matched by t (in virtual
  * time) is taken back: it completes at t with `cancelled` set and nothing received; otherwise
  * it completes normally. Sends are never taken back (the standard lets a cancel fail). */
@@ -182,6 +215,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
 typedef struct ms_rank_stats {
     uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;   /* user point-to-point + collectives' */
     uint64_t coll_calls;
+    uint64_t rma_ops, rma_bytes;   /* one-sided operations it started (locks included) and their bytes both ways */
 } ms_rank_stats;
 void ms_model_rank_stats(const ms_model *m, int rank, ms_rank_stats *out);
 int ms_model_rank_blocked(const ms_model *m, int rank);

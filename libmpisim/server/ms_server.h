@@ -10,6 +10,7 @@
 #define MS_SERVER_H
 
 #include <stdio.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "ms_driver.h"
 #include "netmodel.h"
@@ -38,6 +39,11 @@ int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen
 void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user);
 /* A summary of the real machine (hwloc), recorded in the report. */
 void ms_server_set_machine(ms_server *s, const char *text);
+/* From a signal handler (async-signal-safe; the first call counts): a signal (SIGTERM, SIGINT,
+ * SIGHUP) ends the run. The server stops it on its next turn: ranks that end from then on were
+ * stopped (the outcome names the signal), and unless `forward` is 0 (the launcher got the signal
+ * itself: Ctrl-C) the launcher gets SIGTERM a second later, then SIGKILL if it does not end. */
+void ms_server_request_stop(ms_server *s, int sig, int forward);
 /* The run's secret (hex), to hand to the ranks through the environment. */
 const char *ms_server_secret(const ms_server *s);
 /* Serve until every rank has finished or died and `child` (the launcher, or -1) has exited.

@@ -3,6 +3,9 @@
 #include "ms_shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <string.h>
@@ -153,4 +156,20 @@ uint64_t ms_shm_take_dirty(void *base, int word)
     uint64_t *w = &dirty_words(base)[word];
     if (!__atomic_load_n(w, __ATOMIC_RELAXED)) return 0;   /* no write to the shared line when idle */
     return __atomic_exchange_n(w, 0, __ATOMIC_SEQ_CST);
+}
+
+int ms_shm_pid_gone(int pid)
+{
+    if (pid <= 0) return 0;
+    if (kill(pid, 0) < 0) return errno == ESRCH;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    const char *rp = strrchr(buf, ')');   /* "pid (comm) state ..." */
+    return rp && (rp[1] == ' ') && (rp[2] == 'Z' || rp[2] == 'X');
 }

@@ -99,6 +99,9 @@ int ms_bell_wait(ms_doorbell *b, uint32_t seen, int64_t timeout_ns, int (*more)(
 void ms_shm_notify_server(void *base, int rank);
 /* The server side: take the set of dirty slots (one word of 64 at a time); 0 when none. */
 uint64_t ms_shm_take_dirty(void *base, int word);
+/* The process `pid` (the other side of a segment, on this host) has ended: gone, or a zombie
+ * nobody has reaped yet (kill(pid, 0) still succeeds for one). */
+int ms_shm_pid_gone(int pid);
 int ms_shm_dirty_words(int nranks);
 
 /* One step of a spin that waits for another core. */

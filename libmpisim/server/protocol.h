@@ -20,6 +20,12 @@
 #define MS_PROTO_VERSION 1U
 #define MS_SECRET_LEN 32             /* hex characters */
 #define MS_MAX_WAIT_REQS 65536       /* requests in one WAIT (larger arrays are split) */
+#define MS_MAX_COLL_COUNTS (1u << 24) /* counts of one v-collective (ICOLL) */
+#define MS_MAX_COMM_SIZE (1u << 24)   /* members of one COMM_ADD */
+/* What a rank's figures may be (the trace's MS_TRACE_MAX_*, the same values): beyond them the
+ * model's int64 picosecond arithmetic could overflow */
+#define MS_PROTO_MAX_BYTES (UINT64_C(1) << 36)
+#define MS_PROTO_MAX_CLOCK_PS (INT64_C(1) << 62)
 #define MS_COMM_WORLD_ID 0ULL        /* the same ids as ms_model.h */
 #define MS_COMM_SELF_ID 1ULL
 /* ms_msg_wait.flags */
@@ -49,6 +55,9 @@ typedef enum {
                             * (where: call, peer, tag, call site); empty text: it moves again */
     MS_MSG_PROGRESS,       /* ms_msg_finalize: the totals so far, about once a second (what the report keeps
                             * of a rank that never reaches MPI_Finalize), then its SITEs */
+    MS_MSG_RMA,            /* ms_msg_rma: a one-sided operation (ms_model_rma) */
+    MS_MSG_EXIT,           /* ms_msg_exit: the process exits (exit() or a return from main) with this code,
+                            * before or after MPI_Finalize (traced when before: the trace is closed after) */
     /* trace records only (never on the wire): see trace_raw.h */
     MS_MSG_TR_CALL = 32,   /* ms_msg_tr_call: an MPI call begins */
     MS_MSG_TR_EXIT,        /* ms_msg_tr_exit: it returns */
@@ -93,7 +102,7 @@ typedef struct ms_msg_welcome {
     int32_t compute_slots;       /* the compute gate: ranks of a host computing at once (0: no gate) */
     int32_t return_path;         /* 1: take the cold return path's measured excess off switched gaps */
     int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
-    int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete (0: never) */
+    int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete before it tells the server (which judges; 0: never) */
     int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
     int32_t pad_welcome;
     /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model
@@ -138,7 +147,19 @@ typedef struct ms_msg_icoll {
     int64_t t;
     uint64_t req, comm, bytes;
     int32_t kind, root, ncounts, fn;
+    int32_t inter_low, pad;      /* an intercommunicator's: the size of its low group (ms_coll_args) */
 } ms_msg_icoll;
+
+typedef struct ms_msg_rma {
+    int64_t t;
+    uint64_t req, comm, bytes, result_bytes;   /* comm: the window's communicator */
+    int32_t target, kind, fn, pad;             /* kind: ms_rma_kind */
+} ms_msg_rma;
+
+typedef struct ms_msg_exit {
+    int32_t code;                /* the process's exit status (exit's argument) */
+    int32_t finalized;           /* 1: after MPI_Finalize */
+} ms_msg_exit;
 
 typedef struct ms_msg_comm_add {
     uint64_t comm;
@@ -281,7 +302,34 @@ static inline uint32_t ms_proto_sizes_check(void)
                       sizeof(ms_msg_irecv) * 7u + sizeof(ms_msg_icoll) * 11u + sizeof(ms_msg_wait) * 13u +
                       sizeof(ms_msg_result) * 17u + sizeof(ms_msg_resume) * 19u + sizeof(ms_msg_finalize) * 23u +
                       sizeof(ms_msg_probe) * 29u + sizeof(ms_msg_resolve) * 31u + sizeof(ms_msg_site) * 37u +
-                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u);
+                      sizeof(ms_msg_cancel) * 41u + sizeof(ms_msg_hint) * 43u + sizeof(ms_msg_rma) * 47u +
+                      sizeof(ms_msg_exit) * 53u);
+}
+
+/* The payload lengths a message from a rank may have, [lo, hi]; 0 for a type no rank sends (the
+ * server refuses it: a length beyond them is never buffered). */
+static inline int ms_proto_rank_msg_bounds(uint32_t type, uint32_t *lo, uint32_t *hi)
+{
+    switch (type) {
+    case MS_MSG_ISEND: *lo = *hi = sizeof(ms_msg_isend); return 1;
+    case MS_MSG_IRECV: *lo = *hi = sizeof(ms_msg_irecv); return 1;
+    case MS_MSG_CANCEL:
+    case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
+    case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * MS_MAX_COLL_COUNTS; return 1;
+    case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * MS_MAX_COMM_SIZE; return 1;
+    case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
+    case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
+    case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
+    case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
+    case MS_MSG_FINALIZE:
+    case MS_MSG_PROGRESS: *lo = *hi = sizeof(ms_msg_finalize); return 1;
+    case MS_MSG_UNMODELLED:
+    case MS_MSG_CALLSITE:
+    case MS_MSG_STALL: *lo = 0; *hi = sizeof(ms_msg_text); return 1;
+    case MS_MSG_CLOCK: *lo = *hi = sizeof(ms_msg_clock); return 1;
+    case MS_MSG_SITE: *lo = *hi = sizeof(ms_msg_site); return 1;
+    default: return 0;
+    }
 }
 
 #endif

@@ -37,6 +37,7 @@
 #include "protocol.h"
 #include "ms_report.h"
 #include "ms_shm.h"
+#include "ms_proc.h"
 #include "fn_names_gen.h"
 
 
@@ -69,11 +70,13 @@ typedef struct rank_info {
     char binding[64];
     ms_msg_finalize fin;
     int finalized;
+    int exit_known, exit_code, exit_after_fin;   /* its process's own exit (ms_msg_exit) */
     ms_msg_finalize progress;    /* its totals at its last PROGRESS (a rank that never finalizes) */
     int has_progress;
     site_total *sites;           /* its call sites' totals so far (each SITE replaces its entry) */
     size_t nsites, cap_sites;
     char error[MS_TEXT_MAX];
+    char stop_notice[MS_TEXT_MAX];   /* its shim said it is being ended from outside (a signal) */
     char callsite_text[MS_TEXT_MAX];
     int seen, left_before_init;  /* its process was seen on this host / then gone before its hello: */
                                  /* the number of the look that found it gone (1, 2, ...) */
@@ -82,9 +85,22 @@ typedef struct rank_info {
     size_t n_unmodelled;
     /* the stall watchdog's view of an untimed call (the rank cannot say it is stuck inside it) */
     double untimed_since;        /* wall time it entered its untimed call */
+    double untimed_idle0;        /* the stall clock (ms_server.stall_clock) then */
     int untimed_stalled;         /* told the driver: inside it for shim.stall_timeout */
     char untimed_call[64];
     char untimed_site[MS_SITE_TEXT];
+    /* the stall watchdog's view of a wait in the real MPI: the shim's notice that nothing has
+     * completed for a while (WELCOME's stall_timeout_ps, at most MS_STALL_NOTICE_S), passed on to
+     * the driver once the stall clock has counted shim.stall_timeout of idle time since the wait
+     * began (a loaded machine's ranks that wait for a CPU are slow, not stuck) */
+    char *suspect;               /* its text, NULL: none */
+    double suspect_idle0;        /* the stall clock when the wait began */
+    double suspect_since;        /* wall time the wait began */
+    int suspect_passed;          /* told the driver */
+    /* a process stopped by a signal or a debugger (state T or t) does not move at all */
+    double stopped_since;        /* wall time it was first seen stopped, 0: not stopped */
+    int stopped_passed;          /* told the driver: stopped for shim.stall_timeout */
+    double cont_at;              /* the run is stopped: SIGCONT sent then (SIGKILL 5 s later if still stopped) */
     /* lookahead (docs/architecture.md "Local answers"): the rank's last Test* or Iprobe, and where
      * the HINT before its negative answer waits in `out` for its quiet_until (flush_to) */
     int quiet_ask;               /* 1: a Test* of quiet_ids, 2: an Iprobe, 0: neither */
@@ -121,6 +137,12 @@ struct ms_server {
     int child_done, child_status;   /* the launcher's wait status */
     char stop_reason[MS_TEXT_MAX];
     int stopped;
+    int abort_ranks;             /* with stopped: the ranks are sent ABORT (not when a signal ends the run:
+                                  * the launcher ends them, and each flushes its trace as it goes) */
+    volatile sig_atomic_t stop_signal;    /* ms_server_request_stop: the signal, once */
+    volatile sig_atomic_t stop_forward;   /* ... to be passed to the launcher (it did not get it itself) */
+    int stop_signal_seen;
+    double forward_at;           /* when to pass it on, if the launcher is still there */
     int64_t events;
     int local_answers;           /* shim.local_answers: local sends and lookahead windows */
     uint64_t round_trips;        /* WAIT and PROBE messages: model round trips */
@@ -134,6 +156,14 @@ struct ms_server {
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
     double ranks_gone_at;        /* every rank connected and has gone (finalized, died), launcher still running */
     double next_watch;           /* next look at the unconnected ranks' processes */
+    /* idle time, not wall time (ms_proc.h): the connect timeout's clock over the launcher's
+     * processes (running counts as progress) and the stall watchdog's over the ranks' (only
+     * waiting for a CPU does: a spin is no progress) */
+    ms_idle_clock connect_clock, stall_clock;
+    double next_proc_look, next_connect_look;
+    int *proc_pids;
+    int proc_cap;
+    char hostname[64];
     int watches;
     double accept_backoff;
     char machine[512];
@@ -160,6 +190,17 @@ static double wall_now(void)
 }
 
 #define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
+
+/* How soon a rank waiting in the real MPI with nothing completing tells the server (at most; a
+ * smaller shim.stall_timeout is used as it is): the server then counts shim.stall_timeout of idle
+ * time from the wait's start before it calls it a stall (watch_stalls). */
+#define MS_STALL_NOTICE_S 2.0
+/* A wait that sees nothing complete for this many times shim.stall_timeout of wall time is a stall
+ * however little of it was idle: a rank spinning inside the real MPI on a message that never
+ * comes, on a machine so loaded that it always waits for a CPU, would otherwise never be found. */
+#define MS_STALL_WALL_CAP 10.0
+/* Looks at the job's processes in /proc (idle clocks, stopped processes): once a second. */
+#define MS_PROC_LOOK_S 1.0
 
 /* At least `room` free bytes after b->len (a first buffer of first_cap, then doublings); -1 if
  * out of memory. */
@@ -216,7 +257,8 @@ static void flush_rank(rank_info *r)
     r->hint_at = -1;
     size_t off = 0;
     while (r->fd >= 0 && off < r->out.len) {
-        ssize_t w = write(r->fd, r->out.p + off, r->out.len - off);
+        /* a rank gone: EPIPE, never a SIGPIPE that would end mpisim */
+        ssize_t w = send(r->fd, r->out.p + off, r->out.len - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && errno == EAGAIN) {
             struct pollfd p = {r->fd, POLLOUT, 0};
@@ -368,6 +410,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->stall_timeout_ps = nm_config_int(cfg, "shim.stall_timeout");
     w->program_clocks = !strcmp(nm_config_string(cfg, "shim.program_clocks"), "virtual");
     s->stall_timeout_s = (double)w->stall_timeout_ps * 1e-12;
+    /* a rank tells of a wait in which nothing completes soon; the server counts the rest of
+     * shim.stall_timeout in idle time (watch_stalls) */
+    if (w->stall_timeout_ps > (int64_t)(MS_STALL_NOTICE_S * 1e12)) w->stall_timeout_ps = (int64_t)(MS_STALL_NOTICE_S * 1e12);
+    gethostname(s->hostname, sizeof s->hostname - 1);
     const char *slots = nm_config_string(cfg, "shim.compute_slots");
     if (!strcmp(slots, "auto")) {
         /* `mpisim run` resolves auto with hwloc; without it, the CPUs this process may use */
@@ -405,6 +451,7 @@ void ms_server_set_call_log(ms_server *s, ms_driver_log_fn fn, void *user)
 
 void ms_server_set_machine(ms_server *s, const char *text) { snprintf(s->machine, sizeof s->machine, "%s", text); }
 
+
 int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise, char *endpoint, size_t len, char *err,
                      size_t errlen)
 {
@@ -440,8 +487,49 @@ int ms_server_listen(ms_server *s, const char *bind_addr, const char *advertise,
 /* mpisim stops the run: ranks whose processes end from now on were ended by it ("stopped") */
 static void stop_run(ms_server *s)
 {
+    if (!s->stopped) s->abort_ranks = 1;
     s->stopped = 1;
     ms_driver_stop(s->drv);
+}
+
+void ms_server_request_stop(ms_server *s, int sig, int forward)
+{
+    if (s->stop_signal) return;
+    s->stop_forward = forward;
+    s->stop_signal = sig;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    default: return "a signal";
+    }
+}
+
+/* A signal ends the run (ms_server_request_stop): the ranks ending from now on were stopped, and
+ * the launcher, which ends them, gets the signal a second later unless it got it itself (Ctrl-C
+ * reaches the whole process group; two signals make Open MPI kill the ranks at once, before they
+ * flush their traces). */
+static void take_stop_signal(ms_server *s, pid_t child, int child_done)
+{
+    if (!s->stop_signal || s->stop_signal_seen) return;
+    s->stop_signal_seen = 1;
+    int sig = s->stop_signal;
+    if (!s->stop_reason[0] && !s->deadlocked && !s->stalled)
+        snprintf(s->stop_reason, sizeof s->stop_reason,
+                 "ended by %s: the ranks were stopped (each rank's totals, call sites and charging as of its last "
+                 "progress message, at most a second old)", signal_name(sig));
+    if (!s->stopped) s->abort_ranks = 0;
+    s->stopped = 1;
+    ms_driver_stop(s->drv);
+    if (s->stop_forward && !child_done && child > 0) s->forward_at = wall_now() + 1.0;
 }
 
 static void rank_error(ms_server *s, int rank, const char *text)
@@ -471,6 +559,8 @@ static void rank_gone(ms_server *s, int rank)
     rank_info *r = &s->ranks[rank];
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+    free(r->suspect);   /* the driver forgets a stall of a rank that has gone; so does the watch */
+    r->suspect = NULL;
     if (r->shm) {
         r->shm_closed = 1;
         r->out.len = 0;
@@ -479,9 +569,18 @@ static void rank_gone(ms_server *s, int rank)
         ms_driver_state(s->drv, rank) != MS_RANK_STOPPED) {
         /* the driver tells a rank that died (the first to end on its own) from those the launcher
          * or mpisim ended after it ("stopped"); the error says which */
-        ms_rank_state st = ms_driver_rank_gone(s->drv, rank);
-        char why[256];
-        if (st == MS_RANK_DEAD)
+        ms_rank_state st = r->stop_notice[0] ? ms_driver_rank_stopped(s->drv, rank) : ms_driver_rank_gone(s->drv, rank);
+        char why[MS_TEXT_MAX];
+        if (r->stop_notice[0] && ms_driver_first_dead(s->drv) >= 0)
+            snprintf(why, sizeof why,
+                     "the rank's process was %.900s after rank %d died (the launcher ends the job when a rank dies)",
+                     r->stop_notice, ms_driver_first_dead(s->drv));
+        else if (r->stop_notice[0])
+            snprintf(why, sizeof why, "stopped: the rank's process was %.900s", r->stop_notice);
+        else if (st == MS_RANK_DEAD && r->exit_known)
+            snprintf(why, sizeof why, "the rank's process exited with code %d after MPI_Init without calling "
+                                      "MPI_Finalize (the program's own exit, not a crash)", r->exit_code);
+        else if (st == MS_RANK_DEAD)
             snprintf(why, sizeof why, "the rank's process ended without MPI_Finalize (crashed or killed)");
         else if (s->stopped)
             snprintf(why, sizeof why, "stopped by mpisim (see the run's outcome)");
@@ -494,10 +593,19 @@ static void rank_gone(ms_server *s, int rank)
     }
 }
 
-/* Apply a decoded event; a refusal by the model stops the run. */
+/* Apply a decoded event; a refusal by the model stops the run, and so do figures beyond what the
+ * model's arithmetic holds (a rank's clock past 2^62 ps, a message past 64 GiB: the bounds a
+ * trace is checked against too). */
 static void apply(ms_server *s, int rank, const ms_driver_event *e)
 {
     char err[1024];
+    if (e->t < 0 || e->t > MS_PROTO_MAX_CLOCK_PS || e->bytes > MS_PROTO_MAX_BYTES) {
+        snprintf(err, sizeof err, "sent a clock of %lld ps or a size of %llu bytes, beyond the model's bounds",
+                 (long long)e->t, (unsigned long long)e->bytes);
+        rank_error(s, rank, err);
+        stop_run(s);
+        return;
+    }
     if (ms_driver_apply(s->drv, rank, e, err, sizeof err) < 0) {
         rank_error(s, rank, err);
         stop_run(s);
@@ -558,10 +666,29 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
         }
         e = (ms_driver_event){.kind = MS_EV_ICOLL, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .list = counts,
+                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .flags = m.inter_low, .list = counts,
                               .nlist = counts ? (size_t)m.ncounts : 0};
         apply(s, rank, &e);
         free(counts);
+        break;
+    }
+    case MS_MSG_EXIT: {   /* its process exits with this code (before its process is seen gone) */
+        ms_msg_exit m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        r->exit_known = 1;
+        r->exit_code = m.code;
+        r->exit_after_fin = m.finalized != 0;
+        if (!m.finalized) ms_driver_rank_exit_code(s->drv, rank, m.code);
+        break;
+    }
+    case MS_MSG_RMA: {
+        ms_msg_rma m;
+        if (len < sizeof m) break;
+        memcpy(&m, p, sizeof m);
+        e = (ms_driver_event){.kind = MS_EV_RMA, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                              .bytes = m.bytes, .bytes_out = m.result_bytes, .peer = m.target, .mode = m.kind};
+        apply(s, rank, &e);
         break;
     }
     case MS_MSG_COMM_ADD: {
@@ -646,6 +773,10 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             stop_run(s);
         } else if (!strncmp(text, "ABORT ", 6)) {
             rank_error(s, rank, text + 6);
+        } else if (!strncmp(text, "STOP ", 5)) {
+            /* its shim is being ended from outside (the launcher's SIGTERM after another rank
+             * died, a batch system's): when its process goes, it did not fail itself */
+            snprintf(r->stop_notice, sizeof r->stop_notice, "%.1000s", text + 5);
         } else {
             count_unmodelled(r, text);
             /* the call's name, then (after its NUL) where the program called it from: what the
@@ -654,6 +785,7 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
             snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
             snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
             r->untimed_since = wall_now();
+            r->untimed_idle0 = s->stall_clock.idle_s;
             r->untimed_stalled = 0;
             /* an untimed call: the rank does not hold the model back while it runs it */
             e.kind = MS_EV_UNTIMED;
@@ -699,7 +831,17 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
         memcpy(text, p, n);
         text[n] = 0;
-        ms_driver_rank_stalled(s->drv, rank, text);
+        free(r->suspect);
+        r->suspect = NULL;
+        if (r->suspect_passed && !r->stopped_passed) ms_driver_rank_stalled(s->drv, rank, "");
+        r->suspect_passed = 0;
+        if (!text[0]) break;
+        /* the driver hears of it once the stall clock has counted shim.stall_timeout since the
+         * wait began, which the shim has seen for its notice time already */
+        r->suspect = strdup(text);
+        r->suspect_idle0 = s->stall_clock.idle_s - (double)s->welcome.stall_timeout_ps * 1e-12;
+        r->suspect_since = wall_now() - (double)s->welcome.stall_timeout_ps * 1e-12;
+        s->next_proc_look = 0;   /* look now */
         break;
     }
     case MS_MSG_CALLSITE: {
@@ -719,9 +861,20 @@ static void drain_input(ms_server *s, int rank)
 {
     rank_info *r = &s->ranks[rank];
     size_t off = 0;
-    while (r->in.len - off >= sizeof(ms_msg_header)) {
+    while (r->in.len - off >= sizeof(ms_msg_header) && rank_live(r)) {
         ms_msg_header h;
         memcpy(&h, r->in.p + off, sizeof h);
+        uint32_t lo, hi;
+        if (!ms_proto_rank_msg_bounds(h.type, &lo, &hi) || h.length < lo || h.length > hi) {
+            /* never buffered: a length any rank could declare would otherwise be waited for */
+            char why[256];
+            snprintf(why, sizeof why, "sent a message of type %u with %u bytes, which no message of the protocol "
+                     "has (protocol mismatch, or not mpisim's shim)", h.type, h.length);
+            rank_error(s, rank, why);
+            r->in.len = 0;
+            rank_gone(s, rank);
+            return;
+        }
         if (r->in.len - off < sizeof h + h.length) break;
         handle(s, rank, h.type, r->in.p + off + sizeof h, h.length);
         off += sizeof h + h.length;
@@ -810,6 +963,7 @@ static void accept_rank(ms_server *s, rank_info *r, const ms_msg_hello *hello)
     ms_driver_connect(s->drv, hello->rank);
     s->nconnected++;
     s->last_connect = wall_now();
+    s->connect_clock.idle_s = 0;   /* a rank connected: the startup moves */
     send_msg(r, MS_MSG_WELCOME, &s->welcome, sizeof s->welcome, NULL, 0);
 }
 
@@ -916,7 +1070,7 @@ static void check_shm_pids(ms_server *s, int launcher_done)
     for (int i = 0; i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
         if (!r->shm || r->shm_closed) continue;
-        if (launcher_done || (r->pid > 0 && kill(r->pid, 0) < 0 && errno == ESRCH)) {
+        if (launcher_done || ms_shm_pid_gone(r->pid)) {
             read_shm_rank(s, i);   /* what it wrote before it went */
             if (!r->shm_closed) rank_gone(s, i);
         }
@@ -940,11 +1094,14 @@ int ms_server_shm(ms_server *s, char *name, size_t len, char *err, size_t errlen
     int fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return fail(err, errlen, "cannot create the shared segment %s: %s", s->shm_name, strerror(errno));
     s->shm_bytes = ms_shm_bytes(s->nranks);
-    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->shm_bytes) < 0) {
-        int e = errno;
+    /* every page allocated now: a sparse segment on a tmpfs someone fills meanwhile gives SIGBUS at
+     * the first write of a ring (mpisim and the ranks died so, "Bus error", no report) */
+    int e = fchmod(fd, 0600) < 0 ? errno : posix_fallocate(fd, 0, (off_t)s->shm_bytes);
+    if (e) {
         close(fd);
         shm_unlink(s->shm_name);
-        return fail(err, errlen, "cannot size the shared segment: %s", strerror(e));
+        return fail(err, errlen, "cannot allocate the shared segment (%zu KiB for %d ranks) in /dev/shm: %s",
+                    s->shm_bytes >> 10, s->nranks, strerror(e));
     }
     void *base = mmap(NULL, s->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -1043,19 +1200,110 @@ static void report_deadlock(ms_server *s)
 }
 
 /* The stall watchdog's part only the server can see: a rank inside an untimed call (the real MPI)
- * for shim.stall_timeout. The driver decides whether the job is stuck. */
+ * for shim.stall_timeout of idle time. The driver decides whether the job is stuck. */
 static void watch_untimed(ms_server *s, double now)
 {
     for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
         rank_info *r = &s->ranks[i];
         if (r->untimed_stalled || ms_driver_state(s->drv, i) != MS_RANK_UNTIMED ||
-            now - r->untimed_since < s->stall_timeout_s)
+            (s->stall_clock.idle_s - r->untimed_idle0 < s->stall_timeout_s &&
+             now - r->untimed_since < MS_STALL_WALL_CAP * s->stall_timeout_s))
             continue;
         char text[MS_TEXT_MAX];
-        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s; %s called from %s", r->untimed_call,
-                 now - r->untimed_since, r->untimed_call, r->untimed_site[0] ? r->untimed_site : "an unknown site");
+        snprintf(text, sizeof text, "inside the untimed call %s for %.0f s (%.0f s of them idle); %s called from %s",
+                 r->untimed_call, now - r->untimed_since, s->stall_clock.idle_s - r->untimed_idle0, r->untimed_call,
+                 r->untimed_site[0] ? r->untimed_site : "an unknown site");
         ms_driver_rank_stalled(s->drv, i, text);
         r->untimed_stalled = 1;
+    }
+}
+
+/* The rank's process, when this host can look at it (it said hello from here). */
+static int local_pid(const ms_server *s, const rank_info *r)
+{
+    return r->pid > 0 && rank_live(r) && (r->shm || !strncmp(r->host, s->hostname, sizeof r->host)) ? r->pid : 0;
+}
+
+/* Once a second (ms_server_run): the stall watchdog's clock and the ranks' processes.
+ * - While a rank waits in the real MPI with nothing completing (its notice) or is inside an
+ *   untimed call, the stall clock counts idle time over the ranks' processes on this host: wall
+ *   time less the most any of them waited for a CPU. A rank spinning inside the real MPI on a
+ *   message that never comes uses the CPU and is stuck all the same, so running is not progress
+ *   here (ms_proc.h); on a loaded machine the count runs slower than the wall clock, so a slow
+ *   run is not stopped, and a stuck one still is (its ranks mostly sleep in their waits' backoff,
+ *   and a sleeping process waits for no CPU). A wait that lasts MS_STALL_WALL_CAP times
+ *   shim.stall_timeout of wall time is a stall however little of it was idle.
+ * - A rank whose process is stopped (SIGSTOP, Ctrl-Z: state T; a debugger: t) does not move at
+ *   all and cannot say so: after shim.stall_timeout of wall time stopped it is stalled, named.
+ *   Continued, it is not. */
+static void watch_stalls(ms_server *s, double now)
+{
+    int need = 0, n = 0;
+    if (s->proc_cap < s->nranks + 1) {
+        int *q = realloc(s->proc_pids, sizeof *q * (size_t)(s->nranks + 64));
+        if (!q) return;
+        s->proc_pids = q;
+        s->proc_cap = s->nranks + 64;
+    }
+    for (int i = 0; i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        int pid = local_pid(s, r);
+        if (r->suspect || ms_driver_state(s->drv, i) == MS_RANK_UNTIMED) need = 1;
+        if (pid) s->proc_pids[n++] = pid;
+    }
+    if (need) ms_idle_clock_look(&s->stall_clock, s->proc_pids, n, 0, now, 5 * MS_PROC_LOOK_S);
+    for (int i = 0; s->stall_timeout_s > 0 && i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        if (!rank_live(r)) continue;
+        if (r->suspect && !r->suspect_passed && !r->stopped_passed &&
+            (s->stall_clock.idle_s - r->suspect_idle0 >= s->stall_timeout_s ||
+             now - r->suspect_since >= MS_STALL_WALL_CAP * s->stall_timeout_s)) {
+            ms_driver_rank_stalled(s->drv, i, r->suspect);
+            r->suspect_passed = 1;
+        }
+        ms_rank_state st = ms_driver_state(s->drv, i);
+        int pid = local_pid(s, r);
+        ms_proc_sample ps;
+        int stopped = pid && (st == MS_RANK_RUNNING || st == MS_RANK_UNTIMED) && ms_proc_read(pid, &ps) == 0 &&
+                      ms_proc_stopped(ps.state);
+        if (!stopped) {
+            if (r->stopped_passed) {   /* continued: it moves again (a wait's notice, if any, counts anew) */
+                ms_driver_rank_stalled(s->drv, i, "");
+                r->suspect_passed = 0;
+            }
+            r->stopped_since = 0;
+            r->stopped_passed = 0;
+            continue;
+        }
+        if (r->stopped_since == 0) r->stopped_since = now;
+        if (r->stopped_passed || now - r->stopped_since < s->stall_timeout_s) continue;
+        char text[MS_TEXT_MAX];
+        snprintf(text, sizeof text,
+                 "its process %d is stopped (state %c: %s) and has not moved for %.0f s%s%s", pid, ps.state,
+                 ps.state == 't' ? "held by a debugger" : "SIGSTOP or Ctrl-Z; SIGCONT resumes it",
+                 now - r->stopped_since, r->suspect ? "; before it stopped: " : "", r->suspect ? r->suspect : "");
+        ms_driver_rank_stalled(s->drv, i, text);
+        r->stopped_passed = 1;
+    }
+}
+
+/* The run is being stopped (by mpisim, or the launcher was signalled): a rank whose process is
+ * stopped would hold the launcher's end for ever (its SIGTERM waits for a SIGCONT): it is
+ * continued, to take the ABORT as the others do, and killed if still stopped 5 s later. */
+static void release_stopped(ms_server *s, double now)
+{
+    for (int i = 0; i < s->nranks; i++) {
+        rank_info *r = &s->ranks[i];
+        int pid = local_pid(s, r);
+        ms_proc_sample ps;
+        if (!pid || r->cont_at < 0 || ms_proc_read(pid, &ps) != 0 || !ms_proc_stopped(ps.state)) continue;
+        if (r->cont_at == 0) {
+            kill(pid, SIGCONT);
+            r->cont_at = now;
+        } else if (now - r->cont_at > 5.0) {
+            kill(pid, SIGKILL);
+            r->cont_at = -1;
+        }
     }
 }
 
@@ -1141,7 +1389,9 @@ static void note_early_exits(ms_server *s)
     }
 }
 
-/* No rank has connected for shim.connect_timeout while some never did: say which (and whose
+/* No rank has connected for shim.connect_timeout of idle time (the launcher's processes on this
+ * host neither ran nor waited for a CPU: a startup on a loaded machine is slow, not stuck; a rank
+ * computing before MPI_Init is not stuck either) while some never did: say which (and whose
  * process is gone, when this host can tell) and end the launcher, whose ranks would otherwise
  * wait in MPI_Init for ever. */
 static void connect_timed_out(ms_server *s, pid_t launcher)
@@ -1164,9 +1414,11 @@ static void connect_timed_out(ms_server *s, pid_t launcher)
                                 "rank%s %s%s exited before MPI_Init (its process is gone); ", gone > 1 ? "s" : "",
                                 gone_list, gone > 16 ? ", ..." : "");
     snprintf(s->stop_reason + off, sizeof s->stop_reason - off,
-             "%d rank%s never connected to the model server within %.0f s (shim.connect_timeout): %s%s; the run "
+             "%d rank%s never connected to the model server within %.0f s (shim.connect_timeout, counted while "
+             "the job's processes on this host neither ran nor waited for a CPU; %.0f s of wall time): %s%s; the run "
              "was stopped",
-             missing, missing > 1 ? "s" : "", s->connect_timeout_s, list, missing > 16 ? ", ..." : "");
+             missing, missing > 1 ? "s" : "", s->connect_timeout_s, wall_now() - s->last_connect, list,
+             missing > 16 ? ", ..." : "");
     stop_run(s);
     if (launcher > 0) {
         kill(launcher, SIGTERM);
@@ -1217,7 +1469,15 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             }
         }
 
-        if (s->stopped && !aborted_sent) {
+        take_stop_signal(s, child, child_done);
+        if (s->forward_at > 0 && wall_now() >= s->forward_at) {
+            s->forward_at = 0;
+            if (!child_done) {
+                kill(child, SIGTERM);
+                s->kill_launcher_at = wall_now();   /* SIGKILL if it does not end (below) */
+            }
+        }
+        if (s->stopped && s->abort_ranks && !aborted_sent) {
             char text[MS_TEXT_MAX];
             if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
             else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
@@ -1309,10 +1569,17 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         double now = wall_now();
         for (size_t i = s->npending; i-- > 0;)
             if (now > s->pending[i].deadline) drop_pending(s, i, "did not say hello within 5 s");
-        /* only while ranks are missing: connect_timed_out looks at /proc, far too costly for every
-         * pass of the loop (hpcc's run took 5x longer when it did so after the timeout) */
-        if (!s->stopped && !connected_all(s) && now - s->last_connect > s->connect_timeout_s && !child_done)
-            connect_timed_out(s, child);
+        /* only while ranks are missing, once a second: the launcher's processes in /proc, far too
+         * costly for every pass of the loop (hpcc's run took 5x longer when it looked at /proc
+         * every pass); their idle time is the connect timeout's clock */
+        if (!s->stopped && !connected_all(s) && !child_done && now >= s->next_connect_look) {
+            s->next_connect_look = now + MS_PROC_LOOK_S;
+            int cap = 2 * s->nranks + 64, *tree = malloc(sizeof *tree * (size_t)cap);
+            int nt = tree && child > 0 ? ms_proc_tree(child, tree, cap) : 0;
+            ms_idle_clock_look(&s->connect_clock, tree, nt, 1, now, 5 * MS_PROC_LOOK_S);
+            free(tree);
+            if (s->connect_clock.idle_s > s->connect_timeout_s) connect_timed_out(s, child);
+        }
         if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
             s->next_watch = now + 1.0;
             watch_unconnected(s, child);
@@ -1333,6 +1600,11 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             fputc('\n', stderr);
         }
         if (s->describing && !s->stopped && (described_all(s) || wall_now() > s->describe_deadline)) report_deadlock(s);
+        if (now >= s->next_proc_look) {
+            s->next_proc_look = now + MS_PROC_LOOK_S;
+            if (!s->stopped) watch_stalls(s, now);
+            if (s->stopped || s->stop_signal) release_stopped(s, now);   /* a stopped rank would hold the launcher's end */
+        }
         if (!s->stopped && !s->describing) {
             watch_untimed(s, now);
             advance_engine(s);
@@ -1341,6 +1613,22 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     }
     if (s->shm) check_shm_pids(s, 1);
     note_early_exits(s);
+    /* The launcher was killed (mpirun never dies of a signal on its own; mpisim's own SIGKILL comes
+     * only after it stopped the run): its ranks went because of it, none died on its own */
+    if (s->child_done && WIFSIGNALED(s->child_status) && !s->stopped) {
+        int all = 1;
+        for (int i = 0; i < s->nranks; i++) all &= s->ranks[i].finalized;
+        if (!all) {
+            ms_driver_absolve(s->drv);
+            snprintf(s->stop_reason, sizeof s->stop_reason,
+                     "the launcher was killed by %s before every rank reached MPI_Finalize: the ranks were stopped",
+                     signal_name(WTERMSIG(s->child_status)));
+            for (int i = 0; i < s->nranks; i++)
+                if (!s->ranks[i].finalized && ms_driver_state(s->drv, i) == MS_RANK_STOPPED)
+                    snprintf(s->ranks[i].error, sizeof s->ranks[i].error, "stopped: the launcher was killed by %s",
+                             signal_name(WTERMSIG(s->child_status)));
+        }
+    }
     s->wall_end = wall_now();
     free(pfds);
     free(who);
@@ -1358,6 +1646,46 @@ static int launcher_failed_after_finalize(const ms_server *s)
     for (int i = 0; i < s->nranks; i++)
         if (!s->ranks[i].finalized) return 0;
     return code;
+}
+
+/* The first rank whose process exited with a non-zero code of its own after MPI_Finalize (its
+ * shim said so): then the launcher's failure is the program's exit code, not the MPI library's
+ * shutdown. -1 if none. */
+static int exit_after_finalize(const ms_server *s, int *code)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].exit_known && s->ranks[i].exit_after_fin && s->ranks[i].exit_code) {
+            *code = s->ranks[i].exit_code;
+            return i;
+        }
+    return -1;
+}
+
+/* "MPI_File_open (4 calls), ..." over every rank; the number of distinct calls. */
+static size_t untimed_calls(const ms_server *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (int i = 0; i < s->nranks; i++) n += s->ranks[i].n_unmodelled;
+    if (len) buf[0] = 0;
+    if (!n) return 0;
+    const char **names = malloc(sizeof *names * n);
+    uint64_t *counts = malloc(sizeof *counts * n);
+    if (!names || !counts) {
+        free(names);
+        free(counts);
+        snprintf(buf, len, "(out of memory naming them)");
+        return 1;
+    }
+    size_t k = 0;
+    for (int i = 0; i < s->nranks; i++)
+        for (size_t j = 0; j < s->ranks[i].n_unmodelled; j++) {
+            names[k] = s->ranks[i].unmodelled[j].name;
+            counts[k++] = s->ranks[i].unmodelled[j].count;
+        }
+    ms_untimed_text(names, counts, n, buf, len);
+    free(names);
+    free(counts);
+    return n;
 }
 
 int ms_server_outcome(const ms_server *s, char *buf, size_t len)
@@ -1409,6 +1737,15 @@ int ms_server_outcome(const ms_server *s, char *buf, size_t len)
                  never, s->nranks, first);
         return MS_OUTCOME_NEVER_CONNECTED;
     }
+    /* complete, but calls ran untimed (passthrough, MPI-IO): named, with their counts over the ranks */
+    char calls[2048];
+    if (untimed_calls(s, calls, sizeof calls)) {
+        uint64_t n = 0;
+        for (int i = 0; i < s->nranks; i++)
+            for (size_t k = 0; k < s->ranks[i].n_unmodelled; k++) n += s->ranks[i].unmodelled[k].count;
+        ms_untimed_outcome_text(calls, n, buf, len);
+        return MS_OUTCOME_UNTIMED;
+    }
     if (len) buf[0] = 0;
     return MS_OUTCOME_OK;
 }
@@ -1445,7 +1782,9 @@ static site_total *gather_sites(const ms_server *s, size_t *n)
             }
             all[i].calls += m->calls;
             all[i].bytes += m->bytes;
-            all[i].time_ps += m->time_ps;
+            /* the ranks' figures, summed without overflow */
+            if (__builtin_add_overflow(all[i].time_ps, m->time_ps, &all[i].time_ps))
+                all[i].time_ps = m->time_ps < 0 ? INT64_MIN : INT64_MAX;
             if (!all[i].ranks || m->time_ps < all[i].rank_min_ps) all[i].rank_min_ps = m->time_ps;
             if (!all[i].ranks || m->time_ps > all[i].rank_max_ps) all[i].rank_max_ps = m->time_ps;
             all[i].ranks++;
@@ -1497,7 +1836,7 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         if (c->baseline_ns > base) base = (double)c->baseline_ns;
         if (c->method == MS_CHARGING_SYSCALL) syscall_ranks++;
         timeouts += (double)c->gate_timeouts;
-        charged += (double)(c->raw_ns - c->compensated_ns);
+        charged += (double)c->raw_ns - (double)c->compensated_ns;   /* a rank's figures: no int64 overflow */
         woken_charged += (double)c->woken_charged_ns;
         rcomp += (double)c->return_comp_ns;
         if (c->gate_slots > slots1) slots1 = c->gate_slots;
@@ -1573,7 +1912,8 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         /* a rank that never finalized: its totals at its last PROGRESS (a second old at most) */
         const ms_msg_finalize *fin = r->finalized || !r->has_progress ? &r->fin : &r->progress;
         ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, fin->compute_ps, fin->mpi_ps,
-                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls};
+                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls,
+                             st.rma_ops, st.rma_bytes};
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
@@ -1638,7 +1978,11 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         int lf = launcher_failed_after_finalize(s);
         fprintf(f, ",\n  \"launcher\": {\"exit_code\": %d",
                 WIFEXITED(s->child_status) ? WEXITSTATUS(s->child_status) : 128 + WTERMSIG(s->child_status));
-        if (lf)
+        int code = 0, who = lf ? exit_after_finalize(s, &code) : -1;
+        if (who >= 0)
+            fprintf(f, ", \"note\": \"every rank reached MPI_Finalize; rank %d then exited with code %d: the program's "
+                       "own exit code\"", who, code);
+        else if (lf)
             fputs(", \"note\": \"every rank reached MPI_Finalize before the launcher failed: the model's results "
                   "are complete; the failure is in the MPI library's shutdown\"", f);
         fputc('}', f);
@@ -1670,7 +2014,11 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
     if (report_path) fprintf(f, "; report %s", report_path);
     fputc('\n', f);
     char outcome[8192];
+    int code = 0, who = exit_after_finalize(s, &code);
     if (ms_server_outcome(s, outcome, sizeof outcome)) fprintf(f, "mpisim: %s\n", outcome);
+    else if (who >= 0 && launcher_failed_after_finalize(s))
+        fprintf(f, "mpisim: every rank reached MPI_Finalize and the model's results are complete (outcome ok); "
+                   "rank %d then exited with code %d: the exit code is the program's own\n", who, code);
     else if (launcher_failed_after_finalize(s))
         fprintf(f, "mpisim: every rank reached MPI_Finalize and the model's results are complete (outcome ok); the "
                    "launcher exited with %d afterwards, in the MPI library's own shutdown: believe the report's "
@@ -1692,7 +2040,11 @@ void ms_server_destroy(ms_server *s)
         free(s->ranks[i].out.p);
         free(s->ranks[i].unmodelled);
         free(s->ranks[i].sites);
+        free(s->ranks[i].suspect);
     }
+    ms_idle_clock_free(&s->connect_clock);
+    ms_idle_clock_free(&s->stall_clock);
+    free(s->proc_pids);
     for (size_t i = 0; i < s->npending; i++) {
         close(s->pending[i].fd);
         free(s->pending[i].in.p);

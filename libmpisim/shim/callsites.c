@@ -98,10 +98,17 @@ void capture_callsite(void *ret, int skip)
     /* deeper sites: walk the stack with libunwind; frames 0-1 are this function and ms_enter,
      * frame 2 is the wrapper, whose return address is `ret`; `skip` more for a Fortran binding
      * in between */
-    void *frames[MS_CS_MAX_DEPTH + 3];
-    int n = unw_backtrace(frames, S.cs_depth + 3);
-    int k = 0;
-    for (int i = 3 + skip; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
+    void *frames[MS_CS_MAX_DEPTH + 5];
+    int n = unw_backtrace(frames, S.cs_depth + 5);
+    int k = 0, first = 3 + skip;
+    /* the frame of `ret` itself where the walk finds it: a clock read (MPI_Wtime, the program's
+     * gettimeofday) enters through one more function of the shim than a wrapper does */
+    for (int i = 2; i < n && i < 6; i++)
+        if (frames[i] == ret) {
+            first = i;
+            break;
+        }
+    for (int i = first; i < n && k < S.cs_depth; i++) S.cur_pcs[k++] = (uint64_t)(uintptr_t)frames[i];
     if (k == 0) S.cur_pcs[k++] = (uint64_t)(uintptr_t)ret;
     S.cur_npcs = k;
 }

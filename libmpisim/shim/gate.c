@@ -129,9 +129,14 @@ int ms_gate_open(const char *token, int rank, int size, int slots, int64_t timeo
         return -1;
     }
     size_t len = sizeof(gate_shm) + (size_t)size * (sizeof(gate_rank) + sizeof(int32_t));
-    /* every rank asks for the same length; ftruncate zero-fills, and zeros are a valid empty gate */
-    if (ftruncate(fd, (off_t)len) != 0) {
+    /* every rank asks for the same length, allocated (zero-filled: a valid empty gate) before it is
+     * mapped: a sparse segment on a full /dev/shm gives SIGBUS at the first write */
+    int e = posix_fallocate(fd, 0, (off_t)len);
+    if (e) {
         close(fd);
+        if (rank == 0)
+            fprintf(stderr, "mpisim: warning: the compute gate's segment cannot be allocated in /dev/shm (%s): the run "
+                            "is not gated (ranks beyond the cores may compute at once)\n", strerror(e));
         return -1;
     }
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -141,8 +141,11 @@ def main():
             h.append(f'int ms_h_{name}({", ".join(plist) if plist else "void"});')
             continue
         base = plist[:-1] if has_request(plist, names) else plist
-        sig = [re.sub(r'\s+', ' ', x) for x in base]
-        if name in shared and [re.sub(r'\s+', ' ', x) for x in shared[name]] != sig:
+        # the types must agree; the names may not (Open MPI's MPI_Rput says target_cout)
+        def types(ps):
+            return [re.sub(r'\s+', ' ', re.sub(r'\b' + re.escape(param_name(x)) + r'\b', '', x)).strip() for x in ps]
+        sig = types(base)
+        if name in shared and types(shared[name]) != sig:
             sys.exit(f"{spec}: +request handler {name}: {n} has other parameters than its partner")
         shared[name] = base
     for name, base in shared.items():

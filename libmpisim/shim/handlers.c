@@ -7,16 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ms_coll.h"   /* MS_COLL_ROOT_NONE */
 #include "ms_model.h"
 #include "shim.h"
 
-static uint64_t type_bytes(MPI_Datatype dt, int count)
+uint64_t ms_type_bytes(MPI_Datatype dt, int count)
 {
     int sz = 0;
     if (dt == MPI_DATATYPE_NULL || count <= 0) return 0;
     PMPI_Type_size(dt, &sz);
     return (uint64_t)sz * (uint64_t)count;
 }
+#define type_bytes ms_type_bytes
 
 static int comm_size_of(MPI_Comm comm);
 static int comm_rank_of(MPI_Comm comm);
@@ -112,6 +114,7 @@ static int finish(ms_rq *r, MPI_Status *status)
         r->real_done = 1;
     }
     if (r->model_cancelled) return finish_cancelled(r, status);
+    if (r->kind == MS_RQ_RMA) ms_rma_request_done(r);
     if (r->kind == MS_RQ_RECV && r->deferred) ms_post_deferred();
     if (r->kind == MS_RQ_RECV && r->deferred) ms_fatal("internal: a completed receive could not be posted");
     rc = ms_real_complete(r);
@@ -125,6 +128,8 @@ static int finish(ms_rq *r, MPI_Status *status)
     return rc;
 }
 
+#define give_handle ms_give_handle
+
 /* ---------------------------------------------------------------------------------------- */
 /* point-to-point */
 
@@ -132,7 +137,8 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
                          int mode, ms_fn_id fn, int *rc)
 {
     ms_rq *r = ms_rq_new(MS_RQ_SEND);
-    r->comm_id = ms_comm_id(comm);
+    int roff = 0, inter = 0;
+    r->comm_id = ms_comm_id_x(comm, &roff, &inter);
     r->src = dest;
     r->tag = tag;
     r->buf = (void *)buf;   /* its address only (the model's registration cache) */
@@ -144,8 +150,9 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
         return NULL;
     }
     int me = -1;
-    if (dest != MPI_PROC_NULL) PMPI_Comm_rank(comm, &me);
-    ms_report_isend(r, peer_to_model(dest), tag, bytes, mode, dest == me, fn);
+    if (dest != MPI_PROC_NULL && !inter) PMPI_Comm_rank(comm, &me);   /* an intercommunicator has no self */
+    /* an intercommunicator's remote rank dest is its union's roff + dest in the model */
+    ms_report_isend(r, dest == MPI_PROC_NULL ? MS_PROC_NULL : dest + roff, tag, bytes, mode, dest == me, fn);
     ms_advance(ms_isend_cost(bytes));
     return r;
 }
@@ -154,7 +161,8 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
                          int *rc)
 {
     ms_rq *r = ms_rq_new(MS_RQ_RECV);
-    r->comm_id = ms_comm_id(comm);
+    int inter = 0;
+    r->comm_id = ms_comm_id_x(comm, &r->roff, &inter);
     r->buf = buf;
     r->count = count;
     r->dtype = dt;
@@ -187,7 +195,7 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
         r->notify = !wildcard;
         ms_defer_recv(r);
     }
-    ms_report_irecv(r, peer_to_model(src), tag, bytes, fn);
+    ms_report_irecv(r, src >= 0 ? src + r->roff : peer_to_model(src), tag, bytes, fn);
     ms_advance(ms_irecv_cost(bytes));
     return r;
 }
@@ -226,7 +234,7 @@ static int cancel_fn(void *extra, int complete) { (void)extra; (void)complete; r
 /* The program's handle for r. Usually the real request itself; but Open MPI hands out one
  * static, already complete request for every small send it sends inline, so a real handle that
  * is already taken gets a generalized request standing in for it. */
-static void give_handle(ms_rq *r, MPI_Request *request)
+void ms_give_handle(ms_rq *r, MPI_Request *request)
 {
     static MPI_Request shared_empty = MPI_REQUEST_NULL;
     if (shared_empty == MPI_REQUEST_NULL) {
@@ -286,16 +294,23 @@ int ms_h_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 /* collectives: the real nonblocking collective is posted first, the model times it */
 
 /* rc: what posting the real nonblocking collective returned; request: NULL for a blocking call,
- * else where the program's handle goes. */
-static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, ms_fn_id fn, int rc,
-                  ms_rq *r, MPI_Request *request)
+ * else where the program's handle goes. inter_low: an intercommunicator's (ms_coll_args), else 0. */
+static int coll_vx(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, int inter_low,
+                   ms_fn_id fn, int rc, ms_rq *r, MPI_Request *request)
 {
     if (rc != MPI_SUCCESS) {
         ms_rq_free(r);
         return rc;
     }
     r->real_posted = 1;
-    ms_report_icoll(r, kind, root, bytes, counts, ncounts, fn);
+    /* A collective that moves nothing completes in the model at its post (ms_model.h), before the
+     * other members may have entered, while the real one can wait for them: it has no output, so
+     * the shim completes it later, as an eager send's copy (a barrier and neighbourhood
+     * collectives are never empty) */
+    int empty = ms_has_server() && bytes == 0 && kind != MS_COLL_BARRIER && kind != MS_COLL_NEIGHBOR;
+    for (int i = 0; empty && counts && i < ncounts; i++) empty = counts[i] == 0;
+    if (empty) r->detached_copy = 1;
+    ms_report_icoll_inter(r, kind, root, bytes, counts, ncounts, inter_low, fn);
     if (request) {
         give_handle(r, request);
         return MPI_SUCCESS;
@@ -303,6 +318,11 @@ static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, in
     ms_msg_result res;
     ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
     return finish(r, MPI_STATUS_IGNORE);
+}
+static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, ms_fn_id fn, int rc,
+                  ms_rq *r, MPI_Request *request)
+{
+    return coll_vx(kind, root, bytes, counts, ncounts, 0, fn, rc, r, request);
 }
 
 static ms_rq *coll_rq(MPI_Comm comm)
@@ -312,18 +332,31 @@ static ms_rq *coll_rq(MPI_Comm comm)
     return r;
 }
 
+/* Intercommunicators (comms.c): the root as the model's union rank (MPI_ROOT: this rank;
+ * MPI_PROC_NULL: the root's group's other members, MS_COLL_ROOT_NONE; else a remote rank). */
+static int inter_root(const ms_inter *x, int root)
+{
+    if (root == MPI_ROOT) return x->urank;
+    if (root == MPI_PROC_NULL) return MS_COLL_ROOT_NONE;
+    return x->roff + root;
+}
+
 int ms_h_barrier(MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_BARRIER, 0, 0, NULL, 0, fn, PMPI_Ibarrier(comm, &r->real), r, request);
+    return coll_vx(MS_COLL_BARRIER, 0, 0, NULL, 0, low, fn, PMPI_Ibarrier(comm, &r->real), r, request);
 }
 
 int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, fn,
-                  PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
+    return coll_vx(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, low, fn,
+                   PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
 }
 
 /* Ranks whose part of a collective has no output (bcast root, reduce and gather non-roots,
@@ -353,6 +386,12 @@ int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm
 {
     ms_rq *r = coll_rq(comm);
     void *buf = buffer;
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the root (MPI_ROOT) has no output; its group's others take no part */
+        if (root == MPI_ROOT) buf = (void *)input_copy(r, buffer, count, dt);
+        return coll_vx(MS_COLL_BCAST, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
+                       PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
+    }
     if (comm_rank_of(comm) == root) buf = (void *)input_copy(r, buffer, count, dt);
     return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
@@ -363,6 +402,12 @@ int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, 
 {
     ms_rq *r = coll_rq(comm);
     const void *in = sendbuf;
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the remote group sends (no output); the root receives */
+        if (root >= 0) in = input_copy(r, sendbuf, count, dt);
+        return coll_vx(MS_COLL_REDUCE, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
+                       PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
+    }
     if (comm_rank_of(comm) != root) in = input_copy(r, sendbuf, count, dt);
     return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
@@ -379,8 +424,16 @@ int ms_h_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_rq *r = coll_rq(comm);
-    uint64_t block = gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype);
     const void *in = sendbuf;
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the root receives a block of each remote member */
+        uint64_t block = root == MPI_ROOT ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
+        if (root >= 0) in = input_copy(r, sendbuf, sendcount, sendtype);
+        return coll_vx(MS_COLL_GATHER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
+                       PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                       request);
+    }
+    uint64_t block = gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype);
     if (comm_rank_of(comm) != root) in = input_copy(r, sendbuf, sendcount, sendtype);
     return coll_v(MS_COLL_GATHER, root, block, NULL, 0, fn,
                   PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
@@ -407,10 +460,18 @@ static const void *scatter_root_prepare(ms_rq *r, const void *sendbuf, int total
 int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
-    int me = comm_rank_of(comm);
-    uint64_t block = me == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
     ms_rq *r = coll_rq(comm);
     const void *in = sendbuf;
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the root sends a block to each remote member, receives none */
+        uint64_t block = root == MPI_ROOT ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
+        if (root == MPI_ROOT) in = input_copy(r, sendbuf, sendcount * x.rsize, sendtype);
+        return coll_vx(MS_COLL_SCATTER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
+                       PMPI_Iscatter(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
+                       request);
+    }
+    int me = comm_rank_of(comm);
+    uint64_t block = me == root ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
     if (me == root)
         in = scatter_root_prepare(r, sendbuf, sendcount * comm_size_of(comm), sendtype, (MPI_Aint)sendcount * root,
                                   sendcount, &recvbuf, recvcount, recvtype);
@@ -435,6 +496,14 @@ int ms_h_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     comm_sync(comm, MS_FN_MPI_Comm_dup);
     int rc = PMPI_Comm_dup(comm, newcomm);
+    if (rc == MPI_SUCCESS) ms_comm_register(comm, *newcomm);
+    return rc;
+}
+
+int ms_h_comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    comm_sync(comm, MS_FN_MPI_Comm_dup_with_info);
+    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
     if (rc == MPI_SUCCESS) ms_comm_register(comm, *newcomm);
     return rc;
 }
@@ -489,6 +558,62 @@ int ms_h_cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     comm_sync(comm, MS_FN_MPI_Cart_sub);
     int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
     if (rc == MPI_SUCCESS) ms_comm_register(comm, *newcomm);
+    return rc;
+}
+
+/* ---- intercommunicators (comms.c: the model's union of the two groups) ---- */
+
+typedef struct icc_args {
+    MPI_Comm local, bridge, inter;
+    int local_leader, remote_leader, tag, high;
+    MPI_Comm *out;
+} icc_args;
+static int real_intercomm_create(void *p)
+{
+    icc_args *a = p;
+    return PMPI_Intercomm_create(a->local, a->local_leader, a->bridge, a->remote_leader, a->tag, a->out);
+}
+static int real_intercomm_merge(void *p)
+{
+    icc_args *a = p;
+    return PMPI_Intercomm_merge(a->inter, a->high, a->out);
+}
+
+/* MPICH: each group agrees on a context id (an allreduce, as every creation), then the two
+ * leaders exchange their groups' process ids over the bridge and each tells its group, played as
+ * an intercommunicator allgather of 4 bytes a member once the union is known. The real call waits
+ * for the other group, whose ranks the model may still run: it is made while the model holds
+ * this rank. */
+int ms_h_intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader, int tag,
+                          MPI_Comm *newintercomm)
+{
+    ms_rq *r = coll_rq(local_comm);
+    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_create);
+    icc_args a = {local_comm, bridge_comm, MPI_COMM_NULL, local_leader, remote_leader, tag, 0, newintercomm};
+    ms_msg_result res;
+    int rc = ms_model_wait_around(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_create, real_intercomm_create, &a);
+    ms_rq_free(r);
+    if (rc != MPI_SUCCESS) return rc;
+    ms_comm_register_intercomm(*newintercomm, tag);
+    ms_inter x;
+    ms_comm_inter(*newintercomm, &x);
+    ms_rq *e = coll_rq(*newintercomm);
+    ms_report_icoll_inter(e, MS_COLL_ALLGATHER, 0, 4, NULL, 0, x.nlow, MS_FN_MPI_Intercomm_create);
+    ms_model_wait_for(MS_WAIT_ALL, 1, &e, &res, MS_FN_MPI_Intercomm_create);
+    ms_rq_free(e);
+    return rc;
+}
+
+/* The union agrees on the new communicator's context id (an allreduce over both groups). */
+int ms_h_intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    ms_rq *r = coll_rq(intercomm);
+    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_merge);
+    icc_args a = {MPI_COMM_NULL, MPI_COMM_NULL, intercomm, 0, 0, 0, high, newintracomm};
+    ms_msg_result res;
+    int rc = ms_model_wait_around(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_merge, real_intercomm_merge, &a);
+    ms_rq_free(r);
+    if (rc == MPI_SUCCESS) ms_comm_register(intercomm, *newintracomm);
     return rc;
 }
 
@@ -723,6 +848,16 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
         ms_rq *owner;
         ms_rq *t = target_of(reqs[i], &owner, ms_fn_names[fn]);
         if (!t) continue;
+        if (t->kind == MS_RQ_RMA && t->model_done) {
+            /* MPI_Rput...: a flush completed it in the model already; the real MPI finishes it */
+            if (any && done) continue;
+            int e = complete_handle(&reqs[i], t, owner, STATUS_FOR(i));
+            if (e != MPI_SUCCESS) rc = e;
+            if (any) *index = i;
+            if (some) indices[(*outcount)++] = i;
+            done++;
+            continue;
+        }
         ts[n] = t;
         os[n] = owner;
         at[n] = i;
@@ -832,6 +967,19 @@ int ms_h_request_free(MPI_Request *request)
         r->persist = NULL;
         ms_rq_free(r);
         return PMPI_Request_free(request);
+    }
+    if (r->kind == MS_RQ_RMA) {
+        /* MPI_Rput...: it stays one of its window's operations; the next synchronisation completes it */
+        ms_rq_unindex(r);
+        ms_rma_request_freed(r);
+        if (r->user_is_grequest) {
+            PMPI_Grequest_complete(r->user);
+            PMPI_Request_free(&r->user);
+        }
+        if (r->real != MPI_REQUEST_NULL) PMPI_Request_free(&r->real);
+        ms_rq_free(r);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
     }
     /* an active operation the program will not wait for: it goes on; the shim completes it */
     if (r->kind != MS_RQ_SEND)
@@ -987,7 +1135,8 @@ static ms_rq *start_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *me
 {
     if (!take_probed(*message, pm)) ms_fatal("%s of a message mpisim did not see probed", ms_fn_names[fn]);
     ms_rq *r = ms_rq_new(MS_RQ_RECV);
-    r->comm_id = ms_comm_id(pm->comm);
+    int inter = 0;
+    r->comm_id = ms_comm_id_x(pm->comm, &r->roff, &inter);
     r->buf = buf;
     r->count = count;
     r->dtype = dt;
@@ -996,7 +1145,7 @@ static ms_rq *start_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *me
     r->comm = pm->comm;
     r->resolved = 1;
     uint64_t bytes = type_bytes(dt, count);
-    ms_report_irecv(r, pm->source, pm->tag, bytes, fn);
+    ms_report_irecv(r, pm->source + r->roff, pm->tag, bytes, fn);
     ms_advance(ms_irecv_cost(bytes));
     return r;
 }
@@ -1079,67 +1228,95 @@ static uint64_t allgather_block(const void *sendbuf, int sendcount, MPI_Datatype
 int ms_h_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
-                  fn, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
-                  request);
+    return coll_vx(MS_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
+                   low, fn, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real),
+                   r, request);
 }
 
 int ms_h_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request *request, ms_fn_id fn)
 {
-    int n = comm_size_of(comm);
+    ms_inter x;
+    int inter = ms_comm_inter(comm, &x);
+    int n = inter ? x.rsize : comm_size_of(comm);   /* an intercommunicator's counts: the remote group's */
     uint64_t *c = counts_buf(n);
     for (int i = 0; i < n; i++) c[i] = type_bytes(recvtype, recvcounts[i]);
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r->real);
-    return coll_v(MS_COLL_ALLGATHERV, 0, c[comm_rank_of(comm)], c, n, fn, rc, r, request);
+    uint64_t own = inter ? type_bytes(sendtype, sendcount) : c[comm_rank_of(comm)];
+    return coll_vx(MS_COLL_ALLGATHERV, 0, own, c, n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     uint64_t block = sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = coll_rq(comm);
-    return coll_v(MS_COLL_ALLTOALL, 0, block, NULL, 0, fn,
-                  PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
-                  request);
+    return coll_vx(MS_COLL_ALLTOALL, 0, block, NULL, 0, low, fn,
+                   PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
+                   request);
 }
 
 int ms_h_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                    void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                    MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
-    int n = comm_size_of(comm);
-    uint64_t *c = counts_buf(n);
-    for (int i = 0; i < n; i++)
+    ms_inter x;
+    int inter = ms_comm_inter(comm, &x);
+    int n = inter ? x.rsize : comm_size_of(comm);   /* an intercommunicator's peers: the remote group */
+    uint64_t *c = counts_buf(2 * n);   /* send counts, then receive counts (ms_model.h) */
+    for (int i = 0; i < n; i++) {
         c[i] = sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcounts[i]) : type_bytes(sendtype, sendcounts[i]);
+        c[n + i] = type_bytes(recvtype, recvcounts[i]);
+    }
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
                              &r->real);
-    return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
+    return coll_vx(MS_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
                    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
-    int n = comm_size_of(comm);
-    uint64_t *c = counts_buf(n);
-    for (int i = 0; i < n; i++)
+    ms_inter x;
+    int inter = ms_comm_inter(comm, &x);
+    int n = inter ? x.rsize : comm_size_of(comm);
+    uint64_t *c = counts_buf(2 * n);
+    for (int i = 0; i < n; i++) {
         c[i] = sendbuf == MPI_IN_PLACE ? type_bytes(recvtypes[i], recvcounts[i])
                                        : type_bytes(sendtypes[i], sendcounts[i]);
+        c[n + i] = type_bytes(recvtypes[i], recvcounts[i]);
+    }
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
                              &r->real);
-    return coll_v(MS_COLL_ALLTOALLV, 0, 0, c, n, fn, rc, r, request);
+    return coll_vx(MS_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the root receives each remote member's block */
+        uint64_t *c = NULL;
+        if (root == MPI_ROOT) {
+            c = counts_buf(x.rsize);
+            for (int i = 0; i < x.rsize; i++) c[i] = type_bytes(recvtype, recvcounts[i]);
+        }
+        ms_rq *r = coll_rq(comm);
+        const void *in = root >= 0 ? input_copy(r, sendbuf, sendcount, sendtype) : sendbuf;
+        int rc = PMPI_Igatherv(in, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
+        return coll_vx(MS_COLL_GATHERV, inter_root(&x, root), root >= 0 ? type_bytes(sendtype, sendcount) : 0, c,
+                       c ? x.rsize : 0, x.nlow, fn, rc, r, request);
+    }
     int n = comm_size_of(comm), me = comm_rank_of(comm);
     uint64_t *c = NULL;
     int nc = 0;
@@ -1160,6 +1337,24 @@ int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                   MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* the root sends each remote member its block, receives none */
+        uint64_t *c = NULL;
+        ms_rq *r = coll_rq(comm);
+        const void *in = sendbuf;
+        if (root == MPI_ROOT) {
+            c = counts_buf(x.rsize);
+            int span = 0;
+            for (int i = 0; i < x.rsize; i++) {
+                c[i] = type_bytes(sendtype, sendcounts[i]);
+                if (displs[i] + sendcounts[i] > span) span = displs[i] + sendcounts[i];
+            }
+            in = input_copy(r, sendbuf, span, sendtype);
+        }
+        int rc = PMPI_Iscatterv(in, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
+        return coll_vx(MS_COLL_SCATTERV, inter_root(&x, root), root >= 0 ? type_bytes(recvtype, recvcount) : 0, c,
+                       c ? x.rsize : 0, x.nlow, fn, rc, r, request);
+    }
     int n = comm_size_of(comm), me = comm_rank_of(comm);
     uint64_t *c = NULL;
     int nc = 0;
@@ -1186,30 +1381,41 @@ int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[
 int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
                         MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;   /* counts: the own group's, intra or inter */
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
     uint64_t total = 0;
     for (int i = 0; i < n; i++) total += c[i] = type_bytes(dt, recvcounts[i]);
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &r->real);
-    return coll_v(MS_COLL_REDUCE_SCATTER, 0, total, c, n, fn, rc, r, request);
+    return coll_vx(MS_COLL_REDUCE_SCATTER, 0, total, c, n, low, fn, rc, r, request);
 }
 
 int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     int n = comm_size_of(comm);
     uint64_t *c = counts_buf(n);
     uint64_t b = type_bytes(dt, recvcount);
     for (int i = 0; i < n; i++) c[i] = b;
     ms_rq *r = coll_rq(comm);
     int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &r->real);
-    return coll_v(MS_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, fn, rc, r, request);
+    return coll_vx(MS_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, low, fn, rc, r, request);
 }
 
 static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
+    ms_inter x;
+    if (ms_comm_inter(comm, &x)) {   /* no intercommunicator form: the real MPI says so (an error) */
+        if (request) return kind == MS_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, request)
+                                                 : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, request);
+        return kind == MS_COLL_SCAN ? PMPI_Scan(sendbuf, recvbuf, count, dt, op, comm)
+                                    : PMPI_Exscan(sendbuf, recvbuf, count, dt, op, comm);
+    }
     ms_rq *r = coll_rq(comm);
     int rc = kind == MS_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real)
                                   : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real);

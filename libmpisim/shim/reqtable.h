@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* A request the shim tracks: the model's id, and the real MPI request behind it (if posted). */
-typedef enum { MS_RQ_SEND = 1, MS_RQ_RECV, MS_RQ_COLL } ms_rq_kind;
+typedef enum { MS_RQ_SEND = 1, MS_RQ_RECV, MS_RQ_COLL, MS_RQ_RMA } ms_rq_kind;
 
 typedef struct ms_rq {
     uint64_t id;                 /* model request id (per rank, never reused) */
@@ -48,6 +48,8 @@ typedef struct ms_rq {
     void *copy;                  /* shim-owned copy of an eager send's data */
     size_t copy_cap;
     void *persist;               /* persistent request: its arguments and active operation */
+    void *win;                   /* MS_RQ_RMA (MPI_Rput...): the shim's record of its window (rma.c) */
+    int roff;                    /* intercommunicator: the remote group's first rank in the model's union */
     struct ms_rq *next_deferred; /* FIFO of receives not yet posted, per process */
     struct ms_rq *next_free;
 } ms_rq;

@@ -25,7 +25,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +54,14 @@ void ms_fatal(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "mpisim: rank %d: %s\n", S.rank, line);
     fflush(stderr);
+    ms_msg_text t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
+    /* the trace says why the rank stopped too (a replay names the cause, not only the end) */
+    trace_put(MS_MSG_UNMODELLED, &t, strlen(t.text) + 1, NULL, 0);
     trace_flush();
     if (S.server && (S.tp.fd >= 0 || S.tp.shm)) {
         /* tell the server so the run's report says why it stopped */
-        ms_msg_text t;
-        memset(&t, 0, sizeof t);
-        snprintf(t.text, sizeof t.text, "FATAL %.1000s", line);
         S.tp.out_len = 0;   /* a partial batch would garble it */
         if (ms_tp_put(&S.tp, MS_MSG_UNMODELLED, &t, sizeof t, NULL, 0) == 0) ms_tp_flush(&S.tp);
     }
@@ -683,7 +687,12 @@ uint64_t ms_next_req_id(void) { return ++S.next_req; }
 static void flush_out(void)
 {
     if (!S.server) return;
-    if (ms_tp_flush(&S.tp) < 0) {
+    S.tp_writing = 1;   /* a signal handler then leaves the connection alone */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int rc = ms_tp_flush(&S.tp);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    S.tp_writing = 0;
+    if (rc < 0) {
         S.active = 0;
         S.server = 0;
         ms_fatal("lost the connection to the model server (%s)", S.tp.shm ? "it ended" : strerror(errno));
@@ -799,7 +808,7 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         ms_rq *r = find_by_id(rv.req);
         if (r && !r->resolved) {
             r->resolved = 1;
-            r->src = rv.source;
+            r->src = rv.source - r->roff;   /* the program's rank (an intercommunicator's remote rank) */
             r->tag = rv.tag;
         }
         if (r) {
@@ -824,9 +833,22 @@ static void handle_message(uint32_t type, const char *p, uint32_t len)
         memcpy(&t, p, len < sizeof t ? len : sizeof t);
         t.text[MS_TEXT_MAX - 1] = 0;
         t.text[strcspn(t.text, "\n")] = 0; /* the details are in the server's summary */
-        fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
-        fflush(stderr);
+        /* mpisim says why once, in its summary after the launcher has ended: no line per rank
+         * (16 of them at -n 16), and no MPI_ABORT banner of Open MPI's after it. ORTE's help
+         * messages from this process are turned off (orte_execute_quiet, what mpirun -q sets)
+         * only now that mpisim stops it, so that the program's own MPI errors still print. */
+        if (getenv("MPISIM_DEBUG")) {
+            fprintf(stderr, "mpisim: rank %d stopped by the model server: %s\n", S.rank, t.text);
+            fflush(stderr);
+        } else {
+            bool *quiet = dlsym(RTLD_DEFAULT, "orte_execute_quiet");
+            if (quiet) *quiet = true;
+        }
         S.active = 0;
+        /* what it recorded stays, and its trace says it was stopped (a replay blames no one for it) */
+        char why[200];
+        snprintf(why, sizeof why, "stopped by the model server: %.160s", t.text);
+        trace_stop(why);
         PMPI_Abort(MPI_COMM_WORLD, 4);
         _exit(4);
     }
@@ -887,7 +909,13 @@ static int backoff_ms(unsigned spins)
     return 1;
 }
 
-static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags);
+typedef struct real_call {
+    int (*fn)(void *arg);
+    void *arg;
+    int rc;
+} real_call;
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags,
+                        real_call *real);
 
 /* Send what is batched and wait for the server's RESUME, keeping the real MPI moving. */
 static void await_resume(ms_fn_id fn)
@@ -907,13 +935,21 @@ static void await_resume(ms_fn_id fn)
 
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
 {
-    wait_common(mode, n, reqs, results, fn, 0);
+    wait_common(mode, n, reqs, results, fn, 0, NULL);
 }
 
 void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
 {
     ms_msg_result res;
-    wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC);
+    wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC, NULL);
+}
+
+int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+                         int (*real)(void *arg), void *arg)
+{
+    real_call rc = {real, arg, MPI_SUCCESS};
+    wait_common(mode, n, reqs, results, fn, 0, &rc);
+    return rc.rc;
 }
 
 /* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
@@ -956,7 +992,7 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         if (c && r->kind == MS_RQ_RECV && r->real_posted && !cancelled) {
             int count = 0;
             PMPI_Get_count(&r->status, MPI_BYTE, &count);
-            results[i].source = r->status.MPI_SOURCE;
+            results[i].source = r->status.MPI_SOURCE + r->roff;   /* the model's rank, as a co-simulation records it */
             results[i].tag = r->status.MPI_TAG;
             results[i].bytes = (uint64_t)(count < 0 ? 0 : count);
             r->resolved = 1;
@@ -1058,7 +1094,8 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
     return 1;
 }
 
-static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags)
+static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn, int flags,
+                        real_call *real)
 {
     ms_msg_wait w = {0};
     w.flags = flags;
@@ -1073,6 +1110,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     for (int i = 0; i < n; i++) ids[i] = reqs[i]->id;
     if (wait_local(&w, n, reqs, ids, results)) {
         if (ids != ids_small) free(ids);
+        if (real) real->rc = real->fn(real->arg);
         return;
     }
     put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
@@ -1086,8 +1124,15 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
     }
     if (ids != ids_small) free(ids);
     if (!S.server) {
+        if (real) real->rc = real->fn(real->arg);
         wait_real(mode, n, reqs, results);
         return;
+    }
+    if (real) {
+        /* the model holds the rank from here: the real call may wait for any rank */
+        flush_out();
+        S.blocked_fn = fn;
+        real->rc = real->fn(real->arg);
     }
     await_resume(fn);
     if (S.results_n != n) ms_fatal("model answered %d results for %d requests", S.results_n, n);
@@ -1103,7 +1148,7 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
                 reqs[i]->matched = 1;
                 if (!reqs[i]->resolved) {
                     reqs[i]->resolved = 1;
-                    reqs[i]->src = S.results[i].source;
+                    reqs[i]->src = S.results[i].source - reqs[i]->roff;
                     reqs[i]->tag = S.results[i].tag;
                 }
             }
@@ -1113,7 +1158,10 @@ static void wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *resu
 
 void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn)
 {
-    uint64_t comm = ms_comm_id(mcomm);
+    int roff = 0, inter = 0;
+    uint64_t comm = ms_comm_id_x(mcomm, &roff, &inter);
+    int user_src = src;
+    if (src >= 0) src += roff;   /* an intercommunicator's remote rank, in the model's union */
     ms_msg_probe pr = {0};
     pr.t = S.clock_ps;
     pr.comm = comm;
@@ -1149,11 +1197,11 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
     if (!S.server) {
         MPI_Status st;
         int flag = 1;
-        if (blocking) PMPI_Probe(src, tag, mcomm, &st);
-        else PMPI_Iprobe(src, tag, mcomm, &flag, &st);
+        if (blocking) PMPI_Probe(user_src, tag, mcomm, &st);
+        else PMPI_Iprobe(user_src, tag, mcomm, &flag, &st);
         memset(result, 0, sizeof *result);
         result->completed = flag;
-        result->source = flag ? st.MPI_SOURCE : -1;
+        result->source = flag ? st.MPI_SOURCE + roff : -1;   /* traced in the model's ranks */
         result->tag = flag ? st.MPI_TAG : -1;
         if (flag) {
             int count = 0;
@@ -1162,10 +1210,12 @@ void ms_block_probe(MPI_Comm mcomm, int src, int tag, int blocking, ms_msg_resul
         }
         ms_msg_resume rs = {0, 1, 0};
         trace_put(MS_MSG_RESUME, &rs, sizeof rs, result, sizeof *result);
+        if (flag) result->source -= roff;
         return;
     }
     await_resume(fn);
     *result = S.results[0];
+    if (inter && result->source >= 0) result->source -= roff;   /* the program's (remote) rank */
 }
 
 int ms_real_complete(ms_rq *r)
@@ -1311,8 +1361,31 @@ static void report_request_op(uint32_t type, const ms_rq *r, ms_fn_id fn)
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_CANCEL, r, fn); }
 void ms_report_free(const ms_rq *r, ms_fn_id fn) { report_request_op(MS_MSG_FREE, r, fn); }
 
+void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_t bytes, uint64_t result_bytes,
+                   ms_fn_id fn)
+{
+    S.cpu_free = -1;   /* moved by the operation in ways the shim does not follow (copies on a node) */
+    ms_msg_rma m = {0};
+    m.t = S.clock_ps;
+    m.req = id;
+    m.comm = win_comm;
+    m.bytes = bytes;
+    m.result_bytes = result_bytes;
+    m.target = target;
+    m.kind = kind;
+    m.fn = (int32_t)fn;
+    S.call_bytes += bytes + result_bytes;
+    put_msg(MS_MSG_RMA, &m, sizeof m, NULL, 0);
+}
+
 void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn)
+{
+    ms_report_icoll_inter(r, kind, root, bytes, counts, ncounts, 0, fn);
+}
+
+void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+                           int inter_low, ms_fn_id fn)
 {
     r->model_bytes = bytes;
     S.cpu_free = -1;   /* its steps send at times other ranks decide */
@@ -1325,6 +1398,7 @@ void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_
     m.root = root;
     m.ncounts = counts ? ncounts : 0;
     m.fn = (int32_t)fn;
+    m.inter_low = inter_low;
     S.call_bytes += bytes;
     put_msg(MS_MSG_ICOLL, &m, sizeof m, counts, counts ? sizeof *counts * (size_t)ncounts : 0);
 }
@@ -1427,13 +1501,14 @@ void ms_unmodelled(ms_fn_id fn)
 
 void ms_passthrough(ms_fn_id fn)
 {
-    /* one note per kind (one-sided, file I/O), from rank 0 */
-    static int warned_file, warned_rma;
+    /* one note per kind (file I/O, the others), from rank 0; the run's outcome says it too (untimed) */
+    static int warned_file, warned_other;
     int file = !strncmp(ms_fn_names[fn], "MPI_File_", 9);
-    int *warned = file ? &warned_file : &warned_rma;
+    int *warned = file ? &warned_file : &warned_other;
     if (!(*warned)++ && S.rank == 0)
-        fprintf(stderr, "mpisim: %s (%s) runs untimed; the report counts such calls\n", ms_fn_names[fn],
-                file ? "file I/O: the model has no file system" : "one-sided communication, not modelled yet");
+        fprintf(stderr, "mpisim: %s (%s) runs untimed; the report counts such calls and the run ends with outcome "
+                        "untimed\n",
+                ms_fn_names[fn], file ? "file I/O: the model has no file system" : "not modelled");
     untimed_begin(fn);
 }
 
@@ -1441,7 +1516,7 @@ void ms_unmodelled_done(ms_fn_id fn)
 {
     /* the call was untimed; the rank rejoins the model at the model's present time */
     ms_msg_result none;
-    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED);
+    wait_common(0, 0, NULL, &none, fn, MS_WAIT_FLAG_UNTIMED, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1462,6 +1537,69 @@ void cpu_list(char *out, size_t len)
         if (e > c) off += (size_t)snprintf(out + off, len - off, "-%d", e);
         c = e;
     }
+}
+
+static void report_exit(int status, void *arg);
+
+/* ---------------------------------------------------------------------------------------- */
+/* signals: what the rank recorded is kept however it ends */
+
+static struct sigaction old_actions[65];
+
+static const char *const stop_names[] = {[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
+                                         [SIGQUIT] = "SIGQUIT"};
+
+/* A signal that ends the rank: the launcher's SIGTERM (after another rank died, or when the run is
+ * stopped), a batch system's, Ctrl-C; or a crash. Its records so far go to its trace (with a stop
+ * record for a signal from outside: a replay then blames the rank that died, not those the
+ * launcher ended), the server hears that it is being stopped, and then the signal does what it
+ * would have done without the shim. Async-signal-safe. */
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    int outside = sig < (int)(sizeof stop_names / sizeof stop_names[0]) && stop_names[sig];
+    if (outside) {
+        char why[64] = "signal ";
+        strcat(why, stop_names[sig]);
+        trace_stop(why);
+        if (S.server && !S.tp_writing) {
+            ms_msg_text t;
+            size_t n = 0;
+            static const char stop[] = "STOP ended by ";
+            memcpy(t.text, stop, sizeof stop - 1);
+            n = sizeof stop - 1;
+            for (const char *p = stop_names[sig]; *p; p++) t.text[n++] = *p;
+            t.text[n++] = 0;
+            ms_tp_send_now(&S.tp, MS_MSG_UNMODELLED, &t, n);
+        }
+    } else {
+        trace_flush_now();
+    }
+    sigaction(sig, &old_actions[sig], NULL);
+    /* a fault the kernel raised comes again as the instruction is retried, to the old handler */
+    if (outside || !si || si->si_code <= 0) raise(sig);
+    errno = saved;
+}
+
+static void install_signal_handlers(void)
+{
+    static const int outside[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    /* only where the program has left the default: its own handlers are its business */
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+        if (sigaction(outside[i], NULL, &old_actions[outside[i]]) == 0 && old_actions[outside[i]].sa_handler == SIG_DFL &&
+            !(old_actions[outside[i]].sa_flags & SA_SIGINFO))
+            sigaction(outside[i], &sa, NULL);
+    /* faults chain to what was there (Open MPI's backtrace handler, the program's) */
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        if (sigaction(faults[i], NULL, &old_actions[faults[i]]) == 0 && old_actions[faults[i]].sa_handler != SIG_IGN)
+            sigaction(faults[i], &sa, NULL);
 }
 
 static void start_session(void)
@@ -1500,9 +1638,14 @@ static void start_session(void)
         const char *shm = getenv("MPISIM_SHM");
         char why[256] = "";
         ms_tp_init(&S.tp);
-        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0) &&
-            ms_tp_connect_tcp(&S.tp, server) < 0)
-            ms_fatal("cannot connect to the model server at %s%s%s", server, why[0] ? "; " : "", why);
+        /* MPISIM_SERVER "none": the run does not listen (every rank is on its host) */
+        if (!(shm && *shm && ms_tp_attach_shm(&S.tp, shm, S.rank, why, sizeof why) == 0)) {
+            if (!strcmp(server, "none"))
+                ms_fatal("cannot attach to the model server's shared segment: %s", why[0] ? why : "MPISIM_SHM is not set");
+            if (ms_tp_connect_tcp(&S.tp, server) < 0)
+                ms_fatal("cannot connect to the model server at %s (has its mpisim ended?)%s%s", server,
+                         why[0] ? "; " : "", why);
+        }
         ms_msg_hello h;
         memset(&h, 0, sizeof h);
         h.magic = MS_PROTO_MAGIC;
@@ -1520,11 +1663,19 @@ static void start_session(void)
         /* the WELCOME is the only message that can come now */
         ms_msg_header hdr;
         size_t len;
-        while (!(len = ms_tp_next(&S.tp)))
+        while (!(len = ms_tp_next(&S.tp))) {
+            /* a server that has ended is said at once, not after the transport's slow look */
+            if (!ms_tp_server_alive(&S.tp)) {
+                S.server = 0;
+                ms_fatal("the model server (mpisim, pid %d) ended before it answered this rank", S.tp.server_pid);
+            }
             if (ms_tp_read(&S.tp, 100) < 0) {
                 S.server = 0;
+                if (!ms_tp_server_alive(&S.tp))
+                    ms_fatal("the model server (mpisim, pid %d) ended before it answered this rank", S.tp.server_pid);
                 ms_fatal("the model server refused this rank (wrong secret or rank?)");
             }
+        }
         memcpy(&hdr, S.tp.in, sizeof hdr);
         if (hdr.type != MS_MSG_WELCOME || hdr.length != sizeof(ms_msg_welcome))
             ms_fatal("unexpected first reply from the model server");
@@ -1542,10 +1693,35 @@ static void start_session(void)
     S.active = 1;
     S.progress_mono_ns = mono_ns();
     ms_program_clocks_start();   /* before the first gap: their epoch is this moment */
+    install_signal_handlers();
     clock_start();
     gate_start();
     S.last_exit_ns = clock_now(&S.last_exit_mono_ns);
     S.last_exit_seq = S.ck_seq_now;
+    if (S.server) {
+        S.exit_pid = getpid();
+        on_exit(report_exit, NULL);
+    }
+}
+
+/* The process exits (exit(), a return from main): say with which code, before or after
+ * MPI_Finalize, so that the run names a rank that returned EXIT_FAILURE on its own as such (not
+ * "crashed or killed"), and a non-zero code after MPI_Finalize as the program's own (not the MPI
+ * library's shutdown). The connection stays open after MPI_Finalize for this one message; a
+ * process that is killed never gets here, and the run says so as before. */
+static void report_exit(int status, void *arg)
+{
+    (void)arg;
+    /* a child the program forked (and that exits without exec) shares the connection: not its word */
+    if (!S.server || S.exit_sent || getpid() != S.exit_pid) return;
+    S.exit_sent = 1;
+    ms_msg_exit m = {status, S.finalized};
+    put_msg(MS_MSG_EXIT, &m, sizeof m, NULL, 0);
+    trace_flush();
+    if (S.tp.fd >= 0 || S.tp.shm) {
+        ms_tp_flush(&S.tp);
+        ms_tp_close(&S.tp);
+    }
 }
 
 /* A rank that ends without entering MPI_Init leaves the others waiting inside it, and the
@@ -1602,12 +1778,14 @@ int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
 
 int ms_virtual_clock_on(void) { return S.active && S.server && S.params.program_clocks; }
 
-double MPI_Wtime(void)
+double ms_wtime_from(void *callsite, uint64_t entry_tsc)
 {
-    uint64_t entry_tsc = ms_tsc();
     if (!S.active || !S.server) return PMPI_Wtime();
-    return (double)ms_read_virtual_clock(MS_FN_Wtime, NULL, entry_tsc) * 1e-12;
+    return (double)ms_read_virtual_clock(MS_FN_Wtime, callsite, entry_tsc) * 1e-12;
 }
+
+/* the program's call site, as every wrapper names it (the report's callsites) */
+double MPI_Wtime(void) { return ms_wtime_from(__builtin_return_address(0), ms_tsc()); }
 
 double MPI_Wtick(void)
 {
@@ -1692,9 +1870,11 @@ int MPI_Finalize(void)
     ms_real_wait_end(&w);
     S.active = 0;
     S.depth--;
-    ms_tp_close(&S.tp);
+    S.finalized = 1;
+    /* the connection stays for the process's exit code (report_exit); the trace is complete */
+    if (!S.server) ms_tp_close(&S.tp);
     trace_flush();
-    if (S.trace_fd >= 0) close(S.trace_fd);
+    if (S.trace_fd >= 0) close(S.trace_fd);   /* trace_flush checked it is still ours */
     S.trace_fd = -1;
     PMPI_Comm_free(&S.progress_comm);
     clock_stop();

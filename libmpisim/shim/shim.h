@@ -36,6 +36,8 @@ MS_HIDDEN int ms_bypass(void);
 MS_HIDDEN int ms_clock_real(int clock, struct timespec *ts);   /* clock: a clockid_t */
 MS_HIDDEN void ms_program_clocks_start(void);
 MS_HIDDEN int64_t ms_read_virtual_clock(ms_fn_id fn, void *callsite, uint64_t entry_tsc);
+/* MPI_Wtime called from callsite (the C wrapper's caller, or the Fortran binding's) */
+MS_HIDDEN double ms_wtime_from(void *callsite, uint64_t entry_tsc);
 MS_HIDDEN int ms_virtual_clock_on(void);
 /* a Fortran binding passes its caller's address for the C wrapper it is about to call (and, from
  * a generated binding, its own entry stamp: the wrapper window starts there) */
@@ -102,6 +104,16 @@ int64_t ms_eager_threshold(void);
 
 /* Communicators known to the model. */
 uint64_t ms_comm_id(MPI_Comm comm);     /* registers new communicators lazily is NOT allowed: */
+/* An intercommunicator's layout in the model's union of its groups (comms.c): the low group's
+ * size, this rank's group's first union rank and size, the remote group's, this rank's union rank. */
+typedef struct ms_inter {
+    int nlow, loff, lsize, roff, rsize, urank;
+} ms_inter;
+int ms_comm_inter(MPI_Comm comm, ms_inter *x);   /* 1: an intercommunicator (*x filled); 0: intra */
+/* The model id and the remote group's offset (0 for an intracommunicator): a remote rank r of
+ * an intercommunicator is rank roff + r of the model's communicator. */
+uint64_t ms_comm_id_x(MPI_Comm comm, int *roff, int *inter);
+void ms_comm_register_intercomm(MPI_Comm inter, int tag);   /* after MPI_Intercomm_create */
 int ms_comm_register(MPI_Comm parent, MPI_Comm newcomm); /* call after every creation */
 /* MPI_Comm_create_group: the new communicator's id, registered with the model before the real
  * call (only the group's members call it); then ms_comm_attach on the result */
@@ -130,11 +142,34 @@ void ms_stash_keep(const ms_rq *cancelled);
 int ms_post_real_recv(ms_rq *r);         /* PMPI_Irecv, or from the stash */
 void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                      ms_fn_id fn);
+/* An intercommunicator's collective, on the model's union of its groups (ms_coll_args.inter_low). */
+void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
+                           int inter_low, ms_fn_id fn);
 /* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).
  * On return the clock is the resume time and results[i] tells about reqs[i]. */
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
 /* The same, for a collective whose members must all leave at the same virtual time. */
 void ms_model_wait_sync(ms_rq *r, ms_fn_id fn);
+/* ms_model_wait_for around a real blocking call: real(arg) runs once the WAIT has gone to the
+ * server (the model holds the rank, which no longer holds the horizon back) and before the
+ * resume is awaited, so that a real call waiting for other ranks never waits on a rank that the
+ * model cannot move while this one holds its clock (docs/architecture.md "Keeping the real MPI
+ * moving"). Returns what real returned. */
+int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+                         int (*real)(void *arg), void *arg);
+/* A one-sided operation (ms_model_rma): request id, the window's communicator, target, kind. */
+void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_t bytes, uint64_t result_bytes,
+                   ms_fn_id fn);
+/* handlers.c: bytes of count elements of dt; the program's handle for r (the real request, or a
+ * generalized request standing in for it) */
+uint64_t ms_type_bytes(MPI_Datatype dt, int count);
+void ms_give_handle(ms_rq *r, MPI_Request *request);
+/* rma.c: a completed MPI_Rput... request leaves its window's list; a freed one becomes one of the
+ * window's operations, which its next synchronisation completes */
+void ms_rma_request_done(ms_rq *r);
+void ms_rma_request_freed(ms_rq *r);
+/* comms.c: the model communicator of a new window on comm (its group, an id of its own) */
+uint64_t ms_comm_register_window(MPI_Comm comm);
 void ms_block_probe(MPI_Comm comm, int src, int tag, int blocking, ms_msg_result *result, ms_fn_id fn);
 
 /* Real-MPI side. */

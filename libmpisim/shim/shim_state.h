@@ -12,12 +12,16 @@
 
 #include <linux/perf_event.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MS_CS_MAX_DEPTH 8
 
 typedef struct ms_state {
     int active;                  /* connected to a server; wrappers do their work */
     int init_entered;            /* MPI_Init or MPI_Init_thread was called (the exit hook's question) */
+    int finalized;               /* MPI_Finalize returned */
+    int exit_sent;               /* the process's exit code went to the server (report_exit) */
+    int exit_pid;                /* the process that registered report_exit (not a fork of it) */
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int rank, size;
     ms_transport tp;             /* to the model server (transport.h) */
@@ -77,8 +81,14 @@ typedef struct ms_state {
     ms_fn_id cur_fn;             /* the MPI call being handled (stall reports) */
     /* capture */
     int trace_fd;                /* -1: not tracing */
+    dev_t trace_dev;             /* the file it must be (a program may close the descriptor and reuse */
+    ino_t trace_ino;             /* its number: then it is not written, and reopened) */
+    char trace_name[64];         /* rank-R.mstrace in the trace directory */
     char *tr;
     size_t tr_len, tr_cap;
+    volatile int tr_flushing;    /* trace_flush is writing: a signal handler does not (it could repeat bytes) */
+    volatile int tr_busy;        /* tr is being reallocated: a signal handler leaves it alone */
+    volatile int tp_writing;     /* an ms_tp_flush is under way: a signal handler does not write */
     int64_t last_raw_compute_ns;
     int64_t last_trace_flush_ns;
     int64_t progress_mono_ns;    /* when the last PROGRESS went (CLOCK_MONOTONIC) */
@@ -134,6 +144,11 @@ MS_HIDDEN int64_t mono_ns(void);
 MS_HIDDEN void trace_flush(void);
 MS_HIDDEN void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 MS_HIDDEN void trace_open(void);
+/* The rank is ended from outside (a signal, the model server's ABORT): its records so far, then
+ * an UNMODELLED record "STOP <why>", written now. Async-signal-safe. */
+MS_HIDDEN void trace_stop(const char *why);
+/* What is buffered, written now, async-signal-safe (no stop record: a crash). */
+MS_HIDDEN void trace_flush_now(void);
 /* callsites.c */
 MS_HIDDEN void cs_add(int fn, uint64_t bytes, int64_t time_ps);
 MS_HIDDEN void cs_text(const uint64_t *pcs, int n, char *out, size_t len);

@@ -30,8 +30,13 @@ int ms_tp_connect_tcp(ms_transport *t, const char *spec)
     char host[256];
     const char *colon = strrchr(spec, ':');
     if (!colon || (size_t)(colon - spec) >= sizeof host) return -1;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
+    const char *h0 = spec, *h1 = colon;
+    if (*h0 == '[' && h1 > h0 && h1[-1] == ']') {   /* [::1]:port */
+        h0++;
+        h1--;
+    }
+    memcpy(host, h0, (size_t)(h1 - h0));
+    host[h1 - h0] = 0;
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -80,6 +85,14 @@ static void *map_segment(const char *name, int rank, size_t *bytes_out, char *er
     if (ms_shm_check(base, bytes) < 0 || rank < 0 || rank >= h->nranks) {
         munmap(base, bytes);
         snprintf(err, errlen, "the shared segment %s is not a segment of this mpisim version for rank %d", name, rank);
+        return NULL;
+    }
+    if (ms_shm_pid_gone(h->server_pid)) {
+        /* its mpisim was killed before this rank came: nobody would ever answer */
+        int pid = h->server_pid;
+        munmap(base, bytes);
+        snprintf(err, errlen, "the model server (mpisim, pid %d) has ended: its run was stopped before this rank "
+                 "reached MPI_Init", pid);
         return NULL;
     }
     *bytes_out = bytes;
@@ -161,7 +174,7 @@ static int refused(const ms_transport *t)
 static int server_gone(ms_transport *t)
 {
     if (++t->quiet_waits % 256) return 0;
-    return t->server_pid > 0 && kill(t->server_pid, 0) < 0 && errno == ESRCH;
+    return ms_shm_pid_gone(t->server_pid);
 }
 
 static int ring_has_room(void *arg)
@@ -195,7 +208,8 @@ int ms_tp_flush(ms_transport *t)
     if (t->shm) return flush_shm(t);
     size_t off = 0;
     while (off < t->out_len) {
-        ssize_t w = write(t->fd, t->out + off, t->out_len - off);
+        /* a server gone is an error to report, not a SIGPIPE that kills the program */
+        ssize_t w = send(t->fd, t->out + off, t->out_len - off, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) {
@@ -267,6 +281,29 @@ long ms_tp_read(ms_transport *t, int wait_ms)
         if (t->in_len < t->in_cap) break;
     }
     return got;
+}
+
+int ms_tp_server_alive(const ms_transport *t)
+{
+    return !(t->shm && ms_shm_pid_gone(t->server_pid));
+}
+
+int ms_tp_send_now(ms_transport *t, uint32_t type, const void *a, size_t alen)
+{
+    char buf[sizeof(ms_msg_header) + 1200];
+    if (alen > sizeof buf - sizeof(ms_msg_header)) return -1;
+    ms_msg_header h = {type, (uint32_t)alen};
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, a, alen);
+    size_t n = sizeof h + alen;
+    if (t->shm) {
+        if (refused(t) || ms_ring_writable(&t->slot->up) < n) return -1;
+        ms_ring_write(t->shm, &t->slot->up, buf, n);
+        ms_shm_notify_server(t->shm, t->rank);
+        return 0;
+    }
+    if (t->fd < 0) return -1;
+    return send(t->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
 }
 
 size_t ms_tp_next(const ms_transport *t)

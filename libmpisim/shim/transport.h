@@ -30,7 +30,7 @@ typedef struct ms_transport {
 } ms_transport;
 
 void ms_tp_init(ms_transport *t);
-/* "host:port"; 0 or -1 */
+/* "host:port" or "[v6 address]:port"; 0 or -1 */
 int ms_tp_connect_tcp(ms_transport *t, const char *spec);
 /* Open the segment `name`, check it, claim slot `rank`. 0, or -1 with why in err (then use TCP). */
 int ms_tp_attach_shm(ms_transport *t, const char *name, int rank, char *err, size_t errlen);
@@ -44,6 +44,12 @@ int ms_tp_flush(ms_transport *t);
 /* Append what the server has sent to t->in, waiting up to wait_ms for something when nothing is
  * there (0: only look). Bytes read, or -1 when the server is gone or refused this rank. */
 long ms_tp_read(ms_transport *t, int wait_ms);
+/* Whether the server is still there, as far as this side can tell now (the shared segment's
+ * server by its pid; a TCP connection's close says it on read). */
+int ms_tp_server_alive(const ms_transport *t);
+/* One message now, bypassing the batch, or nothing: for a signal handler (async-signal-safe) while
+ * no ms_tp_flush is under way. 0 sent, -1 not (no room, no connection). */
+int ms_tp_send_now(ms_transport *t, uint32_t type, const void *a, size_t alen);
 /* Complete messages at the start of t->in: the length of the first (header included), or 0. */
 size_t ms_tp_next(const ms_transport *t);
 /* Drop the first n bytes of t->in (handled messages). */

@@ -45,7 +45,8 @@ extern "C" {
 typedef enum {
     MS_TRACE_ISEND = 2, MS_TRACE_IRECV = 3, MS_TRACE_ICOLL = 4, MS_TRACE_COMM_ADD = 5, MS_TRACE_WAIT = 6,
     MS_TRACE_PROBE = 7, MS_TRACE_FINALIZE = 8, MS_TRACE_UNMODELLED = 9, MS_TRACE_CALLSITE = 10,
-    MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14,
+    MS_TRACE_CLOCK = 11, MS_TRACE_SITE = 12, MS_TRACE_CANCEL = 13, MS_TRACE_FREE = 14, MS_TRACE_RMA = 17,
+    MS_TRACE_PROC_EXIT = 18,  /* the process exits (exit()) without MPI_Finalize: mode = its exit code */
     MS_TRACE_CALL = 32, MS_TRACE_EXIT = 33, MS_TRACE_PCONTROL = 34,  /* an MPI call begins, returns; MPI_Pcontrol */
     MS_TRACE_RESUME = 65, MS_TRACE_RESOLVE = 66                       /* the model's (or the real MPI's) answers */
 } ms_trace_kind;
@@ -73,13 +74,17 @@ typedef struct ms_trace_event {
     uint64_t bytes;          /* message/collective bytes; RESOLVE: bytes; FINALIZE: calls */
     uint64_t req;            /* request id (ISEND, IRECV, ICOLL, RESOLVE) */
     uint64_t callsite;       /* TR_CALL, WAIT, PROBE: return address in the program; ISEND, IRECV: the
-                              * user's buffer address (0 unknown), for the host model's registration cache */
+                              * user's buffer address (0 unknown), for the host model's registration cache;
+                              * RMA: the result's bytes (a get's, a fetching atomic's) */
     int64_t list_off;        /* WAIT: reqs in `lists`; ICOLL: counts in `lists`; RESUME: `results`; */
     int32_t list_n;          /* UNMODELLED/CALLSITE: bytes of `text`; COMM_ADD: list_off = index in /comms */
-    int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size */
+    int32_t peer;            /* ISEND dst, IRECV src, ICOLL root, PROBE src, RESOLVE source, COMM_ADD size,
+                              * RMA target */
     int32_t tag;             /* ISEND/IRECV/PROBE tag, RESOLVE tag */
-    int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc */
-    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED, _LOCAL); IRECV: MS_TRACE_FLAG_NOTIFY */
+    int32_t mode;            /* ISEND send mode, ICOLL kind, WAIT mode, PROBE blocking, RESUME n, TR_EXIT rc,
+                              * RMA kind (ms_rma_kind) */
+    int32_t flags;           /* WAIT flags (MS_TRACE_FLAG_SYNC, _UNTIMED, _LOCAL); IRECV: MS_TRACE_FLAG_NOTIFY;
+                              * ICOLL: an intercommunicator's low group size (0: intra) */
     int32_t matched_source;  /* IRECV/PROBE: the sender the recording matched (comm rank), else UNKNOWN */
     int32_t matched_tag;     /* same, its tag */
     int32_t pad;
@@ -157,6 +162,9 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
  * A rank whose file is missing or empty (it died before writing) becomes a rank without records
  * (missing = 1); the others are kept. */
 ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen);
+/* The same from the directory open at dfd (mpisim's own raw directory, held since it made it:
+ * a name swapped meanwhile does not lead elsewhere); `dir` names it in messages. */
+ms_trace *ms_trace_read_dirfd(int dfd, const char *dir, char *err, size_t errlen);
 /* "1, 3" (the ranks without records) into buf; their count. */
 int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len);
 
@@ -237,6 +245,28 @@ int ms_trace_validate_window(const ms_trace *t, int rank, const ms_trace_rank_si
  * left no records (err then says which); -1: the raw files could not be read (none, damaged);
  * -2: the HDF5 file could not be written. */
 int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen);
+
+/* How the ranks' records end: what a capture's exit code and messages say (mpisim trace, run
+ * --trace, trace-recover). A rank's records end at MPI_Finalize; at a recorded stop (an UNMODELLED
+ * record "STOP <why>": the rank was ended from outside, by a signal or by the model server, and
+ * flushed its records first); at a recorded error ("FATAL ", "ABORT "); or nowhere (killed with
+ * SIGKILL, crashed, or its trace writing failed). */
+typedef struct ms_trace_ends {
+    int nranks, finalized;
+    int missing, cut, unfinished, stopped;   /* unfinished: neither finalized nor missing */
+    char missing_list[160], cut_list[160], unfinished_list[160];   /* "1, 3" */
+    int died;            /* of the unfinished ranks without a recorded stop or error, the one whose last
+                          * record is the oldest in real time (the first to go); -1 */
+    int error_rank;      /* the first rank with a recorded error, -1 */
+    char error[300];     /* its text */
+    char stop[300];      /* the first recorded stop's text */
+} ms_trace_ends;
+void ms_trace_ends_of(const ms_trace *t, ms_trace_ends *e);
+/* ms_trace_convert from the raw directory open at dfd (named raw_dir in messages), with the ranks'
+ * ends into *ends when it is not NULL (after -1 it is not filled). 1 also when some ranks' files
+ * were cut (a partial last record: err names them). */
+int ms_trace_convert_at(int dfd, const char *raw_dir, const char *h5_path, ms_trace_ends *ends, char *err,
+                        size_t errlen);
 
 /* Consistency checks replay relies on (indices in range, known kinds); also run by both readers. */
 int ms_trace_validate(const ms_trace *t, const char *name, char *err, size_t errlen);

@@ -2,13 +2,18 @@
 #define _GNU_SOURCE
 #include "ms_trace.h"
 #include "ms_trace_internal.h"
+#include "ms_outfile.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,15 +163,16 @@ static int put_str_dataset(hid_t loc, const char *name, char *const *v, size_t n
     return rc;
 }
 
-int ms_trace_write_h5_v1(const ms_trace *t, const char *path, char *err, size_t errlen)
+/* Schema 1 into the file at `file` (created exclusively: never through a link); messages name
+ * `path`. */
+static int write_h5_v1_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
 {
-    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
     h5_quiet q;
     quiet_on(&q);
     int rc = -1;
     const char *what = "create the file";
     hid_t et = event_type(), rt = result_type(), ct = comm_type();
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t f = H5Fcreate(file, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g = -1, gr = -1;
     if (f < 0) goto out;
     what = "write the job's attributes";
@@ -278,9 +284,8 @@ static int put_contiguous(hid_t loc, const char *name, hid_t ftype, hid_t mtype,
  * dataset for all (/records, the stretches' offsets in /stretches), the side arrays of all ranks
  * one after another (/lists, /results as bytes, /text), the ranks' attributes and sizes in
  * /rank_heads (no group per rank: 65536 of them took HDF5 minutes to open). */
-int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+static int write_h5_v2_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
 {
-    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
     if (1 != *(const unsigned char *)&(const uint16_t){1})
         return ms_trace_fail(err, errlen, "%s: cannot write schema 2 on a big-endian machine", path);
     size_t nr = (size_t)t->nranks, ns = 0, nl = 0, nres = 0, ntx = 0, nrec = 0;
@@ -349,7 +354,7 @@ int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t err
     }
     soff[js] = rlen;
     what = "create the file";
-    f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    f = H5Fcreate(file, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) goto out;
     what = "write the job's attributes";
     int32_t nri = t->nranks, stretch = MS_TRACE_STRETCH;
@@ -390,6 +395,75 @@ out:
     free(heads); free(soff); free(lists); free(results); free(text); free(rec);
     if (rc < 0) ms_trace_fail(err, errlen, "%s: cannot %s (HDF5 error; disk full or no permission?)", path, what);
     return rc;
+}
+
+/* HDF5 1.10 does not recover from a failed write: a file whose close failed (a full disk) stays
+ * in its tables, and its shutdown at exit then loops ("infinite loop closing library") or
+ * crashes. So the file is written by a child process, which leaves by _exit whatever happened,
+ * into a temporary name beside `path` (ms_outfile: never through a link) that becomes `path` only
+ * when the child succeeded; on failure nothing is left. */
+static int write_h5_child(const ms_trace *t, const char *path, int schema, char *err, size_t errlen)
+{
+    if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
+    ms_outfile out;
+    char tmp[PATH_MAX + 512];
+    if (ms_outfile_reserve(&out, path, "the trace", tmp, sizeof tmp, err, errlen) < 0) return -1;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        ms_outfile_discard(&out);
+        return ms_trace_fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        ms_outfile_discard(&out);
+        return ms_trace_fail(err, errlen, "%s: cannot fork the writer: %s", path, strerror(e));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGPIPE, SIG_IGN);
+        char cerr[1024] = "";
+        int rc = schema == 1 ? write_h5_v1_file(t, tmp, path, cerr, sizeof cerr)
+                             : write_h5_v2_file(t, tmp, path, cerr, sizeof cerr);
+        if (rc < 0) {
+            ssize_t w = write(fds[1], cerr, strlen(cerr));
+            (void)w;
+        }
+        _exit(rc < 0 ? 1 : 0);   /* no exit handlers: HDF5's shutdown is what fails */
+    }
+    close(fds[1]);
+    char msg[1024];
+    size_t n = 0;
+    for (;;) {
+        ssize_t k = read(fds[0], msg + n, sizeof msg - 1 - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        n += (size_t)k;
+        if (n == sizeof msg - 1) break;
+    }
+    msg[n] = 0;
+    close(fds[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return ms_outfile_commit(&out, err, errlen);
+    ms_outfile_discard(&out);
+    if (n) return ms_trace_fail(err, errlen, "%s", msg);
+    return ms_trace_fail(err, errlen, "%s: the HDF5 writer %s %d", path,
+                         WIFSIGNALED(st) ? "was killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    return write_h5_child(t, path, 2, err, errlen);
+}
+
+int ms_trace_write_h5_v1(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    return write_h5_child(t, path, 1, err, errlen);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -1156,9 +1230,73 @@ ms_trace *ms_trace_read_h5_direct(const char *path, char *err, size_t errlen)
 
 /* ---- conversion ----------------------------------------------------------------------------- */
 
+static void list_add(char *list, size_t len, int *n, int rank)
+{
+    size_t off = strlen(list);
+    if (off + 16 < len) snprintf(list + off, len - off, "%s%d", *n ? ", " : "", rank);
+    else if (off + 5 < len && !strstr(list, "...")) snprintf(list + off, len - off, ", ...");
+    (*n)++;
+}
+
+void ms_trace_ends_of(const ms_trace *t, ms_trace_ends *e)
+{
+    memset(e, 0, sizeof *e);
+    e->nranks = t->nranks;
+    e->died = e->error_rank = -1;
+    int64_t died_at = INT64_MAX;
+    for (int i = 0; i < t->nranks; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        if (r->missing) {
+            list_add(e->missing_list, sizeof e->missing_list, &e->missing, i);
+            continue;
+        }
+        if (r->truncated) list_add(e->cut_list, sizeof e->cut_list, &e->cut, i);
+        int fin = 0, stop = 0, error = 0;
+        int64_t last = INT64_MIN;
+        for (size_t k = 0; k < r->nev; k++) {
+            const ms_trace_event *ev = &r->ev[k];
+            if (ev->kind == MS_TRACE_FINALIZE) fin = 1;
+            if (ev->real_entry_ns > last) last = ev->real_entry_ns;
+            if (ev->real_exit_ns > last) last = ev->real_exit_ns;
+            if (ev->kind != MS_TRACE_UNMODELLED || ev->list_off < 0 || (size_t)ev->list_off >= r->ntext) continue;
+            const char *text = r->text + ev->list_off;
+            if (!strncmp(text, "STOP ", 5)) {
+                if (!stop && !e->stop[0]) snprintf(e->stop, sizeof e->stop, "rank %d: %.250s", i, text + 5);
+                stop = 1;
+            } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
+                if (e->error_rank < 0) {
+                    e->error_rank = i;
+                    snprintf(e->error, sizeof e->error, "%.290s", text + 6);
+                }
+                error = 1;
+            }
+        }
+        if (fin) {
+            e->finalized++;
+            continue;
+        }
+        list_add(e->unfinished_list, sizeof e->unfinished_list, &e->unfinished, i);
+        if (stop) e->stopped++;
+        else if (!error && last < died_at) {
+            died_at = last;
+            e->died = i;
+        }
+    }
+}
+
 int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t errlen)
 {
-    ms_trace *t = ms_trace_read_dir(raw_dir, err, errlen);
+    int dfd = open(raw_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return ms_trace_fail(err, errlen, "%s: %s", raw_dir, strerror(errno));
+    int rc = ms_trace_convert_at(dfd, raw_dir, h5_path, NULL, err, errlen);
+    close(dfd);
+    return rc;
+}
+
+int ms_trace_convert_at(int dfd, const char *raw_dir, const char *h5_path, ms_trace_ends *ends, char *err,
+                        size_t errlen)
+{
+    ms_trace *t = ms_trace_read_dirfd(dfd, raw_dir, err, errlen);
     if (!t) return -1;
 #ifdef MS_TRACE_HAVE_FN_NAMES
     if (ms_trace_set_fn_names(t, ms_fn_name_table, MS_FN_NAME_COUNT) < 0) {
@@ -1167,11 +1305,17 @@ int ms_trace_convert(const char *raw_dir, const char *h5_path, char *err, size_t
     }
 #endif
     int rc = ms_trace_write_h5(t, h5_path, err, errlen) < 0 ? -2 : 0;
-    char list[1024];
-    int missing = ms_trace_missing_ranks(t, list, sizeof list);
-    if (rc == 0 && missing) {
-        ms_trace_fail(err, errlen, "%d of %d ranks left no records (raw file missing or empty): %s", missing,
-                      t->nranks, list);
+    ms_trace_ends e;
+    ms_trace_ends_of(t, &e);
+    if (ends) *ends = e;
+    if (rc == 0 && (e.missing || e.cut)) {
+        size_t off = 0;
+        if (e.missing)
+            off += (size_t)snprintf(err + off, errlen - off, "%d of %d ranks left no records (raw file missing or empty): %s",
+                                    e.missing, t->nranks, e.missing_list);
+        if (e.cut && off < errlen)
+            snprintf(err + off, errlen - off, "%s%d of %d ranks' files were cut (their last record is partial: "
+                     "killed while writing, or a full disk): %s", off ? "; " : "", e.cut, t->nranks, e.cut_list);
         rc = 1;
     }
     ms_trace_free(t);

@@ -180,6 +180,11 @@ typedef struct in {
     size_t len, off;
     int bad, eof, timed_out, too_big, oom;
     double limit, last, mem_limit, allocated, rss_checked;
+    /* the limit counts the time since the last progress in which neither the reader nor this
+     * process waited for a CPU (a loaded machine makes a sound read slow, not stuck; HDF5 looping
+     * on a damaged file runs, and that counts): their run-queue waits then, and the most either
+     * has waited since */
+    double child_wait0, self_wait0, starved;
 } in;
 
 static double mono_s(void)
@@ -187,6 +192,30 @@ static double mono_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A process's main thread's time waiting for a CPU so far (s; /proc/PID/schedstat), 0 if unknown. */
+static double wait_s(pid_t pid)
+{
+    char p[64], buf[128];
+    snprintf(p, sizeof p, "/proc/%d/schedstat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    unsigned long long run = 0, delay = 0;
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? (double)delay * 1e-9 : 0;
+}
+
+/* A progress (bytes from the reader, or the start of a wait for them): the limit counts anew. */
+static void progress_now(in *b)
+{
+    b->last = mono_s();
+    b->child_wait0 = wait_s(b->pid);
+    b->self_wait0 = wait_s(getpid());
+    b->starved = 0;
 }
 
 static double rss_bytes(pid_t pid)
@@ -205,11 +234,6 @@ static double rss_bytes(pid_t pid)
 static size_t pull(in *b, unsigned char *dst, size_t len)
 {
     while (!b->bad && !b->eof && !b->timed_out && !b->too_big) {
-        double left = b->last + b->limit - mono_s();
-        if (left <= 0) {
-            b->timed_out = 1;
-            break;
-        }
         double now = mono_s();
         if (now - b->rss_checked >= 0.05) {   /* /proc read at most every 50 ms, not per read */
             b->rss_checked = now;
@@ -217,6 +241,13 @@ static size_t pull(in *b, unsigned char *dst, size_t len)
                 b->too_big = 1;
                 break;
             }
+            double cw = wait_s(b->pid) - b->child_wait0, sw = wait_s(getpid()) - b->self_wait0;
+            b->starved = cw > sw ? cw : sw;
+        }
+        double left = b->last + b->limit + b->starved - now;
+        if (left <= 0) {
+            b->timed_out = 1;
+            break;
         }
         struct pollfd pf = {b->fd, POLLIN, 0};
         int n = poll(&pf, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
@@ -227,7 +258,7 @@ static size_t pull(in *b, unsigned char *dst, size_t len)
             b->eof = 1;
             break;
         }
-        b->last = mono_s();
+        progress_now(b);
         return (size_t)k;
     }
     return 0;
@@ -455,7 +486,8 @@ static double read_limit_bytes(const char *path)
 double ms_trace_read_limit_s(const char *path)
 {
     /* a damaged file can make HDF5 loop: give it what a sound file of this size needs (deflated
-     * data read at well over 10 MB/s) plus a margin since the last bytes it sent, then stop it */
+     * data read at well over 10 MB/s) plus a margin since the last bytes it sent, then stop it;
+     * counted while neither the reader nor its parent waited for a CPU (pull) */
     struct stat st;
     double size = stat(path, &st) == 0 ? (double)st.st_size : 0;
     return 10.0 + size / 10e6;
@@ -492,7 +524,7 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
     b->fd = fds[0];
     b->pid = pid;
     b->limit = ms_trace_read_limit_s(path);
-    b->last = mono_s();
+    progress_now(b);
     b->mem_limit = read_limit_bytes(path);
     char *child_err = NULL;
     ms_trace *t = decode(b, &child_err);
@@ -749,7 +781,7 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
     b->fd = s->fd;
     b->pid = pid;
     b->limit = ms_trace_read_limit_s(path);
-    b->last = mono_s();
+    progress_now(b);
     b->mem_limit = read_limit_bytes(path);
     char *child_err = NULL;
     uint32_t kind = get_u32(b) == BLOB_MAGIC ? get_u32(b) : 0;
@@ -904,7 +936,7 @@ static int receive_answer(ms_trace_stream *s)
     pending *p = &s->q[s->answered];
     const ms_trace_rank_size *sz = &s->sizes[p->rank];
     in *b = s->b;
-    b->last = mono_s();   /* the time limit counts from the wait (the child works on the requests in order) */
+    progress_now(b);   /* the time limit counts from the wait (the child works on the requests in order) */
     char *child_err = NULL;
     char what[96];
     snprintf(what, sizeof what, "records [%zu, %zu) of rank %d", p->from, p->to, p->rank);

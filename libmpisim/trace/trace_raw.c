@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include "protocol.h"
@@ -40,6 +41,8 @@ _Static_assert(MS_TRACE_FLAG_SYNC == MS_WAIT_FLAG_SYNC && MS_TRACE_FLAG_UNTIMED 
                "wait flags");
 _Static_assert(MS_TRACE_FLAG_NOTIFY == MS_IRECV_NOTIFY, "receive flags");
 _Static_assert(sizeof(ms_trace_result) == sizeof(ms_msg_result), "a recorded result is a wire result");
+_Static_assert(MS_TRACE_MAX_BYTES == MS_PROTO_MAX_BYTES && MS_TRACE_MAX_CLOCK_PS == MS_PROTO_MAX_CLOCK_PS,
+               "the trace's bounds are the server's");
 
 int ms_trace_fail(char *err, size_t len, const char *fmt, ...)
 {
@@ -230,8 +233,10 @@ static int length_bounds(uint32_t type, size_t *lo, size_t *hi)
     case MS_MSG_IRECV: *lo = *hi = sizeof(ms_msg_irecv); return 1;
     case MS_MSG_CANCEL:
     case MS_MSG_FREE: *lo = *hi = sizeof(ms_msg_cancel); return 1;
-    case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * (1u << 24); return 1;
-    case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * (1u << 24); return 1;
+    case MS_MSG_ICOLL: *lo = sizeof(ms_msg_icoll); *hi = *lo + 8u * MS_MAX_COLL_COUNTS; return 1;
+    case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
+    case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
+    case MS_MSG_COMM_ADD: *lo = sizeof(ms_msg_comm_add); *hi = *lo + 4u * MS_MAX_COMM_SIZE; return 1;
     case MS_MSG_WAIT: *lo = sizeof(ms_msg_wait); *hi = *lo + 8u * MS_MAX_WAIT_REQS; return 1;
     case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
     case MS_MSG_FINALIZE: *lo = *hi = sizeof(ms_msg_finalize); return 1;
@@ -336,12 +341,27 @@ int ms_trace_parse_raw(const void *data, size_t len, const char *name, ms_trace_
             if (m.ncounts < 0 || (size_t)m.ncounts * 8u != h.length - sizeof m)
                 BAD("collective record with %d counts in %u bytes", m.ncounts, h.length);
             e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes;
-            e->mode = m.kind; e->peer = m.root; e->fn = m.fn;
+            e->mode = m.kind; e->peer = m.root; e->fn = m.fn; e->flags = m.inter_low;
             e->list_off = (int64_t)r->nlists;
             e->list_n = m.ncounts;
             if (ms_trace_grow((void **)&r->lists, &sd.lists_cap, r->nlists + (size_t)m.ncounts, 8) < 0) OOM();
             if (m.ncounts) memcpy(r->lists + r->nlists, p + sizeof m, (size_t)m.ncounts * 8u);
             r->nlists += (size_t)m.ncounts;
+            break;
+        }
+        case MS_MSG_RMA: {
+            ms_msg_rma m;
+            memcpy(&m, p, sizeof m);
+            e->t_ps = m.t; e->req = m.req; e->comm = m.comm; e->bytes = m.bytes; e->peer = m.target;
+            e->mode = m.kind; e->fn = m.fn;
+            e->callsite = m.result_bytes;   /* RMA records: the result's bytes */
+            break;
+        }
+        case MS_MSG_EXIT: {
+            ms_msg_exit m;
+            memcpy(&m, p, sizeof m);
+            e->mode = m.code;
+            e->flags = m.finalized;
             break;
         }
         case MS_MSG_COMM_ADD: {
@@ -492,22 +512,35 @@ void ms_trace_rank_free(ms_trace_rank *r)
     memset(r, 0, sizeof *r);
 }
 
-int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+/* The whole file `name` in dfd (AT_FDCWD: a path), at most `bound` bytes; messages name `shown`. */
+static int read_file_at(int dfd, const char *name, const char *shown, size_t bound, char **data, size_t *len,
+                        char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ms_trace_fail(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return ms_trace_fail(err, errlen, "%s: %s", shown, strerror(e));
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
+    int too_big = 0;
     while (buf) {
         if (n == cap) {
-            char *b = realloc(buf, cap * 2 + 1);
+            if (cap >= bound) {
+                too_big = fgetc(f) != EOF;
+                break;
+            }
+            size_t nc = cap * 2 < bound ? cap * 2 : bound;
+            char *b = realloc(buf, nc + 1);
             if (!b) {
                 free(buf);
                 buf = NULL;
                 break;
             }
             buf = b;
-            cap *= 2;
+            cap = nc;
         }
         size_t k = fread(buf + n, 1, cap - n, f);
         n += k;
@@ -515,10 +548,11 @@ int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, si
     }
     int bad = ferror(f);
     fclose(f);
-    if (!buf) return ms_trace_fail(err, errlen, "%s: out of memory", path);
-    if (bad) {
+    if (!buf) return ms_trace_fail(err, errlen, "%s: out of memory", shown);
+    if (bad || too_big) {
         free(buf);
-        return ms_trace_fail(err, errlen, "%s: read error", path);
+        if (too_big) return ms_trace_fail(err, errlen, "%s: larger than %zu MiB (not a trace file?)", shown, bound >> 20);
+        return ms_trace_fail(err, errlen, "%s: read error", shown);
     }
     buf[n] = 0;
     *data = buf;
@@ -526,15 +560,26 @@ int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, si
     return 0;
 }
 
-int ms_trace_read_raw(const char *path, ms_trace_rank *r, int32_t *nranks_out, int32_t **members, size_t *nmembers,
-                      char *err, size_t errlen)
+int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    return read_file_at(AT_FDCWD, path, path, SIZE_MAX / 2, data, len, err, errlen);
+}
+
+static int read_raw_at(int dfd, const char *name, const char *shown, ms_trace_rank *r, int32_t *nranks_out,
+                       int32_t **members, size_t *nmembers, char *err, size_t errlen)
 {
     char *data;
     size_t len;
-    if (ms_trace_read_file(path, &data, &len, err, errlen) < 0) return -1;
-    int rc = ms_trace_parse_raw(data, len, path, r, nranks_out, members, nmembers, err, errlen);
+    if (read_file_at(dfd, name, shown, SIZE_MAX / 2, &data, &len, err, errlen) < 0) return -1;
+    int rc = ms_trace_parse_raw(data, len, shown, r, nranks_out, members, nmembers, err, errlen);
     free(data);
     return rc;
+}
+
+int ms_trace_read_raw(const char *path, ms_trace_rank *r, int32_t *nranks_out, int32_t **members, size_t *nmembers,
+                      char *err, size_t errlen)
+{
+    return read_raw_at(AT_FDCWD, path, path, r, nranks_out, members, nmembers, err, errlen);
 }
 
 /* ---- a capture directory -------------------------------------------------------------------- */
@@ -547,15 +592,19 @@ static char *dup_str(const char *s)
     return d;
 }
 
-static int read_meta(const char *dir, ms_trace *t, int *nranks, char *err, size_t errlen)
+/* meta.json is small (the configuration and the program's arguments): a bound against a file
+ * that is not one */
+#define META_MAX ((size_t)64 << 20)
+
+static int read_meta(int dfd, const char *dir, ms_trace *t, int *nranks, char *err, size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/meta.json", dir);
     struct stat st;
-    if (stat(path, &st) != 0) return 0; /* absent: nothing known */
+    if (fstatat(dfd, "meta.json", &st, 0) != 0) return 0; /* absent: nothing known */
     char *text;
     size_t len;
-    if (ms_trace_read_file(path, &text, &len, err, errlen) < 0) return -1;
+    if (read_file_at(dfd, "meta.json", path, META_MAX, &text, &len, err, errlen) < 0) return -1;
     json_error_t jerr;
     json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!j) {
@@ -607,19 +656,28 @@ out:
 
 /* The shim names them rank-%06d.mstrace; rank-<R>.mstrace is accepted too. -1 if neither exists
  * (path then holds the shim's form). */
-static int rank_path(const char *dir, int rank, char *path, size_t len)
+static int rank_path(int dfd, int rank, char *name, size_t len, struct stat *st)
 {
-    struct stat st;
-    snprintf(path, len, "%s/rank-%d.mstrace", dir, rank);
-    if (stat(path, &st) == 0) return 0;
-    snprintf(path, len, "%s/rank-%06d.mstrace", dir, rank);
-    return stat(path, &st) == 0 ? 0 : -1;
+    snprintf(name, len, "rank-%d.mstrace", rank);
+    if (fstatat(dfd, name, st, 0) == 0) return 0;
+    snprintf(name, len, "rank-%06d.mstrace", rank);
+    return fstatat(dfd, name, st, 0) == 0 ? 0 : -1;
 }
 
 /* The job size from the header of any rank file in dir (when meta.json is absent); 0 if none. */
-static int32_t size_from_any_rank(const char *dir, int32_t **members, size_t *nmembers, char *err, size_t errlen)
+/* A directory stream of dfd (its own descriptor: closedir closes that one). */
+static DIR *open_dir_at(int dfd)
 {
-    DIR *d = opendir(dir);
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) close(fd);
+    return d;
+}
+
+static int32_t size_from_any_rank(int dfd, const char *dir, int32_t **members, size_t *nmembers, char *err,
+                                  size_t errlen)
+{
+    DIR *d = open_dir_at(dfd);
     if (!d) return 0;
     struct dirent *e;
     int32_t n = 0;
@@ -630,7 +688,7 @@ static int32_t size_from_any_rank(const char *dir, int32_t **members, size_t *nm
         if (sscanf(e->d_name, "rank-%d.%15s", &r, tail) != 2 || strcmp(tail, "mstrace")) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         ms_trace_rank rr;
-        if (ms_trace_read_raw(path, &rr, &n, members, nmembers, err, errlen) == 0) ms_trace_rank_free(&rr);
+        if (read_raw_at(dfd, e->d_name, path, &rr, &n, members, nmembers, err, errlen) == 0) ms_trace_rank_free(&rr);
         else n = 0;
         *nmembers = 0;
     }
@@ -639,9 +697,9 @@ static int32_t size_from_any_rank(const char *dir, int32_t **members, size_t *nm
 }
 
 /* How many non-empty rank-<R>.mstrace files dir holds (nothing read). */
-static long count_rank_files(const char *dir)
+static long count_rank_files(int dfd)
 {
-    DIR *d = opendir(dir);
+    DIR *d = open_dir_at(dfd);
     if (!d) return 0;
     struct dirent *e;
     long n = 0;
@@ -672,6 +730,18 @@ int ms_trace_missing_ranks(const ms_trace *t, char *buf, size_t len)
 
 ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
 {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        ms_trace_fail(err, errlen, "%s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    ms_trace *t = ms_trace_read_dirfd(dfd, dir, err, errlen);
+    close(dfd);
+    return t;
+}
+
+ms_trace *ms_trace_read_dirfd(int dfd, const char *dir, char *err, size_t errlen)
+{
     ms_trace *t = calloc(1, sizeof *t);
     if (!t) {
         ms_trace_fail(err, errlen, "out of memory");
@@ -681,9 +751,9 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
     int32_t *members = NULL;
     size_t nmembers = 0;
     char path[4096];
-    if (read_meta(dir, t, &nranks, err, errlen) < 0) goto fail;
+    if (read_meta(dfd, dir, t, &nranks, err, errlen) < 0) goto fail;
     if (nranks < 0) goto fail;   /* read_meta keeps it in 1..1e7 */
-    if (nranks > 0 && count_rank_files(dir) == 0) {
+    if (nranks > 0 && count_rank_files(dfd) == 0) {
         /* checked before the claim costs a slot and a stat per claimed rank (up to 1e7) */
         ms_trace_fail(err, errlen, "%s: none of the %d ranks left records (every rank-<R>.mstrace missing or empty)",
                       dir, nranks);
@@ -691,7 +761,7 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
     }
     if (nranks == 0) {
         /* no meta.json: the job size comes from a rank file's header */
-        nranks = size_from_any_rank(dir, &members, &nmembers, err, errlen);
+        nranks = size_from_any_rank(dfd, dir, &members, &nmembers, err, errlen);
         if (nranks <= 0) {
             ms_trace_fail(err, errlen, "%s: no readable rank-<R>.mstrace and no meta.json (not a trace directory?)",
                           dir);
@@ -707,7 +777,8 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
     int present = 0;
     for (int i = 0; i < nranks; i++) {
         struct stat st;
-        if (rank_path(dir, i, path, sizeof path) < 0 || (stat(path, &st) == 0 && st.st_size == 0)) {
+        char name[64];
+        if (rank_path(dfd, i, name, sizeof name, &st) < 0 || st.st_size == 0) {
             /* the rank died before writing (or before creating its file): no records */
             t->ranks[i].rank = i;
             t->ranks[i].missing = 1;
@@ -715,7 +786,8 @@ ms_trace *ms_trace_read_dir(const char *dir, char *err, size_t errlen)
         }
         present++;
         int32_t n = 0;
-        if (ms_trace_read_raw(path, &t->ranks[i], &n, &members, &nmembers, err, errlen) < 0) goto fail;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (read_raw_at(dfd, name, path, &t->ranks[i], &n, &members, &nmembers, err, errlen) < 0) goto fail;
         if (n != nranks || t->ranks[i].rank != i) {
             ms_trace_fail(err, errlen, "%s: offset 16: the header says rank %d of %d, expected rank %d of %d", path,
                           t->ranks[i].rank, n, i, nranks);
@@ -820,6 +892,7 @@ static int known_kind(int32_t k)
     case MS_MSG_ISEND: case MS_MSG_IRECV: case MS_MSG_ICOLL: case MS_MSG_COMM_ADD: case MS_MSG_WAIT: case MS_MSG_CANCEL: case MS_MSG_FREE:
     case MS_MSG_PROBE: case MS_MSG_FINALIZE: case MS_MSG_UNMODELLED: case MS_MSG_CALLSITE: case MS_MSG_CLOCK:
     case MS_MSG_TR_CALL: case MS_MSG_TR_EXIT: case MS_MSG_TR_PCONTROL: case MS_MSG_RESUME: case MS_MSG_RESOLVE:
+    case MS_MSG_RMA: case MS_MSG_EXIT:
         return 1;
 #ifdef MS_SITE_TEXT
     case MS_MSG_SITE:
@@ -846,7 +919,12 @@ static int check_bounds(const ms_trace *t, const rec_view *v, const ms_trace_eve
 {
 #define fn ms_trace_fn_name(t, e->fn)   /* looked up for a message only (this runs per record) */
     int sized = e->kind == MS_MSG_ISEND || e->kind == MS_MSG_IRECV || e->kind == MS_MSG_ICOLL ||
-                e->kind == MS_MSG_RESOLVE;
+                e->kind == MS_MSG_RESOLVE || e->kind == MS_MSG_RMA;
+    if (e->kind == MS_MSG_RMA && e->callsite > MS_TRACE_MAX_BYTES)
+        return ms_trace_fail(err, errlen,
+                             "%s: rank %d event %zu (%s): a result of %llu bytes, more than the %llu (64 GiB) a record "
+                             "may claim (damaged record?)",
+                             name, i, k, fn, (unsigned long long)e->callsite, (unsigned long long)MS_TRACE_MAX_BYTES);
     if (sized && e->bytes > MS_TRACE_MAX_BYTES)
         return ms_trace_fail(err, errlen,
                              "%s: rank %d event %zu (%s): %llu bytes, more than the %llu (64 GiB) a record may claim "

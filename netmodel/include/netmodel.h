@@ -77,6 +77,12 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
 int nm_config_search_path(char *out, size_t len);
 /* "key=value" as given on a command line (origin names it in errors, e.g. "--set"). */
 int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
+/* The same, as a profile line would set it: not the user's own choice, so a key the configuration
+ * derives from others where they need it (network.slack_buffer, raised to hold a STOP's round trip
+ * on the configured links: `mpisim config` names it "derived: ...") may still be derived. For
+ * values read back from a recorded configuration (a trace's) that a profile or default gave. A
+ * value set with nm_config_set is never derived. */
+int nm_config_set_as_profile(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen);
 
 /* Typed lookups. A name that was never registered is a defect in the calling code, not in the
  * user's input: debug builds assert; release builds return 0 / 0.0 / "" and keep the first such
@@ -177,8 +183,10 @@ typedef struct nm_routing_info {
     int updown_root;           /* root switch, -1 for shortest */
     int deadlock_free;         /* the checker's verdict */
     const char *check_message;
-    /* over host pairs on different switches (all of them up to 2^24 host pairs, else 2^20 pairs
-     * drawn by a fixed sequence: the same figures every time): */
+    /* over host pairs on different switches (inter_switch_pairs of them; all of them up to 2^24
+     * host pairs, else 2^20 pairs drawn by a fixed sequence: the same figures every time; with
+     * none, every route stays within its switch, which is minimal: minimal_share 1, the means 0): */
+    long inter_switch_pairs;
     double minimal_share;      /* share of routes with the minimal number of inter-switch links */
     double mean_links;         /* mean inter-switch links per route (in-transit detours excluded) */
     double mean_min_links;     /* mean minimal inter-switch distance */

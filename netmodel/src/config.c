@@ -122,7 +122,19 @@ typedef struct nm_entry {
     double dval;
     char *text;     /* canonical text of the value */
     char *origin;   /* citation, "file:line" or the nm_config_set origin */
+    int explicit_set;   /* set by nm_config_set (a user's choice), not by the default or a profile */
+    /* a value derived from other keys (derive_keys) is in force instead of the configured one
+     * above, which stays: a later change of those keys derives again from it */
+    int derived;
+    int64_t d_ival;
+    char *d_text, *d_origin;
 } nm_entry;
+
+/* the value in force: the derived one if any */
+static int64_t e_ival(const nm_entry *e) { return e->derived ? e->d_ival : e->ival; }
+static double e_dval(const nm_entry *e) { return e->derived ? (double)e->d_ival : e->dval; }
+static const char *e_text(const nm_entry *e) { return e->derived ? e->d_text : e->text; }
+static const char *e_origin(const nm_entry *e) { return e->derived ? e->d_origin : e->origin; }
 
 struct nm_config {
     nm_entry *e;
@@ -351,12 +363,23 @@ static int numeric_range(const nm_key_def *def, double *lo, double *hi)
     return 1;
 }
 
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen);
 /* Parse `raw` for def into (ival, dval, text). On error writes "expected ..., got '...'". */
 static int parse_value(const nm_key_def *def, const char *raw, int64_t *ival, double *dval,
                        char **text, char *msg, size_t msglen)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", raw ? raw : "");
+    /* text values may be long (continued lines): a copy of the whole of it */
+    char *buf = nm_strdup(raw ? raw : "");
+    if (!buf) { nm_set_err(msg, msglen, "out of memory"); return -1; }
+    int rc = parse_value_in(def, buf, ival, dval, text, msg, msglen);
+    free(buf);
+    return rc;
+}
+
+static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, double *dval, char **text, char *msg,
+                          size_t msglen)
+{
     strip_hash_comment(buf);
     char *v = buf;
     while (is_space(*v)) v++;
@@ -585,6 +608,8 @@ void nm_config_destroy(nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         free(cfg->e[i].text);
         free(cfg->e[i].origin);
+        free(cfg->e[i].d_text);
+        free(cfg->e[i].d_origin);
     }
     free(cfg->e);
     free(cfg->own_defs);
@@ -592,9 +617,80 @@ void nm_config_destroy(nm_config *cfg)
     free(cfg);
 }
 
+/* ---- values derived from others --------------------------------------------------------- */
+
+static void clear_derived(nm_entry *e)
+{
+    free(e->d_text);
+    free(e->d_origin);
+    e->d_text = e->d_origin = NULL;
+    e->derived = 0;
+}
+
+/* network.slack_buffer of the myrinet engine. The bytes above the high water mark must hold what
+ * still arrives during a STOP's round trip (nm_myrinet_stop_chars: the characters in flight on
+ * the cable both ways at the link rate, plus the receiver's and sender's reaction), and Myrinet
+ * sizes its slack from that round trip (seed 000 sec 2; seed 002 sec 5.3: 80 B = 56 B high water
+ * + 24 B for 10 m at 6.25 ns per flit). A slack buffer that comes from the default or a profile and
+ * cannot hold it on the configured links (a user raised network.link_rate, lengthened the cables,
+ * or raised the water marks) is raised to high_water + the round trip; one set by nm_config_set
+ * (--set) is the user's and stays, and the engine reports an overflow naming it. A slack buffer that holds the round trip is never changed, so every profile runs exactly
+ * as written. Raising it changes no timing: its size only decides whether an arriving character
+ * overflows (the water marks decide STOP and GO). The water marks are not derived: below the
+ * round trip a low water mark costs throughput (the buffer runs dry before GO takes effect), not
+ * correctness, and seed 000 sec 3.3 varies them independently of the link rate. Links a topology
+ * file gives their own rate or length are checked by the engine as it runs. */
+static void derive_slack(nm_config *cfg)
+{
+    nm_entry *s = find(cfg, "network.slack_buffer");
+    const nm_entry *eng = find(cfg, "network.engine"), *hw = find(cfg, "network.high_water");
+    const nm_entry *rate = find(cfg, "network.link_rate"), *hrate = find(cfg, "network.host_link_rate");
+    const nm_entry *len = find(cfg, "network.link_length"), *vel = find(cfg, "network.propagation_velocity");
+    if (!s) return;
+    clear_derived(s);
+    if (!eng || !hw || !rate || !len || !vel || strcmp(e_text(eng), "myrinet") || s->explicit_set) return;
+    double rates[2] = {e_dval(rate), hrate ? e_dval(hrate) : 0};
+    int32_t need = 0;
+    nm_link worst = {0};
+    for (int i = 0; i < 2; i++) {
+        if (!(rates[i] > 0) || !(e_dval(vel) > 0) || !(e_dval(len) >= 0) || !isfinite(rates[i]) ||
+            8e12 / rates[i] > 9e18 || e_dval(len) / e_dval(vel) * 1e12 > 9e18)
+            continue;   /* out of range: the topology refuses the link */
+        nm_link l = {0};
+        l.rate_bps = rates[i];
+        l.length_m = e_dval(len);
+        l.velocity_mps = e_dval(vel);
+        nm_link_derive(&l);
+        int32_t r = nm_myrinet_stop_chars(l.char_ps, l.prop_ps);
+        if (r > need) {
+            need = r;
+            worst = l;
+        }
+    }
+    int64_t want = e_ival(hw) + need;
+    if (!need || want <= s->ival || want > INT32_MAX) return;
+    char text[32], origin[512];
+    snprintf(text, sizeof text, "%lld", (long long)want);
+    snprintf(origin, sizeof origin,
+             "derived: network.high_water %lld B + %d B arriving during a STOP's round trip on %g m links at %g Gb/s "
+             "(2 x %.1f ns propagation / %.4f ns per character, + 3); %s gave %lld B",
+             (long long)e_ival(hw), (int)need, worst.length_m, worst.rate_bps * 1e-9, (double)worst.prop_ps * 1e-3,
+             (double)worst.char_ps * 1e-3, s->origin, (long long)s->ival);
+    s->d_text = nm_strdup(text);
+    s->d_origin = nm_strdup(origin);
+    if (!s->d_text || !s->d_origin) {
+        clear_derived(s);   /* out of memory: the configured value stays, and the engine says if it overflows */
+        return;
+    }
+    s->d_ival = want;
+    s->derived = 1;
+}
+
+static void derive_keys(nm_config *cfg) { derive_slack(cfg); }
+
 /* ---- snapshots (a failed load leaves the configuration as it was) ------------------------ */
 
-typedef struct { int64_t ival; double dval; char *text, *origin; } nm_saved;
+typedef struct { int64_t ival; double dval; char *text, *origin; int explicit_set; } nm_saved;
 
 static nm_saved *snapshot(const nm_config *cfg)
 {
@@ -603,6 +699,7 @@ static nm_saved *snapshot(const nm_config *cfg)
     for (size_t i = 0; i < cfg->n; i++) {
         s[i].ival = cfg->e[i].ival;
         s[i].dval = cfg->e[i].dval;
+        s[i].explicit_set = cfg->e[i].explicit_set;
         s[i].text = nm_strdup(cfg->e[i].text);
         s[i].origin = nm_strdup(cfg->e[i].origin);
         if (!s[i].text || !s[i].origin) {
@@ -624,6 +721,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
             cfg->e[i].origin = s[i].origin;
             cfg->e[i].ival = s[i].ival;
             cfg->e[i].dval = s[i].dval;
+            cfg->e[i].explicit_set = s[i].explicit_set;
         } else {
             free(s[i].text);
             free(s[i].origin);
@@ -637,6 +735,7 @@ static void restore(nm_config *cfg, nm_saved *s, size_t n, int apply)
 typedef struct nm_reader {
     const char *buf;
     size_t len, pos;
+    size_t last_start;   /* where the line last handed to inih begins */
     int line;        /* line number of the chunk last handed to inih */
     int too_long;    /* line number of an over-long line, which stops the parse */
 } nm_reader;
@@ -649,6 +748,7 @@ static char *reader_fn(char *str, int num, void *stream)
     if (r->too_long || r->pos >= r->len || num < 2) return NULL;
     size_t n = 0, max = (size_t)num - 1;
     r->line++;
+    r->last_start = r->pos;
     while (r->pos < r->len && n < max) {
         char c = r->buf[r->pos++];
         str[n++] = c;
@@ -663,6 +763,8 @@ static char *reader_fn(char *str, int num, void *stream)
 }
 
 typedef struct nm_include { char name[256]; int line; } nm_include;
+/* "KEY.source = TEXT": where the value this file gives KEY comes from (a calibration, a paper) */
+typedef struct nm_declared { char key[256]; char *text; int line; } nm_declared;
 
 /* How a profile file is named in the origins of its values, which go into every result: a file
  * found in a directory of the search path that is called "configs" (the shipped profiles, in a
@@ -699,6 +801,8 @@ typedef struct nm_load {
     int pass;                   /* 1: collect includes; 2: apply keys */
     nm_include *inc;
     int ninc, capinc;
+    nm_declared *src;
+    int nsrc, capsrc;
     int err_line;               /* first handler error */
     char msg[1024];
 } nm_load;
@@ -738,12 +842,83 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (is_include) return 1;
+    /* an indented line continues the value above it (inih's multi-line values): text values
+     * take it after a space, so that long lists stay within a line's length */
+    int cont = L->rd.last_start < L->rd.len && (L->rd.buf[L->rd.last_start] == ' ' || L->rd.buf[L->rd.last_start] == '\t');
     char sec[80];
     if (snprintf(sec, sizeof sec, "|%s|", section) < (int)sizeof sec && strstr(L->cfg->skip, sec)) return 1;
     char full[256];
     if (!*section) snprintf(full, sizeof full, "%s", name);
     else snprintf(full, sizeof full, "%s.%s", section, name);
+    size_t fl = strlen(full);
+    if (fl > 7 && !strcmp(full + fl - 7, ".source") && !find(L->cfg, full)) {
+        /* applied after the pass, once this file's own value of the key is known */
+        full[fl - 7] = '\0';
+        if (!find(L->cfg, full)) {
+            L->err_line = line;
+            char hint[300];
+            did_you_mean(L->cfg, full, hint, sizeof hint);
+            snprintf(L->msg, sizeof L->msg, "'%s': a source for unknown key '%s'%s", name, full, hint);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        if (cont && L->nsrc > 0 && !strcmp(L->src[L->nsrc - 1].key, full)) {
+            /* a continued source: joined after a space */
+            nm_declared *d = &L->src[L->nsrc - 1];
+            size_t n = strlen(d->text) + strlen(v) + 2;
+            char *j = malloc(n);
+            if (!j) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            snprintf(j, n, "%s %s", d->text, v);
+            free(d->text);
+            d->text = j;
+            return 1;
+        }
+        if (!*v) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "'%s': expected the source of the value, got nothing", name);
+            return 0;
+        }
+        if (L->nsrc == L->capsrc) {
+            int nc = L->capsrc ? 2 * L->capsrc : 8;
+            nm_declared *nd = realloc(L->src, (size_t)nc * sizeof *nd);
+            if (!nd) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+            L->src = nd;
+            L->capsrc = nc;
+        }
+        nm_declared *d = &L->src[L->nsrc];
+        snprintf(d->key, sizeof d->key, "%s", full);
+        d->text = nm_strdup(v);
+        d->line = line;
+        if (!d->text) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        L->nsrc++;
+        return 1;
+    }
     nm_entry *e = strchr(full, '.') ? find(L->cfg, full) : NULL;
+    if (e && cont) {
+        if (e->def->type != NM_KEY_STRING) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "an indented line continues '%s', which is not a text value", full);
+            return 0;
+        }
+        char v[512];
+        snprintf(v, sizeof v, "%s", value);
+        strip_hash_comment(v);
+        size_t n = strlen(e->text) + strlen(v) + 2;
+        char *joined = malloc(n);
+        if (!joined) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
+        snprintf(joined, n, "%s%s%s", e->text, *e->text && *v ? " " : "", v);
+        char m[420];
+        int r = entry_assign(e, joined, e->origin, m, sizeof m);
+        free(joined);
+        if (r != 0) {
+            L->err_line = line;
+            snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
+            return 0;
+        }
+        return 1;
+    }
     if (!e) {
         L->err_line = line;
         char hint[300];
@@ -758,6 +933,7 @@ static int handler(void *user, const char *section, const char *name, const char
         snprintf(L->msg, sizeof L->msg, "key '%s': %s", full, m);
         return 0;
     }
+    e->explicit_set = 0;
     return 1;
 }
 
@@ -935,9 +1111,27 @@ static int load_file_rec(nm_config *cfg, const char *path, const char *search_pa
     }
     free(dir);
     if (run_pass(&L, 2, err, errlen) != 0) goto out;
+    /* declared sources: of values this file sets, in the origin "SOURCE (file:line)" */
+    for (int i = 0; i < L.nsrc; i++) {
+        nm_entry *e = find(cfg, L.src[i].key);
+        size_t ol = strlen(L.origin);
+        if (!e || strncmp(e->origin, L.origin, ol) || e->origin[ol] != ':') {
+            nm_set_err(err, errlen, "%s:%d: a source for '%s', which this file does not set", path, L.src[i].line,
+                       L.src[i].key);
+            goto out;
+        }
+        size_t n = strlen(L.src[i].text) + strlen(e->origin) + 4;
+        char *o = malloc(n);
+        if (!o) { nm_set_err(err, errlen, "out of memory"); goto out; }
+        snprintf(o, n, "%s (%s)", L.src[i].text, e->origin);
+        free(e->origin);
+        e->origin = o;
+    }
     rc = 0;
 out:
     stack[depth] = NULL;
+    for (int i = 0; i < L.nsrc; i++) free(L.src[i].text);
+    free(L.src);
     free(L.inc);
     free(buf);
     free(canon);
@@ -952,6 +1146,7 @@ static int load_top(nm_config *cfg, const char *path, const char *search_path, c
     int rc = load_file_rec(cfg, path, search_path, stack, 0, err, errlen);
     if (rc == 1) rc = -1;  /* cannot happen at depth 0 */
     restore(cfg, saved, cfg->n, rc != 0);
+    derive_keys(cfg);
     return rc;
 }
 
@@ -981,7 +1176,8 @@ int nm_config_load_profile(nm_config *cfg, const char *name_or_path, const char 
     return load_top(cfg, path, search_path, err, errlen);
 }
 
-int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+static int config_set(nm_config *cfg, const char *assignment, const char *origin, int explicit_set, char *err,
+                      size_t errlen)
 {
     if (!origin) origin = "--set";
     if (!cfg || !assignment) { nm_set_err(err, errlen, "%s: nothing to set", origin); return -1; }
@@ -1012,7 +1208,19 @@ int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, ch
         nm_set_err(err, errlen, "%s: key '%s': %s", origin, key, m);
         return -1;
     }
+    e->explicit_set = explicit_set;
+    derive_keys(cfg);
     return 0;
+}
+
+int nm_config_set(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+{
+    return config_set(cfg, assignment, origin, 1, err, errlen);
+}
+
+int nm_config_set_as_profile(nm_config *cfg, const char *assignment, const char *origin, char *err, size_t errlen)
+{
+    return config_set(cfg, assignment, origin, 0, err, errlen);
 }
 
 /* ---- lookups ---------------------------------------------------------------------------- */
@@ -1044,21 +1252,21 @@ int64_t nm_config_int(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0;
-    if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e->dval);
-    return e->ival;
+    if (e->def->type == NM_KEY_DOUBLE) return (int64_t)llround(e_dval(e));
+    return e_ival(e);
 }
 
 double nm_config_double(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
     if (!e) return 0.0;
-    return e->def->type == NM_KEY_INT ? (double)e->ival : e->dval;
+    return e->def->type == NM_KEY_INT ? (double)e_ival(e) : e_dval(e);
 }
 
 const char *nm_config_string(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find_typed(cfg, name);
-    return e ? e->text : "";
+    return e ? e_text(e) : "";
 }
 
 int nm_config_has(const nm_config *cfg, const char *name) { return find(cfg, name) != NULL; }
@@ -1070,7 +1278,7 @@ const char *nm_config_key_at(const nm_config *cfg, size_t i)
 const char *nm_config_value_text(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find(cfg, name);
-    return e ? e->text : NULL;
+    return e ? e_text(e) : NULL;
 }
 const char *nm_config_unit(const nm_config *cfg, const char *name)
 {
@@ -1080,7 +1288,7 @@ const char *nm_config_unit(const nm_config *cfg, const char *name)
 const char *nm_config_origin(const nm_config *cfg, const char *name)
 {
     const nm_entry *e = find(cfg, name);
-    return e ? e->origin : NULL;
+    return e ? e_origin(e) : NULL;
 }
 
 /* ---- output ---------------------------------------------------------------------------- */
@@ -1121,16 +1329,28 @@ int nm_config_write_json(const nm_config *cfg, FILE *out, int indent)
         fprintf(out, "%s%s%*s", i ? "," : "", nl, in, "");
         nm_json_write_string(out, e->def->name);
         fprintf(out, ": {%s%*s\"value\": ", nl, 2 * in, "");
-        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e->text);
-        else fputs(e->text, out);  /* canonical numbers are valid JSON numbers */
+        if (e->def->type == NM_KEY_STRING) nm_json_write_string(out, e_text(e));
+        else fputs(e_text(e), out);  /* canonical numbers are valid JSON numbers */
         fprintf(out, ",%s%*s\"unit\": ", nl, 2 * in, "");
         nm_json_write_string(out, e->def->unit);
         fprintf(out, ",%s%*s\"source\": ", nl, 2 * in, "");
-        nm_json_write_string(out, e->origin);
+        nm_json_write_string(out, e_origin(e));
         fprintf(out, "%s%*s}", nl, in, "");
     }
     fprintf(out, "%s}%s", nl, nl);
     return ferror(out) ? -1 : 0;
+}
+
+/* A value's text needs the key's unit after it only when it is a bare number ("60 s" has its own:
+ * "default 60 s ps" it said) */
+static const char *unit_after(const char *text, const char *unit)
+{
+    if (!*unit) return "";
+    char *end;
+    strtod(text, &end);
+    if (end == text) return "";
+    while (*end == ' ') end++;
+    return *end ? "" : unit;
 }
 
 int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *err, size_t errlen)
@@ -1147,16 +1367,17 @@ int nm_config_describe(const nm_config *cfg, const char *name, FILE *out, char *
         const nm_entry *e = &cfg->e[i];
         const nm_key_def *d = e->def;
         if (name && strcmp(d->name, name)) continue;
+        const char *du = unit_after(d->default_value, d->unit), *vu = unit_after(e->text, d->unit);
         fprintf(out, "%s\n    %s\n    type %s%s%s, default %s%s%s (%s)\n", d->name, d->help && *d->help ? d->help : "",
                 types[d->type <= NM_KEY_STRING ? d->type : 2], *d->unit ? ", unit " : "", d->unit, d->default_value,
-                *d->unit ? " " : "", d->unit, d->source ? d->source : "");
+                *du ? " " : "", du, d->source ? d->source : "");
         if (d->type == NM_KEY_STRING && d->choices && *d->choices) fprintf(out, "    choices: %s\n", d->choices);
         double lo, hi;
         if (numeric_range(d, &lo, &hi)) fprintf(out, "    range: %g to %g%s%s\n", lo, hi, *d->unit ? " " : "", d->unit);
         else if (d->flags & NM_KEY_POSITIVE) fprintf(out, "    range: above 0\n");
         else if (d->flags & NM_KEY_NONNEG) fprintf(out, "    range: 0 or more\n");
-        if (strcmp(e->text, d->default_value) || strcmp(e->origin, d->source ? d->source : ""))
-            fprintf(out, "    value %s%s%s from %s\n", e->text, *d->unit ? " " : "", d->unit, e->origin);
+        if (strcmp(e_text(e), d->default_value) || strcmp(e_origin(e), d->source ? d->source : ""))
+            fprintf(out, "    value %s%s%s from %s\n", e_text(e), *vu ? " " : "", vu, e_origin(e));
     }
     return ferror(out) ? -1 : 0;
 }
@@ -1166,8 +1387,8 @@ int nm_config_write_text(const nm_config *cfg, FILE *out)
     if (!cfg || !out) return -1;
     for (size_t i = 0; i < cfg->n; i++) {
         const nm_entry *e = &cfg->e[i];
-        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e->text, *e->def->unit ? " " : "",
-                e->def->unit, e->origin);
+        fprintf(out, "%s = %s%s%s  (%s)\n", e->def->name, e_text(e), *e->def->unit ? " " : "",
+                e->def->unit, e_origin(e));
     }
     return ferror(out) ? -1 : 0;
 }

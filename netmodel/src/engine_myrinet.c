@@ -1569,14 +1569,12 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
     return e;
 }
 
-/* The characters still arriving after a receiver crosses the high water mark, on channel c: the
- * STOP waits for a character in progress on the reverse channel and takes one character time,
- * crosses the link, and meanwhile the sender's characters in flight and the one it is sending
- * arrive: 2 x propagation / character time, plus 3. */
+/* The characters still arriving after a receiver crosses the high water mark, on channel c
+ * (nm_myrinet_stop_chars). */
 static int32_t stop_round_trip_chars(const meng *e, int c)
 {
     const mchan *x = &e->ch[c];
-    return (int32_t)((2 * x->prop + x->tau - 1) / x->tau) + 3;
+    return nm_myrinet_stop_chars(x->tau, x->prop);
 }
 
 static int eng_failure_reason(const void *p, char *buf, size_t len)

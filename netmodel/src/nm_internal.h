@@ -173,6 +173,15 @@ int nm_parse_quantity(const char *unit, const char *text, double *out);
 const char *nm_unit_noun(const char *unit);
 /* Derived integer link timing from rate/length/velocity (char_ps, prop_ps). */
 void nm_link_derive(nm_link *l);
+/* Myrinet STOP/GO: the characters still arriving on a channel after its receiver crosses the
+ * high water mark. The STOP waits for a character in progress on the reverse channel and takes
+ * one character time, crosses the cable, and meanwhile the sender's characters in flight and the
+ * one it is sending arrive: 2 x propagation / character time (rounded up), plus 3. The engine's
+ * overflow check and the configuration's derived slack buffer (config.c) both use it. */
+static inline int32_t nm_myrinet_stop_chars(nm_time_t char_ps, nm_time_t prop_ps)
+{
+    return (int32_t)((2 * prop_ps + char_ps - 1) / char_ps) + 3;
+}
 
 /* Topology building (topology.c), used by the file parser and the generators. Each returns
  * the new index, or -1 (out of memory / bad argument, message in err). */

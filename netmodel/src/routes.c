@@ -1551,6 +1551,8 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
         minimal += l == m;
         itb += r.nitb;
     }
+    o->inter_switch_pairs = (long)n;
+    o->minimal_share = 1.0;   /* no pair on different switches: every route is within one switch */
     if (n > 0) {
         o->minimal_share = minimal / n;
         o->mean_links = links / n;

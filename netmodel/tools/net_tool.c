@@ -326,7 +326,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
     next = malloc((size_t)n * sizeof *next);
     phase_k = calloc((size_t)n, sizeof *phase_k);
     if (!rs.outstanding || !perm || !next || !phase_k) { fprintf(errout, "%s: out of memory\n", prog); goto done; }
-    if (n < 2) { fprintf(errout, "%s: topology '%s' has fewer than 2 hosts\n", prog, topo_spec); goto done; }
+    if (n < 2) {   /* a configuration error: there is no traffic to model */
+        fprintf(errout, "%s: topology '%s' has fewer than 2 hosts\n", prog, topo_spec);
+        rc = 2;
+        goto done;
+    }
 
     /* traffic pattern */
     int kind = TR_UNIFORM, hotspot = -1, local_l = 0;
@@ -478,9 +482,10 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         fprintf(out, " \"switches\": %d, \"throughput_flits_per_ns_per_switch\": %.8g,\n", nm_topology_switches(topo),
                 nm_topology_switches(topo) ? (double)rs.win_bytes / ((double)measure / 1000.0) / nm_topology_switches(topo) : 0.0);
         fprintf(out, " \"routing\": \"%s\", \"updown_root\": %d, \"deadlock_free_routes\": %d, "
-                     "\"route_check\": \"%s\", \"minimal_share\": %.6f, \"mean_links\": %.6f, "
+                     "\"route_check\": \"%s\", \"inter_switch_pairs\": %ld, \"minimal_share\": %.6f, \"mean_links\": %.6f, "
                      "\"mean_min_links\": %.6f, \"itb_per_route\": %.6f,\n",
-                ri.routing, ri.updown_root, ri.deadlock_free, ri.deadlock_free ? "acyclic" : "cycle", ri.minimal_share,
+                ri.routing, ri.updown_root, ri.deadlock_free, ri.deadlock_free ? "acyclic" : "cycle", ri.inter_switch_pairs,
+                ri.minimal_share,
                 ri.mean_links, ri.mean_min_links, ri.itb_per_route);
         fprintf(out, " \"itb_packets\": %llu, \"itb_host_stored\": %llu, \"itb_dropped\": %llu, "
                      "\"itb_pool_peak_bytes\": %llu, \"deadlocks\": %llu, \"deadlock_time_ps\": %lld,\n",
@@ -518,8 +523,11 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         fprintf(out, "routing %s", ri.routing);
         if (ri.updown_root >= 0) fprintf(out, " (up*/down* root S%d)", ri.updown_root);
         fprintf(out, ": %s\n", ri.check_message);
-        fprintf(out, "routes: %.1f%% minimal, %.3f inter-switch links on average (minimal %.3f), %.3f in-transit "
-                     "hosts per route\n", 100 * ri.minimal_share, ri.mean_links, ri.mean_min_links, ri.itb_per_route);
+        if (ri.inter_switch_pairs)
+            fprintf(out, "routes: %.1f%% minimal, %.3f inter-switch links on average (minimal %.3f), %.3f in-transit "
+                         "hosts per route\n", 100 * ri.minimal_share, ri.mean_links, ri.mean_min_links, ri.itb_per_route);
+        else
+            fprintf(out, "routes: every host pair is on one switch (no inter-switch links): all routes minimal\n");
         if (st.itb_packets)
             fprintf(out, "in-transit buffers: %llu ejections, %llu kept in host memory, %llu dropped, pool peak %llu B\n",
                     (unsigned long long)st.itb_packets, (unsigned long long)st.itb_host_stored,

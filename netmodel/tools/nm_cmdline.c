@@ -75,9 +75,27 @@ int nm_cmdline_next(nm_cmdline *c, const char **val)
     if (k == '?') {
         const char *word = optopt && optopt < 128 ? NULL : c->argv[optind - 1];
         char shortw[3] = {'-', (char)optopt, 0};
+        /* a prefix of several options (--rep: --report, --replace-trace) is named as such, with them */
+        if (word && !strncmp(word, "--", 2)) {
+            size_t len = strcspn(word + 2, "=");
+            char list[512] = "";
+            size_t off = 0;
+            int n = 0, key0 = 0;
+            for (const nm_opt *o = c->opts; o->name; o++)
+                if (len && !strncmp(o->name, word + 2, len) && off < sizeof list) {
+                    if (n && o->key == key0) continue;   /* two names of one option */
+                    off += (size_t)snprintf(list + off, sizeof list - off, "%s--%s", n ? ", " : "", o->name);
+                    if (!n) key0 = o->key;
+                    n++;
+                }
+            if (n > 1) {
+                fprintf(stderr, "%s: option '%.*s' is ambiguous: %s; see %s --help\n", c->prog, (int)(len + 2), word,
+                        list, c->prog);
+                return '?';
+            }
+        }
         const char *s = word ? suggest(c->opts, word) : NULL;
-        fprintf(stderr, "%s: unknown %soption '%s'", c->prog, word && strchr(word, '=') == NULL ? "or ambiguous " : "",
-                word ? word : shortw);
+        fprintf(stderr, "%s: unknown option '%s'", c->prog, word ? word : shortw);
         if (s) fprintf(stderr, " (did you mean '--%s'?)", s);
         fprintf(stderr, "; see %s --help\n", c->prog);
         return '?';
@@ -95,6 +113,7 @@ void nm_cmdline_print_options(const nm_opt *opts, FILE *out)
 {
     fputs("Options:\n", out);
     for (const nm_opt *o = opts; o->name; o++) {
+        if (!o->help) continue;   /* parsed, to be refused with a reason of its own, not offered */
         char head[96];
         int has_short = o->key > 0 && o->key < 128;
         int n = snprintf(head, sizeof head, "  %c%c%c --%s%s%s", has_short ? '-' : ' ', has_short ? o->key : ' ',

@@ -18,7 +18,8 @@ typedef struct nm_opt {
     const char *name;     /* long name without "--"; NULL ends the table */
     int key;              /* a letter: also the short option -<letter>; else a number >= 256 */
     const char *arg;      /* placeholder of its value ("FILE"), NULL for a flag */
-    const char *help;     /* what it does (lines after the first indented by the caller's \n) */
+    const char *help;     /* what it does (lines after the first indented by the caller's \n); NULL: not
+                             listed in --help (an option accepted only to be refused with a reason) */
 } nm_opt;
 
 /* The options most subcommands share, worded once. */

@@ -23,14 +23,18 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 MPISIM = os.path.join(BUILD, "bin", "mpisim")
 WORK = tempfile.mkdtemp(prefix="mpisim-cli-")
 atexit.register(shutil.rmtree, WORK, True)   # gone when the test ends, passed or failed
 
 
-def run(args, check=True, timeout=300, **kw):
-    p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout, **kw)
+def run(args, check=True, timeout=None, **kw):
+    """args to their end, or until idle for two minutes (tests/progress_run.py) or past timeout."""
+    p = progress_run.run(args, idle_limit=120, wall_limit=timeout, errors="replace", **kw)
     if check and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
@@ -61,6 +65,12 @@ def timeline_and_report():
     p = run([MPISIM, "run", "--compute", "none", "--timeline", tl, "--trace", kept, "--report", rep,
              "-n", "3", "--", prog])
     region_s = {int(l.split()[1]): float(l.split()[3]) for l in p.stdout.splitlines() if l.startswith("rank ")}
+    check(f"mpisim: trace {kept}" in p.stderr and f"mpisim: timeline {tl}" in p.stderr, "the kept trace and the timeline are named")
+    # a timeline alone: drawn from a trace kept only until then, which is not named as if it stayed
+    tl2 = os.path.join(WORK, "alone.json")
+    p2 = run([MPISIM, "run", "--compute", "none", "--timeline", tl2, "--report", rep, "-n", "3", "--", prog])
+    check(f"mpisim: timeline {tl2}" in p2.stderr and ".trace.h5" not in p2.stderr and
+          not os.path.exists(tl2 + ".trace.h5"), "run --timeline alone names the timeline, not its temporary trace")
     with open(tl) as fh:
         t = json.load(fh)
     check(t["otherData"]["time_base"].startswith("virtual"), "a co-simulation's timeline is in virtual time")
@@ -135,7 +145,8 @@ def help_():
            "replay": ["--cpu-scale", "--wildcards", "--report", "--quiet", "--routing"],
            "sweep": ["--vary", "--jobs", "--merge-timeout"], "config": ["--describe", "--json"],
            "timeline": ["--output"], "report": ["--top"], "net": ["--traffic", "--max-outstanding", "--routing"],
-           "study": ["--procs", "--sizes", "--cpu-factor", "--runs"], "trace-recover": ["RAW_DIR"]}
+           "study": ["--procs", "--sizes", "--cpu-factor", "--runs"], "trace-recover": ["RAW_DIR"],
+           "calibrate": ["--out", "--from", "--budget", "--no-check", "--hostfile"]}
     for sub, opts in own.items():
         p = run([MPISIM, sub, "--help"], check=False)
         check(p.returncode == 0 and p.stdout.startswith(f"usage: mpisim {sub}"), f"mpisim {sub} --help exits 0")
@@ -143,6 +154,30 @@ def help_():
             check(o in p.stdout, f"mpisim {sub} --help documents {o}")
     p = run([MPISIM, "run", "--help"])
     check("--vary" not in p.stdout and "torus2d" not in p.stdout, "run --help is run's, not the global synopsis")
+    # trace runs no model: no --report among its options, and one given is refused with the way to
+    # a report (it was accepted and nothing written); version has a help of its own
+    p = run([MPISIM, "trace", "--help"])
+    check(not any(l.lstrip().startswith(("--report", "--listen", "--server-address")) for l in p.stdout.splitlines()),
+          "trace --help lists no option of the model server's")
+    p = run([MPISIM, "trace", "--report", os.path.join(WORK, "x.json"), "-n", "2", "--", "true"], check=False)
+    check(p.returncode == 2 and "mpisim replay" in p.stderr and not os.path.exists(os.path.join(WORK, "x.json")),
+          "trace --report is refused, naming replay --report")
+    # a program the launcher will not find is named in mpisim's words before the launcher's banner
+    # (the exit code is README.md's table's, tested there)
+    for prog, says in (("no-such-program-xyz", "no such program (not in PATH)"),
+                       (os.path.join(WORK, "no", "such"), "No such file or directory")):
+        p = run([MPISIM, "run", "--report", os.devnull, "-n", "1", "--", prog], check=False)
+        at, banner = p.stderr.find(says), p.stderr.find("mpirun was unable")
+        check(p.returncode != 0 and at >= 0 and (banner < 0 or at < banner),
+              f"a missing program ({prog}) is named before the launcher's message")
+    p = run([MPISIM, "version", "--help"])
+    check(p.stdout.startswith("usage: mpisim version"), "version --help is a usage")
+    p = run([MPISIM, "version", "extra"], check=False)
+    check(p.returncode == 2, "version takes no operand")
+    # one crossbar: no route crosses a switch-to-switch link, which is no reason for "0.0 % minimal"
+    p = run([MPISIM, "net", "--topology", "crossbar:4", "--load", "1e8", "--payload", "64", "--measure", "20us"])
+    check("every host pair is on one switch" in p.stdout and "0.0% minimal" not in p.stdout,
+          "net on one crossbar says its routes stay in the switch")
     p = run([MPISIM, "net", "--help"])
     for name in ("torus2d:X:Y:K", "cplant", "irregular:S:SEED", "sci-torus:R:F", "bit-reversal", "updown"):
         check(name in p.stdout, f"net --help lists {name} from the registries")
@@ -245,17 +280,72 @@ def install():
                  'if (nm_config_load_profile(c, "default", NULL, e, sizeof e)) {puts(e); return 1;}'
                  'nm_config_destroy(c); puts("loaded"); return 0;}\n')
     penv = dict(env, PKG_CONFIG_PATH=pc_dir)
-    flags = run(["pkg-config", "--cflags", "--libs", "--static", "mpisim-netmodel"], env=penv).stdout.split()
-    exe = os.path.join(WORK, "use_netmodel")
-    run(["cc", "-o", exe, csrc] + flags)
-    p = run([exe], env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
-    check(p.stdout.strip() == "loaded", "a program links the installed libnetmodel via pkg-config")
+    # a plain --libs links the static library (its libinih and libm with it), and so does --static
+    for static in ([], ["--static"]):
+        flags = run(["pkg-config", "--cflags", "--libs"] + static + ["mpisim-netmodel"], env=penv).stdout.split()
+        exe = os.path.join(WORK, "use_netmodel")
+        run(["cc", "-o", exe, csrc] + flags)
+        p = run([exe], env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
+        check(p.stdout.strip() == "loaded",
+              f"a program links the installed libnetmodel via pkg-config --libs {' '.join(static)}: {' '.join(flags)}")
+    # the shim's .pc: its variables name the installed files; an MPI program linked with it (no
+    # LD_PRELOAD) runs natively untimed, and is timed under the installed mpisim
+    var = {v: run(["pkg-config", "--variable=" + v, "mpisim"], env=penv).stdout.strip()
+           for v in ("shim", "mpisim", "profiledir", "appdir", "libdir")}
+    check(all(os.path.exists(x) for x in var.values()) and var["shim"].endswith("/libmpisim.so"),
+          f"pkg-config mpisim names the installed shim, command, profiles and programs: {var}")
+    msrc = os.path.join(WORK, "linked.c")
+    with open(msrc, "w") as fh:
+        fh.write('#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v){int r, x = 1;'
+                 'MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r);'
+                 'MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);'
+                 'if (!r) printf("sum %d\\n", x); MPI_Finalize(); return 0;}\n')
+    lexe = os.path.join(WORK, "linked")
+    libs = run(["pkg-config", "--libs", "mpisim"], env=penv).stdout.split()
+    run(["mpicc", "-o", lexe, msrc] + libs + ["-Wl,-rpath," + var["libdir"]])
+    ldd = run(["ldd", lexe]).stdout
+    check(var["shim"] in ldd or os.path.realpath(var["shim"]) in ldd, "an MPI program links the shim via pkg-config")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    p = run(["mpirun", *root, "--oversubscribe", "-n", "2", lexe], env=env)
+    check("sum 2" in p.stdout and "running untimed" in p.stderr, "natively, the linked shim stays out of the way")
+    p = run([var["mpisim"], "run", "--compute", "none", "--report", rep, "-n", "2", "--", lexe], cwd="/", env=env)
+    with open(rep) as fh:
+        r = json.load(fh)
+    check("sum 2" in p.stdout and r["summary"]["outcome"] == "ok" and
+          any(c["call"] == "MPI_Allreduce" for c in r["callsites"]), "under the installed mpisim, it is timed")
+    # the CMake package: find_package(mpisim) gives mpisim::netmodel and the shim's path
+    proj = os.path.join(WORK, "cmake_user")
+    os.makedirs(proj)
+    with open(os.path.join(proj, "CMakeLists.txt"), "w") as fh:
+        fh.write("cmake_minimum_required(VERSION 3.20)\nproject(user C)\nfind_package(mpisim 0.1 REQUIRED)\n"
+                 "add_executable(use_netmodel ${CMAKE_CURRENT_SOURCE_DIR}/use_netmodel.c)\n"
+                 "target_link_libraries(use_netmodel PRIVATE mpisim::netmodel)\n"
+                 "file(WRITE ${CMAKE_BINARY_DIR}/shim.txt \"${MPISIM_SHIM}\")\n")
+    shutil.copy(csrc, proj)
+    run(["cmake", "-S", proj, "-B", os.path.join(proj, "b"), "-DCMAKE_PREFIX_PATH=" + prefix], env=env)
+    run(["cmake", "--build", os.path.join(proj, "b")], env=env)
+    p = run([os.path.join(proj, "b", "use_netmodel")],
+            env=dict(env, MPISIM_PROFILE_PATH=os.path.join(prefix, "share/mpisim/configs")))
+    shim_cmake = open(os.path.join(proj, "b", "shim.txt")).read()
+    check(p.stdout.strip() == "loaded" and os.path.realpath(shim_cmake) == os.path.realpath(var["shim"]),
+          "find_package(mpisim): mpisim::netmodel links, MPISIM_SHIM is the installed shim")
+    # the main job from the installed tree: the study finds matmul in libexec (it looked beside
+    # the command, bin/matmul), calibrates and runs; a small grid of it
+    out = os.path.join(WORK, "inst-study")
+    p = run([var["mpisim"], "study", "speedup", "--procs", "1,2", "--sizes", "32,48", "--runs", "1", "--out", out],
+            cwd="/", env=env)
+    table = [l for l in p.stdout.splitlines() if l.strip()[:1].isdigit()]
+    rp = json.load(open(os.path.join(out, "report-P2-N48.json")))
+    check(len(table) == 4 and "failed" not in p.stdout and os.path.realpath(rp["program"][0]) == os.path.realpath(os.path.join(var["appdir"], "matmul")),
+          f"the installed mpisim runs the study with libexec's matmul ({rp['program'][0]})")
 
 
 def study():
     out1, out2 = os.path.join(WORK, "s1"), os.path.join(WORK, "s2")
     desc = "it's \"quoted\"; $(touch pwned) `x`"
-    common = ["--procs", "1,2", "--sizes", "16", "--set", f"profile.description={desc}"]
+    # one pass over the grid (--runs 1): the repetitions of a point are not this test's subject, and
+    # three passes with their re-runs made it 21 runs a study, minutes on a loaded machine
+    common = ["--procs", "1,2", "--sizes", "16", "--runs", "1", "--set", f"profile.description={desc}"]
     p = run([MPISIM, "study", "speedup", "--out", out1, "--cpu-factor", "123.5"] + common, cwd=WORK)
     cfg = json.load(open(os.path.join(out1, "config.json")))
     check(cfg["profile.description"]["value"] == desc, "a --set value with quotes and $() reaches the runs unchanged")

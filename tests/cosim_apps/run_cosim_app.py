@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 TIME_KEY = re.compile(r"(_s|_MBps)$")
 
 
@@ -36,19 +39,13 @@ def mpirun():
 
 
 def run(args, timeout):
-    """Runs args in its own process group; on timeout the whole group (mpirun, ranks) is killed."""
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out, err
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
-        return f"timeout after {timeout} s (hang)", out, err
+    """Runs args in its own session until it ends, or until its processes have been idle for two
+    minutes (neither running nor waiting for a CPU: tests/progress_run.py) or it has run for
+    `timeout` s (the last resort): then the whole group (mpirun, ranks) is ended."""
+    p = progress_run.run(args, idle_limit=120, wall_limit=timeout, check_stuck=False)
+    if p.stuck:
+        return f"stopped: {p.stuck} (hang)", p.stdout, p.stderr
+    return p.returncode, p.stdout, p.stderr
 
 
 def strip_kv(line):
@@ -102,7 +99,7 @@ def main():
     mpisim = os.path.join(build, "bin", "mpisim")
     compute = os.environ.get("MPISIM_COMPUTE", "none")
     sets = os.environ.get("MPISIM_EXTRA_SETS", "").split()
-    timeout = int(os.environ.get("MPISIM_TEST_TIMEOUT", "240"))
+    timeout = int(os.environ.get("MPISIM_TEST_TIMEOUT", "270"))   # each of the two runs, as the last resort
     work = tempfile.mkdtemp(prefix="mpisim-cosim-app-")
     atexit.register(shutil.rmtree, work, True)   # gone when the test ends, passed or failed
     report = os.path.join(work, "report.json")

@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 WORK = tempfile.mkdtemp(prefix="mpisim-fidelity-")
@@ -34,7 +37,7 @@ def mpisim(prog, *args, profile="seed003-ecard", compute="none", sets=()):
     for s in sets:
         cmd += ["--set", s]
     cmd += ["-n", "2", "--", prog, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = progress_run.run(cmd, idle_limit=120)
     if p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(cmd)} exited {p.returncode}\n{p.stderr[-3000:]}")
     return p.stdout

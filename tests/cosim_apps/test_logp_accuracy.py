@@ -27,6 +27,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, LOGP, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPISIM = os.path.join(BUILD, "bin", "mpisim")
 TOL = 0.05
@@ -61,7 +64,7 @@ work = tempfile.mkdtemp(prefix="mpisim-logp-")
 atexit.register(shutil.rmtree, work, True)   # gone when the test ends, passed or failed
 cmd = [MPISIM, "run", "--compute", "none", "--report", os.path.join(work, "report.json")] + setargs + [
     "-n", "2", "--", LOGP, "--sizes", ",".join(map(str, sizes)), "--iters", "10"]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=280)
+p = progress_run.run(cmd, idle_limit=120, wall_limit=280)
 print(" ".join(cmd))
 print(p.stdout)
 if p.returncode != 0:

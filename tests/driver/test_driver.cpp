@@ -174,9 +174,15 @@ bool play_rank(const std::string &endpoint, const std::string &secret, const ms_
             break;
         }
         case MS_TRACE_ICOLL: {
-            ms_msg_icoll m = {clock, e->req, e->comm, e->bytes, e->mode, e->peer, e->list_n, e->fn};
+            ms_msg_icoll m = {clock, e->req, e->comm, e->bytes, e->mode, e->peer, e->list_n, e->fn, e->flags, 0};
             ok = send_msg(fd, MS_MSG_ICOLL, &m, sizeof m, e->list_n > 0 ? tr->lists + e->list_off : nullptr,
                           sizeof(uint64_t) * (size_t)(e->list_n > 0 ? e->list_n : 0));
+            break;
+        }
+        case MS_TRACE_RMA: {
+            ms_msg_rma m = {clock, e->req, e->comm, e->bytes, e->callsite, e->peer, e->mode, e->fn, 0};
+            ok = send_msg(fd, MS_MSG_RMA, &m, sizeof m);
+            clock += w.isend_cost_base_ps + w.isend_cost_per_byte_ps * (int64_t)e->bytes;
             break;
         }
         case MS_TRACE_COMM_ADD: {
@@ -386,6 +392,76 @@ ms_trace *held_trace()
     return synth_finish(s);
 }
 
+// Three ranks through one-sided communication and an intercommunicator: puts, gets and an
+// accumulate to two targets completed by one wait (a flush), two exclusive locks of rank 0 that
+// the model serialises, a fetching atomic and a get-accumulate, a fence's barrier on the
+// window's communicator, post/start/complete/wait as its zero-byte notices, then collectives of
+// an intercommunicator ({0, 1} and {2}) on the union of its groups.
+ms_trace *rma_trace()
+{
+    synth *s = synth_new(3);
+    const uint64_t WIN = 200, U = 300;
+    const int32_t members[3] = {0, 1, 2};
+    for (int r = 0; r < 3; r++) {
+        synth_comm_add(s, r, WIN, 3, members);
+        synth_comm_add(s, r, U, 3, members);
+    }
+    synth_call(s, 0, SY_WAITALL, 100000);
+    uint64_t q0[3] = {synth_rma(s, 0, MS_RMA_PUT, 1, 64, 0, WIN), synth_rma(s, 0, MS_RMA_GET, 2, 0, 4096, WIN),
+                      synth_rma(s, 0, MS_RMA_ACCUMULATE, 1, 800, 0, WIN)};
+    synth_wait(s, 0, MS_WAIT_ALL, 3, q0, 0);
+    for (int r = 1; r < 3; r++) {
+        synth_call(s, r, SY_WAIT, 300000 * (uint64_t)r);
+        uint64_t l = synth_rma(s, r, MS_RMA_LOCK_EXCLUSIVE, 0, 0, 0, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &l, 0);
+        uint64_t o = r == 1 ? synth_rma(s, r, MS_RMA_PUT, 0, 100000, 0, WIN)
+                            : synth_rma(s, r, MS_RMA_FETCH_AND_OP, 0, 8, 8, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &o, 0);
+        uint64_t u = synth_rma(s, r, MS_RMA_UNLOCK, 0, 0, 0, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &u, 0);
+    }
+    for (int r = 0; r < 3; r++) {
+        synth_call(s, r, SY_BARRIER, 0);
+        uint64_t b = synth_icoll(s, r, MS_COLL_BARRIER, 0, 0, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &b, 0);
+    }
+    // rank 0 exposes its window to 1 and 2; they put and get-accumulate, then say they are done
+    synth_call(s, 0, SY_WAIT, 0);
+    uint64_t done[2] = {synth_irecv(s, 0, 1, 1, 0, WIN), synth_irecv(s, 0, 2, 1, 0, WIN)};
+    for (int r = 1; r < 3; r++) synth_free(s, 0, synth_isend(s, 0, r, 0, 0, WIN));
+    synth_wait(s, 0, MS_WAIT_ALL, 2, done, 0);
+    for (int r = 1; r < 3; r++) {
+        synth_call(s, r, SY_WAIT, 0);
+        uint64_t post = synth_irecv(s, r, 0, 0, 0, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &post, 0);
+        uint64_t o = r == 1 ? synth_rma(s, r, MS_RMA_PUT, 0, 30000, 0, WIN)
+                            : synth_rma(s, r, MS_RMA_GET_ACCUMULATE, 0, 16, 16, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &o, 0);
+        uint64_t d = synth_isend(s, r, 0, 1, 0, WIN);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &d, 0);
+    }
+    // the intercommunicator: an allreduce, a bcast from the high group's only member (MPI_ROOT
+    // there, its union rank 2 in the low group), a barrier, an alltoallv
+    for (int r = 0; r < 3; r++) {
+        synth_call(s, r, SY_ALLREDUCE, 50000);
+        uint64_t a = synth_icoll(s, r, MS_COLL_ALLREDUCE, 0, 64, U);
+        synth_inter(s, r, 2);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &a, 0);
+        uint64_t b = synth_icoll(s, r, MS_COLL_BCAST, 2, 20000, U);
+        synth_inter(s, r, 2);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &b, 0);
+        uint64_t c = synth_icoll(s, r, MS_COLL_BARRIER, 0, 0, U);
+        synth_inter(s, r, 2);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &c, 0);
+        const uint64_t lo[2] = {100, 2000}, hi[4] = {2000, 2000, 100, 100};   // send counts, then receive counts
+        uint64_t v = synth_icollv(s, r, MS_COLL_ALLTOALLV, 0, 0, U, r < 2 ? 2 : 4, r < 2 ? lo : hi);
+        synth_inter(s, r, 2);
+        synth_wait(s, r, MS_WAIT_ALL, 1, &v, 0);
+        synth_finalize(s, r);
+    }
+    return synth_finish(s);
+}
+
 }  // namespace
 
 TEST(OnlineEqualsOffline, PingPong)
@@ -439,6 +515,17 @@ TEST(OnlineEqualsOffline, HeldBackReceivesAndBuffers)
     ms_replay_result_free(&with);
     ms_replay_result_free(&without);
     nm_config_destroy(cfg);
+    ms_trace_free(t);
+}
+
+// One-sided communication and intercommunicators: new event kinds and fields (RMA, ICOLL's low
+// group) that the server decodes from the wire and replay takes from the trace; also with the
+// target's CPU doing the operations (held turns, like a host-driven rendezvous).
+TEST(OnlineEqualsOffline, OneSidedAndIntercomm)
+{
+    ms_trace *t = rma_trace();
+    expect_same_calls(t, {}, 60);
+    expect_same_calls(t, {"host.rma_progress=in_call"}, 60);
     ms_trace_free(t);
 }
 

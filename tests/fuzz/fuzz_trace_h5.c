@@ -7,6 +7,30 @@
 #include "fuzz_util.h"
 #include "ms_trace.h"
 
+/* libFuzzer's per-malloc limit (-malloc_limit_mb, by default -rss_limit_mb: 2048) is a hook in
+ * the allocator, which the guarded reader's forked child inherits: HDF5 there may ask for any
+ * size a damaged file names (a sparse dataset of 40 M records: calloc of 5 GB, never touched),
+ * which the guard handles (the child's memory is bounded by the parent, which allocates within
+ * the same bound itself), but the hook would end the child and write the input as a false
+ * oom-* artifact. So the guarded modes run without a per-malloc limit unless one is asked for
+ * (an explicit -malloc_limit_mb comes after this one and wins); the parent's memory is still
+ * watched by -rss_limit_mb. MPISIM_FUZZ_DIRECT keeps libFuzzer's limit: HDF5 runs in process. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *d = getenv("MPISIM_FUZZ_DIRECT");
+    if ((d && !strcmp(d, "1")) || *argc < 1) return 0;
+    static char flag[] = "-malloc_limit_mb=1048576";   /* 1 TiB: above the sanitizer's largest allocation */
+    char **v = malloc(sizeof *v * ((size_t)*argc + 2));
+    if (!v) return 0;
+    v[0] = (*argv)[0];
+    v[1] = flag;
+    for (int i = 1; i < *argc; i++) v[i + 1] = (*argv)[i];
+    v[*argc + 1] = NULL;
+    (*argc)++;
+    *argv = v;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
 {
     static int direct = -1;

@@ -33,7 +33,7 @@ inline int64_t msg_lat(uint64_t bytes, uint64_t pp = 4096, int h = 1)
 }
 
 struct Op {
-    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP, CANCEL, FREE } kind;
+    enum Kind { ISEND, IRECV, WAIT, COLL, PROBE, COMPUTE, TEST_LOOP, CANCEL, FREE, RMA } kind;
     explicit Op(Kind k) : kind(k) {}
     uint64_t req = 0;
     uint64_t comm = MS_COMM_WORLD;
@@ -47,6 +47,8 @@ struct Op {
     int blocking = 1;
     int notify = 0;      // IRECV: ms_model_irecv_notify (the shim held it back)
     uint64_t buf = 0;    // ISEND/IRECV: the user buffer's address (ms_model_buffer), 0 none
+    ms_rma_kind rma = MS_RMA_PUT;   // RMA: the operation; bytes to the target, result_bytes back
+    uint64_t result_bytes = 0;
     int64_t ps = 0;
 };
 
@@ -70,6 +72,13 @@ inline Op wait(std::vector<uint64_t> reqs, ms_wait_mode m = MS_WAIT_ALL)
     return o;
 }
 inline Op compute(int64_t ps) { Op o(Op::COMPUTE); o.ps = ps; return o; }
+inline Op rma(uint64_t req, ms_rma_kind kind, int target, uint64_t bytes, uint64_t result_bytes = 0,
+              uint64_t comm = MS_COMM_WORLD)
+{
+    Op o(Op::RMA);
+    o.req = req; o.rma = kind; o.peer = target; o.bytes = bytes; o.result_bytes = result_bytes; o.comm = comm;
+    return o;
+}
 inline Op cancel(uint64_t req) { Op o(Op::CANCEL); o.req = req; return o; }
 inline Op request_free(uint64_t req) { Op o(Op::FREE); o.req = req; return o; }
 inline Op probe(int src, int tag, int blocking, uint64_t comm = MS_COMM_WORLD)
@@ -198,6 +207,10 @@ struct Sim {
             clock[r] += ms_model_irecv_cost(m, o.bytes);
             break;
         case Op::COMPUTE: clock[r] += o.ps; break;
+        case Op::RMA:
+            rc = ms_model_rma(m, r, clock[r], o.req, o.comm, o.peer, o.rma, o.bytes, o.result_bytes, err, sizeof err);
+            clock[r] += ms_model_isend_cost(m, o.bytes);
+            break;
         case Op::CANCEL: rc = ms_model_cancel(m, r, clock[r], o.req, err, sizeof err); break;
         case Op::FREE: rc = ms_model_forget(m, r, o.req, err, sizeof err); break;
         case Op::COLL: {

@@ -377,7 +377,7 @@ TEST(CollRun, NeighborExact)
     // a short list is refused with the call named
     Sim t(2);
     std::vector<uint64_t> bad = {1, 1, 1};
-    ms_coll_args a{MS_COLL_NEIGHBOR, 0, 8, bad.data(), bad.size()};
+    ms_coll_args a{MS_COLL_NEIGHBOR, 0, 8, bad.data(), bad.size(), 0};
     char err[256];
     EXPECT_NE(ms_model_icoll(t.m, 0, 0, 1, MS_COMM_WORLD, &a, err, sizeof err), 0);
     EXPECT_NE(std::string(err).find("MPI_Neighbor_*"), std::string::npos) << err;

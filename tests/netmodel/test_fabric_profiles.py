@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, NAME = sys.argv[1], sys.argv[2]
 MPISIM = os.path.join(BUILD, "bin", "mpisim")
 failed = []
@@ -34,7 +37,7 @@ def check(cond, msg):
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    p = progress_run.run(cmd)
     if p.returncode != 0:
         sys.exit("FAILED: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
     return p.stdout
@@ -98,10 +101,10 @@ def test_fan():
 def test_defaults():
     net = [MPISIM, "net", "--profile", "seed002-pci", "--topology", "ring:4:2:1", "--traffic", "uniform",
            "--load", "10Mb/s", "--measure", "20us", "--json"]
-    p = subprocess.run(net + ["--routing", "shortest"], capture_output=True, text=True, timeout=60)
+    p = progress_run.run(net + ["--routing", "shortest"])
     check("WARNING: routing 'shortest' on 'ring:4:2:1' is not deadlock-free" in p.stderr,
           "net tool warns about shortest routes on a ring: " + p.stderr.strip()[:200])
-    p = subprocess.run(net, capture_output=True, text=True, timeout=60)
+    p = progress_run.run(net)
     j = json.loads(p.stdout)
     check("WARNING" not in p.stderr and j["routing"] == "updown" and j["deadlock_free_routes"] == 1,
           "default routing on a ring is up*/down*, deadlock-free, no warning (%s)" % j["routing"])
@@ -112,12 +115,10 @@ def test_defaults():
     pingpong = os.path.join(BUILD, "bin", "pingpong")
     run_cmd = [MPISIM, "run", "-n", "2", "--compute", "none", "--report", os.devnull, "--profile", "seed002-pci",
                "--set", "network.topology=ring:4:2:1"]
-    p = subprocess.run(run_cmd + ["--routing", "shortest", "--", pingpong, "--only", "0", "--iters", "1"],
-                       capture_output=True, text=True, timeout=120)
+    p = progress_run.run(run_cmd + ["--routing", "shortest", "--", pingpong, "--only", "0", "--iters", "1"])
     check(p.returncode == 0 and "WARNING: routing 'shortest' on 'ring:4:2:1' is not deadlock-free" in p.stderr,
           "mpisim run warns before it starts: " + p.stderr.strip()[:300])
-    p = subprocess.run(run_cmd + ["--", pingpong, "--only", "0", "--iters", "1"], capture_output=True, text=True,
-                       timeout=120)
+    p = progress_run.run(run_cmd + ["--", pingpong, "--only", "0", "--iters", "1"])
     check(p.returncode == 0 and "WARNING: routing" not in p.stderr, "mpisim run with the default routing: no warning")
     # a run that does deadlock says why (the driver's text, the same online and offline): halos of
     # 64 KiB between 16 ranks on a ring of 8 Myrinet switches with shortest routes
@@ -126,12 +127,12 @@ def test_defaults():
         run([os.path.join(BUILD, "bin", "synth_tool"), "h5", "stencil", "16", "5", "65536", "0", tr])
         replay = [MPISIM, "replay", tr, "--profile", "default", "--set", "network.topology=ring:8:2:1", "--quiet",
                   "--report", os.devnull]
-        p = subprocess.run(replay + ["--set", "network.routing=shortest"], capture_output=True, text=True, timeout=60)
+        p = progress_run.run(replay + ["--set", "network.routing=shortest"])
         check(p.returncode != 0 and "the network deadlocked at virtual time" in p.stderr and
               "routing 'shortest' on 'ring:8:2:1' is not deadlock-free (channel dependency cycle" in p.stderr and
               "run with network.routing=auto or updown" in p.stderr,
               "replay stopped by a network deadlock says why: " + p.stderr.strip()[:300])
-        p = subprocess.run(replay, capture_output=True, text=True, timeout=60)
+        p = progress_run.run(replay)
         check(p.returncode == 0, "the same replay with the default routing completes: " + p.stderr.strip()[:200])
 
 

@@ -187,6 +187,68 @@ TEST(Config, FileValuesOriginsAndComments)
     EXPECT_STREQ(nm_config_origin(k.c, "network.link_rate"), "--set");
 }
 
+// "KEY.source = TEXT": a profile says where a value comes from (mpisim calibrate writes
+// "calibrated: ..."); the origin keeps the file and line of the value.
+TEST(Config, DeclaredSourcesOfValues)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string base = d.write("base.ini", "[network]\nlink_rate = 640 Mb/s\n");
+    std::string p = d.write("cal.ini",
+                            "[profile]\ninclude = base\n[network]\n"
+                            "switch_delay.source = calibrated: pingpong 1 B..2 KiB on 2026-01-02\n"
+                            "switch_delay = 150 ns\n"
+                            "gap_bytes = 2\n"
+                            "gap_bytes.source = seed 000 sec 2 ; a comment\n");
+    ASSERT_EQ(nm_config_load_profile(k.c, p.c_str(), "", err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(k.c, "network.switch_delay"), 150000);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.switch_delay")),
+              "calibrated: pingpong 1 B..2 KiB on 2026-01-02 (" + p + ":5)");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.gap_bytes")), "seed 000 sec 2 (" + p + ":6)");
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "network.link_rate")), base + ":2");
+    // --set still wins, and says so
+    ASSERT_EQ(set_err(k.c, "network.switch_delay=1ns"), "");
+    EXPECT_STREQ(nm_config_origin(k.c, "network.switch_delay"), "--set");
+    // a source for a value the file does not set (the included file's), for an unknown key, or empty
+    std::string bad1 = d.write("bad1.ini", "[profile]\ninclude = base\n[network]\nlink_rate.source = x\n");
+    std::string bad2 = d.write("bad2.ini", "[network]\nlink_rat.source = x\n");
+    std::string bad3 = d.write("bad3.ini", "[network]\nlink_rate = 1 Gb/s\nlink_rate.source =\n");
+    const char *want[] = {"bad1.ini:4: a source for 'network.link_rate', which this file does not set",
+                          "bad2.ini:2: 'link_rat.source': a source for unknown key 'network.link_rat' (did you mean "
+                          "'network.link_rate'?)",
+                          "bad3.ini:3: 'link_rate.source': expected the source of the value"};
+    const std::string *files[] = {&bad1, &bad2, &bad3};
+    for (int i = 0; i < 3; i++) {
+        Cfg kb;
+        EXPECT_NE(nm_config_load_profile(kb.c, files[i]->c_str(), "", err, sizeof err), 0);
+        EXPECT_NE(std::string(err).find(want[i]), std::string::npos) << err;
+        EXPECT_DOUBLE_EQ(nm_config_double(kb.c, "network.link_rate"), 1.28e9) << "a failed load changes nothing";
+    }
+}
+
+// An indented line continues a text value (a long list stays within inih's 200-byte lines);
+// numeric values cannot be continued.
+TEST(Config, ContinuedTextValues)
+{
+    nmt::TempDir d;
+    Cfg k;
+    char err[512] = "";
+    std::string seg;
+    for (int i = 0; i < 40; i++) seg += "   segment" + std::to_string(i) + ":1:2:3:4:5\n";
+    std::string p = d.write("long.ini", "[profile]\ndescription = first part\n" + seg + "  ; a comment\n[network]\n"
+                                        "link_rate = 1 Gb/s\n");
+    ASSERT_EQ(nm_config_load_file(k.c, p.c_str(), err, sizeof err), 0) << err;
+    std::string v = nm_config_string(k.c, "profile.description");
+    EXPECT_EQ(v.substr(0, 21), "first part segment0:1");
+    EXPECT_NE(v.find("segment39:1:2:3:4:5"), std::string::npos);
+    EXPECT_EQ(std::string(nm_config_origin(k.c, "profile.description")), p + ":2");
+    std::string bad = d.write("bad.ini", "[network]\nlink_rate = 1 Gb/s\n  2 Gb/s\n");
+    Cfg kb;
+    EXPECT_NE(nm_config_load_file(kb.c, bad.c_str(), err, sizeof err), 0);
+    EXPECT_NE(std::string(err).find("bad.ini:3: an indented line continues 'network.link_rate'"), std::string::npos) << err;
+}
+
 TEST(Config, IncludesAndCycles)
 {
     nmt::TempDir d;
@@ -441,3 +503,73 @@ TEST(Registries, KeyHelpAndChoicesComeFromThem)
     EXPECT_EQ(std::string(m), "--routing 'updwn' is not one of auto, shortest, updown, itb (did you mean 'updown'?)");
 }
 
+
+// The myrinet slack buffer follows the links when the user did not set it (issue 26): a STOP's
+// round trip at 2.56 Gb/s over seed 002's 10 m cables leaves 35 B arriving above the 56 B high
+// water mark, more than the 80 B buffer holds; the configuration derives 91 B and says so. Every
+// shipped profile keeps its own value on its own links.
+TEST(Config, SlackBufferDerivedFromTheLinksRoundTrip)
+{
+    const char *dir = MPISIM_SOURCE_PROFILE_DIR;
+    char err[512] = "";
+    for (const char *name : {"default", "seed000-sbus", "seed001-myrinet", "seed002-pci", "seed003-ecard",
+                             "seed004-myrinet"}) {
+        Cfg k;
+        nm_config_skip_sections(k.c, "mpi|host|shim");
+        ASSERT_EQ(nm_config_load_profile(k.c, name, dir, err, sizeof err), 0) << name << ": " << err;
+        EXPECT_NE(std::string(nm_config_origin(k.c, "network.slack_buffer")).find(".ini:"), std::string::npos)
+            << name << ": " << nm_config_origin(k.c, "network.slack_buffer");
+    }
+    Cfg p;
+    nm_config_skip_sections(p.c, "mpi|host|shim");
+    ASSERT_EQ(nm_config_load_profile(p.c, "seed002-pci", dir, err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 80);
+    ASSERT_EQ(set_err(p.c, "network.link_rate=2.56Gb/s"), "");
+    // 49.2 ns each way at 3.125 ns per character: ceil(31.5) + 3 = 35 above the 56 B mark
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 91);
+    EXPECT_DOUBLE_EQ(nm_config_double(p.c, "network.slack_buffer"), 91.0);
+    EXPECT_STREQ(nm_config_value_text(p.c, "network.slack_buffer"), "91");
+    std::string why = nm_config_origin(p.c, "network.slack_buffer");
+    EXPECT_EQ(why.rfind("derived: ", 0), 0u) << why;
+    EXPECT_NE(why.find("seed002-pci.ini:19 gave 80 B"), std::string::npos) << why;
+    // the resolved configuration (reports, traces) carries the value in force and its source
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    nm_config_write_json(p.c, f, 0);
+    fclose(f);
+    std::string j(buf, len);
+    free(buf);
+    EXPECT_NE(j.find("\"network.slack_buffer\": {\"value\": 91,\"unit\": \"B\",\"source\": \"derived: "),
+              std::string::npos) << j.substr(0, 300);
+    // longer cables and higher water marks need more; back on the profile's link, its own value
+    ASSERT_EQ(set_err(p.c, "network.link_length=25m"), "");
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 56 + (2 * 123000 + 3124) / 3125 + 3);
+    ASSERT_EQ(set_err(p.c, "network.link_length=10m"), "");
+    ASSERT_EQ(set_err(p.c, "network.link_rate=1.28Gb/s"), "");
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 80);
+    EXPECT_STREQ(nm_config_origin(p.c, "network.slack_buffer"), "configs/seed002-pci.ini:19");
+    ASSERT_EQ(set_err(p.c, "network.high_water=70"), "");
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 70 + 19);
+    ASSERT_EQ(set_err(p.c, "network.high_water=56"), "");
+    // a host link faster than the network's (network.host_link_rate) is a link too
+    ASSERT_EQ(set_err(p.c, "network.host_link_rate=5.12Gb/s"), "");
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 56 + (2 * 49200 + 1562) / 1563 + 3);
+    ASSERT_EQ(set_err(p.c, "network.host_link_rate=0"), "");
+    // the user's own value is theirs, whatever the links (the engine reports an overflow)
+    ASSERT_EQ(set_err(p.c, "network.slack_buffer=80"), "");
+    ASSERT_EQ(set_err(p.c, "network.link_rate=2.56Gb/s"), "");
+    EXPECT_EQ(nm_config_int(p.c, "network.slack_buffer"), 80);
+    EXPECT_STREQ(nm_config_origin(p.c, "network.slack_buffer"), "--set");
+    // a recorded configuration read back as a profile gives it (a trace's) is not the user's
+    Cfg r;
+    ASSERT_EQ(nm_config_set_as_profile(r.c, "network.engine=myrinet", "trace", err, sizeof err), 0) << err;
+    ASSERT_EQ(nm_config_set_as_profile(r.c, "network.slack_buffer=96", "trace", err, sizeof err), 0) << err;
+    EXPECT_EQ(nm_config_int(r.c, "network.slack_buffer"), 96);
+    ASSERT_EQ(set_err(r.c, "network.link_rate=5.12Gb/s"), "");
+    EXPECT_EQ(nm_config_int(r.c, "network.slack_buffer"), 56 + 75);
+    // other engines have no slack buffer: nothing is derived for them
+    ASSERT_EQ(set_err(r.c, "network.engine=analytic"), "");
+    EXPECT_EQ(nm_config_int(r.c, "network.slack_buffer"), 96);
+    EXPECT_STREQ(nm_config_origin(r.c, "network.slack_buffer"), "trace");
+}

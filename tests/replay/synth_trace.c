@@ -133,6 +133,28 @@ uint64_t synth_icoll(synth *s, int rank, int kind, int root, uint64_t bytes, uin
     return e->req;
 }
 
+uint64_t synth_rma(synth *s, int rank, int kind, int target, uint64_t bytes, uint64_t result_bytes, uint64_t comm)
+{
+    ms_trace_event *e = ev(s, rank, MS_MSG_RMA, SY_BARRIER);
+    e->req = ++s->r[rank].next_req;
+    e->mode = kind;
+    e->peer = target;
+    e->bytes = bytes;
+    e->callsite = result_bytes;
+    e->comm = comm;
+    return e->req;
+}
+
+void synth_inter(synth *s, int rank, int low)
+{
+    ms_trace_rank *r = &s->t->ranks[rank];
+    for (size_t k = r->nev; k-- > 0;)
+        if (r->ev[k].kind == MS_MSG_ICOLL) {
+            r->ev[k].flags = low;
+            return;
+        }
+}
+
 uint64_t synth_icollv(synth *s, int rank, int kind, int root, uint64_t bytes, uint64_t comm, int n,
                       const uint64_t *counts)
 {
@@ -405,8 +427,13 @@ unsigned char *synth_raw_bytes(const ms_trace *t, int rank, size_t *len)
             break;
         }
         case MS_MSG_ICOLL: {
-            ms_msg_icoll m = {e->t_ps, e->req, e->comm, e->bytes, e->mode, e->peer, e->list_n, e->fn};
+            ms_msg_icoll m = {e->t_ps, e->req, e->comm, e->bytes, e->mode, e->peer, e->list_n, e->fn, e->flags, 0};
             rec(&b, (uint32_t)e->kind, &m, sizeof m, r->lists + e->list_off, 8u * (size_t)e->list_n);
+            break;
+        }
+        case MS_MSG_RMA: {
+            ms_msg_rma m = {e->t_ps, e->req, e->comm, e->bytes, e->callsite, e->peer, e->mode, e->fn, 0};
+            rec(&b, (uint32_t)e->kind, &m, sizeof m, NULL, 0);
             break;
         }
         case MS_MSG_COMM_ADD: {

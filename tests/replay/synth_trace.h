@@ -37,6 +37,11 @@ uint64_t synth_icollv(synth *s, int rank, int kind, int root, uint64_t bytes, ui
 /* The rank's last ISEND/IRECV record: the user's buffer address (0 unknown) and, for an IRECV,
  * its flags (MS_TRACE_FLAG_NOTIFY: held back behind an undecided wildcard). */
 void synth_post_details(synth *s, int rank, uint64_t buf, int flags);
+/* A one-sided operation (ms_rma_kind) on the window whose communicator is comm. */
+uint64_t synth_rma(synth *s, int rank, int kind, int target, uint64_t bytes, uint64_t result_bytes, uint64_t comm);
+/* The rank's last ICOLL record is an intercommunicator's, on the union of groups whose low group
+ * has `low` members (ms_coll_args.inter_low). */
+void synth_inter(synth *s, int rank, int low);
 void synth_cancel(synth *s, int rank, uint64_t req);                  /* MPI_Cancel */
 void synth_free(synth *s, int rank, uint64_t req);                    /* MPI_Request_free */
 void synth_unmodelled(synth *s, int rank, const char *text);          /* an untimed call's name */

@@ -378,7 +378,10 @@ TEST(Convert, RawDirectoryWithMetaBecomesHdf5)
     ASSERT_EQ(truncate(r2.c_str(), st.st_size - 5), 0);
     std::string out = tmpdir() + "/conv.h5";
     char err[512];
-    ASSERT_EQ(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 0) << err;
+    // converted, and the rank whose file was cut is named (issue 25 item 18)
+    ASSERT_EQ(ms_trace_convert(dir.c_str(), out.c_str(), err, sizeof err), 1) << err;
+    EXPECT_NE(std::string(err).find("1 of 3 ranks' files were cut"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find("a full disk): 2"), std::string::npos) << err;
     ms_trace *u = ms_trace_read_h5(out.c_str(), err, sizeof err);
     ASSERT_NE(u, nullptr) << err;
     EXPECT_EQ(u->nranks, 3);

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import progress_run  # noqa: E402
+
 BUILD, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 BIN = os.path.join(BUILD, "bin")
 MPISIM = os.path.join(BIN, "mpisim")
@@ -32,26 +35,17 @@ def remove_segments(pid):
                 pass
 
 
-def run(args, check=True, timeout=300, **kw):
-    """args run to their end; one that outlasts timeout is ended as a batch system would end it
-    (SIGTERM: mpisim stops its launcher and removes its segments), then, if that is not enough,
-    killed with all it started, and the test fails."""
-    import signal
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True, **kw) as p:
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGTERM)
-            try:
-                out, err = p.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                out, err = p.communicate()
-                remove_segments(p.pid)
-            sys.exit(f"FAILED: {' '.join(args)} did not end within {timeout} s\nstdout:\n{out[-3000:]}\n"
-                     f"stderr:\n{err[-3000:]}")
-    p = subprocess.CompletedProcess(args, p.returncode, out, err)
+def run(args, check=True, timeout=None, **kw):
+    """args run to their end; one whose processes are idle for two minutes (neither running nor
+    waiting for a CPU: tests/progress_run.py; a loaded machine makes a run slow, not stuck) or that
+    outlasts `timeout` (default: the suite's last resort, below ctest's 600 s) is ended as a batch
+    system would end it (SIGTERM: mpisim stops its launcher and removes its segments), then, if
+    that is not enough, killed with all it started, and the test fails."""
+    p = progress_run.run(args, idle_limit=120, wall_limit=timeout, check_stuck=False, errors="replace", **kw)
+    if p.stuck:
+        remove_segments(p.pid)
+        sys.exit(f"FAILED: {' '.join(args)} was stopped: {p.stuck}\nstdout:\n{(p.stdout or '')[-3000:]}\n"
+                 f"stderr:\n{(p.stderr or '')[-3000:]}")
     if check and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
@@ -149,7 +143,12 @@ def test_matmul_wtime():
     # rank 0 does only local work (the check) after its last MPI_Wtime, free under --compute none
     if end != r0["virtual_end_ps"] or interval != end - start:
         sys.exit(f"FAILED: matmul interval {interval} ps ({start}..{end}), rank 0 report {r0['virtual_end_ps']} ps")
-    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps")
+    # MPI_Wtime's call sites are the program's, as every other call's (it showed 0xffffffffffffffff)
+    wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+    if not wsites or not all(w.startswith("main+") for w in wsites):
+        sys.exit(f"FAILED: MPI_Wtime's call sites {wsites} do not name matmul's main")
+    print(f"matmul: MPI_Wtime interval {interval} ps; its end {end} ps == rank 0 virtual_end_ps; "
+          f"MPI_Wtime called from {', '.join(sorted(wsites))}")
 
 
 def strip(rep):
@@ -189,21 +188,31 @@ def test_cpu_charged():
         return c[(len(c) - 1) // 2]
 
     # CPU-time noise on a shared machine only inflates: interleave the sizes (the machine's load
-    # drifts) and keep the least of three runs of each
+    # drifts) and keep the least of the runs of each. The host has slow spells in which a process
+    # computes at 1.6x for its whole life (about 1 in 5 here; a quiet machine's one rank alone was
+    # charged 1/0.73 of the others once, all three of its runs slow): where a ratio is out of its
+    # bounds after three rounds, more rounds, up to eight; a least that stays out of them is
+    # charged wall time (2 ranks 1.84x, 16 ranks 13-15x under --compute wall, whatever the rounds)
     runs = {1: [], 2: [], 16: []}
-    for k in range(3):
+
+    def out_of_bounds():
+        best = {n: min(v) for n, v in runs.items()}
+        return [n for n in (2, 16) if not 0.85 <= best[n] / best[1] <= 1.15], best
+
+    for k in range(8):
         for n in runs:
             runs[n].append(lower_median(n, f"{n}-{k}"))
-    best = {n: min(v) for n, v in runs.items()}
+        if k >= 2 and not out_of_bounds()[0]:
+            break
+    bad, best = out_of_bounds()
     print(f"compute per rank on CPU {cpu}: " + ", ".join(f"{n} rank(s) {best[n] / 1e9:.3f} ms" for n in best) +
-          f"; ratios {best[2] / best[1]:.3f}, {best[16] / best[1]:.3f} "
+          f"; ratios {best[2] / best[1]:.3f}, {best[16] / best[1]:.3f} after {len(runs[1])} rounds "
           f"(runs: {' / '.join(str([round(x / 1e9, 3) for x in v]) for v in runs.values())})")
     # --compute wall gives 1.84x for two ranks and 13-15x for sixteen; CPU time stays within a
     # few % of one rank's (0.99-1.03 here: caches refilled after a switch, a hypervisor's share)
-    for n in (2, 16):
-        if not 0.85 <= best[n] / best[1] <= 1.15:
-            sys.exit(f"FAILED: {n} ranks sharing a CPU were charged {best[n] / best[1]:.2f}x the compute of one rank "
-                     "alone (wall time charged?)")
+    for n in bad:
+        sys.exit(f"FAILED: {n} ranks sharing a CPU were charged {best[n] / best[1]:.2f}x the compute of one rank "
+                 "alone (wall time charged?)")
 
 
 def runnable_per_cpu():
@@ -431,24 +440,28 @@ def test_unlinked_program():
         sys.exit("FAILED: faster than the link allows")
 
 
-def check_unmodelled_intercomm(exe, what):
-    """exe calls MPI_Intercomm_create: a stop naming it; under passthrough, untimed and counted."""
+def check_unmodelled_port(exe, what):
+    """exe calls MPI_Open_port (not modelled): a stop naming it (exit 4); under passthrough, it runs
+    untimed and counted, and the run ends with outcome untimed naming the calls, exit 6."""
     p, _ = mpisim_run(2, [exe], check=False)
-    lines = [l for l in p.stderr.splitlines() if "MPI_Intercomm_create" in l]
-    if p.returncode == 0 or not lines:
-        sys.exit(f"FAILED: expected a stop naming MPI_Intercomm_create\n{p.stderr}")
+    lines = [l for l in p.stderr.splitlines() if "MPI_Open_port" in l]
+    if p.returncode != 4 or not lines:
+        sys.exit(f"FAILED: expected a stop naming MPI_Open_port, exit 4 (got {p.returncode})\n{p.stderr}")
     print(f"{what} error line:", lines[0])
-    p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"])
-    assert "intercomm=ok" in p.stdout, p.stdout
-    n = sum(r["unmodelled"].get("MPI_Intercomm_create", 0) for r in rep["ranks"])
-    if n != 2:
-        sys.exit(f"FAILED: the report counts {n} untimed MPI_Intercomm_create calls, expected 2")
-    print(f"{what} passthrough: ran untimed and counted", n)
+    p, rep = mpisim_run(2, [exe], sets=["unmodelled=passthrough"], check=False)
+    assert "port=ok" in p.stdout, p.stdout
+    n = sum(r["unmodelled"].get("MPI_Open_port", 0) + r["unmodelled"].get("MPI_Close_port", 0) for r in rep["ranks"])
+    text = rep["summary"].get("outcome_text", "")
+    if (n != 4 or p.returncode != 6 or rep["summary"]["outcome"] != "untimed" or "MPI_Open_port (2 calls)" not in text
+            or "MPI_Close_port (2 calls)" not in text or "untimed" not in p.stderr):
+        sys.exit(f"FAILED: passthrough: exit {p.returncode}, {n} untimed calls counted (expected 4), "
+                 f"{rep['summary']}\n{p.stderr}")
+    print(f"{what} passthrough: ran untimed and counted ({n}); exit 6, outcome untimed: {text}")
 
 
 def test_unmodelled():
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
-    check_unmodelled_intercomm(exe, "C")
+    check_unmodelled_port(exe, "C")
 
 
 def test_bad_profile():
@@ -497,7 +510,9 @@ def test_stall_watchdog():
                      "rank 1 at", "MPI_Recv", "recv from rank 0 tag 4", "called from main+"],
         "unmatched": ["rank 0 at", "MPI_Finalize waits in the real MPI for its send to rank 1 tag 3",
                       "called from main+"],
-        "fence": ["rank 0 at", "inside the untimed call MPI_Win_fence", "MPI_Win_fence called from main+",
+        # one-sided communication is modelled: a fence that waits for a rank blocked in the model is a
+        # deadlock in virtual time (the fence's barrier), found without the watchdog's timeout
+        "fence": ["deadlock in virtual time", "rank 0 at", "MPI_Win_fence", "MPI_Barrier",
                   "rank 1 at", "recv from rank 0 tag 5"],
     }
     for case, needles in want.items():
@@ -505,7 +520,8 @@ def test_stall_watchdog():
         p, rep = mpisim_run(2, [exe, case], sets=sets, report=report, check=False)
         text = rep["summary"].get("outcome_text", "") if rep else ""
         missing = [n for n in needles if n not in text]
-        if p.returncode != 3 or rep["summary"]["outcome"] != "stall" or missing or "stall:" not in p.stderr:
+        kind = "deadlock" if case == "fence" else "stall"
+        if p.returncode != 3 or rep["summary"]["outcome"] != kind or missing or f"{kind}" not in p.stderr:
             sys.exit(f"FAILED ({case}): rc={p.returncode}, missing {missing}\n{text}\n{p.stderr[-2000:]}")
         print(f"{case}: exit 3, {text.splitlines()[1].strip()}")
     p, rep = mpisim_run(2, [exe, "late"], sets=sets, check=False)
@@ -519,6 +535,10 @@ def test_deadlock():
     p, rep = mpisim_run(2, [exe], check=False)
     if p.returncode != 3 or "deadlock" not in p.stderr or "MPI_Recv" not in p.stderr:
         sys.exit(f"FAILED: expected a deadlock report naming MPI_Recv\n{p.stderr}")
+    # said once, by mpisim, last: no line per rank, no MPI_ABORT banner of Open MPI's after it
+    if p.stderr.count("deadlock in virtual time") != 1 or "MPI_ABORT was invoked" in p.stderr or \
+            not p.stderr.rstrip().splitlines()[-1].lstrip().startswith("rank "):
+        sys.exit(f"FAILED: the deadlock should be said once, last, without Open MPI's abort banner\n{p.stderr}")
     print("deadlock report:", [l for l in p.stderr.splitlines() if "rank" in l][:3])
 
 
@@ -527,52 +547,6 @@ def test_args_and_exit_code():
     if p.returncode != 7 or p.stdout != "a b|--set|-n|":
         sys.exit(f"FAILED: args or exit code not passed through: rc={p.returncode} out={p.stdout!r}")
     print("arguments after -- and the exit code reach the user untouched")
-
-
-def test_exit_codes():
-    """README.md "Exit codes", one case per row, each run ending promptly."""
-    import time
-    exe = mpicc(os.path.join(SRC, "tests/shim/progs/exit_code.c"), os.path.join(WORK, "exit_code"))
-
-    def code(args, want, what, within=60, **kw):
-        t0 = time.time()
-        p, rep = mpisim_run(2, args, check=False, **kw)
-        took = time.time() - t0
-        if p.returncode != want or took > within:
-            sys.exit(f"FAILED: {what}: exit {p.returncode} after {took:.1f} s, expected {want} within {within} s\n"
-                     f"{p.stderr}")
-        print(f"{what}: exit {want} ({took:.1f} s)")
-        return p, rep
-
-    p, rep = code([exe], 0, "success")
-    if rep["summary"]["outcome"] != "ok" or rep["launcher"]["exit_code"] != 0:
-        sys.exit(f"FAILED: {rep['summary']} {rep.get('launcher')}")
-    code([exe, "7"], 7, "the program's own code")
-    code([exe], 2, "configuration error (shim.cpu_factor = -1)", within=5, sets=["shim.cpu_factor=-1"])
-    p, _ = code([os.path.join(WORK, "none")], 2, "usage error (no -n)", within=5, extra=["-n", "0"])
-    dl = mpicc(os.path.join(SRC, "tests/shim/progs/deadlock.c"), os.path.join(WORK, "deadlock"))
-    p, rep = code([dl], 3, "virtual-time deadlock")
-    # names MPI_Recv with its call site (symbol+offset and module+offset, for addr2line)
-    if not re.search(r"in MPI_Recv: .*MPI_Recv called from main\+0x[0-9a-f]+ \(deadlock\+0x[0-9a-f]+\)", p.stderr):
-        sys.exit(f"FAILED: the deadlock does not name MPI_Recv with its call site\n{p.stderr}")
-    if rep["summary"]["outcome"] != "deadlock":
-        sys.exit(f"FAILED: {rep['summary']}")
-    code([exe, "0", "abort"], 4, "a rank error (MPI_Abort)")
-    crash = mpicc(os.path.join(SRC, "tests/shim/progs/crash.c"), os.path.join(WORK, "crash"))
-    code([crash], 4, "a rank error (crash)")
-    unm = mpicc(os.path.join(SRC, "tests/shim/progs/unmodelled.c"), os.path.join(WORK, "unmodelled"))
-    code([unm], 4, "a rank error (unmodelled call)")
-    # the launcher fails after every rank finalized: its code, and mpisim says which to believe
-    p, rep = mpisim_run(2, [exe, "0", "kill-after-finalize"], check=False)
-    if (p.returncode == 0 or rep["summary"]["outcome"] != "ok" or "note" not in rep["launcher"]
-            or "believe the report" not in p.stderr):
-        sys.exit(f"FAILED: launcher failure after MPI_Finalize: {p.returncode} {rep['summary']} "
-                 f"{rep.get('launcher')}\n{p.stderr}")
-    print(f"launcher failed after MPI_Finalize: exit {p.returncode}, report ok with a note")
-    # a report that cannot be written: the run is fine, the exit code says the output is not
-    code([exe], 5, "report in a directory that does not exist", report=os.path.join(WORK, "no", "r.json"))
-    if os.path.exists("/dev/full"):
-        code([exe], 5, "report on a full disk (/dev/full)", report="/dev/full")
 
 
 def test_killed_rank():
@@ -611,7 +585,7 @@ def terminate_after_barriers(exe, report, count):
     readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: errs.extend(p.stderr))]
     for t in readers:
         t.start()
-    ok = reached.wait(timeout=120)
+    ok = reached.wait(timeout=300)   # the start-up of a loaded machine: not the test's subject
     passed = len([l for l in lines if l.startswith("barrier ")])
     p.send_signal(signal.SIGTERM)
     try:
@@ -624,7 +598,7 @@ def terminate_after_barriers(exe, report, count):
     for t in readers:
         t.join()
     if not ok:
-        sys.exit(f"FAILED: rank 0 did not pass {count} barriers within 120 s\n{''.join(lines)}\n{''.join(errs)}")
+        sys.exit(f"FAILED: rank 0 did not pass {count} barriers within 300 s\n{''.join(lines)}\n{''.join(errs)}")
     return p, "".join(lines), "".join(errs), passed
 
 
@@ -679,6 +653,124 @@ def test_terminated():
           f"charging as of their last progress ({[r['calls'] for r in rep['ranks']]} calls), no segment left")
 
 
+def rank_pid(launcher_pid, rank):
+    """The pid of a rank's process under the launcher (Open MPI's environment names its rank)."""
+    import time
+    for _ in range(200):
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            ancestors, pid = set(), int(d)
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and b"MPISIM_SERVER" in b" ".join(env):
+                # below this test's mpisim (its launcher's child)
+                p = pid
+                for _ in range(8):
+                    try:
+                        p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+                    except OSError:
+                        break
+                    ancestors.add(p)
+                if launcher_pid in ancestors:
+                    return pid
+        time.sleep(0.1)
+    sys.exit(f"FAILED: rank {rank}'s process not found under {launcher_pid}")
+
+
+def test_stopped_rank():
+    """Issue 25 item 11: a rank whose process is stopped (SIGSTOP) does not move and cannot say so:
+    the stall watchdog finds it after shim.stall_timeout (exit 3, outcome stall, the rank named as
+    stopped) and the run ends, the stopped rank with it. Stopped for less than that and continued,
+    it is no stall. A SIGTERM to mpisim while a rank is stopped still ends the run promptly."""
+    import signal
+    import threading
+    import time
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/slow_barriers.c"), os.path.join(WORK, "slow_barriers"))
+
+    def start(report, timeout_s):
+        p = subprocess.Popen([MPISIM, "run", "--report", report, "--set", f"shim.stall_timeout={timeout_s}",
+                              "-n", "2", "--", exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        lines, errs, reached = [], [], threading.Event()
+
+        def read_out():
+            for line in p.stdout:
+                lines.append(line)
+                if line.startswith("barrier ") and int(line.split()[1]) >= 5:
+                    reached.set()
+        readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: errs.extend(p.stderr))]
+        for t in readers:
+            t.start()
+        if not reached.wait(timeout=300):
+            os.killpg(p.pid, signal.SIGKILL)
+            sys.exit(f"FAILED: rank 0 did not pass 5 barriers\n{''.join(errs)}")
+        return p, lines, errs, readers
+
+    def finish(p, readers, limit, what):
+        try:
+            p.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            remove_segments(p.pid)
+            sys.exit(f"FAILED: {what}: mpisim did not end within {limit} s")
+        for t in readers:
+            t.join()
+
+    # stopped for good: found after the timeout (5 s of wall time stopped), the run ends
+    report = os.path.join(WORK, "stopped.json")
+    p, lines, errs, readers = start(report, "5s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    finish(p, readers, 120, "a rank stopped for good")
+    took = time.monotonic() - t0
+    rep = json.load(open(report))
+    text = rep["summary"].get("outcome_text", "")
+    gone = not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    if p.returncode != 3 or rep["summary"]["outcome"] != "stall" or "rank 1" not in text or \
+            f"its process {pid} is stopped (state T" not in text or not gone or took < 5:
+        sys.exit(f"FAILED: a rank stopped by SIGSTOP: exit {p.returncode} after {took:.0f} s, process gone {gone}\n"
+                 f"{text}\n{''.join(errs)[-2000:]}")
+    print(f"SIGSTOP of rank 1: exit 3 after {took:.1f} s, {[l.strip() for l in text.splitlines() if 'rank 1' in l][0]}")
+    # stopped for 2 s, then continued: slow, not stuck (stall_timeout 5 s); the run ends normally
+    report = os.path.join(WORK, "continued.json")
+    p, lines, errs, readers = start(report, "5s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(2)
+    os.kill(pid, signal.SIGCONT)
+    os.killpg(p.pid, 0)   # still there
+    # it has 600 barriers to go (a minute): end it as a batch system would, after some more
+    n = len(lines)
+    while len(lines) < n + 5 and p.poll() is None:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    finish(p, readers, 120, "a rank stopped and continued")
+    rep = json.load(open(report))
+    if rep["summary"]["outcome"] == "stall" or len(lines) < n + 5:
+        sys.exit(f"FAILED: a rank stopped for 2 s and continued was taken for a stall ({len(lines) - n} barriers "
+                 f"after)\n{rep['summary']}")
+    print(f"SIGSTOP for 2 s then SIGCONT (stall_timeout 5 s): no stall, {len(lines) - n} more barriers")
+    # SIGTERM while a rank is stopped (watchdog far off): the stopped rank does not hold the end
+    report = os.path.join(WORK, "term_stopped.json")
+    p, lines, errs, readers = start(report, "600s")
+    pid = rank_pid(p.pid, 1)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(1)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    finish(p, readers, 60, "SIGTERM while a rank is stopped")
+    took = time.monotonic() - t0
+    if p.returncode == 0 or "ended by SIGTERM" not in "".join(errs) or took > 30:
+        sys.exit(f"FAILED: SIGTERM with rank 1 stopped: exit {p.returncode} after {took:.0f} s\n{''.join(errs)[-2000:]}")
+    print(f"SIGTERM with rank 1 stopped: mpisim ended after {took:.1f} s (exit {p.returncode})")
+
+
 def test_connect_timeout():
     """A rank that leaves before MPI_Init ends the run promptly, named; one that never reaches it
     (the others wait in MPI_Init for ever) is stopped after shim.connect_timeout, in a
@@ -699,10 +791,12 @@ def test_connect_timeout():
         args = [MPISIM, cmd, "--set", "shim.connect_timeout=10 s", "-n", "3", "--", exe, "hang"]
         args[2:2] = ["--report", os.path.join(WORK, "ct.json")] if cmd == "run" else \
             ["-o", os.path.join(WORK, "ct.h5"), "--replace-trace"]
-        p = run(args, check=False, timeout=120)
+        # 10 s of idle time: about 10 s of wall time on a quiet machine, more on a loaded one (the
+        # waiting ranks wait for a CPU when they wake); never less
+        p = run(args, check=False, timeout=150)
         took = time.time() - t0
         want = "never connected to the model server within 10 s" if cmd == "run" else "did not reach MPI_Init within 10 s"
-        if p.returncode != 4 or took > 40 or want not in p.stderr:
+        if p.returncode != 4 or took < 10 or took > 120 or want not in p.stderr:
             sys.exit(f"FAILED: mpisim {cmd} with a rank that never reaches MPI_Init: exit {p.returncode} after "
                      f"{took:.0f} s\n{p.stderr}")
         print(f"mpisim {cmd}: a rank that never reaches MPI_Init stops the run after {took:.1f} s (exit 4)")
@@ -721,8 +815,9 @@ def test_idle_connections():
         def limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         # both through the launcher (it waits 1 s for its connections), 0 or 400 of them
+        # --listen: the run listens (by default, ranks on this host only attach to the shared segment)
         args = [MPISIM, "run", "--compute", "none", "--report", os.path.join(WORK, "idle.json"),
-                "--mpirun", launcher, "-n", "2", "--"] + prog
+                "--listen", "127.0.0.1", "--mpirun", launcher, "-n", "2", "--"] + prog
         env = dict(os.environ, MPISIM_IDLE_CONNECTIONS="400" if attack else "0")
         t0 = time.time()
         p = run(args, check=False, env=env, preexec_fn=limit)
@@ -749,18 +844,19 @@ def test_idle_connections():
         sys.exit("FAILED: the strangers were not refused")
 
 
-def same_answers(exe, cases, args=(), ordered=True):
+def same_answers(exe, cases, args=(), ordered=True, outcome="ok", code=0, sets=()):
     """Run exe natively and under mpisim for each (ranks, compute) case; the answers (stdout,
-    line order ignored unless ordered) must be the same and the run ok. Yields (ranks, native
-    stdout, report, the mpisim process)."""
+    line order ignored unless ordered) must be the same and the run end with this outcome and exit
+    code. Yields (ranks, native stdout, report, the mpisim process)."""
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     for n, compute in cases:
         native = run(["mpirun", *root, "--oversubscribe", "-n", str(n), exe, *args]).stdout
-        p, rep = mpisim_run(n, [exe, *args], compute=compute)
+        p, rep = mpisim_run(n, [exe, *args], compute=compute, check=False, sets=sets)
         a, b = (native, p.stdout) if ordered else (sorted(native.splitlines()), sorted(p.stdout.splitlines()))
-        if a != b or rep["summary"]["outcome"] != "ok":
-            sys.exit(f"FAILED with {n} ranks: native and co-simulated answers differ\n{native[:2000]}\n---\n"
-                     f"{p.stdout[:2000]}\n{rep['summary']}")
+        if a != b or p.returncode != code or rep["summary"]["outcome"] != outcome:
+            sys.exit(f"FAILED with {n} ranks: native and co-simulated answers differ, or exit {p.returncode} "
+                     f"(expected {code}), outcome not {outcome}\n{native[:2000]}\n---\n"
+                     f"{p.stdout[:2000]}\n{rep['summary']}\n{p.stderr[-3000:]}")
         yield n, native, rep, p
 
 
@@ -803,6 +899,10 @@ def test_fortran_pingpong():
         calls = sum(r["calls"] for r in rep["ranks"])
         if calls < 2 * 5 * 7:
             sys.exit(f"FAILED: {name}: the report counts only {calls} MPI calls")
+        # MPI_Wtime through the Fortran binding is attributed to the program, as the other calls
+        wsites = [c["site"] for c in rep["callsites"] if c["call"] == "MPI_Wtime"]
+        if not wsites or not all(w.startswith("MAIN__") for w in wsites):
+            sys.exit(f"FAILED: {name}: MPI_Wtime's call sites {wsites} do not name the Fortran main program")
     print(f"Fortran ping-pong (mpif.h and mpi_f08): {checked} size/binding pairs equal the C closed form "
           "to the picosecond")
 
@@ -836,7 +936,7 @@ def test_fortran_f08_coverage():
 def test_fortran_unmodelled():
     """The Fortran binding of an unmodelled call stops the run, or forwards to Open MPI's own."""
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/funmodelled.f90"), os.path.join(WORK, "funmodelled"))
-    check_unmodelled_intercomm(exe, "Fortran")
+    check_unmodelled_port(exe, "Fortran")
 
 
 def test_cancel():
@@ -888,11 +988,15 @@ def test_wtime_spin():
 
 
 def test_mpiio():
-    """MPI-IO runs untimed and counted (the model has no file system), with native answers."""
+    """MPI-IO runs untimed and counted (the model has no file system), with native answers; the
+    run ends with outcome untimed (exit 6), the calls named."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/mpiio.c"), os.path.join(WORK, "mpiio"))
     data = os.path.join(WORK, "io.dat")
-    for _, _, rep, p in same_answers(exe, ((3, "cpu"),), args=(data,), ordered=False):
+    for _, _, rep, p in same_answers(exe, ((3, "cpu"),), args=(data,), ordered=False, outcome="untimed", code=6):
         pass
+    text = rep["summary"]["outcome_text"]
+    if "MPI_File_open (6 calls)" not in text or "MPI_File_write_at_all (3 calls)" not in text:
+        sys.exit(f"FAILED: the outcome does not name the untimed calls: {text}")
     counts = rep["ranks"][1]["unmodelled"]
     if counts != {"MPI_File_open": 2, "MPI_File_write_at_all": 1, "MPI_File_close": 2, "MPI_File_read_at": 1}:
         sys.exit(f"FAILED: file calls counted as {counts}")
@@ -921,6 +1025,251 @@ def test_create_group():
         if sum(c["calls"] for c in rep["callsites"] if c["call"] == "MPI_Comm_create_group") != 2 * ((n + 1) // 2):
             sys.exit(f"FAILED: MPI_Comm_create_group calls not all seen: {rep['callsites']}")
     print("MPI_Comm_create_group: same answers natively and under mpisim with 3, 4, 5 ranks")
+
+
+# ---- one-sided communication, intercommunicators, empty collectives, outcomes (issue 24) ----------
+
+def rma_table(stdout):
+    """apps/rma's CSV as {(op, sync, mode, bytes): (time_s, MBps)} and its p2p latency."""
+    rows, p2p = {}, None
+    for line in stdout.splitlines():
+        if line.startswith("# p2p_latency_8B="):
+            p2p = float(line.split("=")[1])
+        f = line.split(",")
+        if len(f) == 6 and f[0] != "op" and not line.startswith("#"):
+            rows[(f[0], f[1], f[2], int(f[3]))] = (float(f[4]), float(f[5]))
+    return rows, p2p
+
+
+def test_rma_physical():
+    """apps/rma under mpisim on the default profile: one-sided operations are RDMA transfers on the
+    network, so a put's latency at 8 B (put + flush, as osu_put_latency measures it) is within 20 %
+    of the profile's one-way latency (the same run's 8-byte ping-pong), and a 4 MiB put streams at
+    80-100 % of the link's rate under every synchronisation; the synchronisations cost what their
+    messages do (lock/unlock: three round trips; fence: a barrier; PSCW: the post and done
+    notices); the data are right (check=ok), nothing runs untimed."""
+    exe = os.path.join(BIN, "rma")
+    # MPI_Compare_and_swap crashes natively with Open MPI 4.1's osc/rdma over vader: left to the
+    # osc/pt2pt test below
+    args = [exe, "--op", "put,get,acc,fop", "--sizes", "8,64k,4M", "--iters", "3"]
+    p, rep = mpisim_run(2, args)
+    rows, p2p = rma_table(p.stdout)
+    link = float(cfg_value(rep, "network.link_rate")) / 8 / 1e6   # MB/s
+    if "# check=ok" not in p.stdout or rep["summary"]["outcome"] != "ok" or any(r["unmodelled"] for r in rep["ranks"]):
+        sys.exit(f"FAILED: {rep['summary']}\n{p.stdout}")
+    problems = []
+    put = rows[("put", "flush", "latency", 8)][0]
+    print(f"put latency at 8 B {put * 1e6:.3f} us, one-way latency {p2p * 1e6:.3f} us ({put / p2p:.3f}x)")
+    if not 0.8 <= put / p2p <= 1.2:
+        problems.append(f"put latency {put} against one-way {p2p}")
+    for op in ("put", "get", "acc"):
+        lat = rows[(op, "flush", "latency", 8)][0]
+        if not 0.8 <= lat / p2p <= 1.2:
+            problems.append(f"{op} latency {lat} against one-way {p2p}")
+        for sync in ("flush", "lock", "fence", "pscw"):
+            bw = rows[(op, sync, "bandwidth", 4 << 20)][1]
+            print(f"{op:4} {sync:5} bandwidth at 4 MiB {bw:8.2f} MB/s = {bw / link * 100:5.1f} % of the link")
+            if not 0.8 * link <= bw <= link:
+                problems.append(f"{op}/{sync} bandwidth {bw} MB/s, link {link} MB/s")
+    # the synchronisations' own messages, as multiples of the one-way latency
+    for sync, lo, hi in (("lock", 2.5, 4.0), ("fence", 1.5, 3.0), ("pscw", 1.5, 3.5)):
+        t = rows[("put", sync, "latency", 8)][0]
+        print(f"put under {sync}: {t * 1e6:.3f} us = {t / p2p:.2f} one-way latencies")
+        if not lo <= t / p2p <= hi:
+            problems.append(f"put/{sync} latency {t / p2p:.2f} one-way latencies, expected {lo}..{hi}")
+    fop = rows[("fop", "flush", "latency", 8)][0]
+    if not 0.8 <= fop / p2p <= 1.3:
+        problems.append(f"fetch-and-op latency {fop} against one-way {p2p}")
+    if problems:
+        sys.exit("FAILED: " + "; ".join(problems) + f"\n{p.stdout}")
+
+
+def test_rma_real_osc():
+    """The virtual times do not depend on the real MPI's one-sided implementation: osc/pt2pt
+    (active messages: the target's progress moves the data, so the shim's real calls must never
+    wait on a rank the model holds) gives the same table as the default osc/rdma, and its
+    compare-and-swap runs too."""
+    exe = os.path.join(BIN, "rma")
+    base = [exe, "--sizes", "8,16k", "--iters", "2", "--window", "4"]
+    pt2pt = ["--mpirun-arg", "--mca", "--mpirun-arg", "osc", "--mpirun-arg", "pt2pt"]
+    a, _ = mpisim_run(2, base + ["--op", "put,get,acc,fop"])
+    b, rep = mpisim_run(2, base, extra=pt2pt)
+    ta, _ = rma_table(a.stdout)
+    tb, _ = rma_table(b.stdout)
+    if "# check=ok" not in b.stdout or rep["summary"]["outcome"] != "ok":
+        sys.exit(f"FAILED: osc/pt2pt: {rep['summary']}\n{b.stdout}\n{b.stderr[-2000:]}")
+    diff = {k: (ta[k], tb[k]) for k in ta if ta[k] != tb.get(k)}
+    if diff or not any(k[0] == "cas" for k in tb):
+        sys.exit(f"FAILED: osc/rdma and osc/pt2pt differ: {diff}")
+    print(f"osc/rdma and osc/pt2pt: {len(ta)} identical measurements; compare-and-swap under pt2pt:",
+          tb[("cas", "flush", "latency", 8)])
+
+
+def test_rma_locks():
+    """Exclusive locks contended by every rank (a counter incremented under the lock): the model
+    grants them in virtual time, the real MPI takes them after it, and the two never wait on each
+    other (osc/rdma's atomics and osc/pt2pt's active messages); the counter is right, the times the
+    same in two runs and with either implementation, and the increments serialised (the run takes
+    at least one lock round trip per increment)."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/lock_counter.c"), os.path.join(WORK, "lock_counter"))
+    pt2pt = ["--mpirun-arg", "--mca", "--mpirun-arg", "osc", "--mpirun-arg", "pt2pt"]
+    ends = []
+    for extra, compute in (([], "none"), ([], "none"), (pt2pt, "none"), ([], "cpu"), (pt2pt, "cpu")):
+        p, rep = mpisim_run(4, [exe, "10"], compute=compute, extra=extra)
+        if "counter=40 expected=40 check=ok" not in p.stdout or rep["summary"]["outcome"] != "ok":
+            sys.exit(f"FAILED ({compute}, {'pt2pt' if extra else 'rdma'}): {p.stdout} {rep['summary']}")
+        if compute == "none":
+            ends.append(rep["summary"]["virtual_time_ps"])
+    # per increment at least: the lock's round trip, the get's, the put's and the unlock's (~1 us each)
+    if len(set(ends)) != 1 or ends[0] < 40 * 3 * 10**6:
+        sys.exit(f"FAILED: virtual times {ends} (expected equal, at least {40 * 3} us)")
+    print(f"40 increments under contended exclusive locks: check=ok, {ends[0] / 1e6:.3f} us in every run "
+          f"(osc/rdma and osc/pt2pt alike)")
+
+
+def test_rma_shared():
+    """An MPI-3 shared-memory window (MPI_Win_allocate_shared, MPI_Win_shared_query, MPI_Win_sync):
+    the program's loads and stores are its computation; a put between fences is an operation of
+    the host model's node (host.ranks_per_node = 4: the origin's copy) or of the network (one rank
+    per node); native answers either way, every call timed."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/shared_win.c"), os.path.join(WORK, "shared_win"))
+    for sets in (["host.ranks_per_node=4"], []):
+        for n, _, rep, _ in same_answers(exe, ((3, "cpu"), (2, "none")), sets=sets):
+            unm = {k for x in rep["ranks"] for k in x["unmodelled"]}
+            if unm or not any(c["call"] == "MPI_Win_allocate_shared" for c in rep["callsites"]):
+                sys.exit(f"FAILED: {unm}, {[c['call'] for c in rep['callsites']]}")
+    print("shared-memory window: same answers natively and under mpisim, on one modelled node and on several")
+
+
+def test_rma_replay():
+    """A one-sided run under --compute cpu, captured, replays to the same virtual times (every
+    recorded resume the same); replayed with the target's CPU doing the operations
+    (host.rma_progress = in_call) it takes longer, with the same messages."""
+    exe = os.path.join(BIN, "rma")
+    trace = os.path.join(WORK, "rma.h5")
+    p, rep = mpisim_run(2, [exe, "--op", "put,get,fop", "--sizes", "8,64k", "--iters", "2"], compute="cpu",
+                        extra=["--trace", trace])
+    r = run([MPISIM, "replay", trace, "--report", os.path.join(WORK, "replay.json")], check=True)
+    with open(os.path.join(WORK, "replay.json")) as f:
+        rp = json.load(f)
+    on = [x["virtual_end_ps"] for x in rep["ranks"]]
+    off = [x["virtual_end_ps"] for x in rp["ranks"]]
+    if on != off or " 0 of " not in r.stderr:
+        sys.exit(f"FAILED: replay {off} against the run {on}\n{r.stderr}")
+    r2 = run([MPISIM, "replay", trace, "--set", "host.rma_progress=in_call", "--report",
+              os.path.join(WORK, "incall.json")], check=True)
+    with open(os.path.join(WORK, "incall.json")) as f:
+        ic = json.load(f)
+    if not ic["summary"]["virtual_time_ps"] > rp["summary"]["virtual_time_ps"] or ic["summary"]["outcome"] != "ok":
+        sys.exit(f"FAILED: in_call {ic['summary']} against nic {rp['summary']}")
+    print(f"replay == run ({on}); with the target's CPU doing them: {ic['summary']['virtual_time_ps']} ps "
+          f"against {rp['summary']['virtual_time_ps']} ps")
+
+
+def test_rma_fortran():
+    """One-sided calls from Fortran (use mpi): the shim's Fortran bindings time them (fence, PSCW,
+    lock/unlock, lock_all/flush, put, get, accumulate, fetch-and-op) with native answers."""
+    exe = mpifort(os.path.join(SRC, "tests/shim/progs/frma.f90"), os.path.join(WORK, "frma"))
+    for n, _, rep, _ in same_answers(exe, ((2, "none"), (3, "cpu"))):
+        calls = {c["call"] for c in rep["callsites"]}
+        want = {"MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Fetch_and_op", "MPI_Win_fence", "MPI_Win_lock",
+                "MPI_Win_unlock", "MPI_Win_lock_all", "MPI_Win_flush", "MPI_Win_post", "MPI_Win_start",
+                "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_create", "MPI_Win_free"}
+        unm = {k for x in rep["ranks"] for k in x["unmodelled"]}
+        if not want <= calls or unm:
+            sys.exit(f"FAILED: Fortran one-sided calls not all modelled: missing {want - calls}, untimed {unm}")
+    print("Fortran one-sided calls: same answers natively and under mpisim with 2 and 3 ranks, every call timed")
+
+
+def test_intercomm():
+    """apps/intercomm: point-to-point and collectives over an intercommunicator (and over its merge)
+    give native answers; a ping-pong over it costs exactly what the same over MPI_COMM_WORLD costs."""
+    exe = os.path.join(BIN, "intercomm")
+    # --compute none: the ping-pongs' equality is exact (the loops around them compute alike, but
+    # under cpu their measured CPU time is not the same twice); cpu: the answers
+    for n, extra, compute in ((2, [], "none"), (3, ["--interleave"], "none"), (5, [], "none"), (4, [], "cpu")):
+        p, rep = mpisim_run(n, [exe, "--iters", "2", "--sizes", "8,4k,64k", *extra], compute=compute)
+        if "# check=ok" not in p.stdout or rep["summary"]["outcome"] != "ok" or any(r["unmodelled"] for r in rep["ranks"]):
+            sys.exit(f"FAILED with {n} ranks: {rep['summary']}\n{p.stdout}\n{p.stderr[-2000:]}")
+        t = {}
+        for line in p.stdout.splitlines():
+            f = line.split(",")
+            if len(f) == 3 and f[0].startswith("pingpong"):
+                t[(f[0], f[1])] = f[2]
+        for size in ("8", "4096", "65536"):
+            a, b = float(t[("pingpong_inter", size)]), float(t[("pingpong_world", size)])
+            # with more than the two leaders the others' barrier messages meet theirs on the network
+            # at other moments in the two passes: equal within 0.1 % then, exactly equal otherwise
+            if compute == "none" and (a != b if n <= 3 else abs(a - b) > 1e-3 * b):
+                sys.exit(f"FAILED with {n} ranks: ping-pong at {size} B over the intercommunicator "
+                         f"{t[('pingpong_inter', size)]} s, over the world {t[('pingpong_world', size)]} s")
+        calls = {c["call"] for c in rep["callsites"]}
+        if not {"MPI_Intercomm_create", "MPI_Intercomm_merge", "MPI_Alltoallv"} <= calls:
+            sys.exit(f"FAILED: calls seen {sorted(calls)}")
+        print(f"{n} ranks{' interleaved' if extra else ''}: check=ok, ping-pong over the intercommunicator "
+              f"= over the world ({t[('pingpong_inter', '8')]} s at 8 B)")
+
+
+def test_empty_collectives():
+    """Count-0 (and zero-size datatype) collectives cost what MPICH's algorithms do for count 0:
+    nothing but the call (< 0.5 us of virtual time inside each), and no message at all."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/empty_coll.c"), os.path.join(WORK, "empty_coll"))
+    for n, compute in ((4, "cpu"), (3, "none")):
+        p, rep = mpisim_run(n, [exe], compute=compute)
+        worst = {}
+        for c in rep["callsites"]:
+            worst[c["call"]] = max(worst.get(c["call"], 0), c["time_ps"] / max(c["calls"], 1))
+        bad = {k: v for k, v in worst.items() if v >= 500000}
+        if bad or rep["summary"]["msgs_sent"] != 0 or len(worst) < 10:
+            sys.exit(f"FAILED with {n} ranks: {bad}, {rep['summary']['msgs_sent']} messages\n{worst}")
+        print(f"{n} ranks ({compute}): every empty collective took {max(worst.values()) / 1e6:.3f} us at most, "
+              f"0 messages")
+
+
+def test_exit_causes():
+    """The cause of a rank's end is named right: a rank that returns EXIT_FAILURE on its own after
+    MPI_Init (no MPI_Finalize) is reported with its exit code, not as crashed or killed (exit 4);
+    a program that exits 7 after MPI_Finalize gets its own code, and mpisim says so (not the MPI
+    library's shutdown)."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/exit_alone.c"), os.path.join(WORK, "exit_alone"))
+    p, rep = mpisim_run(2, [exe], check=False)
+    text = rep["summary"].get("outcome_text", "")
+    r1 = rep["ranks"][1]
+    if (p.returncode != 4 or "rank 1 exited with code 1" not in text or "crashed" in text
+            or "exited with code 1" not in r1.get("error", "")):
+        sys.exit(f"FAILED: exit {p.returncode}, {rep['summary']}, rank 1 {r1}")
+    print("a rank that returns EXIT_FAILURE:", text.splitlines()[0])
+    exe2 = mpicc(os.path.join(SRC, "tests/shim/progs/exit_code.c"), os.path.join(WORK, "exit_code"))
+    p, rep = mpisim_run(2, [exe2, "7"], check=False)
+    if (p.returncode != 7 or rep["summary"]["outcome"] != "ok" or "program's own" not in p.stderr
+            or "shutdown" in p.stderr or "program's own" not in rep["launcher"].get("note", "")):
+        sys.exit(f"FAILED: exit {p.returncode}, {rep['summary']}, {rep.get('launcher')}\n{p.stderr}")
+    print("exit 7 after MPI_Finalize:", [l for l in p.stderr.splitlines() if "own" in l][0])
+
+
+def test_untimed_outcome():
+    """Untimed calls (MPI-IO) end a run with outcome untimed and exit 6, named in the report and in
+    `mpisim report`; replaying its trace and sweeping over it say the same (exit 6)."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/mpiio.c"), os.path.join(WORK, "mpiio"))
+    trace, report = os.path.join(WORK, "io.h5"), os.path.join(WORK, "io.json")
+    p, rep = mpisim_run(2, [exe, os.path.join(WORK, "io.dat")], report=report, extra=["--trace", trace], check=False)
+    if p.returncode != 6 or rep["summary"]["outcome"] != "untimed" or "MPI_File_open" not in rep["summary"]["outcome_text"]:
+        sys.exit(f"FAILED: run: exit {p.returncode}, {rep['summary']}")
+    txt = run([MPISIM, "report", report]).stdout
+    if "Outcome        : untimed" not in txt or "MPI_File_write_at_all" not in txt:
+        sys.exit(f"FAILED: mpisim report does not say untimed or name the calls:\n{txt[:1500]}")
+    r = run([MPISIM, "replay", trace, "--report", os.path.join(WORK, "r.json")], check=False)
+    with open(os.path.join(WORK, "r.json")) as f:
+        rr = json.load(f)
+    if r.returncode != 6 or rr["summary"]["outcome"] != "untimed" or "MPI_File_open" not in rr["summary"]["outcome_text"]:
+        sys.exit(f"FAILED: replay: exit {r.returncode}, {rr['summary']}\n{r.stderr}")
+    out = os.path.join(WORK, "s.csv")
+    sw = run([MPISIM, "sweep", trace, "--vary", "network.link_rate=640Mb/s,1.28Gb/s", "--out", out], check=False)
+    with open(out) as f:
+        table = f.read()
+    if sw.returncode != 6 or table.count(",untimed,") != 2:
+        sys.exit(f"FAILED: sweep: exit {sw.returncode}\n{table}\n{sw.stderr}")
+    print("untimed: run, replay and sweep exit 6;", rep["summary"]["outcome_text"])
 
 
 TESTS = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}

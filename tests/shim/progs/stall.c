@@ -5,8 +5,8 @@
  *             the model knows nothing of); rank 1 waits in the model for rank 0's message.
  *   unmatched rank 0 sends a message nobody receives (eager in the model: MPI_Send returns), then
  *             waits in MPI_Finalize for the real transfer; rank 1 finalizes.
- *   fence     rank 0 enters MPI_Win_fence (untimed, run by the real MPI alone), rank 1 waits in
- *             the model for a message rank 0 sends after the fence.
+ *   fence     rank 0 enters MPI_Win_fence, rank 1 waits in the model for a message rank 0 sends
+ *             after the fence (modelled: a deadlock in virtual time, the fence's barrier).
  *   late      not a stall: rank 1 computes for 3 s before it receives rank 0's message, while
  *             rank 0 waits in MPI_Finalize for the real transfer; the run must end normally. */
 #define _POSIX_C_SOURCE 199309L

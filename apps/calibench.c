@@ -1,0 +1,715 @@
+/* calibench: the microbenchmarks `mpisim calibrate` fits a profile from, as one ordinary MPI
+ * program (no mpisim code inside: it runs natively under mpirun, and under `mpisim run` for the
+ * fit check, where every time it prints is virtual time).
+ *
+ * Ranks 0 and 1 take part (others idle); rank 0 measures and prints. Per test, mode and size it
+ * takes repeated samples, each one a short batch of operations (about 10 us, so that a rank
+ * switched out by the scheduler spoils few samples), and prints every sample: the statistics
+ * (medians, minima, outlier rejection) are the fit's business, not this program's.
+ *
+ * Tests (`--tests`, all by default):
+ *   pingpong  half round trip of B bytes, both ranks sending with the mode and receiving with
+ *             MPI_Recv after it (as osu_latency); rsend: every receive posted before its message
+ *   stream    rank 0 sends a window of W messages with the mode to pre-posted receives, rank 1
+ *             acknowledges the last with 0 bytes: time per message
+ *   bothway   both ranks do that at once: time per pair of messages
+ *   sendcall  the duration of MPI_Send(B) (rank 1 receives it, then replies with 0 bytes)
+ *   recvcall  the duration of MPI_Recv(B) of a message that has arrived (MPI_Iprobe saw it)
+ *   empty     per call: MPI_Iprobe finding nothing, MPI_Test of a receive nothing matches, a
+ *             blocking MPI_Send to MPI_PROC_NULL, MPI_Wtime (mode iprobe, test, procnull, wtime)
+ *   reduce    MPI_Reduce_local of B bytes, MPI_SUM (mode int and double): time per call
+ *   compute   the reference kernel on both ranks at once: int32 dot products as matmul
+ *             computes them (apps/matmul.c), time per multiply-add (mode mac), bytes = 0
+ * Modes of the communication tests (`--modes`): send (MPI_Send / MPI_Recv), ssend, bsend
+ * (buffer attached), rsend (receives posted before, as the standard requires), isend
+ * (MPI_Isend + MPI_Wait). sendcall and recvcall use send only.
+ *
+ * Time: `--budget S` seconds for all measurements together (default 60): each measurement
+ * gets its share of what is left; it ends at `--samples N` samples (default 31) or when its
+ * share is spent. Each measurement is visited in 4 rounds spread over the run (a spell of load
+ * spoils a few samples of many sizes, not all of one); a visit ends at its part of the samples, at
+ * its share of the time left with 2 samples, or at four times the share with 1 (a loaded machine
+ * gives fewer samples, said in the output, never a longer run).
+ *
+ * Output: `--format raw` (default):
+ *   # calibench procs=2 budget_s=60 samples=31 host0=NAME host1=NAME same_host=1
+ *   test,mode,bytes,window,batch,samples,values_s
+ *   pingpong,send,1,1,16,31,2.41e-07 2.39e-07 ...      (space-separated samples, seconds per op)
+ *   ...
+ *   # elapsed_s=12.3
+ *   # check=ok
+ * Progress (one line per measurement) goes to stderr with `--progress`.
+ * `--format osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping` prints instead the table of
+ * the named suite in that suite's own layout (median of the samples; MB = 10^6 bytes), for a
+ * profile made from files (`mpisim calibrate --from`) and for the tests of the parsers.
+ *
+ * Usage: calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S]
+ *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
+ * The modes other than send, the streams and the reductions take every other size of the list
+ * (the first and the last always) unless --all-sizes. --quick: one warm-up and one operation per
+ * sample and no warm-up, a bounded amount of work: under mpisim, whose clocks (and so --budget) are virtual,
+ * `mpisim calibrate` checks its profile so.
+ *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 2 MiB of messages, 2 at least); budget 60;
+ *   samples 31.
+ * Every message's payload is checked after the timed loops (--check: every message).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <math.h>
+#include <time.h>
+
+static const char *const USAGE =
+    "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
+    "[--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
+
+enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
+static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall",
+                                                "recvcall", "empty",   "reduce",  "compute"};
+enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_COUNT };
+static const char *const mode_names[M_COUNT] = {"send", "ssend", "bsend", "rsend", "isend"};
+static const char *const empty_modes[] = {"iprobe", "test", "procnull", "wtime"};
+static const char *const reduce_modes[] = {"int", "double"};
+
+enum { TAG_CTRL = 701, TAG_DATA = 702, TAG_REPLY = 703, TAG_READY = 704, TAG_ACK = 705 };
+#define BATCH_TARGET_S 10e-6
+#define MIN_SAMPLES 5
+#define WARMUP 2
+#define MAX_WINDOW 256
+
+typedef struct {
+    long test, mode, bytes, window, batch, stop;
+} ctrl_t;
+
+typedef struct {
+    int tests[T_COUNT];
+    int modes[M_COUNT];
+    long *sizes;
+    int nsizes;
+    double budget;
+    int samples;
+    long window;   /* 0: the default per size */
+    const char *format;
+    int progress;
+    int check;
+    int all_sizes;
+    int quick;   /* one warm-up, one operation per sample: a bounded amount of work (under a model) */
+} opts_t;
+
+static unsigned char *sbuf, *rbuf;
+static unsigned char *wbufs;        /* stream/bothway receive buffers: window x size */
+static long maxbytes;
+static char *bsend_buf;
+static int bsend_size;
+static long errors;
+
+static double now_s(void) { return MPI_Wtime(); }
+
+static void send_ctrl(const ctrl_t *c) { MPI_Send((void *)c, 6, MPI_LONG, 1, TAG_CTRL, MPI_COMM_WORLD); }
+
+static int mode_send(int mode, const void *buf, long bytes, int peer, int tag, MPI_Request *req)
+{
+    switch (mode) {
+    case M_SSEND: return MPI_Ssend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    case M_BSEND: return MPI_Bsend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    case M_RSEND: return MPI_Rsend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    case M_ISEND:
+        if (req) return MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, req);
+        {
+            MPI_Request r;
+            MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
+            return MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+    default: return MPI_Send(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    }
+}
+
+/* One sample of k ping-pong round trips; both ranks run it. Receives are posted before the
+ * peer can send (rsend is then legal), through a ready message before the first. */
+static double pingpong(int rank, int mode, long bytes, long k)
+{
+    int peer = 1 - rank;
+    if (mode != M_RSEND) {
+        /* as OSU's osu_latency: MPI_Recv after the send, never posted ahead (Open MPI takes a
+         * rendezvous that arrives before its receive another way, slower than a posted one) */
+        MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        double t0 = now_s();
+        for (long i = 0; i < k; i++) {
+            if (rank == 0) {
+                mode_send(mode, sbuf, bytes, 1, TAG_DATA, NULL);
+                MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                mode_send(mode, sbuf, bytes, 0, TAG_REPLY, NULL);
+            }
+        }
+        return (now_s() - t0) / (2.0 * (double)k);
+    }
+    MPI_Request rq;
+    MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, rank == 0 ? TAG_REPLY : TAG_DATA, MPI_COMM_WORLD, &rq);
+    if (rank == 1) MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    else MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) {
+        if (rank == 0) {
+            mode_send(mode, sbuf, bytes, 1, TAG_DATA, NULL);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            if (i + 1 < k) MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, &rq);
+        } else {
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            if (i + 1 < k) MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &rq);
+            mode_send(mode, sbuf, bytes, 0, TAG_REPLY, NULL);
+        }
+    }
+    return (now_s() - t0) / (2.0 * (double)k);
+}
+
+/* One window of W messages from `from` to the other rank (both = 1: each way at once). */
+static double stream(int rank, int mode, long bytes, long w, int both)
+{
+    int peer = 1 - rank;
+    MPI_Request rr[MAX_WINDOW], sr[MAX_WINDOW];
+    int receiving = both || rank == 1, sending = both || rank == 0;
+    /* every receive of the window into one buffer, as OSU's osu_bw and osu_bibw do: the copies are
+     * then as warm in the caches as a ping-pong's (the model has no caches; a window of buffers
+     * W x B long would measure the caches' size instead) */
+    if (receiving)
+        for (long i = 0; i < w; i++)
+            MPI_Irecv(wbufs, (int)bytes, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &rr[i]);
+    /* ready: every receive of the window is posted */
+    if (both) {
+        MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    double t0 = now_s();
+    if (sending) {
+        if (mode == M_ISEND) {
+            for (long i = 0; i < w; i++) mode_send(mode, sbuf, bytes, peer, TAG_DATA, &sr[i]);
+            MPI_Waitall((int)w, sr, MPI_STATUSES_IGNORE);
+        } else {
+            for (long i = 0; i < w; i++) mode_send(mode, sbuf, bytes, peer, TAG_DATA, NULL);
+        }
+    }
+    if (receiving) MPI_Waitall((int)w, rr, MPI_STATUSES_IGNORE);
+    /* the acknowledgement: the last message is in */
+    if (both) {
+        MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_ACK, NULL, 0, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return (now_s() - t0) / (double)w;
+}
+
+static double sendcall(int rank, long bytes, long k)
+{
+    double sum = 0;
+    for (long i = 0; i < k; i++) {
+        if (rank == 0) {
+            double t0 = now_s();
+            MPI_Send(sbuf, (int)bytes, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+            sum += now_s() - t0;
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+        }
+    }
+    return sum / (double)k;
+}
+
+static double recvcall(int rank, long bytes, long k)
+{
+    double sum = 0;
+    for (long i = 0; i < k; i++) {
+        if (rank == 0) {
+            MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+            int flag = 0;
+            while (!flag) MPI_Iprobe(1, TAG_REPLY, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            double t0 = now_s();
+            MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            sum += now_s() - t0;
+        } else {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, (int)bytes, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+        }
+    }
+    return sum / (double)k;
+}
+
+/* Rank 0 alone; k calls of the kind named by mode. */
+static double empty_call(int mode, long k)
+{
+    int flag;
+    MPI_Request rq = MPI_REQUEST_NULL;
+    if (mode == 1) MPI_Irecv(rbuf, 1, MPI_BYTE, 1, TAG_ACK + 1, MPI_COMM_WORLD, &rq);   /* never sent */
+    volatile double sink = 0;
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) {
+        switch (mode) {
+        case 0: MPI_Iprobe(1, TAG_ACK + 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE); break;
+        case 1: MPI_Test(&rq, &flag, MPI_STATUS_IGNORE); break;
+        case 2: MPI_Send(sbuf, 1, MPI_BYTE, MPI_PROC_NULL, TAG_DATA, MPI_COMM_WORLD); break;
+        default: sink += MPI_Wtime(); break;
+        }
+    }
+    double t = (now_s() - t0) / (double)k;
+    (void)sink;
+    if (mode == 1) {
+        MPI_Cancel(&rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    }
+    return t;
+}
+
+static double reduce_local(int mode, long bytes, long k)
+{
+    int count = (int)(bytes / (mode ? (long)sizeof(double) : (long)sizeof(int)));
+    MPI_Datatype dt = mode ? MPI_DOUBLE : MPI_INT;
+    if (count < 1) count = 1;
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) MPI_Reduce_local(sbuf, rbuf, count, dt, MPI_SUM);
+    return (now_s() - t0) / (double)k;
+}
+
+/* matmul's inner loop (apps/matmul.c): dot products of int32 rows; time per multiply-add. */
+#define KN 96
+static int32_t ka[KN * KN], kb[KN * KN], kc[KN * KN];
+static double compute_kernel(long k)
+{
+    double t0 = now_s();
+    for (long r = 0; r < k; r++) {
+        for (int i = 0; i < KN; i++)
+            for (int j = 0; j < KN; j++) {
+                int32_t s = 0;
+                for (int x = 0; x < KN; x++) s += ka[i * KN + x] * kb[j * KN + x];
+                kc[i * KN + j] = s;
+            }
+        ka[r % (KN * KN)] += kc[(r * 7) % (KN * KN)] & 1;   /* the next repetition depends on this one */
+    }
+    return (now_s() - t0) / ((double)k * KN * KN * KN);
+}
+
+/* The mirror (rank 1) runs what rank 0 asks, sample by sample, until told to stop. */
+static void mirror(void)
+{
+    for (;;) {
+        ctrl_t c;
+        MPI_Recv(&c, 6, MPI_LONG, 0, TAG_CTRL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (c.stop) {
+            /* the payload rank 0 checks at the end */
+            if (c.bytes > 0) MPI_Send(sbuf, (int)c.bytes, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+            return;
+        }
+        switch (c.test) {
+        case T_PINGPONG: pingpong(1, (int)c.mode, c.bytes, c.batch); break;
+        case T_STREAM:
+        case T_BOTHWAY:
+            for (long b = 0; b < c.batch; b++) stream(1, (int)c.mode, c.bytes, c.window, c.test == T_BOTHWAY);
+            break;
+        case T_SENDCALL: sendcall(1, c.bytes, c.batch); break;
+        case T_RECVCALL: recvcall(1, c.bytes, c.batch); break;
+        case T_COMPUTE: compute_kernel(c.batch); break;
+        default: break;
+        }
+    }
+}
+
+/* rank 0: one sample of a measurement (the mirror told first where it takes part) */
+static double sample(const ctrl_t *c)
+{
+    int mirrored = c->test != T_EMPTY && c->test != T_REDUCE;
+    if (mirrored) send_ctrl(c);
+    switch (c->test) {
+    case T_PINGPONG: return pingpong(0, (int)c->mode, c->bytes, c->batch);
+    case T_STREAM:
+    case T_BOTHWAY: {
+        double s = 0;
+        for (long b = 0; b < c->batch; b++) s += stream(0, (int)c->mode, c->bytes, c->window, c->test == T_BOTHWAY);
+        return s / (double)c->batch;
+    }
+    case T_SENDCALL: return sendcall(0, c->bytes, c->batch);
+    case T_RECVCALL: return recvcall(0, c->bytes, c->batch);
+    case T_EMPTY: return empty_call((int)c->mode, c->batch);
+    case T_REDUCE: return reduce_local((int)c->mode, c->bytes, c->batch);
+    case T_COMPUTE: return compute_kernel(c->batch);
+    default: return 0;
+    }
+}
+
+typedef struct {
+    int test, mode;
+    long bytes, window;
+} meas_t;
+
+typedef struct {
+    meas_t m;
+    long batch;
+    int n;
+    double *v;
+} result_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, int n)
+{
+    double *t = malloc((size_t)n * sizeof *t);
+    if (!t || n == 0) { free(t); return 0; }
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    free(t);
+    return m;
+}
+
+static const char *mode_name(int test, int mode)
+{
+    if (test == T_EMPTY) return empty_modes[mode];
+    if (test == T_REDUCE) return reduce_modes[mode];
+    if (test == T_COMPUTE) return "mac";
+    return mode_names[mode];
+}
+
+static void check_payload(long bytes)
+{
+    /* rank 0's last receive of a pingpong or recvcall carries rank 1's pattern */
+    if (bytes <= 0) return;
+    size_t bad = 0;
+    for (long i = 0; i < bytes; i++)
+        if (rbuf[i] != app_pattern_byte(2, (size_t)i)) bad++;
+    if (bad) {
+        fprintf(stderr, "calibench: %zu bytes of a %ld-byte message are wrong\n", bad, bytes);
+        errors++;
+    }
+}
+
+static void print_suite(const char *format, result_t *res, int nres)
+{
+    /* the layouts of the suites' own output (OSU micro-benchmarks 5.x, IMB 2019+) */
+    int osu = !strncmp(format, "osu-", 4);
+    int want_test = T_PINGPONG, want_mode = M_SEND;
+    if (!strcmp(format, "osu-bw")) want_test = T_STREAM, want_mode = M_ISEND;
+    if (!strcmp(format, "osu-bibw")) want_test = T_BOTHWAY, want_mode = M_ISEND;
+    if (!strcmp(format, "imb-pingping")) want_test = T_BOTHWAY, want_mode = M_ISEND;
+    if (osu) {
+        if (!strcmp(format, "osu-latency")) printf("# OSU MPI Latency Test v5.8\n# Size          Latency (us)\n");
+        else if (!strcmp(format, "osu-bw")) printf("# OSU MPI Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n");
+        else printf("# OSU MPI Bi-Directional Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n");
+    } else {
+        printf("#---------------------------------------------------\n"
+               "# Benchmarking %s \n# #processes = 2 \n"
+               "#---------------------------------------------------\n"
+               "       #bytes #repetitions      t[usec]   Mbytes/sec\n",
+               want_test == T_PINGPONG ? "PingPong" : "PingPing");
+    }
+    for (int i = 0; i < nres; i++) {
+        result_t *r = &res[i];
+        if (r->m.test != want_test || r->m.mode != want_mode || r->n == 0) continue;
+        double t = median_of(r->v, r->n);
+        if (osu) {
+            if (want_test == T_PINGPONG) printf("%-10ld%18.2f\n", r->m.bytes, t * 1e6);
+            else if (r->m.bytes > 0)
+                printf("%-10ld%18.2f\n", r->m.bytes, (want_test == T_BOTHWAY ? 2.0 : 1.0) * (double)r->m.bytes / t / 1e6);
+        } else {
+            /* IMB's PingPong: t = half the round trip; PingPing: both send at once, t per message */
+            printf("%13ld%13ld%13.2f%13.2f\n", r->m.bytes, (long)r->n * r->batch, t * 1e6,
+                   t > 0 ? (double)r->m.bytes / t / 1e6 : 0.0);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = app_world_rank(), nprocs = app_world_size();
+    opts_t o;
+    memset(&o, 0, sizeof o);
+    o.budget = 60;
+    o.samples = 31;
+    o.format = "raw";
+    long maxsize = 4L << 20;
+    int any_test = 0, any_mode = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
+        else if (!strcmp(a, "--progress")) o.progress = 1;
+        else if (!strcmp(a, "--check")) o.check = 1;
+        else if (!strcmp(a, "--all-sizes")) o.all_sizes = 1;
+        else if (!strcmp(a, "--quick")) o.quick = 1;
+        else if (!v) app_usage_error("calibench", USAGE, "%s needs a value (or is unknown)", a);
+        else if (!strcmp(a, "--tests") || !strcmp(a, "--modes")) {
+            int is_test = !strcmp(a, "--tests");
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int found = 0;
+                for (int k = 0; k < (is_test ? T_COUNT : M_COUNT); k++)
+                    if (!strcmp(t, is_test ? test_names[k] : mode_names[k])) {
+                        (is_test ? o.tests : o.modes)[k] = 1;
+                        found = 1;
+                    }
+                if (!found) app_usage_error("calibench", USAGE, "unknown %s '%s'", is_test ? "test" : "mode", t);
+            }
+            if (is_test) any_test = 1;
+            else any_mode = 1;
+            i++;
+        } else if (!strcmp(a, "--sizes")) {
+            if (app_parse_list(v, 0, 1L << 30, &o.sizes, &o.nsizes) != 0)
+                app_usage_error("calibench", USAGE, "bad --sizes '%s'", v);
+            i++;
+        } else if (!strcmp(a, "--max")) {
+            if (app_parse_long(v, 1, 1L << 30, &maxsize) != 0) app_usage_error("calibench", USAGE, "bad --max '%s'", v);
+            i++;
+        } else if (!strcmp(a, "--budget")) {
+            if (app_parse_double(v, 0.1, 86400, &o.budget) != 0)
+                app_usage_error("calibench", USAGE, "bad --budget '%s'", v);
+            i++;
+        } else if (!strcmp(a, "--samples")) {
+            long n;
+            if (app_parse_long(v, 1, 100000, &n) != 0) app_usage_error("calibench", USAGE, "bad --samples '%s'", v);
+            o.samples = (int)n;
+            i++;
+        } else if (!strcmp(a, "--window")) {
+            if (app_parse_long(v, 1, MAX_WINDOW, &o.window) != 0)
+                app_usage_error("calibench", USAGE, "bad --window '%s' (1..%d)", v, MAX_WINDOW);
+            i++;
+        } else if (!strcmp(a, "--format")) {
+            static const char *const formats[] = {"raw", "osu-latency", "osu-bw", "osu-bibw", "imb-pingpong",
+                                                  "imb-pingping"};
+            int ok = 0;
+            for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) ok |= !strcmp(v, formats[k]);
+            if (!ok) app_usage_error("calibench", USAGE, "unknown --format '%s'", v);
+            o.format = v;
+            i++;
+        } else {
+            app_usage_error("calibench", USAGE, "unknown option '%s'", a);
+        }
+    }
+    if (nprocs < 2) app_usage_error("calibench", USAGE, "needs at least 2 ranks");
+    /* a suite's table has every size; IMB's PingPing sends one message each way at a time */
+    if (strcmp(o.format, "raw")) o.all_sizes = 1;
+    if (!strcmp(o.format, "imb-pingping") && !o.window) o.window = 1;
+    if (!any_test) for (int k = 0; k < T_COUNT; k++) o.tests[k] = 1;
+    if (!any_mode) for (int k = 0; k < M_COUNT; k++) o.modes[k] = 1;
+    if (!o.nsizes) {
+        app_parse_list("0", 0, 0, &o.sizes, &o.nsizes);
+        for (long b = 1; b <= maxsize; b *= 2) {
+            long *nv = realloc(o.sizes, (size_t)(o.nsizes + 1) * sizeof *nv);
+            if (!nv) MPI_Abort(MPI_COMM_WORLD, 1);
+            o.sizes = nv;
+            o.sizes[o.nsizes++] = b;
+        }
+    }
+    app_sort_unique(o.sizes, &o.nsizes);
+    maxbytes = o.sizes[o.nsizes - 1];
+    if (maxbytes < 64) maxbytes = 64;
+
+    /* buffers: a window of the largest message (capped at 2 MiB, 2 messages at least) */
+    long wmax = 1;
+    for (int s = 0; s < o.nsizes; s++) {
+        long w = o.window ? o.window : (o.sizes[s] > 65536 ? 16 : 64);
+        long cap = o.sizes[s] > 0 ? (2L << 20) / o.sizes[s] : w;
+        if (cap < 2) cap = 2;
+        if (w > cap) w = cap;
+        if (w * (o.sizes[s] ? o.sizes[s] : 1) > wmax) wmax = w * (o.sizes[s] ? o.sizes[s] : 1);
+    }
+    sbuf = malloc((size_t)maxbytes);
+    rbuf = malloc((size_t)maxbytes);
+    wbufs = malloc((size_t)wmax);
+    if (!sbuf || !rbuf || !wbufs) {
+        fprintf(stderr, "calibench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    app_fill_pattern(sbuf, (size_t)maxbytes, (uint64_t)(rank + 1));
+    memset(rbuf, 0, (size_t)maxbytes);
+    memset(wbufs, 0, (size_t)wmax);
+    for (int i = 0; i < KN * KN; i++) {
+        ka[i] = (i * 7 + 3) % 11 - 5;
+        kb[i] = (i * 5 + 1) % 13 - 6;
+    }
+    if (o.modes[M_BSEND]) {
+        int pack = 0;
+        MPI_Pack_size((int)maxbytes, MPI_BYTE, MPI_COMM_WORLD, &pack);
+        long need = (long)(wmax / (maxbytes ? maxbytes : 1) + 2) * ((long)pack + MPI_BSEND_OVERHEAD);
+        if (need < 2L * ((long)pack + MPI_BSEND_OVERHEAD) * 64) need = 2L * ((long)pack + MPI_BSEND_OVERHEAD) * 64;
+        if (need > (1L << 30)) need = 1L << 30;
+        bsend_size = (int)need;
+        bsend_buf = malloc((size_t)bsend_size);
+        if (!bsend_buf) MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Buffer_attach(bsend_buf, bsend_size);
+    }
+    char host[MPI_MAX_PROCESSOR_NAME] = "", host1[MPI_MAX_PROCESSOR_NAME] = "";
+    int hl = 0;
+    MPI_Get_processor_name(host, &hl);
+    if (rank == 1) MPI_Send(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, TAG_CTRL, MPI_COMM_WORLD);
+    if (rank == 0) MPI_Recv(host1, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 1, TAG_CTRL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+
+    if (rank == 1) mirror();
+    if (rank != 0) {
+        if (bsend_buf) {
+            void *b;
+            int s;
+            MPI_Buffer_detach(&b, &s);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Finalize();
+        return 0;
+    }
+
+    /* the measurements, in order */
+    int cap = 0, nm = 0;
+    meas_t *ms = NULL;
+#define ADD(T, M, B, W)                                                                                          \
+    do {                                                                                                         \
+        if (nm == cap) {                                                                                         \
+            cap = cap ? 2 * cap : 256;                                                                           \
+            meas_t *nms = realloc(ms, (size_t)cap * sizeof *nms);                                                \
+            if (!nms) MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
+            ms = nms;                                                                                            \
+        }                                                                                                        \
+        ms[nm].test = (T), ms[nm].mode = (M), ms[nm].bytes = (B), ms[nm].window = (W);                          \
+        nm++;                                                                                                    \
+    } while (0)
+    if (o.tests[T_COMPUTE]) ADD(T_COMPUTE, 0, 0, 1);
+    if (o.tests[T_EMPTY])
+        for (int m = 0; m < 4; m++) ADD(T_EMPTY, m, 0, 1);
+    for (int t = T_PINGPONG; t <= T_RECVCALL; t++) {
+        if (!o.tests[t]) continue;
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!o.modes[m]) continue;
+            if ((t == T_SENDCALL || t == T_RECVCALL) && m != M_SEND) continue;
+            for (int s = 0; s < o.nsizes; s++) {
+                long b = o.sizes[s], w = 1;
+                /* the other modes and the streams: every other size (the first and last always),
+                 * unless --all-sizes */
+                int thin = !o.all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY);
+                if (thin && s % 2 && s != o.nsizes - 1) continue;
+                if (t == T_STREAM || t == T_BOTHWAY) {
+                    w = o.window ? o.window : (b > 65536 ? 16 : 64);
+                    /* a window of at most 2 MiB (2 messages at least): a sample stays short on a busy machine */
+                    long wc = b > 0 ? (2L << 20) / b : w;
+                    if (wc < 2) wc = 2;
+                    if (w > wc) w = wc;
+                }
+                ADD(t, m, b, w);
+            }
+        }
+    }
+    if (o.tests[T_REDUCE])
+        for (int m = 0; m < 2; m++)
+            for (int s = 0; s < o.nsizes; s++)
+                if (o.sizes[s] >= 64 && (o.all_sizes || s % 2 == 0 || s == o.nsizes - 1)) ADD(T_REDUCE, m, o.sizes[s], 1);
+
+    result_t *res = calloc((size_t)(nm ? nm : 1), sizeof *res);
+    if (!res) MPI_Abort(MPI_COMM_WORLD, 1);
+    double start = now_s(), deadline = start + o.budget;
+    /* Rounds: every measurement is visited several times over the run, so that a spell of load
+     * spoils a few samples of many sizes rather than all of one size. */
+    int rounds = o.samples >= 8 ? 4 : 1;
+    int per_visit = (o.samples + rounds - 1) / rounds;
+    for (int i = 0; i < nm; i++) {
+        res[i].m = ms[i];
+        res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
+        if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int done_visits = 0, total_visits = rounds * nm;
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < nm; i++, done_visits++) {
+            result_t *r = &res[i];
+            if (r->n >= o.samples) continue;
+            ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
+            double t_one = 0;
+            if (round == 0) {
+                /* warm-up, and the batch that makes a sample ~10 us */
+                /* --quick: no warm-up (a model's times do not warm up) */
+                for (int w = 0; w < (o.quick ? (c.test == T_EMPTY || c.test == T_COMPUTE) : WARMUP); w++) t_one = sample(&c);
+                double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
+                                   (c.test == T_PINGPONG ? 2.0 : 1.0);
+                long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
+                if (c.test == T_EMPTY) k = 1000;
+                else if (c.test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
+                if (k < 1) k = 1;
+                if (k > 64 && c.test != T_EMPTY && c.test != T_COMPUTE && c.test != T_REDUCE) k = 64;
+                if (k > 100000) k = 100000;
+                if (o.quick && c.test != T_EMPTY && c.test != T_COMPUTE) k = 1;
+                r->batch = k;
+            }
+            c.batch = r->batch;
+            if (round > 0 && !o.quick) sample(&c);   /* warm again: other sizes ran since */
+            double t0 = now_s();
+            double left = deadline - t0;
+            double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;
+            int got = 0, want = round == rounds - 1 ? o.samples - r->n : per_visit;
+            while (r->n < o.samples && got < want) {
+                r->v[r->n++] = sample(&c);
+                got++;
+                double el = now_s() - t0;
+                if ((el >= share && got >= 2) || el >= 4 * share) break;
+            }
+            if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL)) check_payload(c.bytes);
+            if (o.progress && round == rounds - 1) {
+                fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
+                        test_names[c.test], mode_name(c.test, (int)c.mode), c.bytes, r->n, r->batch,
+                        median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+                fflush(stderr);
+            }
+        }
+        if (o.progress && round < rounds - 1) {
+            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
+                    now_s() - start);
+            fflush(stderr);
+        }
+    }
+    /* the mirror's largest message, checked whatever the options */
+    ctrl_t stop = {0, 0, maxbytes, 0, 0, 1};
+    send_ctrl(&stop);
+    memset(rbuf, 0, (size_t)maxbytes);
+    MPI_Recv(rbuf, (int)maxbytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    check_payload(maxbytes);
+
+    if (!strcmp(o.format, "raw")) {
+        printf("# calibench procs=%d budget_s=%g samples=%d host0=%s host1=%s same_host=%d\n", nprocs, o.budget,
+               o.samples, host, host1, !strcmp(host, host1));
+        printf("test,mode,bytes,window,batch,samples,values_s\n");
+        for (int i = 0; i < nm; i++) {
+            result_t *r = &res[i];
+            printf("%s,%s,%ld,%ld,%ld,%d,", test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes,
+                   r->m.window, r->batch, r->n);
+            for (int s = 0; s < r->n; s++) printf("%s%.4e", s ? " " : "", r->v[s]);
+            printf("\n");
+        }
+        printf("# elapsed_s=%.3f\n", now_s() - start);
+        printf(errors ? "# check=FAIL errors=%ld\n" : "# check=ok\n", errors);
+    } else {
+        print_suite(o.format, res, nm);
+    }
+    fflush(stdout);
+    for (int i = 0; i < nm; i++) free(res[i].v);
+    free(res);
+    free(ms);
+    if (bsend_buf) {
+        void *b;
+        int s;
+        MPI_Buffer_detach(&b, &s);
+        free(bsend_buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(sbuf);
+    free(rbuf);
+    free(wbufs);
+    free(o.sizes);
+    MPI_Finalize();
+    return errors ? 1 : 0;
+}

@@ -1,0 +1,747 @@
+/* `mpisim calibrate`: a profile of this machine (or of the cluster whose benchmark outputs are
+ * given) from microbenchmarks, and the check of that profile by re-running the benchmarks under
+ * it. Measuring: calibench (apps/calibench.c) under mpirun, natively; fitting: calib.c; the check:
+ * calibench under `mpisim run --profile OUT --compute none`, virtual time against the measured. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+
+#include "calib.h"
+#include "exit_codes.h"
+#include "nm_cmdline.h"
+#include "study.h"
+
+enum { O_OUT = 256, O_FROM, O_FROM_OFF, O_BUDGET, O_HOSTFILE, O_MPIRUN, O_MPIRUN_ARG, O_RPN, O_BASE, O_NO_CHECK,
+       O_CSV, O_PLOT, O_KEEP, O_MAX, O_NP_SAMPLES };
+
+static const nm_opt cal_opts[] = {
+    {"out", 'o', "FILE.ini", "the profile to write (default host.ini); FILE.csv and FILE.png beside it"},
+    {"from", O_FROM, "FILE", "fit from a results file instead of measuring (repeatable): calibench's output, OSU\n"
+                             "osu_latency/osu_bw/osu_bibw, IMB-MPI1 PingPong/PingPing, NetPIPE (np.out or its output)"},
+    {"from-off-node", O_FROM_OFF, "FILE", "the same, measured between two nodes (read, reported; not fitted yet)"},
+    {"budget", O_BUDGET, "SECONDS", "time for the measurements and the check together (default 90): a busy\n"
+                                   "machine gets fewer samples, never a longer run"},
+    {"max", O_MAX, "BYTES", "largest message measured (default 4M)"},
+    {"hostfile", O_HOSTFILE, "FILE", "mpirun's hostfile naming two hosts: also measure between them (reported, not\n"
+                                     "fitted yet: off-node messages keep --base's network)"},
+    {"mpirun", O_MPIRUN, "PATH", "the mpirun to launch with"},
+    {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
+    {"ranks-per-node", O_RPN, "N", "host.ranks_per_node of the profile (default: this machine's cores)"},
+    {"base", O_BASE, "PROFILE", "the profile included for what was not measured: the network between nodes (default default)"},
+    {"no-check", O_NO_CHECK, NULL, "do not re-run the benchmarks under the profile"},
+    {"csv", O_CSV, "FILE", "measured and re-run times per size (default: beside --out)"},
+    {"plot", O_PLOT, "FILE.png", "measured vs re-run per size (default: beside --out; needs /usr/bin/python3 with matplotlib)"},
+    {"keep", O_KEEP, "DIR", "keep the benchmarks' raw outputs in DIR"},
+    NM_OPT_HELP,
+    NM_OPT_END,
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: mpisim calibrate [--out host.ini] [--budget SECONDS] [--from FILE]... [options]\n"
+          "Measures this machine with calibench (two ranks under mpirun: ping-pong per size and send mode,\n"
+          "one- and both-way streams, send and receive call durations, empty calls, reductions, a compute\n"
+          "kernel), or reads benchmark outputs (--from); fits the MPI and host parameters piecewise by message\n"
+          "size, the protocol switches found in the data; writes a profile for mpisim run --profile, every\n"
+          "fitted key with its source; then re-runs the benchmarks under the profile (virtual time) and prints\n"
+          "the fit quality per size range. Progress on stderr.\n",
+          f);
+    nm_cmdline_print_options(cal_opts, f);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void loadavg(char *out, size_t len)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = -1, b = -1, c = -1;
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3) a = -1;
+        fclose(f);
+    }
+    if (a >= 0) snprintf(out, len, "%.2f %.2f %.2f", a, b, c);
+    else snprintf(out, len, "unknown");
+}
+
+static int cores_here(void)
+{
+    hwloc_topology_t t;
+    int n = 0;
+    if (hwloc_topology_init(&t) == 0) {
+        if (hwloc_topology_load(t) == 0) n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+        hwloc_topology_destroy(t);
+    }
+    return n > 0 ? n : 1;
+}
+
+/* Run argv with stdout into out_path; stderr relayed line by line (prefix; lines starting with
+ * "calibench: " shortened). Returns the exit status, -1 if it could not run. */
+static int run_relay(char *const argv[], const char *out_path, const char *prefix, int quiet)
+{
+    int fds[2];
+    if (pipe(fds) < 0) return -1;
+    int ofd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (ofd < 0) {
+        close(fds[0]), close(fds[1]);
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]), close(ofd);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(ofd, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        close(ofd);
+        execvp(argv[0], argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    close(ofd);
+    FILE *f = fdopen(fds[0], "r");
+    char line[2048];
+    while (f && fgets(line, sizeof line, f)) {
+        /* the check run's own summary line (its errors are shown) */
+        if (quiet && !strncmp(line, "mpisim: ", 8) && strstr(line, "virtual")) continue;
+        const char *l = !strncmp(line, "calibench: ", 11) ? line + 11 : line;
+        fprintf(stderr, "%s%s", prefix, l);
+        fflush(stderr);
+    }
+    if (f) fclose(f);
+    else close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+typedef struct {
+    const char *mpirun;
+    const char **margs;
+    int nmargs;
+    const char *hostfile;
+    char calibench[PATH_MAX];
+    char mpisim[PATH_MAX + 16];
+} launch_t;
+
+/* argv for calibench under mpirun (natively) or under mpisim run with a profile */
+static int bench_argv(const launch_t *L, const char *profile, const char *report, char **av, int max, char **extra,
+                      int nextra)
+{
+    int k = 0;
+    if (profile) {
+        av[k++] = (char *)L->mpisim;
+        av[k++] = "run";
+        av[k++] = "--profile";
+        av[k++] = (char *)profile;
+        av[k++] = "--compute";
+        av[k++] = "none";
+        av[k++] = "--report";
+        av[k++] = (char *)report;
+        if (L->mpirun) av[k++] = "--mpirun", av[k++] = (char *)L->mpirun;
+        for (int i = 0; i < L->nmargs; i++) av[k++] = "--mpirun-arg", av[k++] = (char *)L->margs[i];
+        av[k++] = "-n";
+        av[k++] = "2";
+        av[k++] = "--";
+    } else {
+        av[k++] = (char *)(L->mpirun ? L->mpirun : "mpirun");
+        if (geteuid() == 0) av[k++] = "--allow-run-as-root";
+        av[k++] = "--oversubscribe";
+        av[k++] = "--bind-to";
+        av[k++] = "core";
+        if (L->hostfile) av[k++] = "--hostfile", av[k++] = (char *)L->hostfile, av[k++] = "--map-by", av[k++] = "node";
+        for (int i = 0; i < L->nmargs; i++) av[k++] = (char *)L->margs[i];
+        av[k++] = "-n";
+        av[k++] = "2";
+    }
+    av[k++] = (char *)L->calibench;
+    for (int i = 0; i < nextra && k < max - 1; i++) av[k++] = extra[i];
+    av[k] = NULL;
+    return k;
+}
+
+static int is_checked_test(cal_test t)
+{
+    return t == CAL_PINGPONG || t == CAL_STREAM || t == CAL_BOTHWAY || t == CAL_SENDCALL || t == CAL_RECVCALL;
+}
+
+typedef struct {
+    char test[16], mode[16];
+    int region;
+    int n, out;   /* sizes compared; sizes left out as disturbed */
+    double med, worst, rms;
+} quality_row;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void size_text(double b, char *out, size_t len)
+{
+    if (b >= 1048576 && fmod(b, 1048576) == 0) snprintf(out, len, "%.0f MiB", b / 1048576);
+    else if (b >= 1024 && fmod(b, 1024) == 0) snprintf(out, len, "%.0f KiB", b / 1024);
+    else snprintf(out, len, "%.0f B", b);
+}
+
+/* sizes of every series, comma-separated, into buf */
+static void sizes_list(const cal_data *d, char *buf, size_t len, int pingpong_only)
+{
+    double s[4096];
+    int n = 0;
+    for (int i = 0; i < d->ns; i++) {
+        if (pingpong_only && d->s[i].test != CAL_PINGPONG) continue;
+        if (!is_checked_test(d->s[i].test)) continue;
+        for (int j = 0; j < d->s[i].np && n < 4096; j++) {
+            int dup = 0;
+            for (int k = 0; k < n && !dup; k++) dup = s[k] == d->s[i].p[j].bytes;
+            if (!dup) s[n++] = d->s[i].p[j].bytes;
+        }
+    }
+    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && off + 24 < len; i++) off += (size_t)snprintf(buf + off, len - off, "%s%.0f", i ? "," : "", s[i]);
+}
+
+int mpisim_calibrate_main(int argc, char **argv)
+{
+    const char *out = "host.ini", *csv = NULL, *plot = NULL, *keep = NULL, *base = "default";
+    const char **from = calloc((size_t)argc + 1, sizeof *from), **from_off = calloc((size_t)argc + 1, sizeof *from_off);
+    const char **margs = calloc((size_t)argc + 1, sizeof *margs);
+    int nfrom = 0, nfrom_off = 0, check = 1;
+    long rpn = 0, maxb = 4L << 20;
+    double budget = 90;
+    launch_t L;
+    memset(&L, 0, sizeof L);
+    L.margs = margs;
+    if (!from || !from_off || !margs) {
+        fprintf(stderr, "mpisim calibrate: out of memory\n");
+        return MS_EXIT_USAGE;
+    }
+    nm_cmdline c;
+    nm_cmdline_init(&c, "mpisim calibrate", cal_opts, argc, argv, 0);
+    const char *v;
+    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+        switch (k) {
+        case 'h': usage(stdout); return 0;
+        case 'o': out = v; break;
+        case O_FROM: from[nfrom++] = v; break;
+        case O_FROM_OFF: from_off[nfrom_off++] = v; break;
+        case O_BUDGET:
+            if (nm_cmdline_double(&c, k, v, 5, &budget) != 0) return MS_EXIT_USAGE;
+            break;
+        case O_MAX: {
+            /* a byte count with a binary suffix, as calibench takes it: 64k, 4M */
+            char *e;
+            double x = strtod(v, &e);
+            double mul = *e == 'k' || *e == 'K' ? 1024.0 : *e == 'm' || *e == 'M' ? 1048576.0 : *e == 'g' || *e == 'G' ? 1073741824.0 : 1;
+            if (mul > 1) e++;
+            if (e == v || *e || !(x * mul >= 1024 && x * mul <= 1073741824.0) || x * mul != floor(x * mul))
+                return nm_cmdline_bad(&c, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
+            maxb = (long)(x * mul);
+            break;
+        }
+        case O_HOSTFILE: L.hostfile = v; break;
+        case O_MPIRUN: L.mpirun = v; break;
+        case O_MPIRUN_ARG: margs[L.nmargs++] = v; break;
+        case O_RPN:
+            if (nm_cmdline_long(&c, k, v, 1, 1 << 20, &rpn) != 0) return MS_EXIT_USAGE;
+            break;
+        case O_BASE: base = v; break;
+        case O_NO_CHECK: check = 0; break;
+        case O_CSV: csv = v; break;
+        case O_PLOT: plot = v; break;
+        case O_KEEP: keep = v; break;
+        default: return MS_EXIT_USAGE;
+        }
+    }
+    if (nm_cmdline_operands(&c, 0, 0, "") < 0) return MS_EXIT_USAGE;
+    /* the base profile must load: the written profile includes it */
+    char err[2048];
+    nm_config *bcfg = mpisim_load_config(base, NULL, 0, err, sizeof err);
+    if (!bcfg) {
+        fprintf(stderr, "mpisim calibrate: --base: %s\n", err);
+        return MS_EXIT_USAGE;
+    }
+    nm_config_destroy(bcfg);
+    if (mpisim_find_program("calibench", L.calibench, sizeof L.calibench) != 0) {
+        if (!nfrom || check) {
+            fprintf(stderr, "mpisim calibrate: the benchmark program calibench is not beside the command (build it: "
+                            "cmake --build BUILD --target calibench)%s\n",
+                    nfrom ? "; or pass --no-check" : "");
+            return MS_EXIT_USAGE;
+        }
+    }
+    char self[PATH_MAX];
+    if (mpisim_self_dir(self, sizeof self) == 0) snprintf(L.mpisim, sizeof L.mpisim, "%s/mpisim", self);
+
+    /* file names: OUT.csv, OUT.png, the raw outputs in a directory of their own */
+    char stem[PATH_MAX], csvp[PATH_MAX + 8], pngp[PATH_MAX + 8], dir[PATH_MAX + 32];
+    snprintf(stem, sizeof stem, "%s", out);
+    size_t sl = strlen(stem);
+    if (sl > 4 && !strcmp(stem + sl - 4, ".ini")) stem[sl - 4] = 0;
+    snprintf(csvp, sizeof csvp, "%s", csv ? csv : "");
+    if (!csv) snprintf(csvp, sizeof csvp, "%s.csv", stem);
+    snprintf(pngp, sizeof pngp, "%s", plot ? plot : "");
+    if (!plot) snprintf(pngp, sizeof pngp, "%s.png", stem);
+    if (keep) {
+        snprintf(dir, sizeof dir, "%s", keep);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "mpisim calibrate: --keep %s: %s\n", dir, strerror(errno));
+            return MS_EXIT_OUTPUT;
+        }
+    } else {
+        snprintf(dir, sizeof dir, "%s/mpisim-calibrate-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(dir)) {
+            fprintf(stderr, "mpisim calibrate: cannot make a scratch directory: %s\n", strerror(errno));
+            return MS_EXIT_OUTPUT;
+        }
+    }
+    double t_start = now_s();
+    char load0[64], load1[64], date[32], when[64];
+    loadavg(load0, sizeof load0);
+    time_t tt = time(NULL);
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    int ncores = cores_here();
+    if (!rpn) rpn = ncores;
+
+    {
+        double l1 = atof(load0);
+        if (!nfrom && l1 > ncores)
+            fprintf(stderr, "mpisim calibrate: the machine is busy (load average %.1f on %d cores): samples spoiled by "
+                            "it are left out (the densest third of each size counts) and disturbed sizes measured again; "
+                            "a quiet machine gives a better fit\n",
+                    l1, ncores);
+    }
+    cal_data *d = cal_data_create(), *chk = NULL;
+    int measured = 0, rc = 0;
+    char path[PATH_MAX + 64];
+    for (int i = 0; i < nfrom; i++) {
+        if (cal_read_file(d, from[i], 0, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", err);
+            rc = MS_EXIT_USAGE;
+            goto done;
+        }
+        fprintf(stderr, "mpisim calibrate: read %s\n", from[i]);
+    }
+    for (int i = 0; i < nfrom_off; i++) {
+        if (cal_read_file(d, from_off[i], 1, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", err);
+            rc = MS_EXIT_USAGE;
+            goto done;
+        }
+        fprintf(stderr, "mpisim calibrate: read %s (between nodes: reported, not fitted)\n", from_off[i]);
+    }
+    double meas_budget = check ? 0.55 * budget : 0.85 * budget, refine_budget = 0.12 * budget;
+    if (!nfrom) {
+        measured = 1;
+        char bud[32], mx[32];
+        snprintf(bud, sizeof bud, "%.1f", meas_budget);
+        snprintf(mx, sizeof mx, "%ld", maxb);
+        char *extra[] = {"--budget", bud, "--max", mx, "--progress"};
+        char *av[64];
+        /* on one node first (the fit); with a hostfile then between its hosts too */
+        const char *hostfile = L.hostfile;
+        L.hostfile = NULL;
+        if (hostfile) snprintf(bud, sizeof bud, "%.1f", 0.7 * meas_budget);
+        bench_argv(&L, NULL, NULL, av, 64, extra, 5);
+        snprintf(path, sizeof path, "%s/calibench.txt", dir);
+        fprintf(stderr, "mpisim calibrate: measuring with calibench on 2 ranks on this machine (%s s at most; load %s)\n",
+                bud, load0);
+        int st = run_relay(av, path, "  ", 0);
+        if (st == 0 && hostfile) {
+            char bud2[32], path2[PATH_MAX + 64];
+            snprintf(bud2, sizeof bud2, "%.1f", 0.3 * meas_budget);
+            char *extra2[] = {"--budget", bud2, "--max", mx, "--tests", "pingpong,stream,bothway", "--modes", "send,isend",
+                              "--progress"};
+            L.hostfile = hostfile;
+            bench_argv(&L, NULL, NULL, av, 64, extra2, 9);
+            L.hostfile = NULL;
+            snprintf(path2, sizeof path2, "%s/calibench-hosts.txt", dir);
+            fprintf(stderr, "mpisim calibrate: measuring between the hosts of %s (%s s at most)\n", hostfile, bud2);
+            if (run_relay(av, path2, "  ", 0) != 0 || cal_read_file(d, path2, -1, err, sizeof err) < 0)
+                fprintf(stderr, "mpisim calibrate: warning: the run between hosts failed (%s): on one node only\n", path2);
+            else if (d->same_host)
+                fprintf(stderr, "mpisim calibrate: warning: %s put both ranks on one host: nothing between nodes\n", hostfile);
+            else
+                fprintf(stderr, "mpisim calibrate: warning: between nodes measured (in the CSV), not fitted: off-node "
+                                "messages keep the network of '%s'\n", base);
+        }
+        if (st != 0) {
+            fprintf(stderr, "mpisim calibrate: calibench failed (exit %d); its output is in %s\n", st, path);
+            rc = 1;
+            keep = dir;
+            goto done;
+        }
+        if (cal_read_file(d, path, -1, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", err);
+            rc = 1;
+            goto done;
+        }
+        snprintf(d->inputs, sizeof d->inputs, "calibench (apps/calibench.c) on this machine%s", hostfile ? " and between the hosts of the hostfile" : ", one node");
+    }
+    cal_data_estimate(d);
+    cal_fit f;
+    if (cal_fit_run(d, date, &f, err, sizeof err) != 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", err);
+        rc = MS_EXIT_USAGE;
+        goto done;
+    }
+    if (measured) {
+        long sizes[256];
+        int nr = cal_refine_sizes(d, &f, sizes, 256);
+        if (nr > 0) {
+            char list[4096] = "", bud[32];
+            size_t off = 0;
+            for (int i = 0; i < nr && off + 24 < sizeof list; i++) off += (size_t)snprintf(list + off, sizeof list - off, "%s%ld", i ? "," : "", sizes[i]);
+            snprintf(bud, sizeof bud, "%.1f", refine_budget);
+            char *extra[] = {"--tests", "pingpong,sendcall,recvcall", "--modes", "send", "--sizes", list, "--budget", bud};
+            char *av[64];
+            bench_argv(&L, NULL, NULL, av, 64, extra, 8);
+            snprintf(path, sizeof path, "%s/calibench-refine.txt", dir);
+            fprintf(stderr, "mpisim calibrate: %d sizes again: inside the breakpoints' brackets and where the first pass "
+                            "was disturbed\n", nr);
+            if (run_relay(av, path, "  ", 0) == 0 && cal_read_file(d, path, -1, err, sizeof err) > 0) {
+                cal_data_estimate(d);
+                if (cal_fit_run(d, date, &f, err, sizeof err) != 0) {
+                    fprintf(stderr, "mpisim calibrate: %s\n", err);
+                    rc = MS_EXIT_USAGE;
+                    goto done;
+                }
+            } else {
+                fprintf(stderr, "mpisim calibrate: warning: the second pass failed (%s): the first pass's fit stands\n", path);
+            }
+        }
+    }
+    /* the profile; written again with the fit quality once checked */
+    static char header[1 << 17];   /* the fit-quality table goes in too */
+    char machine[256] = "";
+    {
+        hwloc_topology_t t;
+        if (hwloc_topology_init(&t) == 0) {
+            if (hwloc_topology_load(t) == 0) {
+                hwloc_obj_t root = hwloc_get_root_obj(t);
+                const char *model = hwloc_obj_get_info_by_name(root, "CPUModel");
+                if (!model) {
+                    hwloc_obj_t pkg = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
+                    model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+                }
+                snprintf(machine, sizeof machine, "%d cores%s%s", ncores, model ? ", " : "", model ? model : "");
+            }
+            hwloc_topology_destroy(t);
+        }
+    }
+    size_t ho = 0;
+    ho += (size_t)snprintf(header + ho, sizeof header - ho,
+                           "%s: written by mpisim calibrate on %s from %s.\n"
+                           "Measured on: %s; load average at the start %s.\n"
+                           "Every fitted key says its source (KEY.source); what was not measured comes from '%s'.\n",
+                           out, when, d->inputs[0] ? d->inputs : "(nothing)", measured ? machine : "(files)", load0, base);
+    if (f.eager_threshold > 0)
+        ho += (size_t)snprintf(header + ho, sizeof header - ho, "Protocol switch (eager -> rendezvous) at %.0f B (located to %.0f B).\n",
+                               f.eager_threshold, f.threshold_resolution);
+    for (int i = 0; i < f.nwarn; i++) ho += (size_t)snprintf(header + ho, sizeof header - ho, "warning: %s\n", f.warn[i]);
+    char tmp[PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+#define WRITE_PROFILE(HDR)                                                                                      \
+    do {                                                                                                        \
+        unlink(tmp);                                                                                            \
+        FILE *pf = fopen(tmp, "wx");                                                                            \
+        if (!pf || cal_write_profile(&f, pf, (HDR), base, (int)rpn, measured && !L.hostfile) != 0 ||            \
+            fclose(pf) != 0 || rename(tmp, out) != 0) {                                                         \
+            fprintf(stderr, "mpisim calibrate: cannot write %s: %s\n", out, strerror(errno));                   \
+            rc = MS_EXIT_OUTPUT;                                                                                \
+            goto done;                                                                                          \
+        }                                                                                                       \
+    } while (0)
+    WRITE_PROFILE(header);
+    for (int i = 0; i < f.nwarn; i++) fprintf(stderr, "mpisim calibrate: warning: %s\n", f.warn[i]);
+    fprintf(stderr, "mpisim calibrate: %d size ranges:", f.nseg);
+    for (int j = 0; j < f.nseg; j++) {
+        char a[32];
+        size_text(f.from[j], a, sizeof a);
+        fprintf(stderr, " %s%s%s", a, f.rndv[j] ? " (rendezvous)" : "", f.ack[j] ? " (send waits for the receiver)" : "");
+    }
+    fprintf(stderr, "; L %.0f ns\n", f.shm_latency * 1e-3);
+
+    /* the check: the same benchmarks under the profile, in virtual time */
+    quality_row rows[512];
+    int nrows = 0, failed_regions = 0;
+    if (check) {
+        double left = budget - (now_s() - t_start);
+        if (left < 0.15 * budget) left = 0.15 * budget;
+        char bud[32], list[8192];
+        snprintf(bud, sizeof bud, "%.1f", left);
+        sizes_list(d, list, sizeof list, 0);
+        /* the series' windows: calibench's own (the default), or the suites' */
+        long windows[4] = {0};
+        int nw = 0;
+        for (int i = 0; i < d->ns; i++) {
+            if (d->s[i].test != CAL_STREAM && d->s[i].test != CAL_BOTHWAY) continue;
+            long w = measured ? 0 : d->s[i].window;
+            int dup = 0;
+            for (int k = 0; k < nw; k++) dup |= windows[k] == w;
+            if (!dup && nw < 4) windows[nw++] = w;
+        }
+        if (nw == 0) windows[nw++] = 0;
+        chk = cal_data_create();
+        char report[PATH_MAX + 64];
+        snprintf(report, sizeof report, "%s/check-report.json", dir);
+        /* The runs of the check. Measured here: the first pass's sizes with calibench's own choice
+         * per test (the same sizes as measured: less work than every size everywhere), then the
+         * second pass's sizes for its three tests. From files: every size of the files, per window. */
+        typedef struct { char tests[128], modes[128], sizes[8192]; long window; int all; } check_job;
+        static check_job jobs[6];
+        int nj = 0;
+        if (measured) {
+            check_job *j = &jobs[nj++];
+            memset(j, 0, sizeof *j);
+            size_t to = 0, mo = 0, so = 0;
+            for (int i = 0; i < d->ns; i++) {
+                const cal_series *sr = &d->s[i];
+                if (!is_checked_test(sr->test) || sr->off_node) continue;
+                if (!strstr(j->tests, cal_test_name(sr->test)))
+                    to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
+                char m[24], wrapped[140];
+                snprintf(m, sizeof m, ",%s,", sr->mode);
+                snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+                if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+            }
+            so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
+            for (long b = 1; b <= maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
+            /* the second pass's sizes */
+            const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
+            check_job *k = &jobs[nj];
+            memset(k, 0, sizeof *k);
+            snprintf(k->tests, sizeof k->tests, "pingpong,sendcall,recvcall");
+            snprintf(k->modes, sizeof k->modes, "send");
+            k->all = 1;
+            size_t ko = 0;
+            for (int i = 0; P && i < P->np && ko + 24 < sizeof k->sizes; i++) {
+                double b = P->p[i].bytes;
+                int pow2 = b == 0 || (b == floor(b) && ((long)b & ((long)b - 1)) == 0);
+                if (!pow2) ko += (size_t)snprintf(k->sizes + ko, sizeof k->sizes - ko, "%s%.0f", ko ? "," : "", b);
+            }
+            if (ko) nj++;
+        } else {
+            for (int w = 0; w < nw && nj < 6; w++) {
+                check_job *j = &jobs[nj];
+                memset(j, 0, sizeof *j);
+                j->window = windows[w];
+                j->all = 1;
+                snprintf(j->sizes, sizeof j->sizes, "%s", list);
+                size_t to = 0, mo = 0;
+                for (int i = 0; i < d->ns; i++) {
+                    const cal_series *sr = &d->s[i];
+                    if (!is_checked_test(sr->test) || sr->off_node) continue;
+                    if ((sr->test == CAL_STREAM || sr->test == CAL_BOTHWAY) && sr->window != windows[w]) continue;
+                    if (!strstr(j->tests, cal_test_name(sr->test)))
+                        to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
+                    char m[24], wrapped[140];
+                    snprintf(m, sizeof m, ",%s,", sr->mode);
+                    snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+                    if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+                }
+                if (to) nj++;
+            }
+        }
+        for (int w = 0; w < nj; w++) {
+            check_job *j = &jobs[w];
+            char wtxt[16];
+            snprintf(wtxt, sizeof wtxt, "%ld", j->window);
+            char *extra[20];
+            int ne = 0;
+            extra[ne++] = "--tests", extra[ne++] = j->tests, extra[ne++] = "--modes", extra[ne++] = j->modes;
+            extra[ne++] = "--sizes", extra[ne++] = j->sizes, extra[ne++] = "--samples", extra[ne++] = "1";
+            if (j->all) extra[ne++] = "--all-sizes";
+            /* the program's clocks are virtual under mpisim, and so its budget: a bounded amount of
+             * work instead (the model's times do not vary from one operation to the next) */
+            extra[ne++] = "--quick";
+            extra[ne++] = "--budget", extra[ne++] = bud;
+            if (j->window) extra[ne++] = "--window", extra[ne++] = wtxt;
+            char *av[96];
+            bench_argv(&L, out, report, av, 96, extra, ne);
+            snprintf(path, sizeof path, "%s/check-%d.txt", dir, w);
+            fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
+                    w + 1, nj, out);
+            int st = run_relay(av, path, "  ", 1);
+            if (st != 0 || cal_read_file(chk, path, 0, err, sizeof err) < 0) {
+                fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? path : err);
+                rc = 1;
+                keep = dir;
+                goto done;
+            }
+        }
+        cal_data_estimate(chk);
+        /* per series and size range: median, worst and rms of the relative error */
+        for (int i = 0; i < d->ns; i++) {
+            const cal_series *s = &d->s[i];
+            if (!is_checked_test(s->test) || s->off_node) continue;
+            const cal_series *cs = cal_find(chk, s->test, s->mode, 0);
+            if (!cs) continue;
+            double e[CAL_MAX_SEG][256];
+            int ne[CAL_MAX_SEG] = {0};
+            for (int j = 0; j < s->np; j++) {
+                double m = s->p[j].est, p = -1;
+                for (int k = 0; k < cs->np; k++)
+                    if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
+                if (p < 0 || m <= 0) continue;
+                int r = cal_fit_segment_of(&f, s->p[j].bytes);
+                if (ne[r] < 256) e[r][ne[r]++] = p / m - 1;
+            }
+            for (int r = 0; r < f.nseg && nrows < 512; r++) {
+                if (!ne[r]) continue;
+                quality_row *q = &rows[nrows++];
+                snprintf(q->test, sizeof q->test, "%s", cal_test_name(s->test));
+                snprintf(q->mode, sizeof q->mode, "%s", s->mode);
+                q->region = r;
+                double a[256], ss = 0;
+                for (int k = 0; k < ne[r]; k++) a[k] = fabs(e[r][k]);
+                qsort(a, (size_t)ne[r], sizeof a[0], cmp_d);
+                double med = ne[r] % 2 ? a[ne[r] / 2] : 0.5 * (a[ne[r] / 2 - 1] + a[ne[r] / 2]);
+                /* a measurement far slower than the model where the rest of its range agrees was
+                 * disturbed (load only adds time): left out of the figures, counted */
+                double cut = fmax(0.2, 3 * med);
+                int n = 0, out = 0;
+                for (int k = 0; k < ne[r]; k++) {
+                    if (e[r][k] < -cut) {
+                        out++;
+                        continue;
+                    }
+                    a[n++] = fabs(e[r][k]);
+                    ss += e[r][k] * e[r][k];
+                }
+                if (!n) {   /* all of them: nothing agrees, they all count */
+                    n = 0, ss = 0, out = 0;
+                    for (int k = 0; k < ne[r]; k++) a[n++] = fabs(e[r][k]), ss += e[r][k] * e[r][k];
+                }
+                qsort(a, (size_t)n, sizeof a[0], cmp_d);
+                q->n = n;
+                q->out = out;
+                q->med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+                q->worst = a[n - 1];
+                q->rms = sqrt(ss / n);
+                failed_regions += q->rms > 0.05;
+            }
+        }
+    }
+    loadavg(load1, sizeof load1);
+    /* the table, on the terminal and in the profile's header */
+    if (check) {
+        static char tab[1 << 16];
+        size_t to = 0;
+        to += (size_t)snprintf(tab + to, sizeof tab - to,
+                               "Fit quality: the benchmarks re-run under this profile (virtual time, --compute none) "
+                               "against the measured times, per size range (out: sizes measured far slower than the rest "
+                               "of their range agrees, disturbed, left out):\n"
+                               "%-9s %-6s %-22s %4s %4s %8s %8s %8s\n",
+                               "test", "mode", "sizes", "n", "out", "median", "worst", "rms");
+        for (int i = 0; i < nrows && to + 200 < sizeof tab; i++) {
+            quality_row *q = &rows[i];
+            char a[32], b[32], range[96];
+            size_text(f.from[q->region], a, sizeof a);
+            if (q->region + 1 < f.nseg) size_text(f.from[q->region + 1], b, sizeof b);
+            snprintf(range, sizeof range, "%s%s%s", a, q->region + 1 < f.nseg ? "..<" : " and up", q->region + 1 < f.nseg ? b : "");
+            to += (size_t)snprintf(tab + to, sizeof tab - to, "%-9s %-6s %-22s %4d %4d %7.1f%% %7.1f%% %7.1f%%%s\n", q->test,
+                                   q->mode, range, q->n, q->out, 100 * q->med, 100 * q->worst, 100 * q->rms,
+                                   q->rms > 0.05 ? "  over 5 %" : "");
+        }
+        to += (size_t)snprintf(tab + to, sizeof tab - to, "%d of %d size ranges within 5 %% rms. Load average at the end %s; %.0f s in all.\n",
+                               nrows - failed_regions, nrows, load1, now_s() - t_start);
+        fputs(tab, stderr);
+        if (ho + to + 1 < sizeof header) {
+            memcpy(header + ho, tab, to + 1);
+            ho += to;
+        }
+        WRITE_PROFILE(header);
+    }
+    /* the CSV (and plot): measured and re-run per size */
+    {
+        FILE *cf = fopen(csvp, "w");
+        if (!cf) {
+            fprintf(stderr, "mpisim calibrate: cannot write %s: %s\n", csvp, strerror(errno));
+            rc = MS_EXIT_OUTPUT;
+            goto done;
+        }
+        fprintf(cf, "test,mode,window,off_node,bytes,measured_s,spread,samples,rejected,rerun_s,region,rendezvous\n");
+        for (int i = 0; i < d->ns; i++) {
+            const cal_series *s = &d->s[i];
+            const cal_series *cs = chk ? cal_find(chk, s->test, s->mode, 0) : NULL;
+            for (int j = 0; j < s->np; j++) {
+                double p = -1;
+                for (int k = 0; cs && k < cs->np; k++)
+                    if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
+                int r = cal_fit_segment_of(&f, s->p[j].bytes);
+                fprintf(cf, "%s,%s,%ld,%d,%.0f,%.6e,%.4f,%d,%d,", cal_test_name(s->test), s->mode, s->window, s->off_node,
+                        s->p[j].bytes, s->p[j].est, s->p[j].spread, s->p[j].nv, s->p[j].rejected);
+                if (p >= 0) fprintf(cf, "%.6e", p);
+                fprintf(cf, ",%d,%d\n", r, f.rndv[r]);
+            }
+        }
+        if (fclose(cf) != 0) rc = MS_EXIT_OUTPUT;
+        char script[PATH_MAX], py[PATH_MAX + 40], msg[64];
+        (void)msg;
+        if (mpisim_find_data("results", script, sizeof script) == 0 && access("/usr/bin/python3", X_OK) == 0) {
+            snprintf(py, sizeof py, "%s/plot_calibration.py", script);
+            char *pav[] = {"/usr/bin/python3", py, csvp, pngp, NULL};
+            char sink[PATH_MAX + 64];
+            snprintf(sink, sizeof sink, "%s/plot.txt", dir);
+            if (access(py, R_OK) == 0 && run_relay(pav, sink, "  plot: ", 0) == 0)
+                fprintf(stderr, "mpisim calibrate: wrote %s, %s and %s\n", out, csvp, pngp);
+            else
+                fprintf(stderr, "mpisim calibrate: wrote %s and %s (no plot: results/plot_calibration.py %s %s draws it)\n",
+                        out, csvp, csvp, pngp);
+        } else {
+            fprintf(stderr, "mpisim calibrate: wrote %s and %s\n", out, csvp);
+        }
+    }
+    if (check && failed_regions)
+        fprintf(stderr, "mpisim calibrate: warning: %d size ranges are off by more than 5 %% rms (see the table)\n",
+                failed_regions);
+done:
+    if (chk) cal_data_destroy(chk);
+    cal_data_destroy(d);
+    if (!keep) {
+        /* the scratch directory: only the files this command wrote */
+        const char *names[] = {"calibench.txt", "calibench-refine.txt", "calibench-hosts.txt", "check-0.txt", "check-1.txt",
+                               "check-2.txt", "check-3.txt", "check-4.txt", "check-5.txt", "check-report.json", "plot.txt"};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            unlink(path);
+        }
+        rmdir(dir);
+    } else if (rc) {
+        fprintf(stderr, "mpisim calibrate: the raw outputs are in %s\n", dir);
+    }
+    free(from);
+    free(from_off);
+    free(margs);
+    return rc;
+}

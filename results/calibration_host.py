@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""Calibrate this machine with `mpisim calibrate`, then predict held-out programs with the profile.
+
+1. Two calibrations in a row, the second with a CPU-bound job beside it (one busy loop per
+   core): their parameters are compared (the model's ping-pong at reference sizes, the protocol
+   switch, the latency, the poll and reduction costs).
+2. Held-out programs (none of them is used by the calibration: it runs calibench only), each run
+   natively (mpirun, two ranks, one per core; the time the program itself prints, wall clock) and
+   under `mpisim run --profile <the first calibration> --cpu-factor 1` (the same print, virtual
+   time: computation charged as the CPU time it took here, communication as the profile says),
+   several times each, the median counting. The load average is recorded around every run.
+
+Outputs go to --out (default build/calibration_host): host.ini, host2.ini, their CSV and plots,
+runs.csv, and the table calibration_host.md (copy it over results/calibration_host.md with --update).
+
+    /usr/bin/python3 results/calibration_host.py [--build build] [--out DIR] [--runs 5] [--update]
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# (name, pattern, program and arguments, how to read its time)
+HELD_OUT = [
+    ("stencil 2D 256x256, 100 iterations", "halo exchange + compute",
+     ["stencil", "--grid", "256", "--iters", "100", "--no-times"], "stencil"),
+    ("stencil 2D 1024x1024, 20 iterations", "halo exchange + compute (8 KiB halos)",
+     ["stencil", "--grid", "1024", "--iters", "20", "--no-times"], "stencil"),
+    ("allreduce 64 B", "collectives-heavy (latency)",
+     ["collectives", "--ops", "allreduce", "--sizes", "64", "--iters", "2000"], "coll"),
+    ("allreduce 256 KiB", "collectives-heavy (reduction, bandwidth)",
+     ["collectives", "--ops", "allreduce", "--sizes", "262144", "--iters", "50"], "coll"),
+    ("bcast 64 KiB", "collectives-heavy",
+     ["collectives", "--ops", "bcast", "--sizes", "65536", "--iters", "200"], "coll"),
+    ("alltoall 1 KiB", "all-to-all",
+     ["collectives", "--ops", "alltoall", "--sizes", "1024", "--iters", "1000"], "coll"),
+    ("alltoall 512 KiB", "all-to-all",
+     ["collectives", "--ops", "alltoall", "--sizes", "524288", "--iters", "20"], "coll"),
+    ("matmul N=160", "matmul (compute, scatter, bcast)", ["matmul", "160", "--repeat", "3"], "matmul"),
+    ("matmul N=320", "matmul (compute, scatter, bcast)", ["matmul", "320", "--repeat", "2"], "matmul"),
+    ("token ring 1 B, 2000 rounds", "latency-bound token ring",
+     ["tokenring", "--sizes", "1", "--rounds", "2000"], "ring"),
+    ("token ring 32 KiB, 300 rounds", "token ring (rendezvous)",
+     ["tokenring", "--sizes", "32768", "--rounds", "300"], "ring"),
+]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def wait_for_load(limit, max_wait):
+    """Wait (at most max_wait seconds) for the 1-minute load average to fall below limit: the
+    native times of a machine shared with others are only the machine's when it is quiet."""
+    t0 = time.time()
+    while loadavg() > limit and time.time() - t0 < max_wait:
+        time.sleep(5)
+    return loadavg()
+
+
+def parse_time(kind, out):
+    """The time the program itself prints, in seconds."""
+    if kind == "matmul":
+        m = re.search(r"time_min_s=([0-9.eE+-]+)", out) or re.search(r"time_s=([0-9.eE+-]+)", out)
+        return float(m.group(1))
+    if kind == "stencil":
+        return float(re.search(r"# time_s=([0-9.eE+-]+)", out).group(1))
+    rows = [l for l in out.splitlines() if l and not l.startswith("#")]
+    header = rows[0].split(",")
+    vals = rows[1].split(",")
+    if kind == "coll":
+        t = float(vals[header.index("time_s")])
+        iters = float(vals[header.index("iters")])
+        return t * iters   # the whole loop: per-call times are tiny
+    if kind == "ring":
+        return float(vals[header.index("total_s")])
+    raise ValueError(kind)
+
+
+def mpirun_base():
+    base = ["mpirun", "--oversubscribe", "--bind-to", "core", "-n", "2"]
+    if os.geteuid() == 0:
+        base.insert(1, "--allow-run-as-root")
+    return base
+
+
+def run(cmd, timeout=600):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return p.stdout, p.stderr
+
+
+def busy_jobs(n):
+    """One CPU-bound process per core (a busy loop), as the study's 'job beside it'."""
+    code = "while True: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+
+
+def calibrate(bindir, out_ini, log):
+    t0 = time.time()
+    l0 = loadavg()
+    _, err = run([os.path.join(bindir, "mpisim"), "calibrate", "--out", out_ini], timeout=900)
+    with open(log, "w") as f:
+        f.write(err)
+    return time.time() - t0, l0, loadavg(), err
+
+
+def profile_figures(ini, csv_path):
+    """What two calibrations are compared by: the model's ping-pong (the check's re-run, virtual
+    time) at reference sizes, and the scalar keys."""
+    import csv
+    fig = {}
+    for r in csv.DictReader(open(csv_path)):
+        if r["test"] == "pingpong" and r["mode"] == "send" and r["rerun_s"]:
+            fig["pingpong %s B" % r["bytes"]] = float(r["rerun_s"])
+    keys = {}
+    for line in open(ini):
+        m = re.match(r"^(\w+) = ([0-9.eE+-]+)", line)
+        if m:
+            keys[m.group(1)] = float(m.group(2))
+    for k in ("eager_threshold", "shm_latency", "poll_cost", "reduce_cost_per_byte", "bsend_overhead_per_byte"):
+        if k in keys:
+            fig[k] = keys[k]
+    return fig
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--update", action="store_true", help="write results/calibration_host.md too")
+    ap.add_argument("--skip-calibration", action="store_true", help="reuse OUT/host.ini and OUT/host2.ini")
+    ap.add_argument("--wait-load", type=float, default=3.0,
+                    help="before each calibration and program, wait for the load average to fall below this")
+    ap.add_argument("--wait-max", type=float, default=300, help="at most this many seconds each time")
+    a = ap.parse_args()
+    bindir = os.path.join(a.build, "bin")
+    out = a.out or os.path.join(a.build, "calibration_host")
+    os.makedirs(out, exist_ok=True)
+    ini1, ini2 = os.path.join(out, "host.ini"), os.path.join(out, "host2.ini")
+    cal = []
+    if not a.skip_calibration:
+        wait_for_load(a.wait_load, a.wait_max)
+        print("calibration 1 (alone) ...", flush=True)
+        cal.append(calibrate(bindir, ini1, os.path.join(out, "calibrate1.log")))
+        print("calibration 2 (a CPU-bound job on every core beside it) ...", flush=True)
+        jobs = busy_jobs(os.cpu_count() or 2)
+        try:
+            cal.append(calibrate(bindir, ini2, os.path.join(out, "calibrate2.log")))
+        finally:
+            for j in jobs:
+                j.kill()
+                j.wait()
+    f1 = profile_figures(ini1, os.path.join(out, "host.csv"))
+    f2 = profile_figures(ini2, os.path.join(out, "host2.csv"))
+    rep = []
+    for k in f1:
+        if k in f2 and f1[k] > 0:
+            rep.append((k, f1[k], f2[k], f2[k] / f1[k] - 1))
+
+    # held-out programs, native and under the profile, interleaved run by run
+    rows = []
+    for name, pattern, argv, kind in HELD_OUT:
+        prog = [os.path.join(bindir, argv[0])] + argv[1:]
+        nat, sim, loads = [], [], []
+        wait_for_load(a.wait_load, a.wait_max)
+        for i in range(a.runs):
+            loads.append(wait_for_load(a.wait_load, a.wait_max))   # each native run on as quiet a machine as comes
+            o, _ = run(mpirun_base() + prog)
+            nat.append(parse_time(kind, o))
+            o, _ = run([os.path.join(bindir, "mpisim"), "run", "--profile", ini1, "--cpu-factor", "1",
+                        "--cpu-factor-source", "the calibrated machine itself", "--bind", "core",
+                        "--report", os.path.join(out, "report.json"), "-n", "2", "--"] + prog)
+            sim.append(parse_time(kind, o))
+        loads.append(loadavg())
+        mn, ms = statistics.median(nat), statistics.median(sim)
+        rows.append((name, pattern, mn, min(nat), ms, ms / mn - 1, ms / min(nat) - 1, min(loads), max(loads)))
+        print("%-32s native %.4g s (min %.4g), predicted %.4g s: %+.1f %% (%+.1f %% of the fastest)  (load %.1f-%.1f)" %
+              (name, mn, min(nat), ms, 100 * (ms / mn - 1), 100 * (ms / min(nat) - 1), min(loads), max(loads)), flush=True)
+    with open(os.path.join(out, "runs.csv"), "w") as f:
+        f.write("program,pattern,native_median_s,native_min_s,predicted_median_s,error_vs_median,error_vs_fastest,load_min,load_max\n")
+        for r in rows:
+            f.write("%s,%s,%.6e,%.6e,%.6e,%.4f,%.4f,%.2f,%.2f\n" % r)
+
+    errs = [abs(r[5]) for r in rows]
+    errs_min = [abs(r[6]) for r in rows]
+    md = os.path.join(out, "calibration_host.md")
+    with open(md, "w") as f:
+        f.write("# Calibrating this machine and predicting held-out programs\n\n")
+        f.write("Generated by `results/calibration_host.py` (%s). Open MPI over shared memory, two ranks, "
+                "one per core; the profile is the first calibration's (`mpisim calibrate`, calibench only: "
+                "none of the programs below is used by it). Native: the time each program prints, wall "
+                "clock, median of %d runs; predicted: the same print under `mpisim run --profile host.ini "
+                "--cpu-factor 1` (virtual time: the computation charged as the CPU time it took here, the "
+                "communication as the profile says), median of %d runs, interleaved with the native ones.\n\n"
+                % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), a.runs, a.runs))
+        if cal:
+            f.write("## Calibration\n\n| run | beside it | wall time | load average before | after |\n|---|---|---|---|---|\n")
+            for i, c in enumerate(cal):
+                f.write("| %d | %s | %.0f s | %.1f | %.1f |\n" % (i + 1, "a CPU-bound job per core" if i else "nothing of ours",
+                                                              c[0], c[1], c[2]))
+            tab = [l for l in cal[0][3].splitlines() if re.match(r"^(test|pingpong|stream|bothway|sendcall|recvcall|\d+ of)", l)]
+            f.write("\nFit quality of calibration 1 (the benchmarks re-run under its profile, virtual time, "
+                    "against what was measured; rms of the relative error per size range):\n\n```\n%s\n```\n\n" % "\n".join(tab))
+        f.write("## Two calibrations in a row (the second beside a CPU-bound job)\n\n"
+                "| figure | calibration 1 | calibration 2 | difference |\n|---|---|---|---|\n")
+        for k, v1, v2, d in rep:
+            f.write("| %s | %.4g | %.4g | %+.1f %% |\n" % (k, v1, v2, 100 * d))
+        within = sum(1 for r in rep if abs(r[3]) <= 0.10)
+        f.write("\n%d of %d figures within 10 %%; the largest difference %.1f %%.\n\n" %
+                (within, len(rep), 100 * max((abs(r[3]) for r in rep), default=0)))
+        f.write("## Held-out programs\n\n| program | pattern | native (median) | native (fastest) | predicted (median) | "
+                "error vs median | vs fastest | load average |\n|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write("| %s | %s | %.4g s | %.4g s | %.4g s | %+.1f %% | %+.1f %% | %.1f-%.1f |\n" %
+                    (r[0], r[1], r[2], r[3], r[4], 100 * r[5], 100 * r[6], r[7], r[8]))
+        f.write("\nAgainst the native medians: median absolute error %.1f %%, largest %.1f %%; against the fastest "
+                "native runs: %.1f %% and %.1f %% (target: 20 %% and 40 %%).\n" %
+                (100 * statistics.median(errs), 100 * max(errs), 100 * statistics.median(errs_min), 100 * max(errs_min)))
+    print(open(md).read())
+    if a.update:
+        shutil.copy(md, os.path.join(HERE, "calibration_host.md"))
+
+
+if __name__ == "__main__":
+    main()
