@@ -183,7 +183,7 @@ typedef struct nm_routing_info {
     int updown_root;           /* root switch, -1 for shortest */
     int deadlock_free;         /* the checker's verdict */
     const char *check_message;
-    /* over host pairs on different switches (inter_switch_pairs of them; all of them up to 2^24
+    /* over host pairs on different switches (inter_switch_pairs of them; all of them up to 2^22
      * host pairs, else 2^20 pairs drawn by a fixed sequence: the same figures every time; with
      * none, every route stays within its switch, which is minimal: minimal_share 1, the means 0): */
     long inter_switch_pairs;
