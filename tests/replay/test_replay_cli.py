@@ -279,6 +279,9 @@ def test_online_equals_offline():
     # polling loops: in a capture-only trace a request may be tested again after the replay's
     # model already reported it complete (the real run finished it later)
     capture_replays(3, build("fcoverage_f08.f90", "mpifort"), "test loops")
+    # blocking waits of a capture wait in the real MPI's Waitany/Waitsome/Waitall: the statuses the
+    # program checks (exit 1 on a mismatch) and a trace that replays
+    capture_replays(5, build("waitmodes.c"), "waitany and waitsome")
     cap = os.path.join(WORK, "wc-capture.h5")
     run([MPISIM, "trace", "-o", cap, "-n", "3", "--", exe])
     rec, virt = os.path.join(WORK, "rec.json"), os.path.join(WORK, "virt.json")
