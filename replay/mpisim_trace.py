@@ -30,7 +30,7 @@ UNKNOWN_TIME = -2 ** 63
 M64 = 2 ** 64 - 1
 # record kinds (ms_trace_kind) and the side array a kind's list_off runs through
 SLOT = {2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 6, 8: 7, 9: 8, 10: 9, 11: 10, 12: 11, 13: 12, 14: 13, 32: 14, 33: 15,
-        34: 16, 65: 17}
+        34: 16, 65: 17, 17: 18, 18: 19}
 CLASS = {3: 1, 5: 1, 17: 2, 8: 3, 9: 3, 11: 3}
 
 

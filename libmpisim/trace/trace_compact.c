@@ -34,12 +34,13 @@ static const unsigned char field_wide[F_COUNT] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 
 
 /* A slot of predictions per kind (kinds beyond the known ones share the last); the class says which
  * side array a kind's list_off runs through: 1 lists, 2 results, 3 text. */
-#define SLOTS 18
+#define SLOTS 20
 static const unsigned char slot_tab[128] = {
     [MS_TRACE_ISEND] = 1, [MS_TRACE_IRECV] = 2, [MS_TRACE_ICOLL] = 3, [MS_TRACE_COMM_ADD] = 4, [MS_TRACE_WAIT] = 5,
     [MS_TRACE_PROBE] = 6, [MS_TRACE_FINALIZE] = 7, [MS_TRACE_UNMODELLED] = 8, [MS_TRACE_CALLSITE] = 9,
     [MS_TRACE_CLOCK] = 10, [MS_TRACE_SITE] = 11, [MS_TRACE_CANCEL] = 12, [MS_TRACE_FREE] = 13, [MS_TRACE_CALL] = 14,
-    [MS_TRACE_EXIT] = 15, [MS_TRACE_PCONTROL] = 16, [MS_TRACE_RESUME] = 17};
+    [MS_TRACE_EXIT] = 15, [MS_TRACE_PCONTROL] = 16, [MS_TRACE_RESUME] = 17, [MS_TRACE_RMA] = 18,
+    [MS_TRACE_PROC_EXIT] = 19};
 static inline int slot_of(int32_t kind) { return kind >= 0 && kind < 128 ? slot_tab[kind] : 0; }   /* 0: others */
 static const unsigned char class_of_slot[SLOTS] = {[3] = 1, [5] = 1, [17] = 2, [8] = 3, [9] = 3, [11] = 3};
 

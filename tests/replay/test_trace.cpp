@@ -525,7 +525,7 @@ TEST(Hdf5, DamagedStringHeapIsAnErrorInProcess)
 TEST(Compact, RandomRecordsComeBackExactly)
 {
     std::mt19937_64 rng(11);
-    const int32_t kinds[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 32, 33, 34, 65, 66, 0, 200, 255, -3, 1000000};
+    const int32_t kinds[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 17, 18, 32, 33, 34, 65, 66, 0, 200, 255, -3, 1000000};
     for (int round = 0; round < 200; round++) {
         size_t n = rng() % 300;
         std::vector<ms_trace_event> ev(n);
