@@ -10,7 +10,7 @@
  * switches, wall seconds of the load (what a replay or run waits for) and of the routing statistics
  * after it (what mpisim-net adds), CPU seconds of both, the child's peak RSS, the routing and the checker's
  * verdict. Only public netmodel calls that predate issue 28, so the same source builds against an
- * older libnetmodel for ratios against the previous build (bench_routes.py). */
+ * older libnetmodel for ratios against the previous build (bench_ratios.py). */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
