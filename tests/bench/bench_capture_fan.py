@@ -12,8 +12,8 @@ native run (and BUILD_DIR against OTHER_BUILD_DIR). SimGrid is not installed her
 compare with is issue 28's, SMPI 3.32's time-independent trace of the same run, 7.8 s (under load
 10-40, as our 58.7 s then), printed beside ours as a quoted figure, not a measurement.
 """
+import atexit
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -41,6 +41,7 @@ fan = os.path.join(builds[0], "bin", "fan")
 prog = [fan, "--reps", str(opts["--reps"])]
 n = str(opts["--np"])
 tmp = tempfile.mkdtemp(prefix="mpisim-capfan-")
+atexit.register(shutil.rmtree, tmp, True)   # also when a run fails
 
 
 def timed(cmd):
@@ -72,7 +73,6 @@ for r in range(opts["--runs"]):
         if b is not None:
             size[name] = os.path.getsize(out)
             os.unlink(out)
-shutil.rmtree(tmp, ignore_errors=True)
 
 load = os.getloadavg()[0]
 print(f"# {n}-rank fan --reps {opts['--reps']}, {opts['--runs']} runs each, interleaved; load {load:.1f} at the end")
