@@ -878,6 +878,8 @@ static int launch_and_serve(const run_opts *o_)
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
+    static nm_progress_printer progress;   /* long route set-ups (many ranks) say how they go */
+    nm_progress_attach(cfg, &progress, "mpisim");
     /* a calibrated factor keeps its provenance in the resolved configuration of every report */
     if (o.cpu_factor && o.cpu_factor_source && nm_config_set(cfg, cfs, o.cpu_factor_source, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim: %s\n", err);

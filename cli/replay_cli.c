@@ -191,6 +191,8 @@ static int replay_main(int argc, char **argv)
         return 2;
     }
     print_warnings("replay", warn);
+    static nm_progress_printer progress;   /* long route set-ups say how they go */
+    nm_progress_attach(cfg, &progress, "mpisim replay");
     ms_replay_result res;
     /* outputs never through a link, complete or not at all (ms_outfile) */
     ms_outfile tl_out;
@@ -370,6 +372,8 @@ static nm_config *point_config(const sweep *s, long p, ms_replay_opts *ro, char 
     }
     nm_config *cfg = oom ? NULL : ms_replay_config(s->t, s->o.profile, sets, n, NULL, 0, err, errlen);
     if (oom) snprintf(err, errlen, "out of memory");
+    static nm_progress_printer progress;   /* long route set-ups say how they go */
+    if (cfg) nm_progress_attach(cfg, &progress, "mpisim sweep");
     for (int k = 0; k < s->nv; k++) free(owned[k]);
     free(owned);
     free(sets);

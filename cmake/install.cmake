@@ -21,6 +21,8 @@ endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/configs/ DESTINATION ${MPISIM_DATADIR}/configs
         FILES_MATCHING PATTERN "*.ini")
 install(FILES ${CMAKE_SOURCE_DIR}/results/plot_speedup.py DESTINATION ${MPISIM_DATADIR}/results)
+# reading traces from Python (replay/README.md)
+install(FILES ${CMAKE_SOURCE_DIR}/replay/mpisim_trace.py DESTINATION ${MPISIM_DATADIR}/python)
 install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/cli/mpisim.bash-completion
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME mpisim)

@@ -237,7 +237,7 @@ static void note_untimed(replay *p, const char *text)
  * for as soon as one arrives, so that the child reads while the ranks play), the HDF5 chunk
  * of its events when that is within [STREAM_MIN, STREAM_MAX] (HDF5 inflates a chunk whole: a
  * smaller stretch inflates the same chunk again for each). The writer's chunk is 1024 records. */
-#define STREAM_MIN 1024
+#define STREAM_MIN 64
 #define STREAM_MAX 8192
 
 static void release(replay *p, int rank)

@@ -1088,6 +1088,63 @@ int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *res
     return rc.rc;
 }
 
+/* Capture only, a blocking call whose requests are not all complete: wait for them in the real
+ * MPI's own blocking call (MPI_Waitall, Waitany, Waitsome over the real requests still pending)
+ * rather than polling with MPI_Test and sleeps: what the program costs natively, and on an
+ * oversubscribed machine the polling ranks took CPU from the ones they waited for. */
+static void wait_real_block(int all, int any, int n, ms_rq *const *reqs)
+{
+    MPI_Request hs_small[16];
+    MPI_Status st_small[16];
+    int map_small[16], idx_small[16];
+    MPI_Request *hs = hs_small;
+    MPI_Status *st = st_small;
+    int *map = map_small, *idx = idx_small;
+    if (n > 16) {
+        hs = malloc(sizeof *hs * (size_t)n);
+        st = malloc(sizeof *st * (size_t)n);
+        map = malloc(sizeof *map * (size_t)n);
+        idx = malloc(sizeof *idx * (size_t)n);
+        if (!hs || !st || !map || !idx) ms_fatal("out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (reqs[i]->real_posted && !reqs[i]->real_done) {
+            hs[k] = reqs[i]->real;
+            map[k++] = i;
+        }
+    if (k && all) {
+        PMPI_Waitall(k, hs, st);
+        for (int j = 0; j < k; j++) {
+            ms_rq *r = reqs[map[j]];
+            r->status = st[j];
+            r->real_done = 1;
+        }
+    } else if (k && any) {
+        int j = MPI_UNDEFINED;
+        PMPI_Waitany(k, hs, &j, st);
+        if (j != MPI_UNDEFINED && j >= 0 && j < k) {
+            reqs[map[j]]->status = st[0];
+            reqs[map[j]]->real_done = 1;
+        }
+    } else if (k) {
+        int out = 0;
+        PMPI_Waitsome(k, hs, &out, idx, st);
+        for (int j = 0; out != MPI_UNDEFINED && j < out; j++)
+            if (idx[j] >= 0 && idx[j] < k) {
+                reqs[map[idx[j]]]->status = st[j];
+                reqs[map[idx[j]]]->real_done = 1;
+            }
+    }
+    for (int j = 0; j < k; j++) reqs[map[j]]->real = hs[j];   /* completed ones: MPI_REQUEST_NULL */
+    if (hs != hs_small) {
+        free(hs);
+        free(st);
+        free(map);
+        free(idx);
+    }
+}
+
 /* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
 static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *results)
 {
@@ -1106,8 +1163,16 @@ static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         done = 0;
         for (int i = 0; i < n; i++) done += reqs[i]->real_done || !reqs[i]->real_posted;
         if (is_test || (all && done == n) || (!all && done > 0)) break;
-        if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
-        else if (spins > 64) usleep(50);
+        if (S.mt || S.nthreads > 1 || S.violations) {
+            /* other threads may need the lock: poll, letting it go between reads */
+            ms_lock_pause(spins <= 64);
+            continue;
+        }
+        if (spins == 0) {   /* a blocking call: block in the real MPI (the next pass finds them done) */
+            wait_real_block(all, any, n, reqs);
+            continue;
+        }
+        if (spins > 64) usleep(50);
     }
     int first = -1;
     for (int i = 0; i < n; i++) {

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define MS_TRACE_SCHEMA "mpisim-trace/1"
+#define MS_TRACE_SCHEMA "mpisim-trace/2"   /* written; mpisim-trace/1 is still read */
 /* Bounds on what a trace may claim (ms_trace_validate); beyond them a record is damaged, and the
  * model would spend hours on it or overflow its int64 picosecond clock.
  * - bytes of one message or collective block: an int count of 8-byte elements is at most 16 GiB;

@@ -163,8 +163,9 @@ static int put_str_dataset(hid_t loc, const char *name, char *const *v, size_t n
     return rc;
 }
 
-/* The file at `file` (created exclusively: never through a link); messages name `path`. */
-static int write_h5_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
+/* Schema 1 into the file at `file` (created exclusively: never through a link); messages name
+ * `path`. */
+static int write_h5_v1_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
 {
     h5_quiet q;
     quiet_on(&q);
@@ -176,7 +177,7 @@ static int write_h5_file(const ms_trace *t, const char *file, const char *path, 
     if (f < 0) goto out;
     what = "write the job's attributes";
     int32_t nr = t->nranks;
-    if (put_str_attr(f, "schema", MS_TRACE_SCHEMA) < 0 || put_str_attr(f, "writer_version", MPISIM_VERSION) < 0 ||
+    if (put_str_attr(f, "schema", MS_TRACE_SCHEMA_V1) < 0 || put_str_attr(f, "writer_version", MPISIM_VERSION) < 0 ||
         put_str_attr(f, "mpisim_version", t->mpisim_version) < 0 ||
         put_int_attr(f, "nranks", H5T_NATIVE_INT32, &nr) < 0 || put_str_attr(f, "config", t->config_json) < 0 ||
         put_str_attr(f, "machine", t->machine) < 0 || put_str_attr(f, "bindings", t->bindings_json) < 0)
@@ -231,12 +232,177 @@ out:
     return rc;
 }
 
+
+/* ---- schema 2 ------------------------------------------------------------------------------- */
+
+static hid_t head_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ms_trace_v2_head));
+    hid_t host = H5Tcopy(H5T_C_S1);
+    H5Tset_size(host, sizeof ((ms_trace_v2_head *)0)->hostname);
+    H5Tset_strpad(host, H5T_STR_NULLTERM);
+#define F(name, type) H5Tinsert(t, #name, HOFFSET(ms_trace_v2_head, name), type)
+    F(rank, H5T_NATIVE_INT32);
+    F(pid, H5T_NATIVE_INT32);
+    F(cosim, H5T_NATIVE_INT32);
+    F(truncated, H5T_NATIVE_INT32);
+    F(missing, H5T_NATIVE_INT32);
+    F(start_real_ns, H5T_NATIVE_INT64);
+    F(hostname, host);
+    F(nev, H5T_NATIVE_UINT64);
+    F(nlists, H5T_NATIVE_UINT64);
+    F(nresults, H5T_NATIVE_UINT64);
+    F(ntext, H5T_NATIVE_UINT64);
+    F(first_stretch, H5T_NATIVE_UINT64);
+    F(lists_first, H5T_NATIVE_UINT64);
+    F(results_first, H5T_NATIVE_UINT64);
+    F(text_first, H5T_NATIVE_UINT64);
+#undef F
+    H5Tclose(host);
+    return t;
+}
+
+/* 1-D contiguous dataset of n elements of a little-endian file type (schema 2's bulk data: read
+ * back with pread at the offset HDF5 gives, so no chunks, no filters). */
+static int put_contiguous(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *data)
+{
+    hsize_t dims[1] = {n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(pl, H5D_CONTIGUOUS);
+    H5Pset_alloc_time(pl, H5D_ALLOC_TIME_EARLY);
+    hid_t d = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    int rc = d < 0 ? -1 : 0;
+    if (d >= 0 && n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) rc = -1;
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(sp);
+    return rc;
+}
+
+/* Schema 2: the records of every rank as compact streams, stretch by stretch, one contiguous byte
+ * dataset for all (/records, the stretches' offsets in /stretches), the side arrays of all ranks
+ * one after another (/lists, /results as bytes, /text), the ranks' attributes and sizes in
+ * /rank_heads (no group per rank: 65536 of them took HDF5 minutes to open). */
+static int write_h5_v2_file(const ms_trace *t, const char *file, const char *path, char *err, size_t errlen)
+{
+    if (1 != *(const unsigned char *)&(const uint16_t){1})
+        return ms_trace_fail(err, errlen, "%s: cannot write schema 2 on a big-endian machine", path);
+    size_t nr = (size_t)t->nranks, ns = 0, nl = 0, nres = 0, ntx = 0, nrec = 0;
+    for (size_t i = 0; i < nr; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        ns += (r->nev + MS_TRACE_STRETCH - 1) / MS_TRACE_STRETCH;
+        nl += r->nlists;
+        nres += r->nresults;
+        ntx += r->ntext;
+        nrec += r->nev;
+    }
+    ms_trace_v2_head *heads = calloc(nr ? nr : 1, sizeof *heads);
+    uint64_t *soff = malloc((ns + 1) * sizeof *soff);
+    uint64_t *lists = malloc((nl ? nl : 1) * sizeof *lists);
+    ms_trace_result *results = malloc((nres ? nres : 1) * sizeof *results);
+    char *text = malloc(ntx ? ntx : 1);
+    size_t rcap = ms_compact_bound(nrec < (1u << 16) ? nrec : (1u << 16)) + 64, rlen = 0;
+    unsigned char *rec = malloc(rcap);
+    h5_quiet q;
+    quiet_on(&q);
+    int rc = -1;
+    const char *what = "encode the records (out of memory)";
+    hid_t ht = head_type(), ct = comm_type();
+    hid_t f = -1, g = -1;
+    if (!heads || !soff || !lists || !results || !text || !rec) goto out;
+    size_t js = 0, al = 0, ares = 0, atx = 0;
+    for (size_t i = 0; i < nr; i++) {
+        const ms_trace_rank *r = &t->ranks[i];
+        ms_trace_v2_head *h = &heads[i];
+        h->rank = r->rank;
+        h->pid = r->pid;
+        h->cosim = r->cosim;
+        h->truncated = r->truncated;
+        h->missing = r->missing;
+        h->start_real_ns = r->start_real_ns;
+        memcpy(h->hostname, r->hostname, sizeof h->hostname);
+        h->hostname[sizeof h->hostname - 1] = 0;
+        h->nev = r->nev;
+        h->nlists = r->nlists;
+        h->nresults = r->nresults;
+        h->ntext = r->ntext;
+        h->first_stretch = js;
+        h->lists_first = al;
+        h->results_first = ares;
+        h->text_first = atx;
+        for (size_t a = 0; a < r->nev; a += MS_TRACE_STRETCH) {
+            size_t n = r->nev - a < MS_TRACE_STRETCH ? r->nev - a : MS_TRACE_STRETCH;
+            size_t need = rlen + ms_compact_bound(n);
+            if (need > rcap) {
+                size_t c = rcap;
+                while (c < need) c *= 2;
+                unsigned char *p = realloc(rec, c);
+                if (!p) goto out;
+                rec = p;
+                rcap = c;
+            }
+            soff[js++] = rlen;
+            rlen += ms_compact_encode(r->ev + a, n, rec + rlen);
+        }
+        if (r->nlists) memcpy(lists + al, r->lists, r->nlists * sizeof *lists);
+        if (r->nresults) memcpy(results + ares, r->results, r->nresults * sizeof *results);
+        if (r->ntext) memcpy(text + atx, r->text, r->ntext);
+        al += r->nlists;
+        ares += r->nresults;
+        atx += r->ntext;
+    }
+    soff[js] = rlen;
+    what = "create the file";
+    f = H5Fcreate(file, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) goto out;
+    what = "write the job's attributes";
+    int32_t nri = t->nranks, stretch = MS_TRACE_STRETCH;
+    if (put_str_attr(f, "schema", MS_TRACE_SCHEMA) < 0 || put_str_attr(f, "writer_version", MPISIM_VERSION) < 0 ||
+        put_str_attr(f, "mpisim_version", t->mpisim_version) < 0 ||
+        put_int_attr(f, "nranks", H5T_NATIVE_INT32, &nri) < 0 ||
+        put_int_attr(f, "stretch_records", H5T_NATIVE_INT32, &stretch) < 0 ||
+        put_str_attr(f, "config", t->config_json) < 0 || put_str_attr(f, "machine", t->machine) < 0 ||
+        put_str_attr(f, "bindings", t->bindings_json) < 0)
+        goto out;
+    if (t->program && put_str_dataset(f, "program", t->program, (size_t)t->nprogram) < 0) goto out;
+    if (t->fn_names && put_str_dataset(f, "fn_names", t->fn_names, t->nfn) < 0) goto out;
+    what = "write /comms";
+    g = H5Gcreate2(f, "comms", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0 || put_dataset(g, "index", ct, t->ncomms, t->comms) < 0 ||
+        put_dataset(g, "members", H5T_NATIVE_INT32, t->nmembers, t->members) < 0)
+        goto out;
+    H5Gclose(g);
+    g = -1;
+    what = "write the records";
+    if (put_dataset(f, "rank_heads", ht, nr, heads) < 0 ||
+        put_contiguous(f, "stretches", H5T_STD_U64LE, H5T_NATIVE_UINT64, js + 1, soff) < 0 ||
+        put_contiguous(f, "records", H5T_STD_U8LE, H5T_NATIVE_UINT8, rlen, rec) < 0 ||
+        put_contiguous(f, "lists", H5T_STD_U64LE, H5T_NATIVE_UINT64, nl, lists) < 0 ||
+        put_contiguous(f, "results", H5T_STD_U8LE, H5T_NATIVE_UINT8, nres * sizeof *results, results) < 0 ||
+        put_contiguous(f, "text", H5T_STD_I8LE, H5T_NATIVE_CHAR, ntx, text) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) {
+        rc = -1;
+        what = "close (flush) the file";
+    }
+    H5Tclose(ht);
+    H5Tclose(ct);
+    quiet_off(&q);
+    free(heads); free(soff); free(lists); free(results); free(text); free(rec);
+    if (rc < 0) ms_trace_fail(err, errlen, "%s: cannot %s (HDF5 error; disk full or no permission?)", path, what);
+    return rc;
+}
+
 /* HDF5 1.10 does not recover from a failed write: a file whose close failed (a full disk) stays
  * in its tables, and its shutdown at exit then loops ("infinite loop closing library") or
  * crashes. So the file is written by a child process, which leaves by _exit whatever happened,
  * into a temporary name beside `path` (ms_outfile: never through a link) that becomes `path` only
  * when the child succeeded; on failure nothing is left. */
-int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+static int write_h5_child(const ms_trace *t, const char *path, int schema, char *err, size_t errlen)
 {
     if (ms_trace_validate(t, path, err, errlen) < 0) return -1;
     ms_outfile out;
@@ -260,7 +426,8 @@ int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t err
         close(fds[0]);
         signal(SIGPIPE, SIG_IGN);
         char cerr[1024] = "";
-        int rc = write_h5_file(t, tmp, path, cerr, sizeof cerr);
+        int rc = schema == 1 ? write_h5_v1_file(t, tmp, path, cerr, sizeof cerr)
+                             : write_h5_v2_file(t, tmp, path, cerr, sizeof cerr);
         if (rc < 0) {
             ssize_t w = write(fds[1], cerr, strlen(cerr));
             (void)w;
@@ -287,6 +454,16 @@ int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t err
     if (n) return ms_trace_fail(err, errlen, "%s", msg);
     return ms_trace_fail(err, errlen, "%s: the HDF5 writer %s %d", path,
                          WIFSIGNALED(st) ? "was killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+int ms_trace_write_h5(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    return write_h5_child(t, path, 2, err, errlen);
+}
+
+int ms_trace_write_h5_v1(const ms_trace *t, const char *path, char *err, size_t errlen)
+{
+    return write_h5_child(t, path, 1, err, errlen);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -492,9 +669,10 @@ out:
 
 /* What is not records: the file's metadata and /comms into a new trace with nranks ranks and no
  * records; the open file in *fp. NULL with `what` set on failure. */
-static ms_trace *read_meta(const char *path, hid_t ct, hid_t *fp, char *what, size_t wlen)
+static ms_trace *read_meta(const char *path, hid_t ct, hid_t *fp, int *version, char *what, size_t wlen)
 {
     *fp = -1;
+    *version = 0;
     ms_trace *t = calloc(1, sizeof *t);
     hid_t f = -1;
     if (!t) {
@@ -522,11 +700,16 @@ static ms_trace *read_meta(const char *path, hid_t ct, hid_t *fp, char *what, si
     }
     int bad = 0;
     char *schema = get_str_attr(f, "schema", &bad);
-    if (!schema || strcmp(schema, MS_TRACE_SCHEMA)) {
+    *version = !schema ? 0 : !strcmp(schema, MS_TRACE_SCHEMA) ? 2 : !strcmp(schema, MS_TRACE_SCHEMA_V1) ? 1 : 0;
+    if (!*version) {
         for (char *c = schema; c && *c; c++)   /* the message must stay text whatever the file holds */
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-        snprintf(what, wlen, "not an mpisim trace (attribute schema is %.40s, expected %s)",
-                 schema ? schema : "missing", MS_TRACE_SCHEMA);
+        if (schema && !strncmp(schema, "mpisim-trace/", 13))
+            snprintf(what, wlen, "a trace of schema %.40s, which this mpisim (reading %s and %s) does not know: written "
+                     "by a newer mpisim?", schema, MS_TRACE_SCHEMA_V1, MS_TRACE_SCHEMA);
+        else
+            snprintf(what, wlen, "not an mpisim trace (attribute schema is %.40s, expected %s)",
+                     schema ? schema : "missing", MS_TRACE_SCHEMA);
         free(schema);
         goto fail;
     }
@@ -566,6 +749,99 @@ fail:
     return NULL;
 }
 
+
+/* Where a contiguous 1-D dataset of `elem`-byte elements lies in the file: its byte offset (the
+ * userblock included) and length; an empty one has length 0. -1 if it is not one. */
+static int locate(hid_t f, const char *name, size_t elem, uint64_t *at, uint64_t *len)
+{
+    *at = *len = 0;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) return -1;
+    hid_t sp = H5Dget_space(d), pl = H5Dget_create_plist(d), ty = H5Dget_type(d), fcpl = H5Fget_create_plist(f);
+    hsize_t dims[1], ub = 0;
+    int rc = -1;
+    if (sp >= 0 && pl >= 0 && ty >= 0 && fcpl >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+        H5Sget_simple_extent_dims(sp, dims, NULL) == 1 && H5Pget_layout(pl) == H5D_CONTIGUOUS &&
+        H5Tget_size(ty) == elem && H5Tget_order(ty) != H5T_ORDER_BE && H5Pget_userblock(fcpl, &ub) >= 0 &&
+        dims[0] <= ((hsize_t)1 << 40)) {
+        haddr_t a = H5Dget_offset(d);
+        *len = (uint64_t)dims[0] * elem;
+        if (*len == 0) rc = 0;
+        else if (a != HADDR_UNDEF && H5Dget_storage_size(d) >= *len) {
+            *at = (uint64_t)a + (uint64_t)ub;
+            rc = 0;
+        }
+    }
+    if (fcpl >= 0) H5Pclose(fcpl);
+    if (ty >= 0) H5Tclose(ty);
+    if (pl >= 0) H5Pclose(pl);
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(d);
+    return rc;
+}
+
+/* Schema 2's layout (the records are read from the file with pread, trace_v2.c), checked against
+ * the file's size. 0, or -1 with `what`. */
+static int read_v2_layout(const char *path, hid_t f, int nranks, ms_trace_v2 *v, char *what, size_t wlen)
+{
+    memset(v, 0, sizeof *v);
+    int32_t stretch = 0;
+    if (get_int_attr(f, "stretch_records", H5T_NATIVE_INT32, &stretch) < 0 || stretch < 1) {
+        snprintf(what, wlen, "attribute stretch_records missing or out of range");
+        return -1;
+    }
+    v->stretch = (uint64_t)stretch;
+    hid_t ht = head_type();
+    int rc = get_dataset(f, "rank_heads", ht, (void **)&v->heads, &v->nheads, (size_t)nranks);
+    H5Tclose(ht);
+    if (rc < 0) {
+        snprintf(what, wlen, "cannot read /rank_heads (truncated or damaged file?)");
+        return -1;
+    }
+    for (size_t i = 0; i < v->nheads; i++) v->heads[i].hostname[sizeof v->heads[i].hostname - 1] = 0;
+    static const char *const names[4] = {"records", "lists", "results", "text"};
+    static const size_t elem[4] = {1, sizeof(uint64_t), 1, 1};
+    for (int k = 0; k < 4; k++)
+        if (locate(f, names[k], elem[k], &v->at[k], &v->len[k]) < 0) {
+            snprintf(what, wlen, "/%s is not a contiguous dataset of %zu-byte elements (damaged file?)", names[k],
+                     elem[k]);
+            return -1;
+        }
+    uint64_t sat, slen;
+    if (locate(f, "stretches", sizeof(uint64_t), &sat, &slen) < 0 || slen / 8 > ((uint64_t)1 << 34) || !slen) {
+        snprintf(what, wlen, "/stretches is not a contiguous dataset of offsets (damaged file?)");
+        return -1;
+    }
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0 || sat > (uint64_t)st.st_size || slen > (uint64_t)st.st_size - sat) {
+        if (fd >= 0) close(fd);
+        snprintf(what, wlen, "/stretches lies outside the file (truncated?)");
+        return -1;
+    }
+    v->nsoff = (size_t)(slen / 8);
+    v->soff = malloc(v->nsoff * sizeof *v->soff);
+    ssize_t got = v->soff ? pread(fd, v->soff, (size_t)slen, (off_t)sat) : -1;
+    close(fd);
+    if (got != (ssize_t)slen) {
+        snprintf(what, wlen, "cannot read /stretches (truncated file?)");
+        return -1;
+    }
+    return ms_trace_v2_check(v, nranks, (uint64_t)st.st_size, what, wlen);
+}
+
+static void head_to_rank(const ms_trace_v2_head *h, ms_trace_rank *r)
+{
+    r->rank = h->rank;
+    r->pid = h->pid;
+    r->cosim = h->cosim;
+    r->truncated = h->truncated;
+    r->missing = h->missing;
+    r->start_real_ns = h->start_real_ns;
+    memcpy(r->hostname, h->hostname, sizeof r->hostname);
+    r->hostname[sizeof r->hostname - 1] = 0;
+}
+
 /* A rank's attributes (its records are not read). */
 static void read_rank_head(hid_t gr, ms_trace_rank *r)
 {
@@ -589,13 +865,41 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     quiet_on(&q);
     hid_t et = event_type(), rt = result_type(), ct = comm_type();
     hid_t f = -1, g = -1, gr = -1;
-    char what[128] = "";
-    ms_trace *t = read_meta(path, ct, &f, what, sizeof what);
+    char what[320] = "";
+    int version, fd = -1, err_set = 0;
+    ms_trace_v2 v2;
+    memset(&v2, 0, sizeof v2);
+    ms_trace *t = read_meta(path, ct, &f, &version, what, sizeof what);
     if (!t) goto fail;
     int nr = t->nranks;
     if (each && each(user, t, -1) < 0) {
         snprintf(what, sizeof what, "cannot pass its metadata on");
         goto fail;
+    }
+    if (version == 2) {   /* the heads and layout from HDF5, the records by pread */
+        if (read_v2_layout(path, f, nr, &v2, what, sizeof what) < 0) goto fail;
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+            snprintf(what, sizeof what, "cannot open it again");
+            goto fail;
+        }
+        for (int i = 0; i < nr; i++) {
+            head_to_rank(&v2.heads[i], &t->ranks[i]);
+            if (ms_trace_v2_rank(fd, &v2, i, &t->ranks[i], path, err, errlen) < 0) {
+                err_set = 1;
+                goto fail;
+            }
+            if (each) {
+                if (each(user, t, i) < 0) {
+                    snprintf(what, sizeof what, "cannot pass rank %d on", i);
+                    goto fail;
+                }
+                ms_trace_rank_free(&t->ranks[i]);
+            }
+        }
+        close(fd);
+        fd = -1;
+        ms_trace_v2_free(&v2);
+        goto done;
     }
     g = H5Gopen2(f, "ranks", H5P_DEFAULT);
     if (g < 0) {
@@ -632,6 +936,7 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     }
     H5Gclose(g);
     g = -1;
+done:
     H5Fclose(f);
     f = -1;
     H5Tclose(et);
@@ -644,6 +949,8 @@ ms_trace *ms_trace_read_h5_each(const char *path, ms_trace_each_fn each, void *u
     }
     return t;
 fail:
+    if (fd >= 0) close(fd);
+    ms_trace_v2_free(&v2);
     if (gr >= 0) H5Gclose(gr);
     if (g >= 0) H5Gclose(g);
     if (f >= 0) H5Fclose(f);
@@ -651,7 +958,7 @@ fail:
     H5Tclose(rt);
     H5Tclose(ct);
     quiet_off(&q);
-    ms_trace_fail(err, errlen, "%s: %s", path, what);
+    if (!err_set) ms_trace_fail(err, errlen, "%s: %s", path, what);
     ms_trace_free(t);
     return NULL;
 }
@@ -671,6 +978,11 @@ typedef struct open_rank {
 
 struct ms_trace_h5 {
     char *path;
+    int v2;                       /* schema 2: v (its records read with pread from fd), no /ranks */
+    ms_trace_v2 v;
+    int fd;
+    unsigned char *scratch;
+    size_t scap;
     hid_t f, g, et, rt, ct;
     open_rank open[OPEN_RANKS];
     unsigned long clock;
@@ -730,7 +1042,7 @@ ms_trace_h5 *ms_trace_h5_open(const char *path, ms_trace **out, char *err, size_
 {
     *out = NULL;
     ms_trace_h5 *h = calloc(1, sizeof *h);
-    char what[128] = "";
+    char what[320] = "";
     if (!h || !(h->path = strdup(path))) {
         free(h);
         ms_trace_fail(err, errlen, "%s: out of memory", path);
@@ -741,13 +1053,26 @@ ms_trace_h5 *ms_trace_h5_open(const char *path, ms_trace **out, char *err, size_
     h->rt = result_type();
     h->ct = comm_type();
     h->g = -1;
+    h->fd = -1;
     for (int k = 0; k < OPEN_RANKS; k++) {
         h->open[k].gr = h->open[k].d[0] = h->open[k].d[1] = h->open[k].d[2] = h->open[k].d[3] = -1;
         h->open[k].rank = -1;
     }
-    ms_trace *t = read_meta(path, h->ct, &h->f, what, sizeof what);
-    if (t && (h->g = H5Gopen2(h->f, "ranks", H5P_DEFAULT)) < 0) snprintf(what, sizeof what, "no group /ranks");
-    if (!t || h->g < 0) {
+    int version = 0;
+    ms_trace *t = read_meta(path, h->ct, &h->f, &version, what, sizeof what);
+    int ok = t != NULL;
+    if (ok && version == 2) {
+        h->v2 = 1;
+        ok = read_v2_layout(path, h->f, t->nranks, &h->v, what, sizeof what) == 0;
+        if (ok && (h->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+            snprintf(what, sizeof what, "cannot open it again");
+            ok = 0;
+        }
+    } else if (ok && (h->g = H5Gopen2(h->f, "ranks", H5P_DEFAULT)) < 0) {
+        snprintf(what, sizeof what, "no group /ranks");
+        ok = 0;
+    }
+    if (!ok) {
         ms_trace_fail(err, errlen, "%s: %s", path, what);
         ms_trace_free(t);
         ms_trace_h5_close(h);
@@ -771,10 +1096,24 @@ static int read_slab(hid_t d, hid_t type, size_t from, size_t n, void *buf)
     return rc;
 }
 
+const ms_trace_v2 *ms_trace_h5_v2(const ms_trace_h5 *h) { return h->v2 ? &h->v : NULL; }
+
 int ms_trace_h5_head(ms_trace_h5 *h, ms_trace *t, int i, ms_trace_rank_size *sz, int *text_last, char *err,
                      size_t errlen)
 {
     char what[160] = "";
+    if (h->v2) {
+        const ms_trace_v2_head *hd = &h->v.heads[i];
+        head_to_rank(hd, &t->ranks[i]);
+        memset(sz, 0, sizeof *sz);
+        sz->nev = (size_t)hd->nev;
+        sz->nlists = (size_t)hd->nlists;
+        sz->nresults = (size_t)hd->nresults;
+        sz->ntext = (size_t)hd->ntext;
+        sz->chunk = (size_t)h->v.stretch;
+        *text_last = ms_trace_v2_text_terminated(h->fd, &h->v, i) ? 0 : 1;
+        return 0;
+    }
     open_rank *o = open_rank_of(h, i, what, sizeof what);
     if (!o) return ms_trace_fail(err, errlen, "%s: %s", h->path, what);
     read_rank_head(o->gr, &t->ranks[i]);
@@ -812,6 +1151,7 @@ static void *room(ms_trace_window *w, int k, size_t n, size_t elem)
 int ms_trace_h5_range(ms_trace_h5 *h, int i, size_t from, size_t to, ms_trace_window *w, char *err, size_t errlen)
 {
     char what[160] = "";
+    if (h->v2) return ms_trace_v2_window(h->fd, &h->v, i, from, to, w, &h->scratch, &h->scap, h->path, err, errlen);
     open_rank *o = open_rank_of(h, i, what, sizeof what);
     if (!o) return ms_trace_fail(err, errlen, "%s: %s", h->path, what);
     const size_t *dims = o->dims;
@@ -869,6 +1209,9 @@ int ms_trace_h5_range(ms_trace_h5 *h, int i, size_t from, size_t to, ms_trace_wi
 void ms_trace_h5_close(ms_trace_h5 *h)
 {
     if (!h) return;
+    ms_trace_v2_free(&h->v);
+    if (h->fd >= 0) close(h->fd);
+    free(h->scratch);
     for (int k = 0; k < OPEN_RANKS; k++) close_rank(&h->open[k]);
     if (h->g >= 0) H5Gclose(h->g);
     if (h->f >= 0) H5Fclose(h->f);

@@ -572,7 +572,7 @@ ms_trace *ms_trace_read_h5(const char *path, char *err, size_t errlen)
 
 /* After META: one HEAD per rank, then READY; then for each request (stream_req) one WINDOW or an
  * ERROR. The child keeps the file open between requests; it ends when the parent closes its end. */
-enum { FR_HEAD = 5, FR_READY = 6, FR_WINDOW = 7 };
+enum { FR_HEAD = 5, FR_READY = 6, FR_WINDOW = 7, FR_LAYOUT = 8 };
 
 typedef struct stream_req {
     uint32_t magic;
@@ -646,8 +646,18 @@ static void child_stream(int fd, const char *path)
         flush(o);
         _exit(0);
     }
+    const ms_trace_v2 *v2 = ms_trace_h5_v2(h);
+    if (v2) {   /* schema 2: where the records lie; the parent reads them itself, the child's work is done */
+        put_u32(o, FR_LAYOUT);
+        put_u64(o, v2->stretch);
+        put(o, v2->at, sizeof v2->at);
+        put(o, v2->len, sizeof v2->len);
+        put_arr(o, v2->soff, v2->nsoff, sizeof *v2->soff);
+        put_arr(o, v2->heads, v2->nheads, sizeof *v2->heads);
+    }
     put_u32(o, FR_READY);
     flush(o);
+    if (v2) _exit(0);
     ms_trace_window w;
     memset(&w, 0, sizeof w);
     stream_req q;
@@ -688,6 +698,12 @@ struct ms_trace_stream {
     size_t nq, capq;
     size_t answered;              /* q[0, answered) have their answers */
     size_t held;                  /* bytes of the answers' windows */
+    /* schema 2: the records are read from the file here (v2fd), stretch by stretch, with pread */
+    int v2;
+    ms_trace_v2 v;
+    int v2fd;
+    unsigned char *scratch;
+    size_t scap;
 };
 
 /* The child failed or was stopped: why, into s->err (what: the rank and records at stake, or "") */
@@ -741,6 +757,7 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
     }
     s->pid = -1;
     s->fd = -1;
+    s->v2fd = -1;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         snprintf(s->err, sizeof s->err, "%s: cannot create a socket pair: %s", path, strerror(errno));
@@ -800,6 +817,36 @@ ms_trace_stream *ms_trace_stream_open(const char *path, char *err, size_t errlen
                     return stream_fail(s, err, errlen);
                 }
                 next++;
+            } else if (kind == FR_LAYOUT && next == t->nranks && !s->v2) {
+                ms_trace_v2 *v = &s->v;
+                s->v2 = 1;
+                v->stretch = get_u64(b);
+                get(b, v->at, sizeof v->at);
+                get(b, v->len, sizeof v->len);
+                v->soff = get_arr(b, &v->nsoff, sizeof *v->soff, 0);
+                v->heads = get_arr(b, &v->nheads, sizeof *v->heads, 0);
+                if (b->bad) break;
+                /* checked here against the file as this process sees it: it reads the records */
+                struct stat st;
+                char what[300];
+                if ((s->v2fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(s->v2fd, &st) != 0) {
+                    snprintf(s->err, sizeof s->err, "%s: cannot open it: %s", path, strerror(errno));
+                    return stream_fail(s, err, errlen);
+                }
+                if (ms_trace_v2_check(v, t->nranks, (uint64_t)st.st_size, what, sizeof what) < 0) {
+                    snprintf(s->err, sizeof s->err, "%.700s: %s", path, what);
+                    return stream_fail(s, err, errlen);
+                }
+                for (int i = 0; i < t->nranks; i++) {   /* the sizes are the layout's */
+                    ms_trace_rank_size *sz = &s->sizes[i];
+                    const ms_trace_v2_head *h = &v->heads[i];
+                    if (sz->nev != h->nev || sz->nlists != h->nlists || sz->nresults != h->nresults ||
+                        sz->ntext != h->ntext) {
+                        b->bad = 1;
+                        break;
+                    }
+                    sz->chunk = (size_t)(v->stretch < h->nev ? v->stretch : h->nev);
+                }
             } else if (kind == FR_READY && next == t->nranks) {
                 break;
             } else if (kind == FR_ERROR) {
@@ -990,6 +1037,7 @@ int ms_trace_stream_ask(ms_trace_stream *s, int rank, size_t from, size_t to)
 {
     char err[256];
     if (s->broken || check_range(s, rank, from, to, err, sizeof err) < 0) return -1;
+    if (s->v2) return 0;   /* read when wanted: a pread and a decode */
     if (find_request(s, rank, from, to) >= 0) return 0;
     return send_request(s, rank, from, to);
 }
@@ -998,6 +1046,15 @@ int ms_trace_stream_read(ms_trace_stream *s, int rank, size_t from, size_t to, m
                          size_t errlen)
 {
     if (check_range(s, rank, from, to, err, errlen) < 0) return -1;
+    if (s->v2) {
+        if (s->broken) {
+            w->n = 0;
+            return ms_trace_fail(err, errlen, "%s", s->err);
+        }
+        int rc = ms_trace_v2_window(s->v2fd, &s->v, rank, from, to, w, &s->scratch, &s->scap, s->path, err, errlen);
+        if (rc < 0) w->n = 0;
+        return rc;
+    }
     long at = s->broken ? -1 : find_request(s, rank, from, to);
     if (!s->broken && at < 0) {
         if (send_request(s, rank, from, to) == 0) at = (long)s->nq - 1;
@@ -1055,6 +1112,9 @@ void ms_trace_stream_close(ms_trace_stream *s)
     }
     while (s->nq) remove_request(s, s->nq - 1);
     free(s->q);
+    ms_trace_v2_free(&s->v);
+    if (s->v2fd >= 0) close(s->v2fd);
+    free(s->scratch);
     ms_trace_free(s->t);
     free(s->sizes);
     free(s->b);

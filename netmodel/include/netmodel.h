@@ -166,6 +166,19 @@ typedef struct nm_topology nm_topology;
  * up to that many hosts, triangle18 up to 18, system96 up to 96) or a path to a topology file
  * (format in netmodel/README.md). `cfg` gives link defaults and routing; NULL: defaults. */
 nm_topology *nm_topology_load(const char *spec, const nm_config *cfg, char *err, size_t errlen);
+/* How a long set-up goes (routes and their deadlock check grow with switches x destination
+ * switches: tens of seconds at 65,536 hosts): `what` is being done, `done` of `total` steps. Called
+ * at each hundredth of a stage and at its end, from the loading thread; it must not use the
+ * topology. The library itself never prints: the caller decides what to show. */
+typedef void (*nm_progress_fn)(void *user, const char *what, double done, double total);
+/* nm_topology_load telling `progress` (may be NULL: the configuration's, below) how it goes. */
+nm_topology *nm_topology_load_progress(const char *spec, const nm_config *cfg, nm_progress_fn progress, void *user,
+                                       char *err, size_t errlen);
+/* An observer carried by a configuration, so that a front end hears of the set-ups done deep
+ * below it (the MPI model's network, a replay's) without every layer passing it on: every
+ * nm_topology_load with `cfg` tells it. Not a key: never written into results. */
+void nm_config_set_progress(nm_config *cfg, nm_progress_fn progress, void *user);
+nm_progress_fn nm_config_progress(const nm_config *cfg, void **user);
 void nm_topology_destroy(nm_topology *topo);
 int nm_topology_hosts(const nm_topology *topo);
 int nm_topology_switches(const nm_topology *topo);
@@ -181,13 +194,16 @@ typedef struct nm_routing_info {
     int updown_root;           /* root switch, -1 for shortest */
     int deadlock_free;         /* the checker's verdict */
     const char *check_message;
-    /* over host pairs on different switches (inter_switch_pairs of them; with none, every route
-     * stays within its switch, which is minimal: minimal_share 1, the means 0): */
+    /* over host pairs on different switches (inter_switch_pairs of them; all of them up to 2^22
+     * host pairs, else 2^20 pairs drawn by a fixed sequence: the same figures every time; with
+     * none, every route stays within its switch, which is minimal: minimal_share 1, the means 0): */
     long inter_switch_pairs;
     double minimal_share;      /* share of routes with the minimal number of inter-switch links */
     double mean_links;         /* mean inter-switch links per route (in-transit detours excluded) */
     double mean_min_links;     /* mean minimal inter-switch distance */
     double itb_per_route;      /* mean in-transit hosts per route */
+    double pairs;              /* the pairs these are over */
+    int sampled;               /* 1: a sample of the pairs */
 } nm_routing_info;
 int nm_topology_routing_info(const nm_topology *topo, nm_routing_info *out);
 /* Minimal number of inter-switch links between the switches of two hosts (0 on one switch), -1

@@ -147,7 +147,22 @@ struct nm_config {
     nm_key_def *own_defs;       /* netmodel's keys, with the registries' help and choices */
     char *own_text;             /* that help and those choices */
     char lookup_error[160];     /* the first typed lookup of a name never registered (a code defect) */
+    nm_progress_fn progress;    /* nm_config_set_progress: an observer of long set-ups, not a key */
+    void *progress_user;
 };
+
+void nm_config_set_progress(nm_config *cfg, nm_progress_fn progress, void *user)
+{
+    if (!cfg) return;
+    cfg->progress = progress;
+    cfg->progress_user = user;
+}
+
+nm_progress_fn nm_config_progress(const nm_config *cfg, void **user)
+{
+    if (user) *user = cfg ? cfg->progress_user : NULL;
+    return cfg ? cfg->progress : NULL;
+}
 
 /* ---- units ---------------------------------------------------------------------------- */
 

@@ -70,7 +70,8 @@ struct nm_topology {
     int routing;                   /* NM_ROUTING_* used by nm_routes_compute */
     int updown_root;               /* root switch of the up/down orientation, -1 if none */
     int *sw_level;                 /* BFS level of each switch from the root (NULL: no orientation) */
-    int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run */
+    int route_check_ok;            /* last nm_routes_check: 1 deadlock-free and legal, 0 not, -1 not run, -2 put off
+                                    * (topology.c: nm_topology_routing_info runs it) */
     char route_check_msg[320];     /* its report */
     int *sw_dist;                  /* nswitches^2 minimal inter-switch distances [a*ns+b] (NULL if huge) */
     int *ud_dist;                  /* nswitches^2 shortest legal up/down distances (NULL: no orientation) */
@@ -79,7 +80,23 @@ struct nm_topology {
     int gen_dims[4];               /* torus radices: avici X,Y,Z; sci R (one per dimension) */
     int gen_ndims;
     int prefer_spread;             /* route_ties = auto spreads ties here (Clos, trunks, parallel links) */
+    /* updown balances per (source host, destination switch) unit up to this many units, beyond
+     * it one tree per destination switch (0: routes.c's NM_UD_UNITS_MAX; tests set it and route
+     * again with nm_routes_compute_as) */
+    double ud_unit_limit;
+    /* nm_topology_load_progress, while the topology loads (NULL otherwise) */
+    nm_progress_fn progress;
+    void *progress_user;
 };
+
+/* Tell the loader's progress callback, if any, at each hundredth of `total` and at its end
+ * (deterministic: by counts, never by a clock). */
+static inline void nm_progress_(const nm_topology *t, const char *what, double done, double total)
+{
+    if (!t->progress || total <= 0) return;
+    if (done <= 0 || done >= total || (long long)(100.0 * done / total) != (long long)(100.0 * (done - 1) / total))
+        t->progress(t->progress_user, what, done, total);
+}
 
 enum { NM_GEN_OTHER = 0, NM_GEN_AVICI = 1, NM_GEN_SCI = 2 };
 
@@ -218,6 +235,9 @@ int nm_channel_is_up(const nm_topology *t, int c);
  * route_check_msg; 0 when it passes, -1 otherwise (msg names the first illegal route or a
  * dependency cycle). */
 int nm_routes_check(nm_topology *t, char *msg, size_t msglen);
+/* The same check with every computed route followed pair by pair (the way it was done before the
+ * per-destination enumeration; O(hosts^2 x path length)): for tests, which compare the two. */
+int nm_routes_check_pairwise(nm_topology *t, char *msg, size_t msglen);
 /* The switch a host's link goes to, or -1 (host-to-host cable / unlinked). */
 int nm_topology_switch_of_host(const nm_topology *t, int host);
 

@@ -272,9 +272,9 @@ static int gen_irregular(gen *g, int S, long seed)
     uint64_t st = (uint64_t)seed * 0x9E3779B97F4A7C15ULL + 0x1e6;
     int *deg = calloc((size_t)S, sizeof *deg), *order = malloc((size_t)S * sizeof *order);
     char *adj = calloc((size_t)S * (size_t)S, 1);
-    int *cand = malloc((size_t)S * (size_t)S * sizeof *cand);
+    int *cand = malloc((size_t)S * sizeof *cand), *nbr = malloc((size_t)S * 4 * sizeof *nbr);
     int rc = -1;
-    if (!deg || !order || !adj || !cand) { nm_set_err(g->err, g->errlen, "out of memory"); goto out; }
+    if (!deg || !order || !adj || !cand || !nbr) { nm_set_err(g->err, g->errlen, "out of memory"); goto out; }
     for (int i = 0; i < S; i++)
         if (sw(g, 8) < 0) goto out;
 #define RND(n) ((int)(rng_next(&st) % (uint64_t)(n)))
@@ -291,21 +291,44 @@ static int gen_irregular(gen *g, int S, long seed)
         if (nc == 0) { nm_set_err(g->err, g->errlen, "irregular: no free port for a spanning tree"); goto out; }
         int a = order[i], b = cand[RND(nc)];
         if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
-        deg[a]++;
-        deg[b]++;
-        adj[a * S + b] = adj[b * S + a] = 1;
+        nbr[4 * a + deg[a]++] = b;
+        nbr[4 * b + deg[b]++] = a;
+        adj[(size_t)a * (size_t)S + (size_t)b] = adj[(size_t)b * (size_t)S + (size_t)a] = 1;
     }
+    /* the candidates are the pairs a < b of switches with a free port, not yet neighbours, in
+     * (a, b) order; the drawn one is found by counting, not by listing them all (a list per link
+     * made 4096 switches take half a minute): the switches with a free port in `fr`, ascending;
+     * a switch's neighbours in nbr (at most 4) */
+    int nfr = 0;
+    for (int a = 0; a < S; a++)
+        if (deg[a] < 4) cand[nfr++] = a;
+    int *fr = cand;
     for (;;) {
-        int nc = 0;
-        for (int a = 0; a < S; a++)
-            for (int b = a + 1; b < S; b++)
-                if (deg[a] < 4 && deg[b] < 4 && !adj[a * S + b]) cand[nc++] = a * S + b;
+        long nc = 0;
+        for (int i = 0; i < nfr; i++) {   /* the free switches after fr[i] that are not its neighbours */
+            int a = fr[i], c = nfr - 1 - i;
+            for (int j = 0; j < deg[a]; j++) {
+                int n = nbr[4 * a + j];
+                c -= n > a && deg[n] < 4;
+            }
+            order[i] = c;
+            nc += c;
+        }
         if (nc == 0) break;
-        int c = cand[RND(nc)], a = c / S, b = c % S;
+        long k = (long)(rng_next(&st) % (uint64_t)nc);
+        int ia = 0;
+        while (k >= order[ia]) k -= order[ia++];
+        int a = fr[ia], b = -1;
+        for (int j = ia + 1; j < nfr && b < 0; j++)
+            if (!adj[(size_t)a * (size_t)S + (size_t)fr[j]] && k-- == 0) b = fr[j];
         if (sw_link(g, a, 4 + deg[a], b, 4 + deg[b]) < 0) goto out;
-        deg[a]++;
-        deg[b]++;
-        adj[a * S + b] = adj[b * S + a] = 1;
+        nbr[4 * a + deg[a]++] = b;
+        nbr[4 * b + deg[b]++] = a;
+        adj[(size_t)a * (size_t)S + (size_t)b] = adj[(size_t)b * (size_t)S + (size_t)a] = 1;
+        int w = 0;
+        for (int i = 0; i < nfr; i++)
+            if (deg[fr[i]] < 4) fr[w++] = fr[i];
+        nfr = w;
     }
 #undef RND
     for (int i = 0; i < S; i++)
@@ -313,7 +336,7 @@ static int gen_irregular(gen *g, int S, long seed)
             if (add_slot(g, i, p) < 0) goto out;
     rc = attach(g, 4 * S);
 out:
-    free(deg); free(order); free(adj); free(cand);
+    free(deg); free(order); free(adj); free(cand); free(nbr);
     return rc;
 }
 
@@ -413,6 +436,49 @@ static int gen_ntree(gen *g, int nhosts)
     return attach(g, nhosts);
 }
 
+/* Beyond 32768 hosts (up to 65536): the 8-ary 5-tree with a top level whose switches use all 16
+ * ports downward, as the spine switches of Myricom's large Clos networks do: levels 0-3 as in
+ * gen_ntree but with the digit of level 3 running 0..15 (8192 switches a level, 8192 leaves), and
+ * 4096 top switches (4, y), y = x0 + 8 x1 + 64 x2 + 512 u: level-3 switch x's up port 8+u goes to
+ * top (x0, x1, x2, u), arriving on its down port x3. Full bisection (8192 x 8 links into 4096 x 16
+ * ports); only the switches some used leaf is below are built (every top is above every leaf). */
+static int gen_ntree_wide(gen *g, int nhosts)
+{
+    enum { K = 8, PER = 8192, TOPS = 4096 };
+    int leaves = (nhosts + K - 1) / K;
+    int *id = malloc((size_t)(4 * PER + TOPS) * sizeof *id);
+    if (!id) {
+        nm_set_err(g->err, g->errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1, pw = 1;   /* 8^l */
+    for (int l = 0; l < 4; l++, pw *= K)
+        for (int x = 0; x < PER; x++) {
+            id[l * PER + x] = x - x % pw < leaves ? sw(g, 16) : -2;
+            if (id[l * PER + x] == -1) goto out;
+        }
+    for (int y = 0; y < TOPS; y++)
+        if ((id[4 * PER + y] = sw(g, 16)) < 0) goto out;
+    pw = 1;
+    for (int l = 0; l < 4; l++, pw *= K)
+        for (int x = 0; x < PER; x++) {
+            if (id[l * PER + x] < 0) continue;
+            int digit = l < 3 ? x / pw % K : x / pw;   /* level 3's digit runs 0..15 */
+            for (int u = 0; u < K; u++) {
+                int up = l < 3 ? (l + 1) * PER + x + (u - digit) * pw : 4 * PER + x % pw + u * pw;
+                if (id[up] >= 0 && sw_link(g, id[l * PER + x], K + u, id[up], digit) < 0) goto out;
+            }
+        }
+    for (int x = 0; x < leaves; x++)
+        for (int p = 0; p < K; p++)
+            if (add_slot(g, id[x], p) < 0) goto out;
+    g->t->prefer_spread = 1;
+    rc = attach(g, nhosts);
+out:
+    free(id);
+    return rc;
+}
+
 /* Seed 001's conventional Gigabit Ethernet: E edge switches with H hosts each on ports 0..H-1,
  * each joined to one central switch S(E) by T trunked links (edge e's ports H..H+T-1 to the
  * central switch's ports eT..eT+T-1): a loop-free spanning tree; the route ties spread the host
@@ -509,7 +575,8 @@ static int mk_auto(gen *g, const char *spec, int n, const long *a)
     if (a[0] <= 96) return gen_system96(g, (int)a[0]);
     if (a[0] <= 1024) return gen_clos(g, (int)a[0]);
     if (a[0] <= 32768) return gen_ntree(g, (int)a[0]);
-    return BAD("topology '%s': the default fat tree of 16-port switches holds up to 32768 hosts; name a generator or a "
+    if (a[0] <= 65536) return gen_ntree_wide(g, (int)a[0]);
+    return BAD("topology '%s': the default fat tree of 16-port switches holds up to 65536 hosts; name a generator or a "
                "topology file", spec);
 }
 
@@ -588,8 +655,8 @@ static int mk_irregular(gen *g, const char *spec, int n, const long *a)
 
 static int mk_clos(gen *g, const char *spec, int n, const long *a)
 {
-    if (n != 1 || a[0] < 1 || a[0] > 32768) return BAD("topology '%s': expected clos:N with 1 <= N <= 32768 hosts", spec);
-    return a[0] <= 1024 ? gen_clos(g, (int)a[0]) : gen_ntree(g, (int)a[0]);
+    if (n != 1 || a[0] < 1 || a[0] > 65536) return BAD("topology '%s': expected clos:N with 1 <= N <= 65536 hosts", spec);
+    return a[0] <= 1024 ? gen_clos(g, (int)a[0]) : a[0] <= 32768 ? gen_ntree(g, (int)a[0]) : gen_ntree_wide(g, (int)a[0]);
 }
 
 static int mk_gige_tree(gen *g, const char *spec, int n, const long *a)
@@ -624,13 +691,13 @@ static const struct generator {
     gen_fn make;
 } generators[] = {
     {{"auto", "auto:N", "the default testbed for N hosts: a network.switch_ports crossbar up to that many, "
-                        "triangle18 up to 18, system96 up to 96, clos up to 32768"}, mk_auto},
+                        "triangle18 up to 18, system96 up to 96, clos up to 65536"}, mk_auto},
     {{"crossbar", "crossbar:N", "one N-port switch with N hosts (seed 000 sec 3.1)"}, mk_crossbar},
     {{"triangle18", "triangle18[:N]", "three 8-port switches in a triangle, 18 hosts (seed 000 sec 2.1)"},
      mk_triangle18},
     {{"system96", "system96[:N]", "six 16-host triangle clusters joined by one 8-port switch (seed 000 sec 2.1)"}, mk_system96},
     {{"clos64", "clos64[:N]", "a 64-host Clos of sixteen 16-port switches (seed 004 sec 4.1)"}, mk_clos64},
-    {{"clos", "clos:N", "a Clos of 16-port switches for up to 32768 hosts (beyond 1024: an 8-ary n-tree)"}, mk_clos},
+    {{"clos", "clos:N", "a Clos of 16-port switches for up to 65536 hosts (beyond 1024: an 8-ary n-tree)"}, mk_clos},
     {{"array", "array:S:K", "a line of S 16-port switches with K hosts each (seed 004 sec 4.1)"}, mk_array},
     {{"ring", "ring:S:K:L", "a ring of S 16-port switches, K hosts each, L links to each neighbour (seed 004 sec 4.1)"}, mk_ring},
     {{"torus2d", "torus2d:X:Y:K", "an X x Y torus of 16-port switches with K hosts each (seed 002 sec 5.1)"}, mk_torus2d},

@@ -283,6 +283,8 @@ int nm_net_main(int argc, char **argv, FILE *out, FILE *errout)
         fprintf(errout, "%s: configuration: %s\n", prog, err[0] ? err : "out of memory");
         goto done;
     }
+    static nm_progress_printer progress;   /* long route set-ups say how they go */
+    nm_progress_attach(cfg, &progress, prog);
     if (nm_config_load_profile(cfg, profile, NULL, err, sizeof err) != 0) {
         fprintf(errout, "%s: %s\n", prog, err);
         rc = 2;   /* a configuration error (mpisim's README.md "Exit codes") */

@@ -70,6 +70,18 @@ int nm_cmdline_long(const nm_cmdline *c, int key, const char *val, long lo, long
 /* Parse a number >= lo given to option key: 0, or 2 after nm_cmdline_bad. */
 int nm_cmdline_double(const nm_cmdline *c, int key, const char *val, double lo, double *out);
 
+/* The front ends' progress printer for long set-ups (nm_config_set_progress): silent for the
+ * first 2 s of a stage, then one line on stderr at most every 2 s ("PROG: routes: checking the
+ * routes for deadlocks: 37% (3031 of 8192)"), and the stage's end once a line was printed. */
+typedef struct nm_progress_printer {
+    const char *prog;
+    char what[96];
+    double start, last;   /* CLOCK_MONOTONIC seconds; last 0: nothing printed for this stage */
+} nm_progress_printer;
+void nm_progress_print(void *printer, const char *what, double done, double total);
+/* Attach a printer (zero it, set prog) to cfg. */
+void nm_progress_attach(nm_config *cfg, nm_progress_printer *p, const char *prog);
+
 #ifdef __cplusplus
 }
 #endif

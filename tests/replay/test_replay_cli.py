@@ -41,35 +41,62 @@ def check(cond, msg):
 
 
 def test_h5py_readable():
+    """A trace is plain HDF5 (h5py, h5dump); replay/mpisim_trace.py decodes its records into numpy
+    arrays, for schema 2 (written now) and schema 1 (written before), the same arrays for both."""
     import h5py
     import numpy as np
+    sys.path.insert(0, os.path.join(SRC, "replay"))
+    import mpisim_trace
     h5 = synth("stencil", 4, 3, 256, 1000, os.path.join(WORK, "s.h5"))
     with h5py.File(h5, "r") as f:
-        check(f.attrs["schema"] == "mpisim-trace/1", "schema attribute")
+        check(f.attrs["schema"] == "mpisim-trace/2", "schema attribute")
         check(int(f.attrs["nranks"]) == 4, "nranks")
-        ev = f["ranks/0/events"][:]
+        heads = f["rank_heads"][:]
+        for field in ("rank", "pid", "hostname", "nev", "nlists", "nresults", "ntext", "first_stretch"):
+            check(field in heads.dtype.names, "rank_heads field " + field)
+        check(f["records"].dtype == np.uint8 and f["stretches"][-1] == f["records"].shape[0], "records, stretches")
+        names = [s.decode() if isinstance(s, bytes) else s for s in f["fn_names"][:]]
+        check(names[0] == "MPI_Send", "fn_names")
+    old = os.path.join(WORK, "s1.h5")
+    run([SYNTH, "copy-v1", h5, old])
+    with mpisim_trace.open(h5) as t, mpisim_trace.open(old) as u:
+        check(t.schema == "mpisim-trace/2" and u.schema == "mpisim-trace/1", "schemas")
+        ev = t.events(0)
         for field in ("kind", "fn", "t_ps", "compute_ps", "real_entry_ns", "real_exit_ns", "comm", "peer", "tag",
                       "bytes", "req", "mode", "matched_source", "matched_tag", "callsite", "list_off", "list_n"):
             check(field in ev.dtype.names, "field " + field)
         check(int(np.sum(ev["kind"] == 2)) == 3 * 4, "3 iterations x 4 Isend")
-        names = [s.decode() if isinstance(s, bytes) else s for s in f["fn_names"][:]]
-        check(names[0] == "MPI_Send", "fn_names")
         waits = ev[ev["kind"] == 6]
-        lists = f["ranks/0/lists"][:]
+        lists = t.lists(0)
         w = waits[-1]
         check(len(lists[w["list_off"]:w["list_off"] + w["list_n"]]) == 8, "wait list of 8 requests")
-        check(f["ranks/0/events"].compression == "gzip" and f["ranks/0/events"].shuffle, "deflate + shuffle")
+        for r in range(4):
+            a, b = t.events(r), u.events(r)
+            for n in mpisim_trace.EVENT_DTYPE.names[:-1]:   # schema 1 has no pad
+                check(np.array_equal(a[n].astype("i8"), b[n].astype("i8")), "rank %d field %s: schemas agree" % (r, n))
+            check(np.array_equal(t.lists(r), u.lists(r)) and t.results(r).tobytes() == u.results(r).tobytes()
+                  and t.text(r) == u.text(r), "rank %d side arrays agree" % r)
+    # the co-simulation trace of the golden test (schema 1, real clocks) rewritten: the same records
+    golden, again = os.path.join(SRC, "tests/golden/data/collectives_np4.h5"), os.path.join(WORK, "g2.h5")
+    run([SYNTH, "copy", golden, again])
+    with mpisim_trace.open(golden) as t, mpisim_trace.open(again) as u:
+        for r in range(t.nranks):
+            for n in mpisim_trace.EVENT_DTYPE.names[:-1]:   # schema 1 has no pad
+                check(np.array_equal(t.events(r)[n].astype("i8"), u.events(r)[n].astype("i8")),
+                      "golden trace rank %d field %s" % (r, n))
     p = run(["h5dump", "-H", h5])
-    check("/ranks" in p.stdout or "GROUP \"ranks\"" in p.stdout, "h5dump reads it")
+    check("rank_heads" in p.stdout, "h5dump reads it")
 
 
 def test_readme_example():
-    """The h5py example of replay/README.md runs as written."""
+    """The h5py example of replay/README.md runs as written (with replay/ on the module path, where
+    mpisim_trace.py is; installed: share/mpisim/python)."""
     text = open(os.path.join(SRC, "replay/README.md")).read()
     m = re.search(r"```python\n(.*?)```", text, re.S)
     check(m is not None, "README has a python example")
     synth("pingpong", 2, 4, 8, 1000, os.path.join(WORK, "trace.h5"))
-    p = run([sys.executable, "-c", m.group(1)], cwd=WORK)
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "replay"))
+    p = run([sys.executable, "-c", m.group(1)], cwd=WORK, env=env)
     check("rank 0" in p.stdout, "example prints per-rank lines: " + p.stdout)
 
 
@@ -252,6 +279,9 @@ def test_online_equals_offline():
     # polling loops: in a capture-only trace a request may be tested again after the replay's
     # model already reported it complete (the real run finished it later)
     capture_replays(3, build("fcoverage_f08.f90", "mpifort"), "test loops")
+    # blocking waits of a capture wait in the real MPI's Waitany/Waitsome/Waitall: the statuses the
+    # program checks (exit 1 on a mismatch) and a trace that replays
+    capture_replays(5, build("waitmodes.c"), "waitany and waitsome")
     cap = os.path.join(WORK, "wc-capture.h5")
     run([MPISIM, "trace", "-o", cap, "-n", "3", "--", exe])
     rec, virt = os.path.join(WORK, "rec.json"), os.path.join(WORK, "virt.json")
@@ -301,19 +331,21 @@ def test_corrupt_traces():
 
 
 def test_unreadable_records():
-    """A trace whose records cannot be read from some point on (a chunk of rank 1's events in the
-    middle of the file overwritten): `mpisim replay` reads records as it plays them, so it replays
-    everything before the damage, then stops with exit 2 and an error naming the file, the rank and
-    the records, and writes the report of what it replayed."""
+    """A trace whose records cannot be read from some point on (one stretch of rank 1's compact
+    records in the middle of the file overwritten): `mpisim replay` reads records as it plays them,
+    so it replays everything before the damage, then stops with exit 2 and an error naming the file,
+    the rank and the records, and writes the report of what it replayed."""
     import h5py
     h5 = synth("pingpong", 2, 3000, 64, 1000, os.path.join(WORK, "cut.h5"))
     with h5py.File(h5, "r") as f:
-        d = f["ranks/1/events"]
-        info = d.id.get_chunk_info(3)
-        first, nev = info.chunk_offset[0], d.shape[0]
+        heads, off = f["rank_heads"][:], f["stretches"][:]
+        stretch, at = int(f.attrs["stretch_records"]), f["records"].id.get_offset()
+        j = int(heads["first_stretch"][1]) + 10
+        first, nev = 10 * stretch, int(heads["nev"][1])
+        a, b = int(off[j]), int(off[j + 1])
     with open(h5, "r+b") as f:
-        f.seek(info.byte_offset)
-        f.write(b"\x5a" * info.size)
+        f.seek(at + a)
+        f.write(b"\x5a" * (b - a))
     rep = os.path.join(WORK, "cut.json")
     p = run([MPISIM, "replay", h5, "--set", "network.engine=analytic", "--report", rep], ok=False)
     check(p.returncode == 2, "exit %d\n%s" % (p.returncode, p.stderr))

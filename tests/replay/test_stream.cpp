@@ -17,6 +17,7 @@
 
 #include "ms_replay.h"
 #include "ms_trace.h"
+#include "ms_trace_internal.h"
 #include "synth_trace.h"
 #include "test_tmpdir.h"
 
@@ -203,31 +204,35 @@ TEST(Stream, MemoryDoesNotGrowWithTheTrace)
     EXPECT_EQ(peak[0], peak[1]);
 }
 
-// A rank whose records cannot be read from some point on (here: a chunk of its events in the
-// middle of the file overwritten): the replay plays everything up to there, then stops with the
-// stream's error naming the file, the rank and the records; the result holds what was replayed.
+// A rank whose records cannot be read from some point on (here: one stretch of its compact records
+// in the middle of the file overwritten): the replay plays everything up to there, then stops with
+// the error naming the file, the rank and the records; the result holds what was replayed.
 TEST(Stream, UnreadableRecordsStopTheReplayWithWhatWasPlayed)
 {
     const int iters = 3000;
     ms_trace *t = synth_pingpong(iters, 64, 1000);
     std::string path = write(t, "cut.h5");
-    // where rank 1's 4th chunk of events lies in the file
+    // where rank 1's 10th stretch of records lies in the file (schema 2: /records, /stretches)
     haddr_t addr = 0;
     hsize_t size = 0, first = 0;
     {
         hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
         ASSERT_GE(f, 0);
-        hid_t d = H5Dopen2(f, "ranks/1/events", H5P_DEFAULT);
+        hid_t d = H5Dopen2(f, "records", H5P_DEFAULT), st = H5Dopen2(f, "stretches", H5P_DEFAULT);
         ASSERT_GE(d, 0);
-        hid_t sp = H5Dget_space(d);
-        hsize_t nchunks = 0;
-        ASSERT_GE(H5Dget_num_chunks(d, sp, &nchunks), 0);
-        ASSERT_GT(nchunks, 6u);
-        hsize_t off[1];
-        unsigned mask;
-        ASSERT_GE(H5Dget_chunk_info(d, sp, 3, off, &mask, &addr, &size), 0);
-        first = off[0];
+        ASSERT_GE(st, 0);
+        hid_t sp = H5Dget_space(st);
+        hsize_t n = 0;
+        H5Sget_simple_extent_dims(sp, &n, NULL);
+        std::vector<uint64_t> off(n);
+        ASSERT_GE(H5Dread(st, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, off.data()), 0);
+        size_t rank1 = (t->ranks[0].nev + MS_TRACE_STRETCH - 1) / MS_TRACE_STRETCH, j = rank1 + 10;
+        ASSERT_LT(j + 1, n);
+        addr = H5Dget_offset(d) + off[j];
+        size = off[j + 1] - off[j];
+        first = 10 * MS_TRACE_STRETCH;
         H5Sclose(sp);
+        H5Dclose(st);
         H5Dclose(d);
         H5Fclose(f);
     }
