@@ -128,24 +128,6 @@ int32_t myr_cnt_upto(mhop *hp, nm_time_t tau, nm_time_t t, int *lo, int32_t *loc
     }
     return c;
 }
-int myr_seg_index(const mhop *hp, int32_t k)
-{
-    for (int i = hp->nseg - 1; i >= 0; i--)
-        if (hp->seg[i].k0 <= k) return i;
-    return -1;
-}
-nm_time_t myr_start_of(const meng *e, const mhop *hp, int32_t k)
-{
-    if (k < 0 || k >= hp->nplan) return NM_TIME_NEVER;
-    const mseg *s = &hp->seg[myr_seg_index(hp, k)];
-    return s->t0 + (nm_time_t)(k - s->k0) * e->ch[hp->ch].tau;
-}
-nm_time_t myr_arrival_of(const meng *e, const mhop *hp, int32_t k)
-{
-    nm_time_t s = myr_start_of(e, hp, k);
-    if (s == NM_TIME_NEVER) return s;
-    return s + e->ch[hp->ch].tau + e->ch[hp->ch].prop;
-}
 
 static int seg_append(meng *e, mhop *hp, nm_time_t t0, int32_t k0, int32_t n, nm_time_t tau)
 {
@@ -219,7 +201,7 @@ void myr_plan(meng *e, int c)
             const mchan *ux = &e->ch[up->ch];
             int32_t j = K + 1;
             if (j >= up->nplan) break;
-            const mseg *s = &up->seg[myr_seg_index(up, j)];
+            const mseg *s = &up->seg[seg_index(up, j)];
             nm_time_t a = s->t0 + (nm_time_t)(j - s->k0) * ux->tau + ux->tau + ux->prop;
             start = tmax(t, a);
             int32_t rem = s->k0 + s->n - j;

@@ -55,7 +55,7 @@ void myr_send_ctrl(meng *e, int c, int type)
     if (x->owner >= 0) {
         hp = &e->w[x->owner].hop[x->owner_h];
         int32_t k = sent_by(e, hp, e->now);
-        if (k > 0) b = tmax(b, myr_start_of(e, hp, k - 1) + x->tau);   /* character in progress */
+        if (k > 0) b = tmax(b, start_of(e, hp, k - 1) + x->tau);   /* character in progress */
     }
     x->ctrl_end = b + x->tau;
     x->chars_final++;
@@ -116,7 +116,7 @@ static nm_time_t nth_arrival(meng *e, int c, nm_time_t t, int32_t need)
         if (x->to_host >= 0 && hp->admitted) continue;
         int32_t a = arrived_by(e, hp, t);
         int32_t av = hp->nplan - a;
-        if (need <= av) return myr_arrival_of(e, hp, a + need - 1);
+        if (need <= av) return arrival_of(e, hp, a + need - 1);
         need -= av;
         if (hp->nplan < hp->len) return NM_TIME_NEVER;
     }
@@ -138,7 +138,7 @@ static nm_time_t nth_departure(meng *e, int c, nm_time_t t, int32_t need)
         int32_t av = known - d;
         if (need <= av) {
             int32_t q = d + need - 1;
-            return q == 0 ? hp->rb_dep : myr_start_of(e, dn, q - 1);
+            return q == 0 ? hp->rb_dep : start_of(e, dn, q - 1);
         }
         need -= av;
         if (known < hp->len) return NM_TIME_NEVER;
@@ -185,7 +185,7 @@ static nm_time_t rise_window_end(meng *e, int c, nm_time_t t)
     const mchan *dx = &e->ch[dn->ch];
     nm_time_t tau_a = x->tau, tau_d = dx->tau;
     if (tau_d > tau_a) return NM_TIME_NEVER;
-    const mseg *sa = &ah->seg[myr_seg_index(ah, ak)], *sd = &dn->seg[myr_seg_index(dn, dq)];
+    const mseg *sa = &ah->seg[seg_index(ah, ak)], *sd = &dn->seg[seg_index(dn, dq)];
     nm_time_t a0 = sa->t0 + (nm_time_t)(ak - sa->k0) * tau_a + tau_a + x->prop;
     nm_time_t d0 = sd->t0 + (nm_time_t)(dq - sd->k0) * tau_d;
     nm_time_t dlast = sd->t0 + (nm_time_t)(sd->n - 1) * tau_d;
@@ -246,15 +246,15 @@ static void head_recompute(meng *e, int c)
             mhop *hp = &w->hop[r.h];
             if (UNLIKELY(hp->itb)) continue;   /* in transit: below */
             if (!hp->admitted) {
-                if (e->rxcap == 0 || ho->slots < e->rxcap) t = tmin(t, tmax(e->now, myr_arrival_of(e, hp, 0)));
+                if (e->rxcap == 0 || ho->slots < e->rxcap) t = tmin(t, tmax(e->now, arrival_of(e, hp, 0)));
                 break;
             }
-            if (!w->completed) { t = tmin(t, myr_arrival_of(e, hp, end_index(e, hp))); break; }
+            if (!w->completed) { t = tmin(t, arrival_of(e, hp, end_index(e, hp))); break; }
         }
         for (int i = 0; UNLIKELY(x->nitb > 0) && i < x->fn; i++) {   /* detection of the first in-transit packet */
             mhop *hp = &e->w[fifo_at(x, i)->w].hop[fifo_at(x, i)->h];
             if (!hp->itb || hp->rb_dep != NM_TIME_NEVER) continue;
-            nm_time_t a = myr_arrival_of(e, hp, 0);
+            nm_time_t a = arrival_of(e, hp, 0);
             if (a != NM_TIME_NEVER) t = tmin(t, tmax(e->now, a + e->itb_delay));
             break;
         }
@@ -264,12 +264,12 @@ static void head_recompute(meng *e, int c)
             mworm *w = &e->w[r.w];
             mhop *hp = &w->hop[r.h];
             if (hp->rb_dep != NM_TIME_NEVER) continue;
-            t = myr_arrival_of(e, hp, 0);
+            t = arrival_of(e, hp, 0);
             if (i > 0 && t != NM_TIME_NEVER) {
                 whref p = *fifo_at(x, i - 1);
                 mworm *pw = &e->w[p.w];
                 mhop *pn = &pw->hop[p.h + 1];
-                nm_time_t g = pn->active ? myr_start_of(e, pn, pn->len - 1) : NM_TIME_NEVER;
+                nm_time_t g = pn->active ? start_of(e, pn, pn->len - 1) : NM_TIME_NEVER;
                 t = tmax(t, g);
             }
             if (t != NM_TIME_NEVER) t = tmax(t, e->now);

@@ -155,9 +155,6 @@ void myr_hsift_down(meng *e, int i, hslot x);
 
 /* engine_myrinet.c: segments and planning */
 int32_t myr_cnt_upto(mhop *hp, nm_time_t tau, nm_time_t t, int *lo, int32_t *locnt, nm_time_t lim);
-int myr_seg_index(const mhop *hp, int32_t k);
-nm_time_t myr_start_of(const meng *e, const mhop *hp, int32_t k);
-nm_time_t myr_arrival_of(const meng *e, const mhop *hp, int32_t k);
 void myr_seg_cut_time(mhop *hp, nm_time_t tcut, nm_time_t tau);
 void myr_plan(meng *e, int c);
 void myr_hop_changed(meng *e, int wi, int h, int32_t kmin);
@@ -228,6 +225,27 @@ static inline int32_t arrived_by(const meng *e, mhop *hp, nm_time_t t)
     const mchan *x = &e->ch[hp->ch];
     nm_time_t d = x->tau + x->prop;
     return myr_cnt_upto(hp, x->tau, t - d, &hp->alo, &hp->alocnt, e->now - d);
+}
+
+/* Segment of hop hp holding character k; when character k starts and when it has arrived
+ * (NM_TIME_NEVER: not planned yet). */
+static inline int seg_index(const mhop *hp, int32_t k)
+{
+    for (int i = hp->nseg - 1; i >= 0; i--)
+        if (hp->seg[i].k0 <= k) return i;
+    return -1;
+}
+static inline nm_time_t start_of(const meng *e, const mhop *hp, int32_t k)
+{
+    if (k < 0 || k >= hp->nplan) return NM_TIME_NEVER;
+    const mseg *s = &hp->seg[seg_index(hp, k)];
+    return s->t0 + (nm_time_t)(k - s->k0) * e->ch[hp->ch].tau;
+}
+static inline nm_time_t arrival_of(const meng *e, const mhop *hp, int32_t k)
+{
+    nm_time_t s = start_of(e, hp, k);
+    if (s == NM_TIME_NEVER) return s;
+    return s + e->ch[hp->ch].tau + e->ch[hp->ch].prop;
 }
 
 static inline void mark(meng *e, int c, int what)

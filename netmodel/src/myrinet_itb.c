@@ -73,7 +73,7 @@ int myr_itb_detect(meng *e, int c)
             whref r = *fifo_at(x, i);
             mhop *hp = &e->w[r.w].hop[r.h];
             if (!hp->itb || hp->rb_dep != NM_TIME_NEVER) continue;
-            nm_time_t a = myr_arrival_of(e, hp, 0);
+            nm_time_t a = arrival_of(e, hp, 0);
             if (a == NM_TIME_NEVER || a + e->itb_delay > e->now) break;
             hp->rb_dep = e->now;
             e->st.itb_packets++;

@@ -251,13 +251,13 @@ void myr_head_event(meng *e, int c)
             mhop *hp = &w->hop[r.h];
             if (UNLIKELY(hp->itb)) continue;   /* in transit: myr_itb_detect */
             if (!hp->admitted) {
-                if ((e->rxcap == 0 || ho->slots < e->rxcap) && myr_arrival_of(e, hp, 0) <= e->now) {
+                if ((e->rxcap == 0 || ho->slots < e->rxcap) && arrival_of(e, hp, 0) <= e->now) {
                     hp->admitted = 1;   /* its held characters drain now */
                     ho->slots++;
                 } else break;
             }
             if (w->completed) continue;
-            if (myr_arrival_of(e, hp, end_index(e, hp)) > e->now) break;
+            if (arrival_of(e, hp, end_index(e, hp)) > e->now) break;
             w->completed = 1;
             if (e->recv_cost == 0 && e->rxcap == 0) {
                 deliver(e, r.w, e->now);
