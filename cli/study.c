@@ -272,7 +272,24 @@ static void usage(FILE *f)
     nm_registry_print(nm_routing_at, f, "  ");
 }
 
-int mpisim_study_main(int argc, char **argv)
+/* One `mpisim study speedup`: its options, the configuration, the CPU factor and the grid's
+ * times (t[i * ns + j]: P = procs[i], N = sizes[j]; < 0: failed). */
+typedef struct {
+    study_opts o;
+    const char *outdir, *cpu_factor_arg;
+    int runs;
+    int procs[64], sizes[256];
+    int np, ns;
+    nm_config *cfg;
+    char self[PATH_MAX], matmul[PATH_MAX], out[PATH_MAX];
+    double cpu_factor, here;   /* the factor (<= 0: the profile's); this machine's ns per multiply-add */
+    char source[1200];         /* where the factor came from, recorded in every report's configuration */
+    char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64];
+    double *t;
+} study_run;
+
+/* The options into s; -1 to go on, else the exit code (0 after --help). */
+static int parse_study_options(study_run *s, int argc, char **argv)
 {
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
@@ -283,13 +300,13 @@ int mpisim_study_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    study_opts o = {0};
-    o.compute = "cpu";
-    const char *outdir = NULL, *cpu_factor_arg = "calibrate";
-    int runs = 3;   /* one slow spell of a shared machine would otherwise decide a point */
-    o.sets = calloc((size_t)argc + 1, sizeof *o.sets);
-    int procs[64], sizes[256];
-    int np = parse_list("1,2,4,8,16", procs, 64), ns = parse_range("32:144:16", sizes, 256);
+    study_opts *o = &s->o;
+    o->compute = "cpu";
+    s->cpu_factor_arg = "calibrate";
+    s->runs = 3;   /* one slow spell of a shared machine would otherwise decide a point */
+    o->sets = calloc((size_t)argc + 1, sizeof *o->sets);
+    s->np = parse_list("1,2,4,8,16", s->procs, 64);
+    s->ns = parse_range("32:144:16", s->sizes, 256);
     nm_cmdline c;
     nm_cmdline_init(&c, "mpisim study speedup", study_options, argc - 1, argv + 1, 0);
     const char *v;
@@ -297,231 +314,269 @@ int mpisim_study_main(int argc, char **argv)
         long n;
         switch (k) {
         case 'h': usage(stdout); return 0;
-        case O_PROFILE: o.profile = v; break;
-        case O_SET: o.sets[o.nsets++] = v; break;
+        case O_PROFILE: o->profile = v; break;
+        case O_SET: o->sets[o->nsets++] = v; break;
         case O_ROUTING:
-            if (!(o.sets[o.nsets++] = nm_cmdline_routing(&c, k, v))) return 2;
+            if (!(o->sets[o->nsets++] = nm_cmdline_routing(&c, k, v))) return 2;
             break;
-        case O_COMPUTE: o.compute = v; break;
+        case O_COMPUTE: o->compute = v; break;
         case O_DISTRIBUTE:
             if (strcmp(v, "collective") && strcmp(v, "p2p")) return nm_cmdline_bad(&c, k, v, "expected collective or p2p");
-            o.distribute = v;
+            o->distribute = v;
             break;
-        case O_OUT: outdir = v; break;
-        case O_CPU_FACTOR: cpu_factor_arg = v; break;
+        case O_OUT: s->outdir = v; break;
+        case O_CPU_FACTOR: s->cpu_factor_arg = v; break;
         case O_RUNS:
             if (nm_cmdline_long(&c, k, v, 1, 20, &n) != 0) return 2;
-            runs = (int)n;
+            s->runs = (int)n;
             break;
         case O_PROCS:
-            if ((np = parse_list(v, procs, 64)) <= 0) return nm_cmdline_bad(&c, k, v, "expected a list like 1,2,4");
+            if ((s->np = parse_list(v, s->procs, 64)) <= 0) return nm_cmdline_bad(&c, k, v, "expected a list like 1,2,4");
             break;
         case O_SIZES:
-            if ((ns = parse_range(v, sizes, 256)) <= 0)
+            if ((s->ns = parse_range(v, s->sizes, 256)) <= 0)
                 return nm_cmdline_bad(&c, k, v, "expected FIRST:LAST:STEP or a list");
             break;
         default: return 2;
         }
     }
     if (nm_cmdline_operands(&c, 0, 0, "") < 0) return 2;
-    /* validate the configuration once, before 40 runs */
+    return -1;
+}
+
+/* Before 40 runs: the configuration, this command and matmul, the output folder; -1 to go on,
+ * else the exit code. */
+static int prepare_study(study_run *s)
+{
     char err[1024];
-    nm_config *cfg = mpisim_load_config(o.profile, o.sets, o.nsets, err, sizeof err);
-    if (!cfg) {
+    s->cfg = mpisim_load_config(s->o.profile, s->o.sets, s->o.nsets, err, sizeof err);
+    if (!s->cfg) {
         fprintf(stderr, "mpisim: %s\n", err);
         return 2;
     }
     /* the command itself, and matmul where the build tree (beside it) or an installed tree
      * (libexec/mpisim) keeps it */
-    char self[PATH_MAX], matmul[PATH_MAX];
-    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    ssize_t sn = readlink("/proc/self/exe", s->self, sizeof s->self - 1);
     if (sn < 0) {
         fprintf(stderr, "mpisim study: cannot find this command (/proc/self/exe): %s\n", strerror(errno));
         return 2;
     }
-    self[sn] = 0;
-    if (mpisim_find_program("matmul", matmul, sizeof matmul) != 0) {
+    s->self[sn] = 0;
+    if (mpisim_find_program("matmul", s->matmul, sizeof s->matmul) != 0) {
         char dir[PATH_MAX] = "?";
         mpisim_self_dir(dir, sizeof dir);
         fprintf(stderr, "mpisim study: the study's program matmul is neither beside this command (%s) nor in its "
                         "libexec directory (%s/" MPISIM_REL_APPDIR "): build or install the apps\n", dir, dir);
         return 2;
     }
-    o.mpisim = self;
-    o.matmul = matmul;
-    char out[PATH_MAX];
-    if (outdir) snprintf(out, sizeof out, "%s", outdir);
-    else snprintf(out, sizeof out, "mpisim-speedup");   /* never over the checkout's committed results */
-    if (mkdir(out, 0755) < 0 && errno != EEXIST) {
-        fprintf(stderr, "mpisim study: cannot create %s: %s\n", out, strerror(errno));
+    s->o.mpisim = s->self;
+    s->o.matmul = s->matmul;
+    if (s->outdir) snprintf(s->out, sizeof s->out, "%s", s->outdir);
+    else snprintf(s->out, sizeof s->out, "mpisim-speedup");   /* never over the checkout's committed results */
+    if (mkdir(s->out, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "mpisim study: cannot create %s: %s\n", s->out, strerror(errno));
         return 2;
     }
-    /* the CPU factor and where it came from, recorded in every report's configuration */
-    static char source[1200];
-    double cpu_factor = -1, here = -1;
-    if (!strcmp(cpu_factor_arg, "calibrate")) {
-        here = calibrate_ns_per_mac(&o, out);
-        if (here <= 0) {
+    return -1;
+}
+
+/* The CPU factor (--cpu-factor) and where it came from; -1 to go on, else the exit code. */
+static int choose_cpu_factor(study_run *s)
+{
+    const char *arg = s->cpu_factor_arg;
+    s->cpu_factor = -1;
+    s->here = -1;
+    if (!strcmp(arg, "calibrate")) {
+        s->here = calibrate_ns_per_mac(&s->o, s->out);
+        if (s->here <= 0) {
             fprintf(stderr, "mpisim study: the calibration run (matmul, P = 1, N = %d) failed\n", CAL_N);
             return 1;
         }
-        cpu_factor = SEED000_NS_PER_MAC / here;
-        snprintf(source, sizeof source,
+        s->cpu_factor = SEED000_NS_PER_MAC / s->here;
+        snprintf(s->source, sizeof s->source,
                  "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
                  "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of %d)",
-                 SEED000_NS_PER_MAC, here, CAL_N, CAL_RUNS * CAL_REPEAT);
+                 SEED000_NS_PER_MAC, s->here, CAL_N, CAL_RUNS * CAL_REPEAT);
         fprintf(stderr, "mpisim study: this machine %.4f ns per multiply-add, testbed %.1f ns: cpu factor %.2f\n",
-                here, SEED000_NS_PER_MAC, cpu_factor);
-    } else if (!strcmp(cpu_factor_arg, "profile")) {
-        cpu_factor = -1;
+                s->here, SEED000_NS_PER_MAC, s->cpu_factor);
+    } else if (!strcmp(arg, "profile")) {
+        s->cpu_factor = -1;
     } else {
         char *end;
-        cpu_factor = strtod(cpu_factor_arg, &end);
-        if (end != cpu_factor_arg && *end == '\0' && isfinite(cpu_factor) && cpu_factor > 0) {
-            snprintf(source, sizeof source, "--cpu-factor");
+        s->cpu_factor = strtod(arg, &end);
+        if (end != arg && *end == '\0' && isfinite(s->cpu_factor) && s->cpu_factor > 0) {
+            snprintf(s->source, sizeof s->source, "--cpu-factor");
         } else {
-            int rc = read_factor_file(cpu_factor_arg, &cpu_factor, source, sizeof source);
+            int rc = read_factor_file(arg, &s->cpu_factor, s->source, sizeof s->source);
             if (rc < 0) {
                 fprintf(stderr, "mpisim study: --cpu-factor wants calibrate, profile, a positive number or a file "
                                 "written by a study (cpu_factor.txt): '%s' %s\n",
-                        cpu_factor_arg, rc == -1 ? "cannot be read" : "has no factor on its first line");
+                        arg, rc == -1 ? "cannot be read" : "has no factor on its first line");
                 return 2;
             }
-            fprintf(stderr, "mpisim study: cpu factor %.9g from %s\n", cpu_factor, cpu_factor_arg);
+            fprintf(stderr, "mpisim study: cpu factor %.9g from %s\n", s->cpu_factor, arg);
         }
     }
-    char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64], report[PATH_MAX + 64], fac_path[PATH_MAX + 64];
-    double *t = calloc((size_t)(np * ns), sizeof *t);
-    /* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
-     * multiply-add for all 45 of its repetitions, against 0.295 in the study's own one-rank runs a
-     * minute later, a factor 28 % low for every point). The grid's one-rank N = CAL_N point is the
-     * calibration's own configuration: when it shows the machine 3 % faster than the calibration
-     * did, the factor is taken from it and the grid runs once more. */
-    for (int attempt = 0;; attempt++) {
-        o.cpu_factor = cpu_factor;
-        o.cpu_factor_source = cpu_factor > 0 ? source : NULL;
-        if (cpu_factor > 0) {
-            snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", out);
-            ms_outfile ff;
-            if (ms_outfile_open(&ff, fac_path, 0, NULL, err, sizeof err) < 0 ||
-                (fprintf(ff.f, "%.9g\n%s\n", cpu_factor, source), ms_outfile_commit(&ff, err, sizeof err) < 0)) {
-                fprintf(stderr, "mpisim study: %s\n", err);
-                return MS_EXIT_OUTPUT;
-            }
-            char set[128];
-            snprintf(set, sizeof set, "shim.cpu_factor=%.9g", cpu_factor);
-            if (nm_config_set(cfg, set, source, err, sizeof err) < 0) {
-                fprintf(stderr, "mpisim: %s\n", err);
-                return 2;
-            }
-        }
-        snprintf(csv_path, sizeof csv_path, "%s/speedup.csv", out);
-        snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
-        ms_outfile cf;
-        if (ms_outfile_open(&cf, cfg_path, 0, NULL, err, sizeof err) < 0 ||
-            (nm_config_write_json(cfg, cf.f, 0), ms_outfile_commit(&cf, err, sizeof err) < 0)) {
+    return -1;
+}
+
+/* A grid attempt's files: the factor (cpu_factor.txt, also into the configuration) and the
+ * configuration (config.json); -1 to go on, else the exit code. */
+static int write_attempt_files(study_run *s)
+{
+    char err[1024], fac_path[PATH_MAX + 64];
+    if (s->cpu_factor > 0) {
+        snprintf(fac_path, sizeof fac_path, "%s/cpu_factor.txt", s->out);
+        ms_outfile ff;
+        if (ms_outfile_open(&ff, fac_path, 0, NULL, err, sizeof err) < 0 ||
+            (fprintf(ff.f, "%.9g\n%s\n", s->cpu_factor, s->source), ms_outfile_commit(&ff, err, sizeof err) < 0)) {
             fprintf(stderr, "mpisim study: %s\n", err);
             return MS_EXIT_OUTPUT;
         }
-        memset(t, 0, (size_t)(np * ns) * sizeof *t);
-        fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, o.compute);
-        /* a point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of
-         * the whole grid, one after the other (a slow spell of a shared machine lasts longer than a
-         * run, so repetitions within one run do not escape it) */
-        /* A point's fastest run must be confirmed: one run's process can compute at 1.6x its usual
-         * CPU time for its whole life (raw == wall, never switched out; about 1 process in 5 here,
-         * on either vCPU, with or without address randomization: the host's), and a point is the
-         * fastest of its runs. So after K passes, a point whose two fastest runs differ by more than
-         * CONFIRM runs again in further passes, up to 3K runs. The one-rank points (their time
-         * divides into every efficiency of the column) and the small ones (under SMALL_POINT_S: their
-         * ranks compute for microseconds, and their fastest runs spread continuously, 3.35-3.69 ms
-         * at P = 2, N = 32) always run 3K times. */
-        int max_runs = runs > 1 ? 3 * runs : 1;
-        double *second = calloc((size_t)(np * ns), sizeof *second);   /* second fastest so far */
-        double *slow_best = calloc((size_t)(np * ns), sizeof *slow_best);   /* runs of a slow machine */
-        for (int run = 0; run < max_runs; run++)
-            for (int j = 0; j < ns; j++)
-                for (int i = 0; i < np; i++) {
-                    double *best = &t[i * ns + j], *next = &second[i * ns + j];
-                    int confirmed = *best > 0 && *next > 0 && *next <= *best * (1 + CONFIRM);
-                    int small = procs[i] == 1 || (*best > 0 && *best < SMALL_POINT_S);
-                    if (run >= runs && !small && confirmed) continue;
-                    snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", out, procs[i], sizes[j],
-                             runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
-                    double comp, v = run_point(&o, procs[i], sizes[j], repetitions(sizes[j]), report, &comp);
-                    /* Rank 0 computes rows0 x n x n multiply-adds in the repetition: at more than
-                     * SLOW_RUN x the calibrated rate the machine was slow for this run (minutes-long
-                     * spells were seen: every run of a point 1.6-1.8x), so it counts only when no run
-                     * of the point was at the calibrated rate */
-                    long rows0 = sizes[j] / procs[i] + (sizes[j] % procs[i] ? 1 : 0);
-                    double rate = comp > 0 && cpu_factor > 0
-                                      ? comp / cpu_factor * 1e9 / ((double)rows0 * sizes[j] * sizes[j])
-                                      : -1;
-                    double nominal = here > 0 ? here : cpu_factor > 0 ? SEED000_NS_PER_MAC / cpu_factor : -1;
-                    /* only where rank 0 computes long enough (>= SLOW_MIN_MACS, ~30 us here) for its
-                     * rate to be the kernel's and not its cold start's */
-                    int slow_run = v >= 0 && rate > 0 && nominal > 0 && rate > SLOW_RUN * nominal &&
-                                   (double)rows0 * sizes[j] * sizes[j] >= SLOW_MIN_MACS;
-                    if (slow_run) {
-                        fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms: rank 0 computed at %.4f ns per multiply-add, "
-                                "%.2fx the calibration: the machine was slow, the run counts only if no other does\n",
-                                procs[i], sizes[j], v * 1e3, rate, rate / nominal);
-                        if (!slow_best[i * ns + j] || slow_best[i * ns + j] > v) slow_best[i * ns + j] = v;
-                        if (run == 0) *best = -1;
-                        continue;
-                    }
-                    if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) {
-                        if (run > 0) *next = *best;
-                        *best = v;
-                    } else if (v >= 0 && (*next <= 0 || v < *next)) {
-                        *next = v;
-                    }
-                    fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", procs[i], sizes[j], v * 1e3);
-                }
-        for (int k = 0; k < np * ns; k++)
-            if (t[k] < 0 && slow_best[k] > 0) {
-                t[k] = slow_best[k];
-                fprintf(stderr, "mpisim study: warning: P=%d N=%d: every run computed at a slow rate; its time is the "
-                                "fastest of them and overstated\n", procs[k / ns], sizes[k % ns]);
-            }
-        free(slow_best);
-        free(second);
-        int b1 = -1, jc = -1;
-        for (int i = 0; i < np; i++)
-            if (procs[i] == 1) b1 = i;
-        for (int j = 0; j < ns; j++)
-            if (sizes[j] == CAL_N) jc = j;
-        double seen = here > 0 && b1 >= 0 && jc >= 0 && t[b1 * ns + jc] > 0
-                          ? t[b1 * ns + jc] / cpu_factor * 1e9 / ((double)CAL_N * CAL_N * CAL_N)
-                          : -1;
-        if (attempt == 0 && seen > 0 && seen < 0.97 * here) {
-            fprintf(stderr,
-                    "mpisim study: the calibration ran slow (%.4f ns per multiply-add; the grid's one-rank N = %d "
-                    "runs %.4f): the grid again with cpu factor %.2f\n",
-                    here, CAL_N, seen, SEED000_NS_PER_MAC / seen);
-            here = seen;
-            cpu_factor = SEED000_NS_PER_MAC / here;
-            snprintf(source, sizeof source,
-                     "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
-                     "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of its "
-                     "study's runs: the calibration run had met a slow spell)",
-                     SEED000_NS_PER_MAC, here, CAL_N);
-            continue;
+        char set[128];
+        snprintf(set, sizeof set, "shim.cpu_factor=%.9g", s->cpu_factor);
+        if (nm_config_set(s->cfg, set, s->source, err, sizeof err) < 0) {
+            fprintf(stderr, "mpisim: %s\n", err);
+            return 2;
         }
-        break;
     }
-    nm_config_destroy(cfg);
+    snprintf(s->csv_path, sizeof s->csv_path, "%s/speedup.csv", s->out);
+    snprintf(s->cfg_path, sizeof s->cfg_path, "%s/config.json", s->out);
+    ms_outfile cf;
+    if (ms_outfile_open(&cf, s->cfg_path, 0, NULL, err, sizeof err) < 0 ||
+        (nm_config_write_json(s->cfg, cf.f, 0), ms_outfile_commit(&cf, err, sizeof err) < 0)) {
+        fprintf(stderr, "mpisim study: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    return -1;
+}
+
+/* Point (i, j) in pass `run`: its time into best / next (the fastest and second fastest so far),
+ * or, for a run of a slow machine, into slow_best. */
+static void run_grid_point(study_run *s, int i, int j, int run, double *best, double *next, double *slow_best)
+{
+    char report[PATH_MAX + 64];
+    int runs = s->runs, p = s->procs[i], n = s->sizes[j];
+    double cpu_factor = s->cpu_factor, here = s->here;
+    snprintf(report, sizeof report, "%s/report-P%d-N%d%s.json", s->out, p, n,
+             runs > 1 && run == 0 ? "" : runs > 1 ? "-again" : "");
+    double comp, v = run_point(&s->o, p, n, repetitions(n), report, &comp);
+    /* Rank 0 computes rows0 x n x n multiply-adds in the repetition: at more than
+     * SLOW_RUN x the calibrated rate the machine was slow for this run (minutes-long
+     * spells were seen: every run of a point 1.6-1.8x), so it counts only when no run
+     * of the point was at the calibrated rate */
+    long rows0 = n / p + (n % p ? 1 : 0);
+    double rate = comp > 0 && cpu_factor > 0 ? comp / cpu_factor * 1e9 / ((double)rows0 * n * n) : -1;
+    double nominal = here > 0 ? here : cpu_factor > 0 ? SEED000_NS_PER_MAC / cpu_factor : -1;
+    /* only where rank 0 computes long enough (>= SLOW_MIN_MACS, ~30 us here) for its
+     * rate to be the kernel's and not its cold start's */
+    int slow_run = v >= 0 && rate > 0 && nominal > 0 && rate > SLOW_RUN * nominal &&
+                   (double)rows0 * n * n >= SLOW_MIN_MACS;
+    if (slow_run) {
+        fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms: rank 0 computed at %.4f ns per multiply-add, "
+                "%.2fx the calibration: the machine was slow, the run counts only if no other does\n",
+                p, n, v * 1e3, rate, rate / nominal);
+        if (!*slow_best || *slow_best > v) *slow_best = v;
+        if (run == 0) *best = -1;
+        return;
+    }
+    if (run == 0 || (v >= 0 && (*best < 0 || v < *best))) {
+        if (run > 0) *next = *best;
+        *best = v;
+    } else if (v >= 0 && (*next <= 0 || v < *next)) {
+        *next = v;
+    }
+    fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms\n", p, n, v * 1e3);
+}
+
+/* The grid's passes into s->t.
+ * A point's time is the fastest of its repetitions; with --runs K, the fastest of K runs of the
+ * whole grid, one after the other (a slow spell of a shared machine lasts longer than a run, so
+ * repetitions within one run do not escape it).
+ * A point's fastest run must be confirmed: one run's process can compute at 1.6x its usual CPU
+ * time for its whole life (raw == wall, never switched out; about 1 process in 5 here, on either
+ * vCPU, with or without address randomization: the host's), and a point is the fastest of its
+ * runs. So after K passes, a point whose two fastest runs differ by more than CONFIRM runs again
+ * in further passes, up to 3K runs. The one-rank points (their time divides into every efficiency
+ * of the column) and the small ones (under SMALL_POINT_S: their ranks compute for microseconds,
+ * and their fastest runs spread continuously, 3.35-3.69 ms at P = 2, N = 32) always run 3K
+ * times. */
+static void run_grid(study_run *s)
+{
+    int np = s->np, ns = s->ns, runs = s->runs;
+    double *t = s->t;
+    memset(t, 0, (size_t)(np * ns) * sizeof *t);
+    fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, s->o.compute);
+    int max_runs = runs > 1 ? 3 * runs : 1;
+    double *second = calloc((size_t)(np * ns), sizeof *second);   /* second fastest so far */
+    double *slow_best = calloc((size_t)(np * ns), sizeof *slow_best);   /* runs of a slow machine */
+    for (int run = 0; run < max_runs; run++)
+        for (int j = 0; j < ns; j++)
+            for (int i = 0; i < np; i++) {
+                double *best = &t[i * ns + j], *next = &second[i * ns + j];
+                int confirmed = *best > 0 && *next > 0 && *next <= *best * (1 + CONFIRM);
+                int small = s->procs[i] == 1 || (*best > 0 && *best < SMALL_POINT_S);
+                if (run >= runs && !small && confirmed) continue;
+                run_grid_point(s, i, j, run, best, next, &slow_best[i * ns + j]);
+            }
+    for (int k = 0; k < np * ns; k++)
+        if (t[k] < 0 && slow_best[k] > 0) {
+            t[k] = slow_best[k];
+            fprintf(stderr, "mpisim study: warning: P=%d N=%d: every run computed at a slow rate; its time is the "
+                            "fastest of them and overstated\n", s->procs[k / ns], s->sizes[k % ns]);
+        }
+    free(slow_best);
+    free(second);
+}
+
+/* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
+ * multiply-add for all 45 of its repetitions, against 0.295 in the study's own one-rank runs a
+ * minute later, a factor 28 % low for every point). The grid's one-rank N = CAL_N point is the
+ * calibration's own configuration: when it shows the machine 3 % faster than the calibration
+ * did, the factor is taken from it and the grid runs once more. Returns 1 for once more. */
+static int calibration_was_slow(study_run *s)
+{
+    int np = s->np, ns = s->ns, b1 = -1, jc = -1;
+    for (int i = 0; i < np; i++)
+        if (s->procs[i] == 1) b1 = i;
+    for (int j = 0; j < ns; j++)
+        if (s->sizes[j] == CAL_N) jc = j;
+    double here = s->here;
+    double seen = here > 0 && b1 >= 0 && jc >= 0 && s->t[b1 * ns + jc] > 0
+                      ? s->t[b1 * ns + jc] / s->cpu_factor * 1e9 / ((double)CAL_N * CAL_N * CAL_N)
+                      : -1;
+    if (!(seen > 0 && seen < 0.97 * here)) return 0;
+    fprintf(stderr,
+            "mpisim study: the calibration ran slow (%.4f ns per multiply-add; the grid's one-rank N = %d "
+            "runs %.4f): the grid again with cpu factor %.2f\n",
+            here, CAL_N, seen, SEED000_NS_PER_MAC / seen);
+    s->here = seen;
+    s->cpu_factor = SEED000_NS_PER_MAC / s->here;
+    snprintf(s->source, sizeof s->source,
+             "calibrated: seed 000 testbed %.1f ns per multiply-add (fitted on the 2-node curve of sec 4.2, "
+             "results/seed000_validation.md) / this machine's %.4f ns (matmul P=1 N=%d, fastest of its "
+             "study's runs: the calibration run had met a slow spell)",
+             SEED000_NS_PER_MAC, s->here, CAL_N);
+    return 1;
+}
+
+/* The table on stdout, the CSV, the plot when Debian's matplotlib is there; the exit code. */
+static int print_study(study_run *s)
+{
+    char err[1024];
+    int np = s->np, ns = s->ns;
+    const double *t = s->t;
     ms_outfile csv_out;
-    if (ms_outfile_open(&csv_out, csv_path, 0, NULL, err, sizeof err) < 0) {
+    if (ms_outfile_open(&csv_out, s->csv_path, 0, NULL, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim study: %s\n", err);
         return MS_EXIT_OUTPUT;
     }
     FILE *csv = csv_out.f;
     fprintf(csv, "P,N,time_s,speedup,efficiency\n");
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
-           o.profile ? o.profile : "default", o.compute);
-    if (cpu_factor > 0) printf(" x %.2f (%s)", cpu_factor, source);
-    printf(", matmul --distribute %s\n", o.distribute ? o.distribute : "p2p");
+           s->o.profile ? s->o.profile : "default", s->o.compute);
+    if (s->cpu_factor > 0) printf(" x %.2f (%s)", s->cpu_factor, s->source);
+    printf(", matmul --distribute %s\n", s->o.distribute ? s->o.distribute : "p2p");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
     int failures = 0;
     for (int i = 0; i < np; i++)
@@ -529,29 +584,59 @@ int mpisim_study_main(int argc, char **argv)
             double tp = t[i * ns + j];
             int base = -1;
             for (int b = 0; b < np; b++)
-                if (procs[b] == 1) base = b;
+                if (s->procs[b] == 1) base = b;
             double t1 = base >= 0 ? t[base * ns + j] : -1;
             if (tp < 0) {
                 failures++;
-                printf("%6d %6d %14s %9s %11s\n", procs[i], sizes[j], "failed", "-", "-");
+                printf("%6d %6d %14s %9s %11s\n", s->procs[i], s->sizes[j], "failed", "-", "-");
                 continue;
             }
-            double sp = t1 > 0 ? t1 / tp : 0, eff = sp / procs[i];
-            printf("%6d %6d %14.6f %9.3f %10.1f%%\n", procs[i], sizes[j], tp * 1e3, sp, eff * 100);
-            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", procs[i], sizes[j], tp, sp, eff);
+            double sp = t1 > 0 ? t1 / tp : 0, eff = sp / s->procs[i];
+            printf("%6d %6d %14.6f %9.3f %10.1f%%\n", s->procs[i], s->sizes[j], tp * 1e3, sp, eff * 100);
+            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", s->procs[i], s->sizes[j], tp, sp, eff);
         }
     if (ms_outfile_commit(&csv_out, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim study: %s\n", err);
         return MS_EXIT_OUTPUT;
     }
-    printf("CSV: %s\n", csv_path);
+    printf("CSV: %s\n", s->csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];
     snprintf(plot_py, sizeof plot_py, "%s/plot_speedup.py", mpisim_find_data("results", script, sizeof script) == 0 ? script : ".");
-    snprintf(png, sizeof png, "%s/speedup.png", out);
-    char *const plot[] = {"/usr/bin/python3", plot_py, csv_path, png, NULL};
+    snprintf(png, sizeof png, "%s/speedup.png", s->out);
+    char *const plot[] = {"/usr/bin/python3", plot_py, s->csv_path, png, NULL};
     if (access("/usr/bin/python3", X_OK) == 0 && run_captured(plot, msg, sizeof msg) == 0) printf("Plot: %s\n", png);
-    free(t);
-    free(o.sets);
     return failures ? 1 : 0;
+}
+
+/* parse -> validate (configuration, programs, output folder, CPU factor) -> run the grid (again
+ * when the calibration met a slow spell) -> print */
+static int study_speedup(study_run *s, int argc, char **argv)
+{
+    int rc = parse_study_options(s, argc, argv);
+    if (rc < 0) rc = prepare_study(s);
+    if (rc < 0) rc = choose_cpu_factor(s);
+    if (rc >= 0) return rc;
+    s->t = calloc((size_t)(s->np * s->ns), sizeof *s->t);
+    for (int attempt = 0;; attempt++) {
+        s->o.cpu_factor = s->cpu_factor;
+        s->o.cpu_factor_source = s->cpu_factor > 0 ? s->source : NULL;
+        if ((rc = write_attempt_files(s)) >= 0) return rc;
+        run_grid(s);
+        if (attempt == 0 && calibration_was_slow(s)) continue;
+        break;
+    }
+    nm_config_destroy(s->cfg);
+    s->cfg = NULL;
+    return print_study(s);
+}
+
+int mpisim_study_main(int argc, char **argv)
+{
+    study_run s = {0};
+    int rc = study_speedup(&s, argc, argv);
+    nm_config_destroy(s.cfg);
+    free(s.t);
+    free(s.o.sets);
+    return rc;
 }
