@@ -124,6 +124,7 @@ typedef struct ms_req {
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint8_t notify;           /* push a resolution when matched, even with source and tag named */
+    uint8_t into_sent;        /* a collective's receive into what its member sent before (COPY_SHARED_PB) */
     uint8_t open;             /* a send that waits for its receiver's answer (ACK, CTS): counted in open_sends */
     uint64_t comm;
     int32_t ctx;              /* matching context */
@@ -1402,7 +1403,9 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
             rank_state *rd = &m->ranks[g->dst];
             from = tmax(t, rd->cpu_free);
         }
-        uint64_t shared = b && g->rreq && g->src != g->dst ? sent_overlap(&m->ranks[g->dst], g->rreq->buf, b) : 0;
+        uint64_t shared = !b || !g->rreq || g->src == g->dst ? 0
+                          : g->rreq->into_sent ? b
+                                               : sent_overlap(&m->ranks[g->dst], g->rreq->buf, b);
         ms_time_t copied = ms_host_shm_copy_ps(m->host, g->sh, b, b ? seg_copy_shared(m, b, shared) : -1, from);
         if (b && m->recv_serial) m->ranks[g->dst].cpu_free = copied;
         packet_done_at(m, g, k, copied + ms_host_shm_latency(m->host), t);
@@ -1843,6 +1846,20 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         return;
     }
     const ms_coll_step *st = &cm->plan.steps[cm->step];
+    if (st->copy_bytes) {
+        /* a local copy on the member's CPU before it posts the step: one core copying, as a
+         * rendezvous's single copy of that size does (the segment's COPY_PB) */
+        ms_time_t c = seg_copy(m, st->copy_bytes);
+        if (c < 0) {
+            double sc, shm, mem;
+            ms_host_copy_costs(m->host, &sc, &shm, &mem);
+            c = (ms_time_t)(shm * (double)st->copy_bytes);
+        }
+        rank_state *rs = &m->ranks[cm->rank];
+        s = tmax(s, rs->cpu_free) + c;
+        rs->cpu_free = s;
+        cm->step_max = s;
+    }
     cm->pending = (uint32_t)st->nops + 1;
     /* the root's step of a multicast bcast on a network that multicasts: collect its eager sends */
     if (m->mc_ok && cm->kind == MS_COLL_BCAST && st->nops > 1 &&
@@ -1875,6 +1892,7 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         r->bytes = op->bytes;
         r->post = s;
         r->cm = cm;
+        r->into_sent = (uint8_t)(op->into_sent != 0);
         if (op->is_send) {
             r->m_src = cm->crank;
             do_send(m, r, s);
