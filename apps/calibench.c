@@ -664,11 +664,17 @@ int main(int argc, char **argv)
         res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
         if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    int done_visits = 0, total_visits = rounds * nm;
-    for (int round = 0; round < rounds; round++) {
+    int done_visits = 0, total_visits = rounds * nm, late = 0;
+    for (int round = 0; round < rounds && !late; round++) {
         for (int i = 0; i < nm; i++, done_visits++) {
             result_t *r = &res[i];
             if (r->n >= o.samples) continue;
+            /* past the deadline only the first round goes on (every measurement gets its sample):
+             * a busy machine gives fewer samples, never a longer run */
+            if (round > 0 && !o.quick && now_s() > deadline) {
+                late = 1;
+                break;
+            }
             ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
             double t_one = 0;
             if (round == 0) {
@@ -707,12 +713,23 @@ int main(int argc, char **argv)
                 fflush(stderr);
             }
         }
-        if (o.progress && round < rounds - 1) {
+        if (o.progress && late) {
+            fprintf(stderr, "calibench: the budget is spent in round %d of %d (%.1f s): the samples so far count\n",
+                    round + 1, rounds, now_s() - start);
+            fflush(stderr);
+        } else if (o.progress && round < rounds - 1) {
             fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
                     now_s() - start);
             fflush(stderr);
         }
     }
+    if (late && o.progress)   /* the measurements' lines the last round would have printed */
+        for (int i = 0; i < nm; i++) {
+            result_t *r = &res[i];
+            fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
+                    test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes, r->n, r->batch,
+                    median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+        }
     /* the mirror's largest message, checked whatever the options */
     ctrl_t stop = {0, 0, maxbytes, 0, 0, 1};
     send_ctrl(&stop);

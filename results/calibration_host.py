@@ -178,7 +178,7 @@ def main():
     ap.add_argument("--skip-calibration", action="store_true", help="reuse OUT/host.ini and OUT/host2.ini")
     ap.add_argument("--wait-load", type=float, default=3.0,
                     help="before each calibration and program, wait for the load average to fall below this")
-    ap.add_argument("--wait-max", type=float, default=30, help="at most this many seconds each time")
+    ap.add_argument("--wait-max", type=float, default=10, help="at most this many seconds each time")
     a = ap.parse_args()
     bindir = os.path.join(a.build, "bin")
     out = a.out or os.path.join(a.build, "calibration_host")
