@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +95,17 @@ static int cores_here(void)
 
 /* Run argv with stdout into out_path; stderr relayed line by line (prefix; lines starting with
  * "calibench: " shortened). Returns the exit status, -1 if it could not run. */
+#define RELAY_TIMED_OUT (-2)
+static double now_s(void);
+/* As run_relay; at `deadline` (now_s() seconds, 0: none) the child is asked to stop (SIGTERM, which
+ * `mpisim run` answers by stopping its ranks and writing what it has), killed 10 s later if it has
+ * not; then RELAY_TIMED_OUT. */
+static int run_relay_until(char *const argv[], const char *out_path, const char *prefix, int quiet, double deadline);
 static int run_relay(char *const argv[], const char *out_path, const char *prefix, int quiet)
+{
+    return run_relay_until(argv, out_path, prefix, quiet, 0);
+}
+static int run_relay_until(char *const argv[], const char *out_path, const char *prefix, int quiet, double deadline)
 {
     int fds[2];
     if (pipe(fds) < 0) return -1;
@@ -123,7 +135,21 @@ static int run_relay(char *const argv[], const char *out_path, const char *prefi
     close(ofd);
     FILE *f = fdopen(fds[0], "r");
     char line[2048];
-    while (f && fgets(line, sizeof line, f)) {
+    int stopped = 0;
+    while (f) {
+        if (deadline > 0) {
+            /* wait for output only until the deadline (a line, once started, is read whole) */
+            double left = (stopped ? deadline + 10 : deadline) - now_s();
+            struct pollfd pf = {fds[0], POLLIN, 0};
+            int pr = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+            if (pr < 0 && errno == EINTR) continue;
+            if (pr == 0) {
+                kill(pid, stopped ? SIGKILL : SIGTERM);
+                if (stopped++) deadline = 0;   /* killed: read what is left without a limit */
+                continue;
+            }
+        }
+        if (!fgets(line, sizeof line, f)) break;
         /* the check run's own summary line (its errors are shown) */
         if (quiet && !strncmp(line, "mpisim: ", 8) && strstr(line, "virtual")) continue;
         const char *l = !strncmp(line, "calibench: ", 11) ? line + 11 : line;
@@ -135,6 +161,7 @@ static int run_relay(char *const argv[], const char *out_path, const char *prefi
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
+    if (stopped) return RELAY_TIMED_OUT;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
@@ -536,6 +563,9 @@ int mpisim_calibrate_main(int argc, char **argv)
     /* the check: the same benchmarks under the profile, in virtual time */
     quality_row rows[512];
     int nrows = 0, failed_regions = 0;
+    int check_cut = 0;
+    /* the whole run stays within the budget and a little: a check the load slows down is cut */
+    double check_deadline = fmax(t_start + budget + 15, now_s() + 10);
     if (check) {
         double left = budget - (now_s() - t_start);
         if (left < 0.15 * budget) left = 0.15 * budget;
@@ -633,13 +663,26 @@ int mpisim_calibrate_main(int argc, char **argv)
             snprintf(path, sizeof path, "%s/check-%d.txt", dir, w);
             fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
                     w + 1, nj, out);
-            int st = run_relay(av, path, "  ", 1);
+            int st = run_relay_until(av, path, "  ", 1, check_deadline);
+            if (st == RELAY_TIMED_OUT) {
+                fprintf(stderr, "mpisim calibrate: warning: the check did not finish within the budget (%.0f s; load "
+                                "average now %s): the profile is written without its fit quality (a busy machine: "
+                                "run again, or give a larger --budget)\n",
+                        budget, (loadavg(load1, sizeof load1), load1));
+                check_cut = 1;
+                break;
+            }
             if (st != 0 || cal_read_file(chk, path, 0, err, sizeof err) < 0) {
                 fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? path : err);
                 rc = 1;
                 keep = dir;
                 goto done;
             }
+        }
+        if (check_cut) {
+            cal_data_destroy(chk);
+            chk = NULL;
+            goto after_check;
         }
         cal_data_estimate(chk);
         /* per series and size range: median, worst and rms of the relative error */
@@ -724,6 +767,7 @@ int mpisim_calibrate_main(int argc, char **argv)
         }
         WRITE_PROFILE(header);
     }
+after_check:;
     /* the CSV (and plot): measured and re-run per size */
     {
         ms_outfile co;
