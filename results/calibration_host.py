@@ -21,6 +21,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -170,6 +171,8 @@ READING = """## What the model follows here, and what it does not
 
 
 def main():
+    # a SIGTERM ends the study through its finally clauses: no busy loop is left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=None)
