@@ -15,6 +15,10 @@
  *   bothway   both ranks do that at once: time per pair of messages
  *   sendcall  the duration of MPI_Send(B) (rank 1 receives it, then replies with 0 bytes)
  *   recvcall  the duration of MPI_Recv(B) of a message that has arrived (MPI_Iprobe saw it)
+ *   forward   the ping-pong of standard sends in which each rank sends on what it has just
+ *             received, into the same buffer (a token ring on two ranks): every message lands in
+ *             a buffer whose lines the peer's core read last (the model's mpi.size_segments
+ *             COPY_SHARED_PB, see forward())
  *   empty     per call: MPI_Iprobe finding nothing, MPI_Test of a receive nothing matches, a
  *             blocking MPI_Send to MPI_PROC_NULL, MPI_Wtime (mode iprobe, test, procnull, wtime)
  *   reduce    MPI_Reduce_local of B bytes, MPI_SUM (mode int and double): time per call
@@ -63,9 +67,9 @@ static const char *const USAGE =
     "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
     "[--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
 
-enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
-static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall",
-                                                "recvcall", "empty",   "reduce",  "compute"};
+enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_FORWARD, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
+static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall", "recvcall",
+                                                "forward",  "empty",   "reduce",  "compute"};
 enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_COUNT };
 static const char *const mode_names[M_COUNT] = {"send", "ssend", "bsend", "rsend", "isend"};
 static const char *const empty_modes[] = {"iprobe", "test", "procnull", "wtime"};
@@ -244,6 +248,37 @@ static double recvcall(int rank, long bytes, long k)
     return sum / (double)k;
 }
 
+/* One sample of k round trips in which each rank sends what it has just received, into the
+ * buffer it sent from (rank 0 first its own pattern, copied untimed). A rendezvous above the eager
+ * limit is copied by the receiver's core straight from the sender's buffer (Open MPI's single
+ * copy), so every message here is written into lines the other core holds (it read them when
+ * this buffer was last sent): each store must take them from it first, which costs the copy
+ * 2-3x more on a machine whose cores keep their caches coherent; the ping-pong above, of one
+ * buffer never written and one never sent, never does (osu_latency measures that one). */
+static double forward(int rank, long bytes, long k)
+{
+    double t0 = 0;
+    int peer = 1 - rank;
+    if (rank == 0 && bytes > 0) memcpy(rbuf, sbuf, (size_t)bytes);
+    /* one round trip untimed first: whatever ran before, both buffers have then been sent from
+     * (under a model too, which has no other warm-up) */
+    for (long i = -1; i < k; i++) {
+        if (i == 0) {
+            MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            t0 = now_s();
+        }
+        if (rank == 0) {
+            MPI_Send(rbuf, (int)bytes, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(rbuf, (int)bytes, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+        }
+    }
+    return (now_s() - t0) / (2.0 * (double)k);
+}
+
 /* Rank 0 alone; k calls of the kind named by mode. */
 static double empty_call(int mode, long k)
 {
@@ -316,6 +351,7 @@ static void mirror(void)
             break;
         case T_SENDCALL: sendcall(1, c.bytes, c.batch); break;
         case T_RECVCALL: recvcall(1, c.bytes, c.batch); break;
+        case T_FORWARD: forward(1, c.bytes, c.batch); break;
         case T_COMPUTE: compute_kernel(c.batch); break;
         default: break;
         }
@@ -337,6 +373,7 @@ static double sample(const ctrl_t *c)
     }
     case T_SENDCALL: return sendcall(0, c->bytes, c->batch);
     case T_RECVCALL: return recvcall(0, c->bytes, c->batch);
+    case T_FORWARD: return forward(0, c->bytes, c->batch);
     case T_EMPTY: return empty_call((int)c->mode, c->batch);
     case T_REDUCE: return reduce_local((int)c->mode, c->bytes, c->batch);
     case T_COMPUTE: return compute_kernel(c->batch);
@@ -381,13 +418,14 @@ static const char *mode_name(int test, int mode)
     return mode_names[mode];
 }
 
-static void check_payload(long bytes)
+static void check_payload(long bytes, uint64_t seed)
 {
-    /* rank 0's last receive of a pingpong or recvcall carries rank 1's pattern */
+    /* rank 0's last receive of a pingpong or recvcall carries rank 1's pattern (seed 2), of a
+     * forward its own that went round (seed 1) */
     if (bytes <= 0) return;
     size_t bad = 0;
     for (long i = 0; i < bytes; i++)
-        if (rbuf[i] != app_pattern_byte(2, (size_t)i)) bad++;
+        if (rbuf[i] != app_pattern_byte(seed, (size_t)i)) bad++;
     if (bad) {
         fprintf(stderr, "calibench: %zu bytes of a %ld-byte message are wrong\n", bad, bytes);
         errors++;
@@ -585,16 +623,18 @@ int main(int argc, char **argv)
     if (o.tests[T_COMPUTE]) ADD(T_COMPUTE, 0, 0, 1);
     if (o.tests[T_EMPTY])
         for (int m = 0; m < 4; m++) ADD(T_EMPTY, m, 0, 1);
-    for (int t = T_PINGPONG; t <= T_RECVCALL; t++) {
+    for (int t = T_PINGPONG; t <= T_FORWARD; t++) {
         if (!o.tests[t]) continue;
         for (int m = 0; m < M_COUNT; m++) {
             if (!o.modes[m]) continue;
-            if ((t == T_SENDCALL || t == T_RECVCALL) && m != M_SEND) continue;
+            if ((t == T_SENDCALL || t == T_RECVCALL || t == T_FORWARD) && m != M_SEND) continue;
             for (int s = 0; s < o.nsizes; s++) {
                 long b = o.sizes[s], w = 1;
                 /* the other modes and the streams: every other size (the first and last always),
                  * unless --all-sizes */
-                int thin = !o.all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY);
+                /* forward: every size from 2 KiB (it is fitted per rendezvous size range) */
+                int thin = !o.all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY ||
+                                            (t == T_FORWARD && o.sizes[s] < 2048));
                 if (thin && s % 2 && s != o.nsizes - 1) continue;
                 if (t == T_STREAM || t == T_BOTHWAY) {
                     w = o.window ? o.window : (b > 65536 ? 16 : 64);
@@ -624,11 +664,17 @@ int main(int argc, char **argv)
         res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
         if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    int done_visits = 0, total_visits = rounds * nm;
-    for (int round = 0; round < rounds; round++) {
+    int done_visits = 0, total_visits = rounds * nm, late = 0;
+    for (int round = 0; round < rounds && !late; round++) {
         for (int i = 0; i < nm; i++, done_visits++) {
             result_t *r = &res[i];
             if (r->n >= o.samples) continue;
+            /* past the deadline only the first round goes on (every measurement gets its sample):
+             * a busy machine gives fewer samples, never a longer run */
+            if (round > 0 && !o.quick && now_s() > deadline) {
+                late = 1;
+                break;
+            }
             ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
             double t_one = 0;
             if (round == 0) {
@@ -636,7 +682,7 @@ int main(int argc, char **argv)
                 /* --quick: no warm-up (a model's times do not warm up) */
                 for (int w = 0; w < (o.quick ? (c.test == T_EMPTY || c.test == T_COMPUTE) : WARMUP); w++) t_one = sample(&c);
                 double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
-                                   (c.test == T_PINGPONG ? 2.0 : 1.0);
+                                   (c.test == T_PINGPONG || c.test == T_FORWARD ? 2.0 : 1.0);
                 long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
                 if (c.test == T_EMPTY) k = 1000;
                 else if (c.test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
@@ -658,7 +704,8 @@ int main(int argc, char **argv)
                 double el = now_s() - t0;
                 if ((el >= share && got >= 2) || el >= 4 * share) break;
             }
-            if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL)) check_payload(c.bytes);
+            if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL || c.test == T_FORWARD))
+                check_payload(c.bytes, c.test == T_FORWARD ? 1 : 2);
             if (o.progress && round == rounds - 1) {
                 fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
                         test_names[c.test], mode_name(c.test, (int)c.mode), c.bytes, r->n, r->batch,
@@ -666,18 +713,29 @@ int main(int argc, char **argv)
                 fflush(stderr);
             }
         }
-        if (o.progress && round < rounds - 1) {
+        if (o.progress && late) {
+            fprintf(stderr, "calibench: the budget is spent in round %d of %d (%.1f s): the samples so far count\n",
+                    round + 1, rounds, now_s() - start);
+            fflush(stderr);
+        } else if (o.progress && round < rounds - 1) {
             fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
                     now_s() - start);
             fflush(stderr);
         }
     }
+    if (late && o.progress)   /* the measurements' lines the last round would have printed */
+        for (int i = 0; i < nm; i++) {
+            result_t *r = &res[i];
+            fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
+                    test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes, r->n, r->batch,
+                    median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+        }
     /* the mirror's largest message, checked whatever the options */
     ctrl_t stop = {0, 0, maxbytes, 0, 0, 1};
     send_ctrl(&stop);
     memset(rbuf, 0, (size_t)maxbytes);
     MPI_Recv(rbuf, (int)maxbytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    check_payload(maxbytes);
+    check_payload(maxbytes, 2);
 
     if (!strcmp(o.format, "raw")) {
         printf("# calibench procs=%d budget_s=%g samples=%d host0=%s host1=%s same_host=%d\n", nprocs, o.budget,

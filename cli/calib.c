@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const test_names[CAL_NTESTS] = {"pingpong", "stream", "bothway", "sendcall",
-                                                   "recvcall", "empty",  "reduce",  "compute"};
+static const char *const test_names[CAL_NTESTS] = {"pingpong", "stream",  "bothway", "sendcall", "recvcall",
+                                                   "forward",  "empty",   "reduce",  "compute"};
 
 const char *cal_test_name(cal_test t) { return (unsigned)t < CAL_NTESTS ? test_names[t] : "?"; }
 int cal_test_lookup(const char *name)
@@ -646,6 +646,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     memset(f, 0, sizeof *f);
     f->sync_rendezvous = -1;
     f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
+    for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
     const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
     if (!P || P->np < 2) {
         set_err(err, errlen, "no on-node ping-pong (test pingpong, mode send) with two sizes or more to fit");
@@ -888,6 +889,44 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     snprintf(segs_txt, sizeof segs_txt, "%d size ranges", ns);
     snprintf(f->src_seg, sizeof f->src_seg, "calibrated: %s%s %s..%s (%s) on %s", P->origin,
              f->have_calls ? ", sendcall, recvcall" : "", lo_t, hi_t, segs_txt, date);
+
+    /* Rendezvous into lines the other core holds: the forwarding ping-pong against the ping-pong
+     * of the same sizes. Both play the same protocol; what differs is the receiver's copy, so the
+     * difference per byte is the extra cost of that copy (per size range; a range without a size
+     * takes the median ratio of all). */
+    const cal_series *Fw = cal_find(d, CAL_FORWARD, "send", 0);
+    if (Fw && f->eager_threshold > 0) {
+        double ratio[512];
+        int nr = 0, used = 0;
+        for (int i = 0; i < Fw->np && nr < 512; i++) {
+            double b = Fw->p[i].bytes, sv = est_at(P, b);
+            if (b >= f->eager_threshold && sv > 0) ratio[nr++] = (Fw->p[i].est - sv) / b;
+        }
+        double pooled = nr ? median(ratio, nr) : 0;
+        if (pooled < 0) pooled = 0;
+        for (int j = 0; j < f->nseg && nr; j++) {
+            if (!f->rndv[j]) continue;
+            double dx[512], dy[512], w[512];
+            int m = 0;
+            double hi = j + 1 < f->nseg ? f->from[j + 1] : INFINITY;
+            for (int i = 0; i < Fw->np && m < 512; i++) {
+                double b = Fw->p[i].bytes, sv = est_at(P, b);
+                if (b < f->from[j] || b >= hi || sv <= 0) continue;
+                dx[m] = b, dy[m] = Fw->p[i].est - sv, w[m] = 1.0 / (Fw->p[i].est * Fw->p[i].est);
+                m++;
+            }
+            /* through the origin (the extra is per byte), least squares relative to the forwarding
+             * time itself, so that its error is balanced over the range */
+            double extra = pooled, num = 0, den = 0;
+            for (int k = 0; k < m; k++) num += w[k] * dx[k] * dy[k], den += w[k] * dx[k] * dx[k];
+            if (m && den > 0) extra = num > 0 ? num / den : 0;
+            f->copy_shared_pb[j] = f->copy_pb[j] + extra * 1e12;
+            used += m;
+        }
+        snprintf(f->src_fwd, sizeof f->src_fwd,
+                 "calibrated: calibench forward - pingpong, %d rendezvous sizes (copy into lines the other core holds: "
+                 "+%.4f ns/B median), on %s", used, pooled * 1e9, date);
+    }
 
     /* send modes, against standard sends of the same sizes */
     const cal_series *Pb = cal_find(d, CAL_PINGPONG, "bsend", 0), *Pr = cal_find(d, CAL_PINGPONG, "rsend", 0),
@@ -1143,7 +1182,7 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
     src_line(o, "recv_overhead", f->src_seg);
     fprintf(o, "send_overhead_per_byte = 0\nrecv_overhead_per_byte = 0\n");
     fprintf(o, "recv_overhead_per_byte.source = not used: mpi.size_segments gives o_r at every size\n");
-    fprintf(o, "; FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack] per size range (bytes, ps, ps per byte), README 'Piecewise costs by size':\n");
+    fprintf(o, "; FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:COPY_SHARED_PB][:ack] per size range (bytes, ps, ps per byte), README 'Piecewise costs by size':\n");
     for (int j = 0; j < f->nseg; j++)
         fprintf(o, ";   from %.0f B%s: o_s %.1f ns + %.4f ns/B, o_r %.1f ns + %.4f ns/B, copy %.4f ns/B (%.2f GB/s)%s; "
                    "ping-pong line %.1f %% rms over %d sizes\n",
@@ -1156,10 +1195,16 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
         double osb = round(f->os_pb[j] * 1e4) / 1e4, orb = round(f->or_pb[j] * 1e4) / 1e4;
         double osa = fmax(f->os[j], ceil((-osb * f->from[j]) * 10 + 1) / 10);
         double ora = fmax(f->or_[j], ceil((-orb * f->from[j]) * 10 + 1) / 10);
-        fprintf(o, "%s%.0f:%.1f:%.4f:%.1f:%.4f:%.4f%s\n", j ? "    " : " ", f->from[j], osa, osb, ora, orb,
-                f->copy_pb[j] > 0 ? f->copy_pb[j] : 0, f->ack[j] ? ":ack" : "");
+        char shared[48] = "";
+        if (f->rndv[j] && f->copy_shared_pb[j] >= 0) snprintf(shared, sizeof shared, ":%.4f", f->copy_shared_pb[j]);
+        fprintf(o, "%s%.0f:%.1f:%.4f:%.1f:%.4f:%.4f%s%s\n", j ? "    " : " ", f->from[j], osa, osb, ora, orb,
+                f->copy_pb[j] > 0 ? f->copy_pb[j] : 0, shared, f->ack[j] ? ":ack" : "");
     }
-    src_line(o, "size_segments", f->src_seg);
+    {
+        char both[520];
+        snprintf(both, sizeof both, "%s%s%s", f->src_seg, f->src_fwd[0] ? "; COPY_SHARED_PB " : "", f->src_fwd);
+        src_line(o, "size_segments", both);
+    }
     fprintf(o, "recv_overhead_serial = 1\nrecv_overhead_serial.source = assumed: one thread per rank runs the MPI "
                "library (Open MPI progresses on the calling thread), so receives are taken in turn; the streams "
                "and both-way runs of the check test it\n");

@@ -18,6 +18,7 @@ typedef enum {
     CAL_BOTHWAY,    /* both ways at once: time per pair of messages */
     CAL_SENDCALL,   /* duration of MPI_Send */
     CAL_RECVCALL,   /* duration of MPI_Recv of an arrived message */
+    CAL_FORWARD,    /* half round trip, each rank sending on what it received (into lines the peer holds) */
     CAL_EMPTY,      /* a call with nothing to do (mode: iprobe, test, procnull, wtime) */
     CAL_REDUCE,     /* MPI_Reduce_local (mode int, double) */
     CAL_COMPUTE,    /* the reference kernel: seconds per multiply-add */
@@ -108,6 +109,7 @@ typedef struct cal_fit {
     int nseg;
     double from[CAL_MAX_SEG];            /* bytes */
     double os[CAL_MAX_SEG], os_pb[CAL_MAX_SEG], or_[CAL_MAX_SEG], or_pb[CAL_MAX_SEG], copy_pb[CAL_MAX_SEG];  /* ps, ps/B */
+    double copy_shared_pb[CAL_MAX_SEG];  /* ps/B into lines the other core holds (forward); < 0 not measured */
     int ack[CAL_MAX_SEG], rndv[CAL_MAX_SEG];
     double seg_rms[CAL_MAX_SEG];         /* ping-pong line's residual */
     double pa[CAL_MAX_SEG], pb[CAL_MAX_SEG];   /* the ping-pong line of each segment (s, s per byte) */
@@ -128,7 +130,7 @@ typedef struct cal_fit {
     char warn[16][240];
     int nwarn;
     char src_seg[240], src_lat[240], src_thr[240], src_sync[240], src_bsend[240], src_rsend[240], src_poll[240],
-        src_reduce[240], src_cpu[240];
+        src_reduce[240], src_cpu[240], src_fwd[240];
 } cal_fit;
 
 /* Fit on-node parameters from the data (estimated). date: "YYYY-MM-DD" for the sources.

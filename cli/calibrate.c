@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 
 #include "calib.h"
 #include "exit_codes.h"
+#include "ms_outfile.h"
 #include "nm_cmdline.h"
 #include "study.h"
 
@@ -92,7 +95,17 @@ static int cores_here(void)
 
 /* Run argv with stdout into out_path; stderr relayed line by line (prefix; lines starting with
  * "calibench: " shortened). Returns the exit status, -1 if it could not run. */
+#define RELAY_TIMED_OUT (-2)
+static double now_s(void);
+/* As run_relay; at `deadline` (now_s() seconds, 0: none) the child is asked to stop (SIGTERM, which
+ * `mpisim run` answers by stopping its ranks and writing what it has), killed 10 s later if it has
+ * not; then RELAY_TIMED_OUT. */
+static int run_relay_until(char *const argv[], const char *out_path, const char *prefix, int quiet, double deadline);
 static int run_relay(char *const argv[], const char *out_path, const char *prefix, int quiet)
+{
+    return run_relay_until(argv, out_path, prefix, quiet, 0);
+}
+static int run_relay_until(char *const argv[], const char *out_path, const char *prefix, int quiet, double deadline)
 {
     int fds[2];
     if (pipe(fds) < 0) return -1;
@@ -122,7 +135,21 @@ static int run_relay(char *const argv[], const char *out_path, const char *prefi
     close(ofd);
     FILE *f = fdopen(fds[0], "r");
     char line[2048];
-    while (f && fgets(line, sizeof line, f)) {
+    int stopped = 0;
+    while (f) {
+        if (deadline > 0) {
+            /* wait for output only until the deadline (a line, once started, is read whole) */
+            double left = (stopped ? deadline + 10 : deadline) - now_s();
+            struct pollfd pf = {fds[0], POLLIN, 0};
+            int pr = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+            if (pr < 0 && errno == EINTR) continue;
+            if (pr == 0) {
+                kill(pid, stopped ? SIGKILL : SIGTERM);
+                if (stopped++) deadline = 0;   /* killed: read what is left without a limit */
+                continue;
+            }
+        }
+        if (!fgets(line, sizeof line, f)) break;
         /* the check run's own summary line (its errors are shown) */
         if (quiet && !strncmp(line, "mpisim: ", 8) && strstr(line, "virtual")) continue;
         const char *l = !strncmp(line, "calibench: ", 11) ? line + 11 : line;
@@ -134,6 +161,7 @@ static int run_relay(char *const argv[], const char *out_path, const char *prefi
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
+    if (stopped) return RELAY_TIMED_OUT;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
@@ -145,6 +173,36 @@ typedef struct {
     char calibench[PATH_MAX];
     char mpisim[PATH_MAX + 16];
 } launch_t;
+
+/* Copy file `from` to `to` through the output writer (0, or -1 with a message). */
+static int copy_out(const char *from, const char *to, const char *what)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in) return -1;
+    ms_outfile o;
+    char err[PATH_MAX + 256];
+    if (ms_outfile_open(&o, to, 0, what, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", err);
+        fclose(in);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    int bad = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, o.f) != n) bad = 1;
+    bad |= ferror(in);
+    fclose(in);
+    if (bad) {
+        ms_outfile_discard(&o);
+        return -1;
+    }
+    if (ms_outfile_commit(&o, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
 
 /* argv for calibench under mpirun (natively) or under mpisim run with a profile */
 static int bench_argv(const launch_t *L, const char *profile, const char *report, char **av, int max, char **extra,
@@ -184,7 +242,8 @@ static int bench_argv(const launch_t *L, const char *profile, const char *report
 
 static int is_checked_test(cal_test t)
 {
-    return t == CAL_PINGPONG || t == CAL_STREAM || t == CAL_BOTHWAY || t == CAL_SENDCALL || t == CAL_RECVCALL;
+    return t == CAL_PINGPONG || t == CAL_STREAM || t == CAL_BOTHWAY || t == CAL_SENDCALL || t == CAL_RECVCALL ||
+           t == CAL_FORWARD;
 }
 
 typedef struct {
@@ -468,15 +527,25 @@ int mpisim_calibrate_main(int argc, char **argv)
         ho += (size_t)snprintf(header + ho, sizeof header - ho, "Protocol switch (eager -> rendezvous) at %.0f B (located to %.0f B).\n",
                                f.eager_threshold, f.threshold_resolution);
     for (int i = 0; i < f.nwarn; i++) ho += (size_t)snprintf(header + ho, sizeof header - ho, "warning: %s\n", f.warn[i]);
-    char tmp[PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    /* through the project's output writer: no link followed, the old profile kept until the new
+     * one is complete (the check reads the first version, then it is written again with the table) */
 #define WRITE_PROFILE(HDR)                                                                                      \
     do {                                                                                                        \
-        unlink(tmp);                                                                                            \
-        FILE *pf = fopen(tmp, "wx");                                                                            \
-        if (!pf || cal_write_profile(&f, pf, (HDR), base, (int)rpn, measured && !L.hostfile) != 0 ||            \
-            fclose(pf) != 0 || rename(tmp, out) != 0) {                                                         \
-            fprintf(stderr, "mpisim calibrate: cannot write %s: %s\n", out, strerror(errno));                   \
+        ms_outfile po;                                                                                          \
+        char perr[PATH_MAX + 256];                                                                              \
+        if (ms_outfile_open(&po, out, 0, "the profile", perr, sizeof perr) < 0) {                               \
+            fprintf(stderr, "mpisim calibrate: %s\n", perr);                                                    \
+            rc = MS_EXIT_OUTPUT;                                                                                \
+            goto done;                                                                                          \
+        }                                                                                                       \
+        if (cal_write_profile(&f, po.f, (HDR), base, (int)rpn, measured && !L.hostfile) != 0) {                 \
+            ms_outfile_discard(&po);                                                                            \
+            fprintf(stderr, "mpisim calibrate: cannot write the profile %s\n", out);                            \
+            rc = MS_EXIT_OUTPUT;                                                                                \
+            goto done;                                                                                          \
+        }                                                                                                       \
+        if (ms_outfile_commit(&po, perr, sizeof perr) < 0) {                                                    \
+            fprintf(stderr, "mpisim calibrate: %s\n", perr);                                                    \
             rc = MS_EXIT_OUTPUT;                                                                                \
             goto done;                                                                                          \
         }                                                                                                       \
@@ -494,6 +563,9 @@ int mpisim_calibrate_main(int argc, char **argv)
     /* the check: the same benchmarks under the profile, in virtual time */
     quality_row rows[512];
     int nrows = 0, failed_regions = 0;
+    int check_cut = 0;
+    /* the whole run stays within the budget and a little: a check the load slows down is cut */
+    double check_deadline = fmax(t_start + budget + 15, now_s() + 10);
     if (check) {
         double left = budget - (now_s() - t_start);
         if (left < 0.15 * budget) left = 0.15 * budget;
@@ -591,13 +663,26 @@ int mpisim_calibrate_main(int argc, char **argv)
             snprintf(path, sizeof path, "%s/check-%d.txt", dir, w);
             fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
                     w + 1, nj, out);
-            int st = run_relay(av, path, "  ", 1);
+            int st = run_relay_until(av, path, "  ", 1, check_deadline);
+            if (st == RELAY_TIMED_OUT) {
+                fprintf(stderr, "mpisim calibrate: warning: the check did not finish within the budget (%.0f s; load "
+                                "average now %s): the profile is written without its fit quality (a busy machine: "
+                                "run again, or give a larger --budget)\n",
+                        budget, (loadavg(load1, sizeof load1), load1));
+                check_cut = 1;
+                break;
+            }
             if (st != 0 || cal_read_file(chk, path, 0, err, sizeof err) < 0) {
                 fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? path : err);
                 rc = 1;
                 keep = dir;
                 goto done;
             }
+        }
+        if (check_cut) {
+            cal_data_destroy(chk);
+            chk = NULL;
+            goto after_check;
         }
         cal_data_estimate(chk);
         /* per series and size range: median, worst and rms of the relative error */
@@ -682,14 +767,17 @@ int mpisim_calibrate_main(int argc, char **argv)
         }
         WRITE_PROFILE(header);
     }
+after_check:;
     /* the CSV (and plot): measured and re-run per size */
     {
-        FILE *cf = fopen(csvp, "w");
-        if (!cf) {
-            fprintf(stderr, "mpisim calibrate: cannot write %s: %s\n", csvp, strerror(errno));
+        ms_outfile co;
+        char cerr[PATH_MAX + 256];
+        if (ms_outfile_open(&co, csvp, 0, "the table", cerr, sizeof cerr) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", cerr);
             rc = MS_EXIT_OUTPUT;
             goto done;
         }
+        FILE *cf = co.f;
         fprintf(cf, "test,mode,window,off_node,bytes,measured_s,spread,samples,rejected,rerun_s,region,rendezvous\n");
         for (int i = 0; i < d->ns; i++) {
             const cal_series *s = &d->s[i];
@@ -705,15 +793,22 @@ int mpisim_calibrate_main(int argc, char **argv)
                 fprintf(cf, ",%d,%d\n", r, f.rndv[r]);
             }
         }
-        if (fclose(cf) != 0) rc = MS_EXIT_OUTPUT;
+        if (ms_outfile_commit(&co, cerr, sizeof cerr) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", cerr);
+            rc = MS_EXIT_OUTPUT;
+            goto done;
+        }
         char script[PATH_MAX], py[PATH_MAX + 40], msg[64];
         (void)msg;
         if (mpisim_find_data("results", script, sizeof script) == 0 && access("/usr/bin/python3", X_OK) == 0) {
             snprintf(py, sizeof py, "%s/plot_calibration.py", script);
-            char *pav[] = {"/usr/bin/python3", py, csvp, pngp, NULL};
+            /* drawn in the scratch directory, then put in place by the output writer */
+            char tpng[PATH_MAX + 48];
+            snprintf(tpng, sizeof tpng, "%s/plot.png", dir);
+            char *pav[] = {"/usr/bin/python3", py, csvp, tpng, NULL};
             char sink[PATH_MAX + 64];
             snprintf(sink, sizeof sink, "%s/plot.txt", dir);
-            if (access(py, R_OK) == 0 && run_relay(pav, sink, "  plot: ", 0) == 0)
+            if (access(py, R_OK) == 0 && run_relay(pav, sink, "  plot: ", 0) == 0 && copy_out(tpng, pngp, "the plot") == 0)
                 fprintf(stderr, "mpisim calibrate: wrote %s, %s and %s\n", out, csvp, pngp);
             else
                 fprintf(stderr, "mpisim calibrate: wrote %s and %s (no plot: results/plot_calibration.py %s %s draws it)\n",
@@ -731,7 +826,8 @@ done:
     if (!keep) {
         /* the scratch directory: only the files this command wrote */
         const char *names[] = {"calibench.txt", "calibench-refine.txt", "calibench-hosts.txt", "check-0.txt", "check-1.txt",
-                               "check-2.txt", "check-3.txt", "check-4.txt", "check-5.txt", "check-report.json", "plot.txt"};
+                               "check-2.txt", "check-3.txt", "check-4.txt", "check-5.txt", "check-report.json", "plot.txt",
+                               "plot.png"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
             unlink(path);

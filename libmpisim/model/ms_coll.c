@@ -171,6 +171,8 @@ static void step_begin(ms_coll_plan *p)
     s->first_op = p->nops;
     s->nops = 0;
     s->reduce_bytes = 0;
+    s->copy_bytes = p->pending_copy;
+    p->pending_copy = 0;
 }
 static void op_add(ms_coll_plan *p, int peer, int is_send, uint64_t bytes)
 {
@@ -179,7 +181,13 @@ static void op_add(ms_coll_plan *p, int peer, int is_send, uint64_t bytes)
     o->peer = peer;
     o->is_send = is_send;
     o->bytes = bytes;
+    o->into_sent = 0;
     p->steps[p->nsteps - 1].nops++;
+}
+/* the local copy the member makes before its next step (added to the next step_begin's) */
+static void step_copy_next(ms_coll_plan *p, uint64_t bytes)
+{
+    if (!p->oom) p->pending_copy += bytes;
 }
 static void step_reduce(ms_coll_plan *p, uint64_t bytes)
 {
@@ -466,6 +474,7 @@ static void fold_out(ms_coll_plan *p, int me, int rem, uint64_t bytes)
 static void gen_allreduce_rd(ms_coll_plan *p, int P, int me, uint64_t bytes)
 {
     int pof2 = pof2_floor(P), rem = P - pof2;
+    step_copy_next(p, bytes);   /* the send buffer into the result first (MPICH, Open MPI) */
     int newrank = fold_in(p, me, rem, bytes);
     if (newrank != -1) {
         for (int mask = 1; mask < pof2; mask <<= 1) {
@@ -481,6 +490,7 @@ static int gen_allreduce_rsag(ms_coll_plan *p, int P, int me, uint64_t bytes)
 {
     uint64_t esz = elem_size(bytes), count = bytes / esz;
     int pof2 = pof2_floor(P), rem = P - pof2;
+    step_copy_next(p, bytes);   /* the send buffer into the result first (MPICH, Open MPI) */
     int newrank = fold_in(p, me, rem, bytes);
     if (newrank != -1) {
         uint64_t *cnts = rab_counts(pof2, count);
@@ -502,6 +512,8 @@ static int gen_allreduce_rsag(ms_coll_plan *p, int P, int me, uint64_t bytes)
                 rc = sum_range(cnts, recv_idx, send_idx);
             }
             p_sendrecv(p, dst, sc * esz, dst, rc * esz, 0);
+            /* the allgather receives the blocks this member gave away in the reduce-scatter */
+            if (!p->oom && p->nops) p->ops[p->nops - 1].into_sent = 1;
             if (newrank > newdst) send_idx = recv_idx;
         }
         free(cnts);
@@ -664,6 +676,7 @@ static void gen_alltoall_scattered(ms_coll_plan *p, int P, int me, uint64_t byte
 static void gen_alltoall_pairwise(ms_coll_plan *p, int P, int me, uint64_t bytes)
 {
     int pof2 = is_pof2(P);
+    step_copy_next(p, bytes);   /* its own block into the result first (MPICH; Open MPI copies it last) */
     for (int i = 1; i < P; i++) {
         int src, dst;
         if (pof2) {
@@ -1159,6 +1172,7 @@ int ms_coll_generate_spec(ms_coll_plan *p, const ms_coll_spec *s)
     if (!p || !s || (unsigned)s->kind >= MS_COLL_COUNT || s->size < 1 || s->me < 0 || s->me >= s->size) return -1;
     p->nsteps = 0;
     p->nops = 0;
+    p->pending_copy = 0;
     p->oom = 0;
     if (s->inter_low) return gen_inter(p, s);
     return gen_intra(p, s->kind, s->alg, s->size, s->me, s->root, s->bytes, s->counts,

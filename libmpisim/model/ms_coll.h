@@ -24,11 +24,15 @@ typedef struct ms_coll_op {
     int peer;          /* comm rank */
     int is_send;       /* 1 send, 0 receive */
     uint64_t bytes;    /* message size (for receives: what the matching send carries) */
+    int into_sent;     /* a receive into the part of the result this member sent earlier in the plan
+                        * (its peer's core read those lines: mpi.size_segments COPY_SHARED_PB) */
 } ms_coll_op;
 
 typedef struct ms_coll_step {
     size_t first_op, nops;     /* ops[first_op .. first_op+nops) */
     uint64_t reduce_bytes;     /* bytes combined after the step's operations complete */
+    uint64_t copy_bytes;       /* a local copy before the step's operations are posted (the send
+                                * buffer into the result, a member's own block) */
 } ms_coll_step;
 
 typedef struct ms_coll_plan {
@@ -37,6 +41,7 @@ typedef struct ms_coll_plan {
     ms_coll_op *ops;
     size_t nops, cap_ops;
     int alg;                   /* algorithm actually generated (index in the kind's table, >= 1) */
+    uint64_t pending_copy;     /* generating: a local copy for the next step */
     int oom;                   /* set if an allocation failed */
 } ms_coll_plan;
 

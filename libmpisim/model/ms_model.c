@@ -56,12 +56,14 @@ static const nm_key_def mpi_keys[] = {
      "each receive completes o_r(B) after its data, whatever else the rank receives", "0..1", 0},
     {"mpi.size_segments", NM_KEY_STRING, "", "", "none: the overheads above hold at every size",
      "piecewise costs by message size, as an MPI library's protocols and a host's caches change them "
-     "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]' separated by spaces, "
+     "(fitted by mpisim calibrate): segments 'FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:COPY_SHARED_PB][:ack]' separated by spaces, "
      "FROM in bytes ascending; a message of B >= FROM bytes (up to the next FROM) costs o_s = OS + OS_PB*B "
      "(at least the scalar o_s, which the sender's clock takes at once; the rest is its time in the call "
      "before the send completes) "
      "and o_r = OR + OR_PB*B (ps, ps per byte, decimals allowed), its intra-node copy COPY_PB ps per byte "
-     "(-1: host.shm_copy_rate); ':ack': its standard, ready and nonblocking eager sends complete when the "
+     "(-1: host.shm_copy_rate), COPY_SHARED_PB ps per byte for the bytes of a rendezvous received into a buffer "
+     "the receiver itself sent from in one of its last 4 rendezvous sends on its node (lines the other core holds; "
+     "default: COPY_PB); ':ack': its standard, ready and nonblocking eager sends complete when the "
      "receiver has taken the message (a shared-memory fragment returned to the sender). Below the first "
      "FROM the keys above apply", NULL, 0},
 #define COLL_KEY(n, choices)                                                                        \
@@ -122,6 +124,7 @@ typedef struct ms_req {
     uint8_t cancelled;        /* a receive MPI_Cancel took back before any message matched it */
     uint8_t forget;           /* MPI_Request_free: nobody waits; drop it when it completes */
     uint8_t notify;           /* push a resolution when matched, even with source and tag named */
+    uint8_t into_sent;        /* a collective's receive into what its member sent before (COPY_SHARED_PB) */
     uint8_t open;             /* a send that waits for its receiver's answer (ACK, CTS): counted in open_sends */
     uint16_t thread;          /* the rank's thread that posted it (its CPU: overheads, registration) */
     uint16_t wthread;         /* while in_wait: the thread waiting for it */
@@ -291,6 +294,11 @@ typedef struct rank_state {
     ms_resolution *resol;
     size_t rhead, rn, rcap;
     ms_rank_stats st;
+    /* the buffers of its last rendezvous sends on its node, which the receiver's core copied
+     * straight from them (a receive into one of them writes lines that core holds) */
+#define SENT_RING 4
+    uint64_t sent_at[SENT_RING], sent_len[SENT_RING];
+    unsigned sent_next;
 } rank_state;
 
 /* One segment of mpi.size_segments: the costs of messages of `from` bytes and more. */
@@ -298,6 +306,7 @@ typedef struct rank_state {
 typedef struct ms_segment {
     uint64_t from;
     double os, os_pb, or_, or_pb, copy_pb;   /* ps, ps per byte; copy_pb < 0: host.shm_copy_rate */
+    double copy_shared_pb;   /* the copy into lines another core holds (< 0: copy_pb) */
     int ack;
 } ms_segment;
 
@@ -405,6 +414,30 @@ static inline ms_time_t seg_copy(const ms_model *m, uint64_t b)
     const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
     return s && s->copy_pb >= 0 ? seg_cost(0, s->copy_pb, b) : -1;
 }
+/* the same when `shared` of its b bytes go into lines another core holds (the receive buffer was
+ * the source of a rendezvous that core copied): those at COPY_SHARED_PB */
+static inline ms_time_t seg_copy_shared(const ms_model *m, uint64_t b, uint64_t shared)
+{
+    const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
+    if (!s || s->copy_pb < 0) return -1;
+    if (!shared || s->copy_shared_pb < 0) return seg_cost(0, s->copy_pb, b);
+    if (shared > b) shared = b;
+    return seg_cost(0, s->copy_pb, b - shared) + seg_cost(0, s->copy_shared_pb, shared);
+}
+/* how many bytes of [addr, addr + len) were the source of one of rank rs's recent rendezvous
+ * sends on its node (the largest overlap with one of them) */
+static uint64_t sent_overlap(const rank_state *rs, uint64_t addr, uint64_t len)
+{
+    uint64_t best = 0;
+    if (!addr || !len) return 0;
+    for (unsigned i = 0; i < SENT_RING; i++) {
+        uint64_t a = rs->sent_at[i], n = rs->sent_len[i];
+        if (!a || !n) continue;
+        uint64_t lo = a > addr ? a : addr, hi = a + n < addr + len ? a + n : addr + len;
+        if (hi > lo && hi - lo > best) best = hi - lo;
+    }
+    return best;
+}
 static inline int seg_ack(const ms_model *m, uint64_t b)
 {
     const ms_segment *s = m->nseg ? segment_of(m, b) : NULL;
@@ -434,23 +467,22 @@ static int parse_segments(ms_model *m, const char *text, char *err, size_t errle
             set_err(err, errlen, "mpi.size_segments: more than %d segments", MS_MAX_SEGMENTS);
             return -1;
         }
-        ms_segment sg = {0, 0, 0, 0, 0, -1, 0};
-        double v[6];
+        ms_segment sg = {0, 0, 0, 0, 0, -1, -1, 0};
+        double v[7];
         int nf = 0;
         char *q = tok, *f;
-        while (nf < 7 && (f = q) != NULL) {
+        while (nf < 8 && (f = q) != NULL) {
             char *colon = strchr(q, ':');
             if (colon) *colon = 0;
             q = colon ? colon + 1 : NULL;
-            if (nf == 6) {
-                if (strcmp(f, "ack")) {
-                    set_err(err, errlen, "mpi.size_segments: segment '%s...': expected 'ack' as its seventh field, got '%s'",
-                            tok, f);
-                    return -1;
-                }
+            if (nf >= 6 && !strcmp(f, "ack")) {
                 sg.ack = 1;
                 nf++;
                 break;
+            }
+            if (nf == 7) {
+                set_err(err, errlen, "mpi.size_segments: segment '%s...': expected 'ack' as its last field, got '%s'", tok, f);
+                return -1;
             }
             char *e;
             errno = 0;
@@ -462,10 +494,11 @@ static int parse_segments(ms_model *m, const char *text, char *err, size_t errle
             nf++;
         }
         if (q || nf < 6) {
-            set_err(err, errlen, "mpi.size_segments: segment %d: expected FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:ack]",
+            set_err(err, errlen, "mpi.size_segments: segment %d: expected FROM:OS:OS_PB:OR:OR_PB:COPY_PB[:COPY_SHARED_PB][:ack]",
                     m->nseg + 1);
             return -1;
         }
+        if (nf - sg.ack == 7) sg.copy_shared_pb = v[6];
         if (v[0] < 0 || v[0] != floor(v[0]) || v[0] > 1e18) {
             set_err(err, errlen, "mpi.size_segments: segment %d: FROM must be a whole number of bytes", m->nseg + 1);
             return -1;
@@ -474,6 +507,7 @@ static int parse_segments(ms_model *m, const char *text, char *err, size_t errle
         sg.os = v[1], sg.os_pb = v[2], sg.or_ = v[3], sg.or_pb = v[4], sg.copy_pb = v[5];
         /* a cost may start below 0 only where its slope lifts it: never negative in its range */
         if (sg.os_pb < 0 || sg.or_pb < 0 || (sg.copy_pb < 0 && sg.copy_pb != -1) ||
+            (sg.copy_shared_pb < 0 && sg.copy_shared_pb != -1) ||
             sg.os + sg.os_pb * (double)sg.from < 0 || sg.or_ + sg.or_pb * (double)sg.from < 0) {
             set_err(err, errlen, "mpi.size_segments: segment %d (from %llu B): a cost is negative in its range", m->nseg + 1,
                     (unsigned long long)sg.from);
@@ -1406,7 +1440,11 @@ static void do_inject(ms_model *m, ms_msg *g, int k, ms_time_t t)
             rank_state *rd = &m->ranks[g->dst];
             waiter *rw = g->rreq ? wt_of(rd, g->rreq->thread) : &rd->w0;   /* the receiving thread's CPU */
             ms_time_t s = tmax(t, m->recv_serial ? rw->cpu_free : rd->copy_free);
-            ms_time_t end = ms_host_shm_copy_ps(m->host, g->sh, b, seg_copy(m, b), s);
+            /* bytes landing in lines the other core holds (a buffer this rank sent from) */
+            uint64_t shared = !g->rreq || g->src == g->dst ? 0
+                              : g->rreq->into_sent ? b
+                                                   : sent_overlap(rd, g->rreq->buf, b);
+            ms_time_t end = ms_host_shm_copy_ps(m->host, g->sh, b, seg_copy_shared(m, b, shared), s);
             if (g->rreq && !g->rreq->internal) end += ms_host_touch(m->host, g->dst, g->rreq->buf, b);
             rd->copy_free = end;
             if (m->recv_serial) rw->cpu_free = end;
@@ -1473,6 +1511,11 @@ static void do_send(ms_model *m, ms_req *r, ms_time_t t)
     if (copy_in) ldone = ms_host_shm_copy_ps(m->host, rs->host, r->bytes, seg_copy(m, r->bytes), ldone);
     ms_time_t reg = !intra && big && !r->internal ? ms_host_register(m->host, r->rank, r->buf, r->bytes) : 0;
     ws->cpu_free = ldone + reg;
+    if (intra && !eager && r->buf && r->bytes && r->peer_world_cache != r->rank) {
+        rs->sent_at[rs->sent_next % SENT_RING] = r->buf;
+        rs->sent_len[rs->sent_next % SENT_RING] = r->bytes;
+        rs->sent_next++;
+    }
     rs->st.msgs_sent++;
     rs->st.bytes_sent += r->bytes;
     ms_msg *g = msg_new(m);
@@ -1849,6 +1892,21 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         return;
     }
     const ms_coll_step *st = &cm->plan.steps[cm->step];
+    if (st->copy_bytes) {
+        /* a local copy on the member's CPU before it posts the step: one core copying, as a
+         * rendezvous's single copy of that size does (the segment's COPY_PB) */
+        ms_time_t c = seg_copy(m, st->copy_bytes);
+        if (c < 0) {
+            double sc, shm, mem;
+            ms_host_copy_costs(m->host, &sc, &shm, &mem);
+            c = (ms_time_t)(shm * (double)st->copy_bytes);
+        }
+        rank_state *rs = &m->ranks[cm->rank];
+        waiter *w = wt_of(rs, cm->req->thread);   /* the calling thread's CPU */
+        s = tmax(s, w->cpu_free) + c;
+        w->cpu_free = s;
+        cm->step_max = s;
+    }
     cm->pending = (uint32_t)st->nops + 1;
     /* the root's step of a multicast bcast on a network that multicasts: collect its eager sends */
     if (m->mc_ok && cm->kind == MS_COLL_BCAST && st->nops > 1 &&
@@ -1882,6 +1940,7 @@ static void coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         r->bytes = op->bytes;
         r->post = s;
         r->cm = cm;
+        r->into_sent = (uint8_t)(op->into_sent != 0);
         if (op->is_send) {
             r->m_src = cm->crank;
             do_send(m, r, s);

@@ -218,7 +218,8 @@ TEST(CalibFit, SegmentsFindKnownBreakpointsThroughNoise)
 // calls from known parameters; the fit must find the threshold and give back the parameters.
 TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
 {
-    const double L = 150e-9, os = 60e-9, orr = 70e-9, cp_e = 0.30e-9, or_pb = 0.02e-9, T = 4096, cp_r = 0.04e-9;
+    const double L = 150e-9, os = 60e-9, orr = 70e-9, cp_e = 0.30e-9, or_pb = 0.02e-9, T = 4096, cp_r = 0.04e-9,
+                 cp_sh = 0.11e-9;
     Data a;
     unsigned seed = 3;
     std::vector<double> sizes = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 16384,
@@ -236,6 +237,9 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
             cal_add_sample(a.d, CAL_PINGPONG, "send", 1, 0, "calibench pingpong", b, P * n * d);
             cal_add_sample(a.d, CAL_SENDCALL, "send", 1, 0, "calibench sendcall", b, S * n);
             cal_add_sample(a.d, CAL_RECVCALL, "send", 1, 0, "calibench recvcall", b, R * n);
+            // forwarding: the rendezvous copy into lines the other core holds costs cp_sh per byte
+            if (b >= 2048) cal_add_sample(a.d, CAL_FORWARD, "send", 1, 0, "calibench forward", b,
+                                          (P + (b >= T ? (cp_sh - cp_r) * b : 0)) * n);
         }
     }
     cal_data_estimate(a.d);
@@ -243,6 +247,11 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
     char err[256];
     ASSERT_EQ(cal_fit_run(a.d, "2000-01-01", &f, err, sizeof err), 0) << err;
     EXPECT_EQ(f.eager_threshold, 4096);
+    {
+        int jr = cal_fit_segment_of(&f, 65536);
+        EXPECT_NEAR(f.copy_shared_pb[jr], cp_sh * 1e12, 0.10 * cp_sh * 1e12);
+        EXPECT_LT(f.copy_shared_pb[0], 0) << "eager ranges have none";
+    }
     EXPECT_EQ(f.threshold_resolution, 1024);
     EXPECT_NEAR(f.shm_latency, L * 1e12, 0.05 * L * 1e12);
     EXPECT_NEAR(f.os[0], os * 1e12, 8000);
@@ -272,6 +281,7 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
               std::string::npos)
         << prof;
     EXPECT_NE(prof.find("shm_latency.source = calibrated:"), std::string::npos);
+    EXPECT_NE(prof.find("COPY_SHARED_PB calibrated: calibench forward"), std::string::npos) << prof;
     for (size_t p = 0, q; p < prof.size(); p = q + 1) {
         q = prof.find('\n', p);
         if (q == std::string::npos) q = prof.size();

@@ -55,6 +55,10 @@ def prog(name, where="tests/shim/progs"):
     return out
 
 
+def CALDATA(name):
+    return os.path.join(SRC, "tests", "calibrate", "data", name)
+
+
 def work(name):
     return os.path.join(WORK, name)
 
@@ -355,6 +359,16 @@ CASES = [
     ("study", "5", "its table cannot be written",
      lambda: mpisim("study", "speedup", "--out", "/dev/null", "--compute", "none", "--cpu-factor", "1", "--runs",
                     "1", "--procs", "1", "--sizes", "32"), 5),
+    ("calibrate", "0", "a profile from an OSU file",
+     lambda: mpisim("calibrate", "--from", CALDATA("osu_latency.txt"), "--no-check", "--out", work("cal.ini")), 0),
+    ("calibrate", "1", "the benchmark cannot run (no mpirun on PATH)",
+     lambda: mpisim("calibrate", "--budget", "5", "--out", work("cal1.ini"),
+                    env=dict(os.environ, PATH=os.path.join(WORK, "no-such-bin"))), 1),
+    ("calibrate", "2", "a file of no known suite",
+     lambda: mpisim("calibrate", "--from", os.path.join(SRC, "README.md"), "--no-check", "--out", work("cal2.ini")), 2),
+    ("calibrate", "5", "the profile cannot be written",
+     lambda: mpisim("calibrate", "--from", CALDATA("osu_latency.txt"), "--no-check",
+                    "--out", os.path.join(NOWHERE, "cal.ini")), 5),
     ("version", "0", "mpisim version", lambda: mpisim("version"), 0),
     ("version", "2", "an unknown command", lambda: mpisim("nosuchcommand"), 2),
 ]

@@ -382,3 +382,59 @@ TEST(CollRun, NeighborExact)
     EXPECT_NE(ms_model_icoll(t.m, 0, 0, 1, MS_COMM_WORLD, &a, err, sizeof err), 0);
     EXPECT_NE(std::string(err).find("MPI_Neighbor_*"), std::string::npos) << err;
 }
+
+// Local copies of the algorithms (the send buffer into the result first: allreduce; a member's own
+// block: pairwise alltoall) and the allgather phase of reduce_scatter_allgather receiving into the
+// blocks the member gave away (COPY_SHARED_PB).
+TEST(CollPlans, LocalCopiesAndReceivesIntoWhatWasSent)
+{
+    const uint64_t B = 1 << 20;
+    ms_coll_plan p;
+    memset(&p, 0, sizeof p);
+    ASSERT_EQ(ms_coll_generate(&p, MS_COLL_ALLREDUCE, ms_coll_algorithm_lookup(MS_COLL_ALLREDUCE, "reduce_scatter_allgather"),
+                               4, 1, 0, B, nullptr), 0);
+    ASSERT_GE(p.nsteps, 4u);
+    EXPECT_EQ(p.steps[0].copy_bytes, B);
+    for (size_t s = 1; s < p.nsteps; s++) EXPECT_EQ(p.steps[s].copy_bytes, 0u);
+    int into = 0, recvs = 0;
+    for (size_t s = 0; s < p.nsteps; s++)
+        for (size_t i = 0; i < p.steps[s].nops; i++) {
+            const ms_coll_op &o = p.ops[p.steps[s].first_op + i];
+            if (o.is_send) continue;
+            recvs++;
+            if (o.into_sent) {
+                into++;
+                EXPECT_GE(s, p.nsteps / 2) << "only the allgather half";
+            }
+        }
+    EXPECT_EQ(into, 2);
+    EXPECT_EQ(recvs, 4);
+    ASSERT_EQ(ms_coll_generate(&p, MS_COLL_ALLTOALL, ms_coll_algorithm_lookup(MS_COLL_ALLTOALL, "pairwise"), 2, 0, 0, B,
+                               nullptr), 0);
+    EXPECT_EQ(p.steps[0].copy_bytes, B);
+    ASSERT_EQ(ms_coll_generate(&p, MS_COLL_BCAST, 0, 2, 0, 0, B, nullptr), 0);
+    for (size_t s = 0; s < p.nsteps; s++) EXPECT_EQ(p.steps[s].copy_bytes, 0u);
+    ms_coll_plan_free(&p);
+}
+
+// Played: the copy takes the member's CPU at the segment's copy rate before the step; the received
+// half of the allgather pays COPY_SHARED_PB, exactly.
+TEST(CollRun, LocalCopyAndSharedLinesCosts)
+{
+    const uint64_t B = 64000;
+    auto run = [&](const char *segs) {
+        Sim s(2, {"host.ranks_per_node=2", "host.shm_latency=100ns", "mpi.send_overhead=0", "mpi.recv_overhead=0",
+                  "mpi.eager_threshold=1000", std::string("mpi.size_segments=") + segs,
+                  "mpi.coll.allreduce.algorithm=reduce_scatter_allgather"});
+        for (int r = 0; r < 2; r++) s.prog[r] = {coll(1, MS_COLL_ALLREDUCE, B), wait({1})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        EXPECT_EQ(ms_model_last_error(s.m, nullptr), nullptr);
+        return s.clock[0];
+    };
+    int64_t base = run("1000:0:0:0:0:0"), copy = run("1000:0:0:0:0:2"), shared = run("1000:0:0:0:0:2:5");
+    // the first copy (B at 2 ps/B) and the two halves' rendezvous copies (B/2 each at 2 ps/B)
+    EXPECT_EQ(copy - base, 2 * (int64_t)B + 2 * (int64_t)(B / 2) * 2);
+    // the allgather's half at 5 ps/B instead of 2
+    EXPECT_EQ(shared - copy, (int64_t)(B / 2) * 3);
+}

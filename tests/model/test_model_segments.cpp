@@ -62,7 +62,8 @@ TEST(ModelSegments, AckSegmentCompletesTheSendWhenTheReceiverHasTheMessage)
 TEST(ModelSegments, BadSegmentsAreRefusedWithTheReason)
 {
     const char *bad[] = {"1000:1:2:3", "1000:1:2:3:4:5:nak", "x:1:2:3:4:5", "2000:1:0:1:0:-1 1000:1:0:1:0:-1",
-                         "1000:-5000:1:0:0:-1", "1000:0:-1:0:0:-1", "1000:0:0:0:0:-2", "1.5:0:0:0:0:-1"};
+                         "1000:-5000:1:0:0:-1", "1000:0:-1:0:0:-1", "1000:0:0:0:0:-2", "1.5:0:0:0:0:-1",
+                         "1000:0:0:0:0:1:-3", "1000:0:0:0:0:1:2:3", "1000:0:0:0:0:1:2:ack:x"};
     for (const char *b : bad) {
         nm_config *cfg = nm_config_create();
         char err[512];
@@ -121,4 +122,42 @@ TEST(ModelSegments, SerialReceiverCopiesOfRendezvousData)
     // RTS, CTS, the copy of 100 us, the data's latency
     EXPECT_EQ(two(0), 50000 + 100000 + 100000 + 2 * 100000000 + 100000);
     EXPECT_EQ(two(1), 50000 + 100000 + 100000 + 2 * 100000000 + 100000);
+}
+
+// COPY_SHARED_PB: a rendezvous received into a buffer its receiver itself sent from, in one of its
+// last rendezvous sends on the node (a token ring, a forwarding ping-pong), is copied into lines the
+// other core holds, at that rate; into another buffer, or into one whose address is unknown, at
+// COPY_PB. Only the overlapping bytes pay the shared rate.
+TEST(ModelSegments, RendezvousIntoLinesTheOtherCoreHolds)
+{
+    const std::vector<std::string> sets = {
+        "host.ranks_per_node=2", "host.shm_latency=100ns", "mpi.send_overhead=50ns", "mpi.recv_overhead=0",
+        "mpi.eager_threshold=1000", "mpi.size_segments=1000:0:0:0:0:4:10"};
+    const uint64_t B = 10000, A = 0x10000, OTHER = 0x90000;
+    // rank 1 first sends from buffer A (rank 0 receives it), then receives into `into`
+    auto second = [&](uint64_t into, uint64_t bytes_back) {
+        Sim s(2, sets);
+        Op s1 = isend(1, 0, 0, B), r1 = irecv(2, 0, 1, bytes_back);
+        s1.buf = A;
+        r1.buf = into;
+        Op r0 = irecv(1, 1, 0, B), s0 = isend(2, 1, 1, bytes_back);
+        r0.buf = OTHER + 0x100000;
+        s0.buf = OTHER + 0x200000;
+        s.prog[1] = {s1, wait({1}), r1, wait({2})};
+        s.prog[0] = {r0, wait({1}), s0, wait({2})};
+        s.run();
+        EXPECT_FALSE(s.deadlock);
+        EXPECT_EQ(ms_model_last_error(s.m, nullptr), nullptr);
+        return s.clock[1];
+    };
+    const int64_t into_other = second(OTHER, B), into_sent = second(A, B), unknown = second(0, B);
+    EXPECT_EQ(into_sent - into_other, (int64_t)B * (10 - 4));   // every byte at the shared rate
+    EXPECT_EQ(unknown, into_other);
+    // half of the receive buffer overlaps what was sent: half of the bytes pay
+    EXPECT_EQ(second(A + B / 2, B) - into_other, (int64_t)(B / 2) * (10 - 4));
+    // without the field the segment's copy rate holds for every receive
+    std::vector<std::string> plain = sets;
+    plain.back() = "mpi.size_segments=1000:0:0:0:0:4";
+    Sim s(2, plain);
+    EXPECT_NE(s.m, nullptr);
 }
