@@ -133,7 +133,6 @@ typedef struct pending_conn {
 } pending_conn;
 
 
-
 struct ms_server {
     const nm_config *cfg;
     ms_driver *drv;              /* the network, the model, rank states and clocks */
@@ -425,6 +424,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     w->unmodelled_passthrough = !strcmp(nm_config_string(cfg, "shim.unmodelled"), "passthrough");
     w->callsite_depth = (int32_t)nm_config_int(cfg, "shim.callsite_depth");
     w->spin_polls = (int32_t)nm_config_int(cfg, "shim.spin_polls");
+    w->spin_oversubscribed = !strcmp(nm_config_string(cfg, "shim.spin_oversubscribed"), "spin");
     w->wtime_stall_ps = nm_config_int(cfg, "shim.wtime_stall");
     w->gap_floor_ps = nm_config_int(cfg, "shim.gap_floor");
     w->gap_noise_ps = nm_config_int(cfg, "shim.gap_noise");
