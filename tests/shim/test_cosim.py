@@ -164,6 +164,19 @@ def test_deterministic():
     print("two --compute none runs: identical per-rank results")
 
 
+def test_spin_oversubscribed():
+    """Ranks that outnumber the cores sleep at once when they wait (shim.spin_oversubscribed =
+    sleep, the default) or poll first (spin): how they wait changes no virtual time."""
+    n = min(16, len(os.sched_getaffinity(0)) + 2)
+    prog = [os.path.join(BIN, "stencil"), "--iters", "50", "--no-times"]
+    _, a = mpisim_run(n, prog, report=os.path.join(WORK, "sleep.json"))
+    _, b = mpisim_run(n, prog, sets=["shim.spin_oversubscribed=spin"], report=os.path.join(WORK, "spin.json"))
+    if strip(a) != strip(b) or a["summary"]["virtual_time_ps"] != b["summary"]["virtual_time_ps"]:
+        sys.exit(f"FAILED: sleeping and spinning waits differ in virtual time:\n{strip(a)}\n{strip(b)}")
+    print(f"{n} ranks, sleeping and spinning waits: the same virtual times "
+          f"({a['summary']['virtual_time_ps']} ps; wall {a['summary']['wall_s']:.2f} s and {b['summary']['wall_s']:.2f} s)")
+
+
 def test_cpu_charged():
     """Computation is charged by CPU time, not wall time: ranks that share one CPU with no compute
     gate take turns on it, so the wall time from a rank's MPI_Init to its barrier grows with the
