@@ -2,20 +2,22 @@
 """Co-simulation wall time against native: HPCC on 4 ranks and a latency sweep up to 1 MiB.
 
 Usage: bench_cosim_wall.py [BUILD_DIR [PREVIOUS_BUILD_DIR]] [--rounds N] [--only hpcc|sweep|many]
-                           [--compute none|cpu|both]
+                           [--compute none|cpu|both] [--hpcc-n N]
 Runs each program natively under mpirun and under `mpisim run --compute none` (or cpu, the
 default mode, or both: this build and, given one, a previous build), interleaved, N rounds
 (default 1; the machine is shared), and prints the median wall seconds, the ratios to native and,
 with both modes, cpu against none. The load average is printed with each case. Goals: issue 13,
 HPCC <= 3x native and the sweep <= 5x; issue 28, the 16-rank cases within 1.5x of native, HPCC
 in the default mode within 1.2x of --compute none and 3x of native.
-  hpcc   Debian's hpcc with its example input (N = 1000), 4 ranks (skipped when not installed)
+  hpcc   Debian's hpcc with its example input (N = 1000; --hpcc-n: another problem size, 500 as
+         tests/thirdparty runs it), 4 ranks (skipped when not installed)
   sweep  apps/pingpong: blocking ping-pong, 0 B and 1 B .. 1 MiB by powers of two, 100 round
          trips per size, 2 ranks
   many   16 ranks on the machine's cores (issue 28 item 1): apps/stencil, 2D mesh, 2000 iterations;
          apps/matmul N = 144, 200 repetitions
 """
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -24,10 +26,14 @@ import tempfile
 import time
 
 args = [a for a in sys.argv[1:]]
-rounds, only, compute = 1, None, "none"
+rounds, only, compute, hpcc_n = 1, None, "none", None
 if "--rounds" in args:
     i = args.index("--rounds")
     rounds = int(args[i + 1])
+    del args[i:i + 2]
+if "--hpcc-n" in args:
+    i = args.index("--hpcc-n")
+    hpcc_n = int(args[i + 1])
     del args[i:i + 2]
 if "--compute" in args:
     i = args.index("--compute")
@@ -46,8 +52,12 @@ cases = {}
 hpcc = shutil.which("hpcc", path="/usr/bin")
 example = "/usr/share/doc/hpcc/examples/_hpccinf.txt"
 if hpcc and os.path.exists(example) and only in (None, "hpcc"):
-    shutil.copy(example, os.path.join(work, "hpccinf.txt"))   # HPCC reads and writes in its cwd
-    cases["hpcc 4 ranks"] = (4, [hpcc])
+    lines = open(example).read().splitlines(True)   # HPCC reads and writes in its cwd
+    if hpcc_n:   # line 6: the one problem size
+        lines[5] = re.sub(r"^\d+", str(hpcc_n), lines[5])
+    with open(os.path.join(work, "hpccinf.txt"), "w") as f:
+        f.writelines(lines)
+    cases[f"hpcc 4 ranks (N = {hpcc_n or 1000})"] = (4, [hpcc])
 if only in (None, "sweep"):
     cases["latency sweep to 1 MiB"] = (2, [os.path.join(build, "bin", "pingpong"), "--iters", "100"])
 if only in (None, "many"):
