@@ -83,6 +83,15 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "sleeps (over shim.transport = shm a rank polls a quarter of them and the server none: a doorbell "
          "wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
          "0..1e9", 0},
+        {"shim.spin_oversubscribed", NM_KEY_STRING, "", "spin",
+         "measured (tests/bench/bench_cosim_wall.py --only many on 2 cores: sleep made the 16-rank stencil "
+         "1.3-3.5x faster and the 16-rank matmul 1.3x faster at load 20-23 but 1.4-1.8x slower at load 14-17: "
+         "no default that wins both)",
+         "where the ranks of a host outnumber the cores they may use (shim.compute_slots' count, else the "
+         "host's CPUs) more than 4 times, a waiting rank sleeps at once instead of polling shim.spin_polls rounds (sleep): the "
+         "yields of the ranks that wait take the CPU from the ranks that work and the model server; spin "
+         "polls anyway. Virtual time is the same either way",
+         "sleep|spin", 0},
         {"shim.program_clocks", NM_KEY_STRING, "", "virtual",
          "project choice (SMPI answers gettimeofday and clock_gettime of code built with smpicc in simulated "
          "time; benchmarks such as NetPIPE time themselves with gettimeofday)",

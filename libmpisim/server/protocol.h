@@ -107,7 +107,8 @@ typedef struct ms_msg_welcome {
     int64_t compute_slot_timeout_ps;   /* a wait for a slot with no release for this long gives up */
     int64_t stall_timeout_ps;    /* real time a wait in the real MPI may see nothing complete before it tells the server (which judges; 0: never) */
     int32_t program_clocks;      /* 1: the program's gettimeofday/clock_gettime read virtual time */
-    int32_t pad_welcome;
+    int32_t spin_oversubscribed; /* 1: wait loops spin even where the host's ranks outnumber its cores
+                                  * (shim.spin_oversubscribed = spin); 0: there they sleep at once */
     /* Local completion of eager standard sends (docs/architecture.md "Local answers"): the model
      * completes one at max(t, the rank's CPU free) + isend cost + copy(bytes), copy = llround(
      * local_copy_ps_per_byte * bytes) (0 when the rate is 0), the same for every peer but the rank

@@ -1007,6 +1007,30 @@ void ms_progress(void)
     }
 }
 
+/* shim.spin_oversubscribed = sleep (not the default): where this host's ranks outnumber the cores they may use
+ * (the compute gate's count of them, else the host's CPUs) more than MS_SPIN_RANKS_PER_CORE
+ * times, waiting loops sleep at once. The
+ * yields of many waiting ranks only take the CPU from those that work and from the model server,
+ * and the lockstep of a conservative horizon makes every rank wait for the slowest to be
+ * scheduled (bench_cosim_wall.py --only many: the 16-rank stencil on 2 cores 11.4-12.1 s
+ * spinning, 3.9-4.6 s sleeping). The ranks of this host: Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE
+ * (MPICH's MPI_LOCALNRANKS); without either, nothing changes. */
+/* Ranks per core up to which waiting ranks spin all the same: at 2 per core (HPCC on 4 ranks, 2
+ * cores, load 15-19) sleeping took 13.8 s against 9.4 s spinning, while at 8 per core the 16-rank
+ * stencil took 3.0 s sleeping against 5.1 s spinning (bench_cosim_wall.py; the 16-rank matmul, a
+ * master and workers with long computations, went the other way at that load: 5.2 s against 3.7,
+ * and 7.0 against 8.9 s at load 20-23). A choice between measured cases, not a derivation. */
+#define MS_SPIN_RANKS_PER_CORE 4
+static void spin_where_cores_allow(void)
+{
+    if (S.params.spin_oversubscribed || S.params.spin_polls <= 0) return;
+    const char *e = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!e) e = getenv("MPI_LOCALNRANKS");
+    long local = e ? strtol(e, NULL, 10) : 0;
+    long cores = S.params.compute_slots > 0 ? S.params.compute_slots : sysconf(_SC_NPROCESSORS_ONLN);
+    if (local > 0 && cores > 0 && local > MS_SPIN_RANKS_PER_CORE * cores) S.params.spin_polls = 0;
+}
+
 /* Waiting loops poll without sleeping for shim.spin_polls rounds, yielding the CPU between
  * polls, then sleep up to 1 ms per poll: the server's answer usually comes within microseconds,
  * and a sleeping CPU of a virtual machine takes tens of them to wake (bench_shim: 164 -> 31 us
@@ -1903,6 +1927,7 @@ static void start_session(void)
         memcpy(&S.params, S.tp.in + sizeof hdr, sizeof S.params);
         ms_tp_consume(&S.tp, len);
     }
+    if (S.server) spin_where_cores_allow();
     S.cs_depth = S.params.callsite_depth < 1 ? 1
                  : S.params.callsite_depth > MS_CS_MAX_DEPTH ? MS_CS_MAX_DEPTH : S.params.callsite_depth;
     trace_open();

@@ -164,6 +164,20 @@ def test_deterministic():
     print("two --compute none runs: identical per-rank results")
 
 
+def test_spin_oversubscribed():
+    """Ranks more than 4 per core sleep at once when they wait (shim.spin_oversubscribed = sleep)
+    or poll first (spin, the default): how they wait changes no virtual time. (Beyond 3 cores the
+    16 ranks are too few to sleep: then both runs spin, and the test only says so.)"""
+    n = min(16, 4 * len(os.sched_getaffinity(0)) + 1)
+    prog = [os.path.join(BIN, "stencil"), "--iters", "50", "--no-times"]
+    _, a = mpisim_run(n, prog, sets=["shim.spin_oversubscribed=sleep"], report=os.path.join(WORK, "sleep.json"))
+    _, b = mpisim_run(n, prog, sets=["shim.spin_oversubscribed=spin"], report=os.path.join(WORK, "spin.json"))
+    if strip(a) != strip(b) or a["summary"]["virtual_time_ps"] != b["summary"]["virtual_time_ps"]:
+        sys.exit(f"FAILED: sleeping and spinning waits differ in virtual time:\n{strip(a)}\n{strip(b)}")
+    print(f"{n} ranks, sleeping and spinning waits: the same virtual times "
+          f"({a['summary']['virtual_time_ps']} ps; wall {a['summary']['wall_s']:.2f} s and {b['summary']['wall_s']:.2f} s)")
+
+
 def test_cpu_charged():
     """Computation is charged by CPU time, not wall time: ranks that share one CPU with no compute
     gate take turns on it, so the wall time from a rank's MPI_Init to its barrier grows with the
