@@ -41,6 +41,8 @@ static range_set live;   /* memory passed to MPI and not released since */
 static range_set dead;   /* released in the current generation */
 static uint64_t gen;     /* the current generation */
 static atomic_size_t nlive;
+/* the live ranges' hull [lo, hi): most frees are of other memory and need no lock */
+static _Atomic uint64_t live_lo = UINT64_MAX, live_hi;
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 
 static void take(void) { while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire)) {} }
@@ -111,6 +113,13 @@ static int reserve(range_set *r, size_t need)
     return 1;
 }
 
+/* the hull only grows (a stale wide hull costs a lock, never a missed release) */
+static void widen(uint64_t s, uint64_t e)
+{
+    if (s < atomic_load_explicit(&live_lo, memory_order_relaxed)) atomic_store_explicit(&live_lo, s, memory_order_relaxed);
+    if (e > atomic_load_explicit(&live_hi, memory_order_relaxed)) atomic_store_explicit(&live_hi, e, memory_order_relaxed);
+}
+
 static void insert(range_set *r, id_range x)
 {
     size_t k = first_after(r, x.s);
@@ -161,6 +170,7 @@ uint64_t ms_buffer_identity(const void *buf, uint64_t bytes)
         memmove(live.v + k + 1, live.v + m, (live.n - m) * sizeof *live.v);
         live.n -= m - k - 1;
         live.v[k] = (id_range){ns, ne, delta};
+        widen(ns, ne);
         id = s + delta;
     } else {
         /* new memory: on memory released in this generation, the next generation */
@@ -174,6 +184,7 @@ uint64_t ms_buffer_identity(const void *buf, uint64_t bytes)
         }
         insert(&live, (id_range){s, e, gen << GEN_SHIFT});
         atomic_store_explicit(&nlive, live.n, memory_order_relaxed);
+        widen(s, e);
         id = s + (gen << GEN_SHIFT);
     }
     give();
@@ -185,9 +196,11 @@ void free(void *p)
 {
     resolve();
     if (!real_free) return;   /* inside dlsym's first call: leaked */
-    if (p && real_usable && atomic_load_explicit(&nlive, memory_order_relaxed)) {
-        uint64_t s = (uint64_t)(uintptr_t)p;
-        release(s, s + real_usable(p));
+    uint64_t s = (uint64_t)(uintptr_t)p;
+    if (p && real_usable && atomic_load_explicit(&nlive, memory_order_relaxed) &&
+        s < atomic_load_explicit(&live_hi, memory_order_relaxed)) {
+        uint64_t e = s + real_usable(p);
+        if (e > atomic_load_explicit(&live_lo, memory_order_relaxed)) release(s, e);
     }
     real_free(p);
 }
