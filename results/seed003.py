@@ -272,10 +272,10 @@ def reuse_cause(test, pct, got):
         return (f"the first writes to a new receive buffer's pages (host.touch_cost_per_page, assumed 1.5 us a "
                 f"page, charged pro rata to the bytes a receive writes first) slow every size in proportion to "
                 f"its bytes: {pct} % reuse is {slowdown(reuse, pct, 2048):.1f} % slower at 2 KB and passes 1 % "
-                f"from {fmtb(got)}; the seed's latency shows no cost below 4 KB, which needs an eager message's "
-                f"new buffer (copied through GM's registered buffers, sec 2) to cost under 1 % up to 2 KB: "
-                f"new buffers the benchmark had written before (no page faults) would, and the seed does not say "
-                f"how its buffers were allocated; no other mechanism the seed names acts below 16 KB")
+                f"from {fmtb(got)}; without them (host.touch_cost_per_page = 0, as for buffers the benchmark had "
+                f"written before: no page faults) every onset is the rendezvous' 16 KB, where registering a new "
+                f"buffer costs; the seed's 4 KB lies between the two, and no mechanism the seed names acts on an "
+                f"eager message's user buffer (copied through GM's registered buffers, sec 2) from 4 KB on only")
     return (f"in the stream (sec 4's bandwidth test) an eager message's new-buffer cost (its first touches on "
             f"the receiver) is hidden behind the NIC's pace (2.3 us a packet; {pct} % reuse is "
             f"{slowdown(reuse, pct, 8192, 'bw'):.1f} % slower at 8 KB), so every pattern slows from the "
