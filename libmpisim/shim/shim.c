@@ -1558,7 +1558,7 @@ void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int t
     m.tag = tag;
     m.mode = mode;
     m.fn = (int32_t)fn;
-    m.buf = (uint64_t)(uintptr_t)r->buf;
+    m.buf = ms_buffer_identity(r->buf, bytes);
     T.call_bytes += bytes;
     put_msg(MS_MSG_ISEND, &m, sizeof m, NULL, 0);
 }
@@ -1576,7 +1576,7 @@ void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn)
     m.tag = tag;
     m.fn = (int32_t)fn;
     m.flags = r->notify ? MS_IRECV_NOTIFY : 0;
-    m.buf = (uint64_t)(uintptr_t)r->buf;
+    m.buf = ms_buffer_identity(r->buf, bytes);
     T.call_bytes += bytes;
     put_msg(MS_MSG_IRECV, &m, sizeof m, NULL, 0);
 }

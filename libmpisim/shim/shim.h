@@ -133,6 +133,9 @@ uint64_t ms_next_req_id(void);
 /* to_self: the destination is the rank itself (no local completion; ends a lookahead window) */
 void ms_report_isend(ms_rq *r, int dst, int tag, uint64_t bytes, int mode, int to_self, ms_fn_id fn);
 void ms_report_irecv(ms_rq *r, int src, int tag, uint64_t bytes, ms_fn_id fn);
+/* What the model and the trace get for a user buffer (bufid.c): an identity that does not depend
+ * on where malloc put it; 0: unknown. */
+uint64_t ms_buffer_identity(const void *buf, uint64_t bytes);
 void ms_report_cancel(const ms_rq *r, ms_fn_id fn);
 void ms_report_free(const ms_rq *r, ms_fn_id fn);
 /* In- and out-degree of comm's process topology; returns its kind (MPI_CART, ...) or -1 if none. */
