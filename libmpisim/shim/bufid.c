@@ -57,18 +57,23 @@ static free_fn real_free;
 static realloc_fn real_realloc;
 static usable_fn real_usable;
 static munmap_fn real_munmap;
-static __thread int resolving;
+static _Atomic int resolving;
+/* glibc's own, for the frees and reallocs dlsym makes while the next allocator is looked up */
+extern void __libc_free(void *);
+extern void *__libc_realloc(void *, size_t);
 
 static void resolve(void)
 {
-    if (real_free || resolving) return;
-    resolving = 1;   /* dlsym may free: those frees leak (a few bytes, once) */
+    if (real_free || atomic_exchange(&resolving, 1)) return;
     real_realloc = (realloc_fn)(uintptr_t)dlsym(RTLD_NEXT, "realloc");
     real_usable = (usable_fn)(uintptr_t)dlsym(RTLD_NEXT, "malloc_usable_size");
     real_munmap = (munmap_fn)(uintptr_t)dlsym(RTLD_NEXT, "munmap");
     real_free = (free_fn)(uintptr_t)dlsym(RTLD_NEXT, "free");
-    resolving = 0;
 }
+
+/* Looked up when the shim is loaded, before the program runs: a lookup made later, from inside a
+ * free, ran into dlsym freeing a pending dlerror() string (libomp's failed dlopen) and recursed. */
+__attribute__((constructor)) static void bufid_resolve_at_load(void) { resolve(); }
 
 /* first index whose range ends after a */
 static size_t first_after(const range_set *r, uint64_t a)
@@ -195,7 +200,10 @@ uint64_t ms_buffer_identity(const void *buf, uint64_t bytes)
 void free(void *p)
 {
     resolve();
-    if (!real_free) return;   /* inside dlsym's first call: leaked */
+    if (!real_free) {   /* inside the lookup: glibc's own memory */
+        __libc_free(p);
+        return;
+    }
     uint64_t s = (uint64_t)(uintptr_t)p;
     if (p && real_usable && atomic_load_explicit(&nlive, memory_order_relaxed) &&
         s < atomic_load_explicit(&live_hi, memory_order_relaxed)) {
@@ -208,7 +216,7 @@ void free(void *p)
 void *realloc(void *p, size_t n)
 {
     resolve();
-    if (!real_realloc) return NULL;
+    if (!real_realloc) return __libc_realloc(p, n);
     uint64_t s = (uint64_t)(uintptr_t)p, old = p && real_usable ? real_usable(p) : 0;
     void *q = real_realloc(p, n);
     if (p && q) {
