@@ -325,9 +325,9 @@ def main():
     sweeps, lats = [], []
     with cf.ThreadPoolExecutor(max_workers=a.j) as ex:
         futs = {ex.submit(sweep if j[0] == "sweep" else low_latency, *j[1:]): j for j in jobs}
-        for f in cf.as_completed(futs):
-            r = f.result()
-            (sweeps if futs[f][0] == "sweep" else lats).append(r)
+        # in the jobs' order, not as they finish (which the host decides): the JSON repeats
+        for f, j in futs.items():
+            (sweeps if j[0] == "sweep" else lats).append(f.result())
     scans = [s for s in sweeps if s["root_scan"]]
     all_sweeps = sweeps
     sweeps = [s for s in sweeps if not s["root_scan"]]

@@ -548,8 +548,9 @@ Notes:
 - *Buffer reuse.* A new buffer costs its pages' first write on the receiving side (a page fault,
   `host.touch_cost_per_page`, assumed 1.5 us) and, from 16 KB (rendezvous), its registration on
   both sides (`host.reg_cost` + pages x `host.reg_cost_per_page`, assumed); a buffer used before
-  costs neither (registration cache). With new buffers on pages of their own even a 1 B message
-  pays a page fault (the right-hand columns); packed in a pool, small messages share pages.
+  costs neither (registration cache). Page faults are charged pro rata to the bytes a receive
+  writes first (where a buffer starts in its page depends on the process's other allocations), so
+  new buffers on pages of their own (the right-hand columns) cost what buffers packed in a pool do.
 """)
     if plots:
         f.write("\nPlots: `seed003_latency.png` (Fig. 2), `seed003_bandwidth.png` (Fig. 3), `seed003_logp.png` "

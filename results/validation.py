@@ -180,6 +180,8 @@ if not a.no_sensitivity:
             for p_ in ([prof] if prof != "seed001-avici-gige" else ["seed001-avici-gige", "seed001-avici"]):
                 jobs.append(("001", label, sign, "seed001.py", ["--quick", "--only", p_, "--traces",
                              os.path.join(out, "seed001")] + sets, f"sens/001/{p_}-{keys[0]}{sign}"))
+    for j in jobs:   # the table's order is the jobs' order, not the order they finish in
+        sens.setdefault(j[0], {}).setdefault(j[1], {}).setdefault(j[2], {})
     with cf.ThreadPoolExecutor(max_workers=a.j) as ex:
         futs = {ex.submit(run, j[3], j[4], j[5]): j for j in jobs}
         for fu in cf.as_completed(futs):
