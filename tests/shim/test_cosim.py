@@ -399,18 +399,25 @@ def test_return_path_growing():
         x = r["ranks"][0]
         return x["compute_ps"] / 1e3, x["charging"]
 
-    # CPU time on a shared machine only inflates: the least of three interleaved runs of each
+    # CPU time on a shared machine only inflates: the least of interleaved runs of each. The same
+    # work is charged 1x, 1.5x or 2x in slow spells of the host that last a process's whole life
+    # (28.4 / 43.8 / 58.6 ms for one burn, test_cpu_charged, a quiet machine; a fresh clone's CI
+    # run had all three plain runs fast and all three switched slow: ratio 0.843). So, as there:
+    # where the ratio is out of bounds after three rounds, more rounds, up to eight; a real
+    # under-charge stays out of them whatever the rounds
     plain, switched = [], []
-    for k in range(3):
+    for k in range(8):
         plain.append(rank0(f"p{k}", 0))
         switched.append(rank0(f"s{k}", 3000))
-    a, _ = min(plain, key=lambda t: t[0])
-    b, cb = min(switched, key=lambda t: t[0])
+        a, _ = min(plain, key=lambda t: t[0])
+        b, cb = min(switched, key=lambda t: t[0])
+        if k >= 2 and b >= 0.95 * a:
+            break
     comp = max(c["return_comp_ns"] for _, c in switched)
     woken = min(c["woken_gaps"] for _, c in switched)
     print(f"rank 0 charged {a / 1e6:.3f} ms without switches, {b / 1e6:.3f} ms with its later calls switched out "
           f"(ratio {b / a:.3f}; {woken} of {cb['gaps']} gaps followed a switch; the return path's compensation "
-          f"took off at most {comp / 1e3:.1f} us in a run)")
+          f"took off at most {comp / 1e3:.1f} us in a run; {len(plain)} rounds)")
     if woken < 50:
         sys.exit("FAILED: the sleeps did not switch rank 0 out: the test tests nothing")
     # the compensation takes off the measured cold excess: 0.3-3.8 us per switched gap in the runs
