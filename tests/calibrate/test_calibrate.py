@@ -33,14 +33,26 @@ check(p.returncode == 0, "mpisim calibrate exits 0")
 check("measuring with calibench" in err and re.search(r"round \d of 4 done|the budget is spent in round", err) is not None,
       "progress: the measuring rounds are reported as they end")
 check(re.search(r"\d+/\d+ pingpong send \d+ B: \d+ samples", err) is not None, "progress: a line per measurement")
-check("Fit quality" in err and re.search(r"\d+ of \d+ size ranges within 5 % rms", err) is not None,
-      "the fit-quality table is printed")
+# The check runs a bounded amount of work in virtual time, but its wall time is the host's: where
+# the budget ends first (a busy machine: load 13 beside a CPU-bound job took it past 45 s) the
+# profile is written without its fit quality, as --budget documents ("never a longer run"). That
+# path must say so; the table itself is then checked on the files' calibrations below, whose
+# checks are short.
+cut = "the check did not finish within the budget" in err
+if cut:
+    check("the profile is written without its fit quality" in err and "; Fit quality" not in
+          (open(ini).read() if os.path.exists(ini) else ""),
+          "a check cut by the budget says so, and the profile claims no fit quality (busy machine)")
+else:
+    check("Fit quality" in err and re.search(r"\d+ of \d+ size ranges within 5 % rms", err) is not None,
+          "the fit-quality table is printed")
 check(os.path.exists(ini) and os.path.exists(os.path.join(work, "host.csv")), "the profile and the CSV are written")
 text = open(ini).read() if os.path.exists(ini) else ""
 for key in ("shm_latency", "eager_threshold", "size_segments", "poll_cost", "reduce_cost_per_byte"):
     check(re.search(r"^%s\.source = calibrated: .* on \d{4}-\d\d-\d\d" % key, text, re.M) is not None,
           "%s has a 'calibrated: ... on DATE' source" % key)
-check("; Fit quality" in text, "the fit quality is kept in the profile's header")
+if not cut:
+    check("; Fit quality" in text, "the fit quality is kept in the profile's header")
 c = subprocess.run([MPISIM, "config", "--profile", ini], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 check(c.returncode == 0 and "calibrated: calibench" in c.stdout, "mpisim config reads it and shows the sources")
 r = subprocess.run([MPISIM, "run", "--profile", ini, "--report", os.path.join(work, "r.json"), "-n", "2", "--",
@@ -91,6 +103,9 @@ for scale in (1, 2):
                        text=True, timeout=600)
     print(p.stderr[-2500:])
     check(p.returncode == 0 and os.path.exists(out), "a profile from the made-up table x%d" % scale)
+    check("Fit quality" in p.stderr and re.search(r"\d+ of \d+ size ranges within 5 % rms", p.stderr) is not None
+          and "; Fit quality" in (open(out).read() if os.path.exists(out) else ""),
+          "x%d: the fit-quality table is printed and kept in the profile's header" % scale)
     r = subprocess.run([MPISIM, "run", "--profile", out, "--compute", "none", "--report", os.path.join(work, "s.json"),
                         "-n", "2", "--", os.path.join(BUILD, "bin", "pingpong"), "--only", "3000,24576,100000"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
