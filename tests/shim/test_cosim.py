@@ -1336,6 +1336,30 @@ def test_rma_physical():
     fop = rows[("fop", "flush", "latency", 8)][0]
     if not 0.8 <= fop / p2p <= 1.3:
         problems.append(f"fetch-and-op latency {fop} against one-way {p2p}")
+    # seed 003's E-card, a NIC with costs of its own (LANai work per packet, DMA setups): the put's
+    # acknowledgement is the target NIC's own per-packet one (GM's reliable delivery), which adds
+    # its wire time and the completion's DMA into the origin's memory, not a second message's NIC
+    # work (before: 1.86 x the one-way latency). A get is a request and the data back: a round trip
+    # through both NICs' processors, checked as such.
+    e, erep = mpisim_run(2, [exe, "--op", "put,get,acc", "--sync", "flush", "--sizes", "8,4M", "--iters", "3"],
+                         profile="seed003-ecard", report=os.path.join(WORK, "rma003.json"))
+    erows, ep2p = rma_table(e.stdout)
+    elink = float(cfg_value(erep, "network.link_rate")) / 8 / 1e6 * int(cfg_value(erep, "host.ports"))
+    if "# check=ok" not in e.stdout or erep["summary"]["outcome"] != "ok":
+        problems.append(f"seed003-ecard: {erep['summary']}")
+    for op in ("put", "acc"):
+        lat = erows[(op, "flush", "latency", 8)][0]
+        print(f"seed003-ecard: {op} latency at 8 B {lat * 1e6:.3f} us, one-way {ep2p * 1e6:.3f} us ({lat / ep2p:.3f}x)")
+        if not 0.8 <= lat / ep2p <= 1.2:
+            problems.append(f"seed003-ecard: {op} latency {lat} against one-way {ep2p}")
+    get = erows[("get", "flush", "latency", 8)][0]
+    print(f"seed003-ecard: get latency at 8 B {get * 1e6:.3f} us ({get / ep2p:.3f}x one-way: a round trip)")
+    if not 1.6 <= get / ep2p <= 2.0:
+        problems.append(f"seed003-ecard: get latency {get}, a round trip of one-way {ep2p}")
+    bw = erows[("put", "flush", "bandwidth", 4 << 20)][1]
+    print(f"seed003-ecard: put bandwidth at 4 MiB {bw:.1f} MB/s = {bw / elink * 100:.1f} % of both ports' {elink:.0f} MB/s")
+    if not 0.8 * elink <= bw <= elink:
+        problems.append(f"seed003-ecard: put bandwidth {bw} MB/s, ports {elink} MB/s")
     if problems:
         sys.exit("FAILED: " + "; ".join(problems) + f"\n{p.stdout}")
 
