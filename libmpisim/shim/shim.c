@@ -388,10 +388,10 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * GF_QUIET_MIN gaps: a pair with work in every gap no longer looks empty by then, so a new pair's
  * first computations are not taken for stalls) and had fewer than GF_STALLS gaps above
  * gap_noise_max among its last GF_WINDOW takes one of up to GF_STALL x gap_noise_max for a stall
- * (charged the floor); more of them are charged (work that comes back is work). Anything else is
- * charged as measured. */
-enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10, GF_STALL = 20, GF_STALLS = 3,
-       GF_QUIET_MIN = 10 };
+ * (after a switched-out call GF_STALL_WOKEN x: 152 us seen at load 14), charged the floor; more
+ * of them are charged (work that comes back is work). Anything else is charged as measured. */
+enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10, GF_STALL = 20, GF_STALL_WOKEN = 80,
+       GF_STALLS = 3, GF_QUIET_MIN = 10 };
 typedef struct gf_pair {
     uint64_t key;                /* 0: free */
     uint64_t small[GF_WINDOW / 64];   /* bit i: the window's gap i was taken for an empty one */
@@ -439,7 +439,7 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
         p->longs += lng;
         p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
         empty = 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
-        stall = lng && quiet && d * 1000 <= GF_STALL * S.params.gap_noise_max_ps;
+        stall = lng && quiet && d * 1000 <= (woken ? GF_STALL_WOKEN : GF_STALL) * S.params.gap_noise_max_ps;
     }
     if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps) || stall) {
         S.ck.floor_gaps++;
