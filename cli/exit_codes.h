@@ -12,6 +12,7 @@
 #define MS_EXIT_OUTPUT 5       /* a report, trace, timeline or table could not be written */
 #define MS_EXIT_UNTIMED 6      /* complete, but untimed calls could have affected virtual time (outcome untimed) */
 #define MS_EXIT_THREAD_LEVEL 7 /* threads called MPI at once under a thread level that forbids it */
+#define MS_EXIT_SUPERLINEAR 8  /* mpisim study: a speedup above its process count beyond the runs' noise */
 
 /* The exit code for an ms_outcome of ms_server_outcome or a replay (0: the program's own code
  * stands). A stall is the watchdog's deadlock: exit 3 as well. Untimed: 6 (a program's own

@@ -240,7 +240,8 @@ static int read_factor_file(const char *path, double *factor, char *source, size
     return 0;
 }
 
-enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES, O_DISTRIBUTE };
+enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES, O_DISTRIBUTE,
+       O_PROGRAM };
 static const nm_opt study_options[] = {
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
@@ -258,6 +259,8 @@ static const nm_opt study_options[] = {
      "in all, the points whose two fastest runs differ by more than 2 %, and always 3K times the\n"
      "one-rank points and those under 10 ms (default 3: about 250 runs for the default grid)"},
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
+    {"program", O_PROGRAM, "PATH", "an MPI program in place of matmul: it takes matmul's arguments (N --repeat R\n"
+     "[--distribute D]) and prints its result line (time_min_s=, compute_s=, check=ok; apps/README.md)"},
     NM_OPT_HELP,
     NM_OPT_END,
 };
@@ -285,7 +288,9 @@ typedef struct {
     double cpu_factor, here;   /* the factor (<= 0: the profile's); this machine's ns per multiply-add */
     char source[1200];         /* where the factor came from, recorded in every report's configuration */
     char csv_path[PATH_MAX + 64], cfg_path[PATH_MAX + 64];
+    const char *program;       /* --program: in place of matmul */
     double *t;
+    double *t2;                /* each point's second fastest run (0: none) */
 } study_run;
 
 /* The options into s; -1 to go on, else the exit code (0 after --help). */
@@ -325,6 +330,7 @@ static int parse_study_options(study_run *s, int argc, char **argv)
             o->distribute = v;
             break;
         case O_OUT: s->outdir = v; break;
+        case O_PROGRAM: s->program = v; break;
         case O_CPU_FACTOR: s->cpu_factor_arg = v; break;
         case O_RUNS:
             if (nm_cmdline_long(&c, k, v, 1, 20, &n) != 0) return 2;
@@ -362,7 +368,13 @@ static int prepare_study(study_run *s)
         return 2;
     }
     s->self[sn] = 0;
-    if (mpisim_find_program("matmul", s->matmul, sizeof s->matmul) != 0) {
+    if (s->program) {
+        if (access(s->program, X_OK) != 0) {
+            fprintf(stderr, "mpisim study: --program %s: %s\n", s->program, strerror(errno));
+            return 2;
+        }
+        snprintf(s->matmul, sizeof s->matmul, "%s", s->program);
+    } else if (mpisim_find_program("matmul", s->matmul, sizeof s->matmul) != 0) {
         char dir[PATH_MAX] = "?";
         mpisim_self_dir(dir, sizeof dir);
         fprintf(stderr, "mpisim study: the study's program matmul is neither beside this command (%s) nor in its "
@@ -508,7 +520,8 @@ static void run_grid(study_run *s)
     memset(t, 0, (size_t)(np * ns) * sizeof *t);
     fprintf(stderr, "mpisim study speedup: %d process counts x %d sizes, compute=%s\n", np, ns, s->o.compute);
     int max_runs = runs > 1 ? 3 * runs : 1;
-    double *second = calloc((size_t)(np * ns), sizeof *second);   /* second fastest so far */
+    double *second = s->t2;   /* second fastest so far */
+    memset(second, 0, (size_t)(np * ns) * sizeof *second);
     double *slow_best = calloc((size_t)(np * ns), sizeof *slow_best);   /* runs of a slow machine */
     for (int run = 0; run < max_runs; run++)
         for (int j = 0; j < ns; j++)
@@ -526,7 +539,6 @@ static void run_grid(study_run *s)
                             "fastest of them and overstated\n", s->procs[k / ns], s->sizes[k % ns]);
         }
     free(slow_best);
-    free(second);
 }
 
 /* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
@@ -560,7 +572,20 @@ static int calibration_was_slow(study_run *s)
     return 1;
 }
 
-/* The table on stdout, the CSV, the plot when Debian's matplotlib is there; the exit code. */
+/* How much point k's time may be understated by a lucky run: it is the fastest of its runs, the
+ * spread of its two fastest (0 with one run). */
+static double run_noise(const study_run *s, int k)
+{
+    double a = s->t[k], b = s->t2[k];
+    return a > 0 && b > a ? b / a - 1 : 0;
+}
+
+/* The table on stdout, the CSV, the plot when Debian's matplotlib is there; the exit code.
+ * A speedup above P cannot be right for work divided P ways with communication added (seed 000
+ * sec 4.2: every curve below P): a point whose speedup exceeds P by more than CONFIRM plus the
+ * noise of its own runs and of the one-rank point it divides (run_noise) is marked in the table
+ * and the CSV, named on stderr, and the study ends with outcome superlinear (exit 8). Seen before:
+ * P = 2, N = 32 at 143 % under --compute cpu on a loaded machine, exit 0. */
 static int print_study(study_run *s)
 {
     char err[1024];
@@ -572,13 +597,15 @@ static int print_study(study_run *s)
         return MS_EXIT_OUTPUT;
     }
     FILE *csv = csv_out.f;
-    fprintf(csv, "P,N,time_s,speedup,efficiency\n");
+    fprintf(csv, "P,N,time_s,speedup,efficiency,superlinear\n");
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            s->o.profile ? s->o.profile : "default", s->o.compute);
     if (s->cpu_factor > 0) printf(" x %.2f (%s)", s->cpu_factor, s->source);
-    printf(", matmul --distribute %s\n", s->o.distribute ? s->o.distribute : "p2p");
+    if (s->program) printf(", program %s%s%s\n", s->program, s->o.distribute ? " --distribute " : "",
+                           s->o.distribute ? s->o.distribute : "");
+    else printf(", matmul --distribute %s\n", s->o.distribute ? s->o.distribute : "p2p");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
-    int failures = 0;
+    int failures = 0, superlinear = 0;
     for (int i = 0; i < np; i++)
         for (int j = 0; j < ns; j++) {
             double tp = t[i * ns + j];
@@ -592,13 +619,26 @@ static int print_study(study_run *s)
                 continue;
             }
             double sp = t1 > 0 ? t1 / tp : 0, eff = sp / s->procs[i];
-            printf("%6d %6d %14.6f %9.3f %10.1f%%\n", s->procs[i], s->sizes[j], tp * 1e3, sp, eff * 100);
-            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f\n", s->procs[i], s->sizes[j], tp, sp, eff);
+            double tol = CONFIRM + run_noise(s, base * ns + j) + run_noise(s, i * ns + j);
+            int over = s->procs[i] > 1 && t1 > 0 && sp > s->procs[i] * (1 + tol);
+            printf("%6d %6d %14.6f %9.3f %10.1f%%", s->procs[i], s->sizes[j], tp * 1e3, sp, eff * 100);
+            if (over) printf("  superlinear: speedup above P beyond %.1f %% of noise", tol * 100);
+            printf("\n");
+            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f,%d\n", s->procs[i], s->sizes[j], tp, sp, eff, over);
+            if (over) {
+                superlinear++;
+                fprintf(stderr, "mpisim study: P=%d N=%d: speedup %.3f exceeds P = %d by more than the noise of its runs "
+                                "and of the one-rank point's (%.1f %%): a time that cannot be right\n",
+                        s->procs[i], s->sizes[j], sp, s->procs[i], tol * 100);
+            }
         }
     if (ms_outfile_commit(&csv_out, err, sizeof err) < 0) {
         fprintf(stderr, "mpisim study: %s\n", err);
         return MS_EXIT_OUTPUT;
     }
+    if (superlinear)
+        printf("Outcome: superlinear: %d point%s with a speedup above P beyond the noise of their runs; their times "
+               "(or their one-rank points') cannot be right\n", superlinear, superlinear > 1 ? "s" : "");
     printf("CSV: %s\n", s->csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];
@@ -606,7 +646,7 @@ static int print_study(study_run *s)
     snprintf(png, sizeof png, "%s/speedup.png", s->out);
     char *const plot[] = {"/usr/bin/python3", plot_py, s->csv_path, png, NULL};
     if (access("/usr/bin/python3", X_OK) == 0 && run_captured(plot, msg, sizeof msg) == 0) printf("Plot: %s\n", png);
-    return failures ? 1 : 0;
+    return failures ? 1 : superlinear ? MS_EXIT_SUPERLINEAR : 0;
 }
 
 /* parse -> validate (configuration, programs, output folder, CPU factor) -> run the grid (again
@@ -618,6 +658,11 @@ static int study_speedup(study_run *s, int argc, char **argv)
     if (rc < 0) rc = choose_cpu_factor(s);
     if (rc >= 0) return rc;
     s->t = calloc((size_t)(s->np * s->ns), sizeof *s->t);
+    s->t2 = calloc((size_t)(s->np * s->ns), sizeof *s->t2);
+    if (!s->t || !s->t2) {
+        fprintf(stderr, "mpisim study: out of memory\n");
+        return MS_EXIT_NO_MEMORY;
+    }
     for (int attempt = 0;; attempt++) {
         s->o.cpu_factor = s->cpu_factor;
         s->o.cpu_factor_source = s->cpu_factor > 0 ? s->source : NULL;
@@ -637,6 +682,7 @@ int mpisim_study_main(int argc, char **argv)
     int rc = study_speedup(&s, argc, argv);
     nm_config_destroy(s.cfg);
     free(s.t);
+    free(s.t2);
     free(s.o.sets);
     return rc;
 }

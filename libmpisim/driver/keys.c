@@ -60,7 +60,9 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "measured (docs/architecture.md, Repeatable small gaps: the longest empty interval of a steady loop "
          "beside a CPU-bound job at load 12 was 1.5 us, apart from rare stalls of the virtual machine)",
          "the longest interval between a pair of call sites that usually does nothing (shim.gap_noise) still "
-         "taken for noise; longer ones are charged as measured",
+         "taken for noise; longer ones are charged as measured, but for a stall of the machine: one of up to 20 "
+         "times this (80 right after a switched-out call) between such a pair that does nothing, at most three "
+         "in its last 256 intervals",
          "0..1e9", 0},
         {"shim.connect_timeout", NM_KEY_INT, "ps", "60 s", "project choice (a rank that leaves before MPI_Init)",
          "when ranks have not connected to the model server and none has connected for this long, the run "

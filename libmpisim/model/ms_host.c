@@ -382,6 +382,24 @@ int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d)
     return bus_transfer(h, n, h->write_ps_pb, payload, s);
 }
 
+int64_t ms_host_tx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t t, int64_t *wire_at, int *port)
+{
+    node_state *n = &h->n[node];
+    int p = 0;
+    for (int i = 1; i < h->ports; i++)
+        if (n->port_free[i] < n->port_free[p]) p = i;
+    int64_t w = i64max(t, n->port_free[p]);
+    n->port_free[p] = w + ((int64_t)payload + h->framing) * h->wire_ps_pb;
+    *wire_at = w;
+    *port = p;
+    return t;
+}
+
+int64_t ms_host_rx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t d)
+{
+    return bus_transfer(h, &h->n[node], h->write_ps_pb, payload, d);
+}
+
 int64_t ms_host_shm_copy(ms_host *h, int node, uint64_t bytes, int64_t t)
 {
     return ms_host_shm_copy_ps(h, node, bytes, -1, t);

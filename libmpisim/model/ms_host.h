@@ -57,6 +57,15 @@ int ms_host_rx_stateless(const ms_host *h);
 /* NIC receive side: a packet of `payload` bytes delivered to `node` at d is in host memory at
  * the returned time (LANai cost and DMA write, FIFO per node, bus shared with sends). */
 int64_t ms_host_rx_packet(ms_host *h, int node, uint64_t payload, int64_t d);
+/* An acknowledgement the NIC itself generates (a one-sided put's or accumulate's, carried out by
+ * the target's NIC): the transport's per-packet acknowledgement (GM's reliable delivery, seed 003
+ * sec 2; InfiniBand RC's), whose processor work host.nic_send_cost and nic_recv_cost already hold
+ * (they are fitted from streams and ping-pongs whose every packet was acknowledged). Sending: only
+ * the port (*port, at *wire_at), no processor cost and no DMA read of host memory; returns when the
+ * NIC takes its next packet (at once). Receiving: the DMA write of the completion into host memory
+ * (host.dma_setup + payload), no processor cost; returns when it is there. */
+int64_t ms_host_tx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t t, int64_t *wire_at, int *port);
+int64_t ms_host_rx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t d);
 /* Intra-node (shared memory) transfer of `bytes` between two ranks of `node`, starting at t:
  * returns when it is in the receiver's memory (one CPU's copy rate; all copies of the node share
  * its memory rate; then the latency). */

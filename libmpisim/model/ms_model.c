@@ -1325,6 +1325,17 @@ static int nic_push(nic_queue *q, const nic_job *j)
     return 0;
 }
 
+enum { RMA_NONE = 0, RMA_OP, RMA_RESP };
+
+/* Packet (g, k) is an acknowledgement the target's NIC generates itself (ms_host_tx_nic_ack): a
+ * put's or accumulate's, carried out by the NIC (host.rma_progress = nic); a lock's grant is the
+ * answer of an atomic on the lock, sent as the NIC sends a fetch's result. */
+static int nic_ack(const ms_model *m, const ms_msg *g, int k)
+{
+    return k == PK_ACK && g->rma == RMA_OP && !m->rma_in_call &&
+           (g->rma_kind == MS_RMA_PUT || g->rma_kind == MS_RMA_ACCUMULATE);
+}
+
 /* The NIC of `node` takes its next packet at t (EV_NIC). */
 static void do_nic(ms_model *m, int node, ms_time_t t)
 {
@@ -1368,7 +1379,8 @@ static void do_nic(ms_model *m, int node, ms_time_t t)
             }
         }
     }
-    ms_time_t wire = t, next = ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
+    ms_time_t wire = t, next = nic_ack(m, g, j->kind) ? ms_host_tx_nic_ack(m->host, node, payload, t, &wire, &port)
+                                                      : ms_host_tx_packet(m->host, node, payload, t, &wire, &port);
     int train_next = 0;
     if (ns->tr_on) {
         /* a packet of the train: in the network already, at the time the train was given */
@@ -1607,8 +1619,6 @@ static void do_cancel(ms_model *m, ms_req *r, ms_time_t t)
 }
 
 /* ---- one-sided communication (README.md "One-sided communication") ---------------------------- */
-
-enum { RMA_NONE = 0, RMA_OP, RMA_RESP };
 
 static const char *const rma_names[MS_RMA_KIND_COUNT] = {
     "MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
@@ -2160,7 +2170,8 @@ static void on_deliver(void *user, const nm_delivery *d)
     /* the receiving NIC processes the packet and writes it to host memory */
     int node = ms_host_node_of_host(m->host, d->dst_host);
     int kind = (int)(d->cookie & ((1u << PK_BITS) - 1));
-    ms_time_t in_mem = ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
+    ms_time_t in_mem = nic_ack(m, g, kind) ? ms_host_rx_nic_ack(m->host, node, d->payload_bytes, d->deliver_time)
+                                           : ms_host_rx_packet(m->host, node, d->payload_bytes, d->deliver_time);
     /* a train's earlier packets, delivered unseen (receiving holds no state: see trains_ok) */
     for (uint32_t i = 1; i < d->train; i++) packet_done(m, g, kind, d->deliver_time);
     packet_done_at(m, g, kind, in_mem, d->deliver_time);

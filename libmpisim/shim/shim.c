@@ -380,12 +380,24 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * (a new pair's first gaps run cold code). The window is long so that a stretch of noise (the
  * longest seen: ~100 calls) does not make an empty pair look busy; the prior and the window bound
  * what real work that is sometimes there and sometimes not can lose (at most gap_noise_max per
- * gap; docs/architecture.md). Anything else is charged as measured. */
-enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10 };
+ * gap; docs/architecture.md). A stall of the machine in an empty gap (steal time of the virtual
+ * machine or an interrupt, counted by every clock the shim can read, task-clock, TSC and thread
+ * CPU time alike: 5-46 us seen, in about one run in three of an empty loop beside a CPU-bound job,
+ * several in a run, even two in one pair's window)
+ * is longer than gap_noise_max but rare: a pair that does nothing (as above, with at least
+ * GF_QUIET_MIN gaps: a pair with work in every gap no longer looks empty by then, so a new pair's
+ * first computations are not taken for stalls) and had fewer than GF_STALLS gaps above
+ * gap_noise_max among its last GF_WINDOW takes one of up to GF_STALL x gap_noise_max for a stall
+ * (after a switched-out call GF_STALL_WOKEN x: 152 us seen at load 14), charged the floor; more
+ * of them are charged (work that comes back is work). Anything else is charged as measured. */
+enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10, GF_STALL = 20, GF_STALL_WOKEN = 80,
+       GF_STALLS = 3, GF_QUIET_MIN = 10 };
 typedef struct gf_pair {
     uint64_t key;                /* 0: free */
     uint64_t small[GF_WINDOW / 64];   /* bit i: the window's gap i was taken for an empty one */
     uint16_t n, pos, count;      /* gaps in the window, the next one's place, small ones among them */
+    uint64_t longer[GF_WINDOW / 64];  /* bit i: the window's gap i was above gap_noise_max */
+    uint16_t longs;              /* such gaps in the window */
 } gf_pair;
 
 static gf_pair *gf_find(uint64_t key)
@@ -409,16 +421,27 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
     int64_t noise = S.params.gap_noise_ps / 1000, floor = S.params.gap_floor_ps / 1000;
     int small = d <= noise || (woken && d <= GF_WOKEN * noise), empty = small;
     gf_pair *p = S.gf ? gf_find((uint64_t)(uintptr_t)T.site * 0x100000001b3ULL ^ (uint64_t)(uintptr_t)site) : NULL;
+    int stall = 0;
     if (p) {
-        uint64_t *w = &p->small[p->pos / 64], bit = 1ULL << (p->pos % 64);
-        if (p->n == GF_WINDOW) p->count -= (*w & bit) != 0;   /* the oldest leaves */
-        else p->n++;
+        /* quiet before this gap: an isolated long one is a stall of the machine */
+        int quiet = p->n >= GF_QUIET_MIN && 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR && p->longs < GF_STALLS;
+        int lng = d * 1000 > S.params.gap_noise_max_ps;
+        uint64_t *w = &p->small[p->pos / 64], *l = &p->longer[p->pos / 64], bit = 1ULL << (p->pos % 64);
+        if (p->n == GF_WINDOW) {   /* the oldest leaves */
+            p->count -= (*w & bit) != 0;
+            p->longs -= (*l & bit) != 0;
+        } else {
+            p->n++;
+        }
         *w = small ? *w | bit : *w & ~bit;
+        *l = lng ? *l | bit : *l & ~bit;
         p->count += small;
+        p->longs += lng;
         p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
         empty = 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
+        stall = lng && quiet && d * 1000 <= (woken ? GF_STALL_WOKEN : GF_STALL) * S.params.gap_noise_max_ps;
     }
-    if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps)) {
+    if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps) || stall) {
         S.ck.floor_gaps++;
         if (d < floor) S.ck.floor_added_ns += floor - d;
         else S.ck.floor_dropped_ns += d - floor;

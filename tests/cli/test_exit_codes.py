@@ -245,6 +245,20 @@ def c_sigpipe():
     return p.returncode, "", outcome("pipe.json", "ok")
 
 
+def study_superlinear():
+    """Exit 8 with the point marked in the table, the CSV and on stderr; the P = 1 row is not."""
+    out = work("stsl")
+    rc, so, err = run([MPISIM, "study", "speedup", "--out", out, "--compute", "none", "--cpu-factor", "1",
+                       "--runs", "2", "--procs", "1,2", "--sizes", "32", "--program",
+                       prog("superlinear", "tests/cli/progs")])
+    rows = open(os.path.join(out, "speedup.csv")).read().splitlines()
+    if rc == 8 and ("superlinear" not in so or "Outcome: superlinear: 1 point" not in so or
+                    "speedup 4.000 exceeds P = 2" not in err or rows[0].split(",")[-1] != "superlinear" or
+                    [r.split(",")[-1] for r in rows[1:]] != ["0", "1"]):
+        return -1, f"exit 8 but the table, CSV or stderr do not say which point:\n{so}\n{err}\n{rows}"
+    return rc, err
+
+
 def study_factor(text):
     f = work("factor.txt")
     with open(f, "w") as fh:
@@ -356,6 +370,7 @@ CASES = [
                                            "--cpu-factor", "1", "--runs", "1", "--procs", "1", "--sizes", "32"],
                                           env=dict(os.environ, MPISIM_SHIM=work("no-shim.so")))), 1),
     ("study", "2", "a NaN factor file", lambda: study_factor("nan\n"), 2),
+    ("study", "8", "a speedup above P (a program whose time falls as 1 / P^2)", study_superlinear, 8),
     ("study", "5", "its table cannot be written",
      lambda: mpisim("study", "speedup", "--out", "/dev/null", "--compute", "none", "--cpu-factor", "1", "--runs",
                     "1", "--procs", "1", "--sizes", "32"), 5),

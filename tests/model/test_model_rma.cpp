@@ -30,6 +30,32 @@ TEST(ModelRma, PutIsOneWayPlusAcknowledgement)
     EXPECT_EQ(st.rma_bytes, 8u);
 }
 
+// With a NIC of its own costs (seed 003's E-card: LANai work per packet sent and received, DMA
+// setups over the bus), the put's acknowledgement is the one the target's NIC generates for every
+// packet (GM's reliable delivery): it adds its wire time and the DMA write of the completion into
+// the origin's memory to the one-way latency, not a second message's NIC work (before: 1.86 x the
+// one-way latency under configs/seed003-ecard.ini).
+TEST(ModelRma, NicAcknowledgementAddsWireAndCompletionOnly)
+{
+    const std::vector<std::string> nic = {"host.nic_send_cost=2300000", "host.nic_recv_cost=1060000",
+                                          "host.dma_setup=813000"};
+    Sim p2p(2, nic);
+    p2p.prog[0] = {isend(1, 1, 0, 8), wait({1})};
+    p2p.prog[1] = {irecv(1, 0, 0, 8), wait({1})};
+    p2p.run();
+    int64_t one_way = done_at(p2p, 1, 1);
+    Sim s(2, nic);
+    s.prog[0] = {rma(1, MS_RMA_PUT, 1, 8), wait({1}), rma(2, MS_RMA_ACCUMULATE, 1, 8), wait({2})};
+    s.run();
+    EXPECT_EQ(done_at(s, 0, 1), one_way + lat(0) + 813000);
+    EXPECT_EQ(done_at(s, 0, 2) - done_at(s, 0, 1), one_way + lat(0) + 813000);
+    // a get's data come back as a message of the target's NIC: its processor and DMA read too
+    Sim g(2, nic);
+    g.prog[0] = {rma(1, MS_RMA_GET, 1, 0, 8), wait({1})};
+    g.run();
+    EXPECT_GT(done_at(g, 0, 1), done_at(s, 0, 1) + 2300000 + 1060000);
+}
+
 // A get: a request (control packet) to the target, its NIC sends the data back.
 TEST(ModelRma, GetIsARequestAndTheDataBack)
 {

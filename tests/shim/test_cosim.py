@@ -1089,28 +1089,31 @@ def test_timed_loop():
 
 def test_repeat_gaps():
     """Repeatable small gaps (issue 24 item 7): IMB's Exchange at 0 B and Alltoall of 4 ranks at
-    2 KiB, nothing between their MPI calls, give the same virtual times in three runs under
-    --compute cpu with a CPU-bound job beside them (each run's measurement noise differs: an empty
-    interval charged as measured gave 10.55 / 8.93 / 10.54 us). A rare stall of the virtual machine
-    longer than shim.gap_noise_max (5-42 us seen at load 12, once in about five runs) is charged
-    as measured and moves that run: the test runs until three agree, at most eight times."""
+    2 KiB, nothing between their MPI calls, give the same virtual times in every one of RUNS runs
+    under --compute cpu with a CPU-bound job beside them (each run's measurement noise differs: an
+    empty interval charged as measured gave 10.55 / 8.93 / 10.54 us). Stalls of the machine of
+    5-152 us in an empty interval (about one run in three, at load 3-14) are taken for noise up to
+    20 x shim.gap_noise_max (80 x after a switched-out call), three per pair of call sites in 256
+    intervals (before: charged; run for run at load 10-17 the exchange repeated in 3 of 12 runs,
+    now 12 of 12; the test then ran until three of eight agreed). Still open at load 15: slow
+    phases of the machine and a new pair's cold first interval (docs/architecture.md)."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/repeat_gaps.c"), os.path.join(WORK, "repeat_gaps"))
+    runs = 6
     burner = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
     try:
         for kernel, size in (("exchange", "0"), ("alltoall", "2048")):
             seen = {}
-            for k in range(8):
+            for k in range(runs):
                 p, rep = mpisim_run(4, [exe, kernel, size], compute="cpu", sets=["shim.cpu_factor=1"],
                                     report=os.path.join(WORK, f"rg{k}.json"))
                 line = p.stdout.strip()
                 c = [x["charging"] for x in rep["ranks"]]
                 floored = sum(x["floor_gaps"] for x in c) / sum(x["gaps"] for x in c)
-                print(f"{kernel} run {k + 1}: {line} ({floored:.1%} of the intervals charged the floor)")
+                load = open("/proc/loadavg").read().split()[0]
+                print(f"{kernel} run {k + 1}: {line} ({floored:.1%} of the intervals charged the floor; load {load})")
                 seen[line] = seen.get(line, 0) + 1
-                if seen[line] == 3:
-                    break
-            if max(seen.values()) < 3:
-                sys.exit(f"FAILED: {kernel}: no three runs of eight gave the same virtual times")
+            if len(seen) != 1:
+                sys.exit(f"FAILED: {kernel}: {runs} runs gave {len(seen)} different virtual times: {seen}")
     finally:
         burner.kill()
         burner.wait()
@@ -1335,6 +1338,30 @@ def test_rma_physical():
     fop = rows[("fop", "flush", "latency", 8)][0]
     if not 0.8 <= fop / p2p <= 1.3:
         problems.append(f"fetch-and-op latency {fop} against one-way {p2p}")
+    # seed 003's E-card, a NIC with costs of its own (LANai work per packet, DMA setups): the put's
+    # acknowledgement is the target NIC's own per-packet one (GM's reliable delivery), which adds
+    # its wire time and the completion's DMA into the origin's memory, not a second message's NIC
+    # work (before: 1.86 x the one-way latency). A get is a request and the data back: a round trip
+    # through both NICs' processors, checked as such.
+    e, erep = mpisim_run(2, [exe, "--op", "put,get,acc", "--sync", "flush", "--sizes", "8,4M", "--iters", "3"],
+                         profile="seed003-ecard", report=os.path.join(WORK, "rma003.json"))
+    erows, ep2p = rma_table(e.stdout)
+    elink = float(cfg_value(erep, "network.link_rate")) / 8 / 1e6 * int(cfg_value(erep, "host.ports"))
+    if "# check=ok" not in e.stdout or erep["summary"]["outcome"] != "ok":
+        problems.append(f"seed003-ecard: {erep['summary']}")
+    for op in ("put", "acc"):
+        lat = erows[(op, "flush", "latency", 8)][0]
+        print(f"seed003-ecard: {op} latency at 8 B {lat * 1e6:.3f} us, one-way {ep2p * 1e6:.3f} us ({lat / ep2p:.3f}x)")
+        if not 0.8 <= lat / ep2p <= 1.2:
+            problems.append(f"seed003-ecard: {op} latency {lat} against one-way {ep2p}")
+    get = erows[("get", "flush", "latency", 8)][0]
+    print(f"seed003-ecard: get latency at 8 B {get * 1e6:.3f} us ({get / ep2p:.3f}x one-way: a round trip)")
+    if not 1.6 <= get / ep2p <= 2.0:
+        problems.append(f"seed003-ecard: get latency {get}, a round trip of one-way {ep2p}")
+    bw = erows[("put", "flush", "bandwidth", 4 << 20)][1]
+    print(f"seed003-ecard: put bandwidth at 4 MiB {bw:.1f} MB/s = {bw / elink * 100:.1f} % of both ports' {elink:.0f} MB/s")
+    if not 0.8 * elink <= bw <= elink:
+        problems.append(f"seed003-ecard: put bandwidth {bw} MB/s, ports {elink} MB/s")
     if problems:
         sys.exit("FAILED: " + "; ".join(problems) + f"\n{p.stdout}")
 
