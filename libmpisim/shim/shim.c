@@ -873,10 +873,10 @@ static void send_progress(void)
 static ms_rq *find_by_id(uint64_t id);
 static void handle_message(uint32_t type, const char *p, uint32_t len);
 
-/* Read whatever the server has sent and act on it. wait_ms: how long to block for data. */
-static void service_server(int wait_ms)
+/* Read whatever the server has sent and act on it, waiting up to wait_us for data. */
+static void service_server_us(int64_t wait_us)
 {
-    long got = ms_tp_read(&S.tp, wait_ms);
+    long got = ms_tp_read_us(&S.tp, wait_us);
     if (got < 0) {
         S.active = 0;
         S.server = 0;
@@ -894,6 +894,9 @@ static void service_server(int wait_ms)
     }
     ms_tp_consume(t, off);
 }
+
+/* The same, waiting up to wait_ms milliseconds. */
+static void service_server(int wait_ms) { service_server_us((int64_t)wait_ms * 1000); }
 
 static void handle_message(uint32_t type, const char *p, uint32_t len)
 {
@@ -1486,13 +1489,26 @@ static void stall_text(const ms_rq *r, char *out, size_t len)
              ms_fn_names[T.cur_fn], where);
 }
 
+/* A sleep of a loop that waits in the real MPI (between two drives of its progress), us */
+#define MS_REAL_WAIT_SLEEP_US 100
 void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
 {
     unsigned spins = w->spins++;
     /* reports a local answer left batched (a send the model completed without a round trip) may
      * be what the peer this waits for needs: the model must see them */
     if (spins == 0 && S.server && S.tp.out_len) flush_out();
-    if (S.server) service_server(wait_ms(spins));
+    /* What this waits for comes from the real MPI, which rings no doorbell: a sleep on the
+     * server's one wakes only for the server, so it is short here (the 16-rank matmul, whose
+     * ranks wait in their real bcasts and scatters, took twice as long with waits that sleep,
+     * bench_cosim_wall.py --only many, with 1 ms) */
+    if (S.server) service_server_us(wait_ms(spins) ? MS_REAL_WAIT_SLEEP_US : 0);
+    /* The peer may sleep in its wait for the server while its real MPI holds the rest of this
+     * transfer (Open MPI's rendezvous needs both sides' progress), and the model cannot resume
+     * it while this rank holds the horizon here: kick it (a world rank; other communicators'
+     * peers are not at hand) */
+    if (S.server && S.tp.shm && r && (r->kind == MS_RQ_SEND || r->kind == MS_RQ_RECV) &&
+        r->comm_id == MS_COMM_WORLD_ID && r->src >= 0)
+        ms_tp_kick(&S.tp, r->src);
     else if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
     else if (spins > 64) usleep(50);
     if (S.resolve_pending) ms_post_deferred();
