@@ -1010,7 +1010,7 @@ void ms_progress(void)
     }
 }
 
-/* shim.spin_oversubscribed = sleep (not the default): where this host's ranks outnumber the cores they may use
+/* shim.spin_oversubscribed = sleep (the default): where this host's ranks outnumber the cores they may use
  * (the compute gate's count of them, else the host's CPUs) more than MS_SPIN_RANKS_PER_CORE
  * times, waiting loops sleep at once. The
  * yields of many waiting ranks only take the CPU from those that work and from the model server,
@@ -1022,7 +1022,8 @@ void ms_progress(void)
  * cores, load 15-19) sleeping took 13.8 s against 9.4 s spinning, while at 8 per core the 16-rank
  * stencil took 3.0 s sleeping against 5.1 s spinning (bench_cosim_wall.py; the 16-rank matmul, a
  * master and workers with long computations, went the other way at that load: 5.2 s against 3.7,
- * and 7.0 against 8.9 s at load 20-23). A choice between measured cases, not a derivation. */
+ * until waits in the real MPI kicked their peer, ms_real_wait_step). A choice between measured
+ * cases, not a derivation. */
 #define MS_SPIN_RANKS_PER_CORE 4
 static void spin_where_cores_allow(void)
 {
