@@ -85,10 +85,11 @@ int ms_driver_register_keys(nm_config *cfg, char *err, size_t errlen)
          "sleeps (over shim.transport = shm a rank polls a quarter of them and the server none: a doorbell "
          "wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
          "0..1e9", 0},
-        {"shim.spin_oversubscribed", NM_KEY_STRING, "", "spin",
-         "measured (tests/bench/bench_cosim_wall.py --only many on 2 cores: sleep made the 16-rank stencil "
-         "1.3-3.5x faster and the 16-rank matmul 1.3x faster at load 20-23 but 1.4-1.8x slower at load 14-17: "
-         "no default that wins both)",
+        {"shim.spin_oversubscribed", NM_KEY_STRING, "", "sleep",
+         "measured (tests/bench/bench_cosim_wall.py --only many on 2 cores, load 4-8, 3 runs each: the 16-rank "
+         "stencil 2.31-2.43 s sleeping against 2.29-4.30 s spinning, the 16-rank matmul 2.54-2.74 s against "
+         "2.16-2.98 s, since waits in the real MPI kick the peer they wait for; before that the matmul was "
+         "1.4-1.8x slower sleeping)",
          "where the ranks of a host outnumber the cores they may use (shim.compute_slots' count, else the "
          "host's CPUs) more than 4 times, a waiting rank sleeps at once instead of polling shim.spin_polls rounds (sleep): the "
          "yields of the ranks that wait take the CPU from the ranks that work and the model server; spin "

@@ -220,6 +220,18 @@ static void sorted_insert(int64_t *v, int *k, int64_t x)
     v[j] = x;
 }
 
+/* Replace `old` (one of the sorted v[0..k)) by x, keeping v sorted: the window of the last
+ * trials moves by one without sorting it again at every call (2 x 16 insertions were 1,500 of
+ * the 2,500 instructions of clock_woken, callgrind). */
+static void sorted_replace(int64_t *v, int k, int64_t old, int64_t x)
+{
+    int j = 0;
+    while (j < k - 1 && v[j] != old) j++;
+    for (; j + 1 < k && v[j + 1] < x; j++) v[j] = v[j + 1];   /* x goes later: close the gap upwards */
+    for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];        /* or earlier */
+    v[j] = x;
+}
+
 /* Called at the end of an MPI call during which the thread was switched out: whatever ran
  * meanwhile left the caches and TLBs cold, and the way back into the program and into the next
  * wrapper pays for it inside the next gap (measured beside a CPU-bound job: an empty gap took
@@ -241,17 +253,22 @@ static void clock_woken(const void *wrapper_ret)
     T.calibrating = 0;
     if (T.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
         enum { N = sizeof S.cold_trial_ns / sizeof S.cold_trial_ns[0] };
-        int i = (int)(S.ck.cold_trials++ % N);
-        S.cold_trial_ns[i] = S.calib_enter_ns - exit_side;
-        S.cold_trial_ticks[i] = (int64_t)(S.calib_enter_tsc - exit_tsc);
-        int64_t v[N], w[N];
-        int k = 0, kw = 0, n = S.ck.cold_trials < N ? (int)S.ck.cold_trials : N;
-        for (int j = 0; j < n; j++) {
-            sorted_insert(v, &k, S.cold_trial_ns[j]);
-            sorted_insert(w, &kw, S.cold_trial_ticks[j]);
+        uint64_t c = S.ck.cold_trials++;
+        int i = (int)(c % N), k = N;   /* k: trials in the window once this one is in */
+        int64_t ns = S.calib_enter_ns - exit_side, ticks = (int64_t)(S.calib_enter_tsc - exit_tsc);
+        if (c < N) {
+            int kt = (int)c;
+            k = (int)c;
+            sorted_insert(S.cold_sorted_ns, &k, ns);
+            sorted_insert(S.cold_sorted_ticks, &kt, ticks);
+        } else {
+            sorted_replace(S.cold_sorted_ns, N, S.cold_trial_ns[i], ns);
+            sorted_replace(S.cold_sorted_ticks, N, S.cold_trial_ticks[i], ticks);
         }
-        S.ck.cold_baseline_ns = v[k / 2];
-        if (S.ns_per_tick > 0) S.ck.window_cold_ns = llround((double)w[kw / 2] * S.ns_per_tick);
+        S.cold_trial_ns[i] = ns;
+        S.cold_trial_ticks[i] = ticks;
+        S.ck.cold_baseline_ns = S.cold_sorted_ns[k / 2];
+        if (S.ns_per_tick > 0) S.ck.window_cold_ns = llround((double)S.cold_sorted_ticks[k / 2] * S.ns_per_tick);
     }
 }
 
@@ -896,10 +913,10 @@ static void send_progress(void)
 static ms_rq *find_by_id(uint64_t id);
 static void handle_message(uint32_t type, const char *p, uint32_t len);
 
-/* Read whatever the server has sent and act on it. wait_ms: how long to block for data. */
-static void service_server(int wait_ms)
+/* Read whatever the server has sent and act on it, waiting up to wait_us for data. */
+static void service_server_us(int64_t wait_us)
 {
-    long got = ms_tp_read(&S.tp, wait_ms);
+    long got = ms_tp_read_us(&S.tp, wait_us);
     if (got < 0) {
         S.active = 0;
         S.server = 0;
@@ -917,6 +934,9 @@ static void service_server(int wait_ms)
     }
     ms_tp_consume(t, off);
 }
+
+/* The same, waiting up to wait_ms milliseconds. */
+static void service_server(int wait_ms) { service_server_us((int64_t)wait_ms * 1000); }
 
 static void handle_message(uint32_t type, const char *p, uint32_t len)
 {
@@ -1030,7 +1050,7 @@ void ms_progress(void)
     }
 }
 
-/* shim.spin_oversubscribed = sleep (not the default): where this host's ranks outnumber the cores they may use
+/* shim.spin_oversubscribed = sleep (the default): where this host's ranks outnumber the cores they may use
  * (the compute gate's count of them, else the host's CPUs) more than MS_SPIN_RANKS_PER_CORE
  * times, waiting loops sleep at once. The
  * yields of many waiting ranks only take the CPU from those that work and from the model server,
@@ -1042,7 +1062,8 @@ void ms_progress(void)
  * cores, load 15-19) sleeping took 13.8 s against 9.4 s spinning, while at 8 per core the 16-rank
  * stencil took 3.0 s sleeping against 5.1 s spinning (bench_cosim_wall.py; the 16-rank matmul, a
  * master and workers with long computations, went the other way at that load: 5.2 s against 3.7,
- * and 7.0 against 8.9 s at load 20-23). A choice between measured cases, not a derivation. */
+ * until waits in the real MPI kicked their peer, ms_real_wait_step). A choice between measured
+ * cases, not a derivation. */
 #define MS_SPIN_RANKS_PER_CORE 4
 static void spin_where_cores_allow(void)
 {
@@ -1509,13 +1530,26 @@ static void stall_text(const ms_rq *r, char *out, size_t len)
              ms_fn_names[T.cur_fn], where);
 }
 
+/* A sleep of a loop that waits in the real MPI (between two drives of its progress), us */
+#define MS_REAL_WAIT_SLEEP_US 100
 void ms_real_wait_step(ms_real_wait *w, const ms_rq *r)
 {
     unsigned spins = w->spins++;
     /* reports a local answer left batched (a send the model completed without a round trip) may
      * be what the peer this waits for needs: the model must see them */
     if (spins == 0 && S.server && S.tp.out_len) flush_out();
-    if (S.server) service_server(wait_ms(spins));
+    /* What this waits for comes from the real MPI, which rings no doorbell: a sleep on the
+     * server's one wakes only for the server, so it is short here (the 16-rank matmul, whose
+     * ranks wait in their real bcasts and scatters, took twice as long with waits that sleep,
+     * bench_cosim_wall.py --only many, with 1 ms) */
+    if (S.server) service_server_us(wait_ms(spins) ? MS_REAL_WAIT_SLEEP_US : 0);
+    /* The peer may sleep in its wait for the server while its real MPI holds the rest of this
+     * transfer (Open MPI's rendezvous needs both sides' progress), and the model cannot resume
+     * it while this rank holds the horizon here: kick it (a world rank; other communicators'
+     * peers are not at hand) */
+    if (S.server && S.tp.shm && r && (r->kind == MS_RQ_SEND || r->kind == MS_RQ_RECV) &&
+        r->comm_id == MS_COMM_WORLD_ID && r->src >= 0)
+        ms_tp_kick(&S.tp, r->src);
     else if (S.mt || S.nthreads > 1 || S.violations) ms_lock_pause(spins <= 64);
     else if (spins > 64) usleep(50);
     if (S.resolve_pending) ms_post_deferred();

@@ -35,6 +35,7 @@ typedef struct ms_state {
     ms_msg_charging ck;          /* baselines and counts, sent at MPI_Finalize */
     struct rp_pair *rp;          /* the cold return path's measurements per pair of call sites */
     int64_t cold_trial_ns[16];   /* the last trials of an empty gap right after a switch */
+    int64_t cold_sorted_ns[16], cold_sorted_ticks[16];   /* the same trials (and their ticks), sorted */
     /* the wrapper window (shim.h): the counter's rate against CLOCK_MONOTONIC, and baselines */
     int tsc_invariant;           /* CPUID: the counter runs at one rate, on every CPU */
     uint64_t tsc_ref;            /* the first (counter, CLOCK_MONOTONIC) pair; 0: none yet */

@@ -242,13 +242,13 @@ static int down_ready(void *arg)
     return ms_ring_readable(&t->slot->down) > 0 || refused(t);
 }
 
-static long read_shm(ms_transport *t, int wait_ms)
+static long read_shm(ms_transport *t, int64_t wait_us)
 {
     ms_ring *down = &t->slot->down;
     uint32_t seen = ms_bell_seq(&t->slot->rank_bell);
-    if (!ms_ring_readable(down) && wait_ms > 0) {
+    if (!ms_ring_readable(down) && wait_us > 0) {
         t->sleeps++;
-        if (ms_bell_wait(&t->slot->rank_bell, seen, (int64_t)wait_ms * 1000000, down_ready, t)) t->quiet_waits = 0;
+        if (ms_bell_wait(&t->slot->rank_bell, seen, wait_us * 1000, down_ready, t)) t->quiet_waits = 0;
         else if (server_gone(t)) return -1;
     }
     if (refused(t)) return -1;
@@ -263,11 +263,13 @@ static long read_shm(ms_transport *t, int wait_ms)
     return got;
 }
 
-long ms_tp_read(ms_transport *t, int wait_ms)
+long ms_tp_read(ms_transport *t, int wait_ms) { return ms_tp_read_us(t, (int64_t)wait_ms * 1000); }
+
+long ms_tp_read_us(ms_transport *t, int64_t wait_us)
 {
-    if (t->shm) return read_shm(t, wait_ms);
+    if (t->shm) return read_shm(t, wait_us);
     struct pollfd pfd = {t->fd, POLLIN, 0};
-    int n = poll(&pfd, 1, wait_ms);
+    int n = poll(&pfd, 1, wait_us > 0 ? (int)((wait_us + 999) / 1000) : 0);
     if (n <= 0) return 0;
     long got = 0;
     for (;;) {
@@ -281,6 +283,14 @@ long ms_tp_read(ms_transport *t, int wait_ms)
         if (t->in_len < t->in_cap) break;
     }
     return got;
+}
+
+void ms_tp_kick(ms_transport *t, int rank)
+{
+    if (!t->shm || rank < 0 || rank == t->rank || rank >= ((const ms_shm_header *)t->shm)->nranks) return;
+    ms_shm_slot *sl = ms_shm_slot_at(t->shm, rank);
+    /* only a sleeper needs it: a rank that spins drives its real MPI already */
+    if (__atomic_load_n(&sl->rank_bell.sleeping, __ATOMIC_SEQ_CST)) ms_bell_ring(&sl->rank_bell);
 }
 
 int ms_tp_server_alive(const ms_transport *t)

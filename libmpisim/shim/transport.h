@@ -44,6 +44,11 @@ int ms_tp_flush(ms_transport *t);
 /* Append what the server has sent to t->in, waiting up to wait_ms for something when nothing is
  * there (0: only look). Bytes read, or -1 when the server is gone or refused this rank. */
 long ms_tp_read(ms_transport *t, int wait_ms);
+/* The same with the wait in microseconds (over TCP rounded up to a millisecond). */
+long ms_tp_read_us(ms_transport *t, int64_t wait_us);
+/* Wake `rank` (on this host's segment) if it sleeps in a wait, without data: it drives its real MPI
+ * once (a "kick", ms_shm.h). Nothing over TCP. */
+void ms_tp_kick(ms_transport *t, int rank);
 /* Whether the server is still there, as far as this side can tell now (the shared segment's
  * server by its pid; a TCP connection's close says it on read). */
 int ms_tp_server_alive(const ms_transport *t);

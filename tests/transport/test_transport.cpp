@@ -231,6 +231,45 @@ TEST(Transport, MessagesBothWaysThroughTheSegment)
     EXPECT_EQ(sl->state, (uint32_t)MS_SLOT_CLOSED);   // what a socket's close would say
 }
 
+// A rank that waits in its real MPI for a peer wakes the peer from its sleep on the server's
+// doorbell (a kick: no data), so that the peer drives its own real MPI (shim.c ms_real_wait_step).
+TEST(Transport, AKickWakesASleepingRankWithoutData)
+{
+    Named seg(3, 0600);
+    ms_transport a, b;
+    ms_tp_init(&a);
+    ms_tp_init(&b);
+    char err[256] = "";
+    ASSERT_EQ(ms_tp_attach_shm(&a, seg.name.c_str(), 0, err, sizeof err), 0) << err;
+    ASSERT_EQ(ms_tp_attach_shm(&b, seg.name.c_str(), 1, err, sizeof err), 0) << err;
+    // nothing to wake: a short wait in microseconds times out, and kicks of no sleeper, of itself,
+    // of a rank outside the segment change nothing
+    EXPECT_EQ(ms_tp_read_us(&b, 200), 0);
+    uint32_t seq = ms_bell_seq(&ms_shm_slot_at(seg.base, 1)->rank_bell);
+    ms_tp_kick(&a, 1);
+    ms_tp_kick(&a, 0);
+    ms_tp_kick(&a, 3);
+    ms_tp_kick(&a, -1);
+    EXPECT_EQ(ms_bell_seq(&ms_shm_slot_at(seg.base, 1)->rank_bell), seq);
+    // a sleeper (a wait far longer than the test) returns with nothing read once kicked
+    std::atomic<int> back{0};
+    long got = -2;
+    std::thread sleeper([&] {
+        got = ms_tp_read_us(&b, 600 * 1000000LL);
+        back = 1;
+    });
+    while (!back) {
+        ms_tp_kick(&a, 1);
+        std::this_thread::yield();
+    }
+    sleeper.join();
+    EXPECT_EQ(got, 0);
+    EXPECT_EQ(b.quiet_waits, 0u);   // woken, not timed out
+    EXPECT_EQ(ms_tp_next(&b), 0u);
+    ms_tp_close(&b);
+    ms_tp_close(&a);
+}
+
 TEST(Transport, NeverTrustsASegmentOthersCouldOpenOrASlotTakenTwice)
 {
     char err[256] = "";
