@@ -231,6 +231,8 @@ typedef struct ms_msg_charging {
     uint64_t floor_gaps;         /* gaps charged shim.gap_floor ("Repeatable small gaps") */
     int64_t floor_added_ns;      /* ... the floor minus what they measured, for those measured below it */
     int64_t floor_dropped_ns;    /* ... what they measured above it (noise of an empty pair of call sites) */
+    uint64_t stall_gaps;         /* of the floor's gaps, those above shim.gap_noise_max taken for a stall */
+    int64_t stall_dropped_ns;    /* ... what they measured above the floor (in floor_dropped_ns too) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

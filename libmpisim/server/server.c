@@ -1913,6 +1913,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             "\"cold_baseline_ns\": %lld, \"cold_trials\": %llu, \"window_gaps\": %llu, \"window_baseline_ns\": %lld, "
             "\"window_cold_ns\": %lld, \"counter_ghz\": %.6f, \"probes\": %llu, "
             "\"floor_gaps\": %llu, \"floor_added_ns\": %lld, \"floor_dropped_ns\": %lld, "
+            "\"stall_gaps\": %llu, \"stall_dropped_ns\": %lld, "
             "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
             m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
@@ -1923,7 +1924,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             (long long)c->window_cold_ns, c->window_ps_per_tick > 0 ? 1e9 / (double)c->window_ps_per_tick : 0.0,
             (unsigned long long)c->probes,
             (unsigned long long)c->floor_gaps, (long long)c->floor_added_ns, (long long)c->floor_dropped_ns,
-            (int)c->gate_slots,
+            (unsigned long long)c->stall_gaps, (long long)c->stall_dropped_ns, (int)c->gate_slots,
             (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }
 
@@ -1932,7 +1933,8 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
 int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
 {
     double gaps = 0, woken = 0, raw = 0, woken_raw = 0, wall = 0, desched = 0, misses = 0, base = 0;
-    double timeouts = 0, charged = 0, woken_charged = 0, rcomp = 0;
+    double timeouts = 0, charged = 0, woken_charged = 0, rcomp = 0, stalls = 0, stall_ns = 0;
+    double stall_share = 0;   /* the largest share of a rank's virtual time the stall rule did not charge */
     int n = 0, syscall_ranks = 0, slots1 = 0;
     for (int i = 0; i < s->nranks; i++) {
         const ms_msg_charging *c = &s->ranks[i].fin.charging;
@@ -1951,6 +1953,10 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         charged += (double)c->raw_ns - (double)c->compensated_ns;   /* a rank's figures: no int64 overflow */
         woken_charged += (double)c->woken_charged_ns;
         rcomp += (double)c->return_comp_ns;
+        stalls += (double)c->stall_gaps;
+        stall_ns += (double)c->stall_dropped_ns;
+        double t_ns = (double)s->ranks[i].fin.t / 1e3;
+        if (t_ns > 0 && (double)c->stall_dropped_ns / t_ns > stall_share) stall_share = (double)c->stall_dropped_ns / t_ns;
         if (c->gate_slots > slots1) slots1 = c->gate_slots;
     }
     int k = 0;
@@ -1989,6 +1995,16 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
              "few did not to measure what the cold caches cost them: %.0f %% of the computation charged followed a "
              "switch, its cold start charged as computation (%.0f ns per interval charged on average)",
              woken, gaps, share, woken_charged / woken);
+    /* the stall rule ("Repeatable small gaps") drops what it takes for the machine's stalls: rare
+     * real work between call sites that otherwise do nothing is dropped with them. Said where it
+     * could have moved a rank's end by 1 % (an empty loop's stalls beside a CPU-bound job: well
+     * under that; tests/shim/progs/rare_work.c's 28 us every 100th iteration: 14 %) */
+    if (stalls > 0 && stall_share > 0.01)
+        WARN("%.0f interval(s) between call sites that otherwise do nothing measured over shim.gap_noise_max "
+             "and were taken for stalls of the machine, charged shim.gap_floor: %.1f us not charged, up to "
+             "%.1f %% of a rank's virtual time; rare real work there is lost with them "
+             "(shim.gap_noise_max = 0 charges every interval over shim.gap_noise as measured)",
+             stalls, stall_ns / 1e3, 100 * stall_share);
     if (base > 100)
         WARN("a clock reading costs up to %.0f ns (charging baseline): every interval's share of it is estimated, "
              "not measured", base);

@@ -462,6 +462,10 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
         S.ck.floor_gaps++;
         if (d < floor) S.ck.floor_added_ns += floor - d;
         else S.ck.floor_dropped_ns += d - floor;
+        if (stall) {
+            S.ck.stall_gaps++;
+            S.ck.stall_dropped_ns += d - floor;
+        }
         return floor;
     }
     return d;
