@@ -378,6 +378,19 @@ def study():
     check(0 < t["collective"] < t["p2p"], f"--distribute reaches matmul: collective {t['collective']} s, p2p {t['p2p']} s")
     p = run([MPISIM, "study", "speedup", "--out", out2, "--distribute", "bcast"], check=False)
     check(p.returncode == 2 and "bcast" in p.stderr, "an unknown --distribute is refused")
+    # The study charges every interval as measured (shim.gap_noise_max = 0): with the floor's prior
+    # back (a --set wins), rank 0's ~1-3 us of work at P = 4, N = 24 is taken for noise in the first
+    # repetitions, the fastest of which counts: the point must be refused (exit 8), not printed
+    out3 = os.path.join(WORK, "s3")
+    grid = ["--procs", "1,4", "--sizes", "24", "--runs", "1", "--out", out3]
+    p = run([MPISIM, "study", "speedup"] + grid, check=False, cwd=WORK)
+    rep = json.load(open(os.path.join(out3, "report-P4-N24.json")))
+    check(p.returncode == 0 and rep["config"]["shim.gap_noise_max"]["value"] == 0,
+          f"the study's runs charge every interval as measured (exit {p.returncode}, shim.gap_noise_max "
+          f"{rep['config']['shim.gap_noise_max']['value']})\n{p.stdout}{p.stderr[-1500:]}")
+    p = run([MPISIM, "study", "speedup", "--set", "shim.gap_noise_max=5 us"] + grid, check=False, cwd=WORK)
+    check(p.returncode == 8 and "computation not charged in full" in p.stdout and "Outcome: superlinear" in p.stdout,
+          f"a point whose computation was taken for noise is refused: exit {p.returncode}\n{p.stdout}{p.stderr[-1500:]}")
 
 
 def exit_codes():
