@@ -38,7 +38,6 @@ KNOWN = {
     "cli/calibrate.c:mpisim_calibrate_main",
     "cli/replay_cli.c:run_points",
     "cli/replay_cli.c:sweep_main",
-    "cli/timeline.c:mpisim_timeline_write",
     "libmpisim/driver/keys.c:ms_driver_register_keys",
     "libmpisim/driver/ms_driver.c:ms_driver_apply",
     "libmpisim/model/ms_coll.c",

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include "protocol.h"
 #include "trace_raw.h"
+#include "cm_grow.h"
 
 /* A record's kind is its message type (ms_trace.h): the two lists must agree. */
 #define SAME_KIND(k) _Static_assert((int)MS_TRACE_##k == (int)MS_MSG_##k, "trace kind " #k)
@@ -53,20 +54,7 @@ int ms_trace_fail(char *err, size_t len, const char *fmt, ...)
     return -1;
 }
 
-int ms_trace_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) {
-        if (nc > SIZE_MAX / 4 / elem) return -1;
-        nc *= 2;
-    }
-    void *q = realloc(*p, nc * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
+int ms_trace_grow(void **p, size_t *cap, size_t need, size_t elem) { return cm_grow(p, cap, need, elem, 64); }
 
 /* ---- request id -> event index map ---------------------------------------------------------- */
 
@@ -553,7 +541,7 @@ void ms_trace_rank_free(ms_trace_rank *r)
 
 /* The whole file `name` in dfd (AT_FDCWD: a path), at most `bound` bytes; messages name `shown`. */
 int ms_trace_read_file_at(int dfd, const char *name, const char *shown, size_t bound, char **data, size_t *len,
-                        char *err, size_t errlen)
+                          char *err, size_t errlen)
 {
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
@@ -605,7 +593,7 @@ int ms_trace_read_file(const char *path, char **data, size_t *len, char *err, si
 }
 
 int ms_trace_read_raw_at(int dfd, const char *name, const char *shown, ms_trace_rank *r, int32_t *nranks_out,
-                       int32_t **members, size_t *nmembers, char *err, size_t errlen)
+                         int32_t **members, size_t *nmembers, char *err, size_t errlen)
 {
     char *data;
     size_t len;

@@ -5,6 +5,7 @@
  * citation, "file:line", or the origin given to nm_config_set (e.g. "--set"). */
 #define _XOPEN_SOURCE 700
 #include "config_internal.h"
+#include "cm_grow.h"
 
 #include <ini.h>
 #include <assert.h>
@@ -341,12 +342,9 @@ int nm_config_register(nm_config *cfg, const nm_key_def *defs, size_t count, cha
             nm_set_err(err, errlen, "key '%s': range '%s' is not MIN..MAX", d->name, d->choices);
             goto fail;
         }
-        if (cfg->n == cfg->cap) {
-            size_t nc = cfg->cap ? cfg->cap * 2 : 32;
-            nm_entry *ne = realloc(cfg->e, nc * sizeof *ne);
-            if (!ne) { nm_set_err(err, errlen, "out of memory"); goto fail; }
-            cfg->e = ne;
-            cfg->cap = nc;
+        if (cm_grow((void **)&cfg->e, &cfg->cap, cfg->n + 1, sizeof *cfg->e, 32) < 0) {
+            nm_set_err(err, errlen, "out of memory");
+            goto fail;
         }
         nm_entry *e = &cfg->e[cfg->n];
         memset(e, 0, sizeof *e);

@@ -32,6 +32,7 @@
  * the orientation is acyclic, so any such routes are deadlock-free; each route's segments are
  * checked when the route is computed. Everything here is deterministic. */
 #include "routes_internal.h"
+#include "cm_grow.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -260,13 +261,7 @@ static void *arena_alloc(nm_routing *R, size_t n)
     n = (n + 15) & ~(size_t)15;
     if (n > R->bleft) {
         size_t sz = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
-        if (R->nblocks == R->bcap) {
-            size_t nc = R->bcap ? 2 * R->bcap : 16;
-            char **nb = realloc(R->blocks, nc * sizeof *nb);
-            if (!nb) return NULL;
-            R->blocks = nb;
-            R->bcap = nc;
-        }
+        if (cm_grow((void **)&R->blocks, &R->bcap, R->nblocks + 1, sizeof *R->blocks, 16) < 0) return NULL;
         char *b = malloc(sz);
         if (!b) return NULL;
         R->blocks[R->nblocks++] = b;
@@ -357,13 +352,7 @@ nm_route *nm_route_given(nm_topology *t, int src, int dst)
     uint64_t k = (uint64_t)src * (uint64_t)t->nhosts + (uint64_t)dst + 1;
     croute *c = rt_cache_find(R, k);
     if (c && c->given) return &c->r;
-    if (R->ngiven == R->gcap) {
-        size_t nc = R->gcap ? 2 * R->gcap : 16;
-        croute **ng = realloc(R->given, nc * sizeof *ng);
-        if (!ng) return NULL;
-        R->given = ng;
-        R->gcap = nc;
-    }
+    if (cm_grow((void **)&R->given, &R->gcap, R->ngiven + 1, sizeof *R->given, 16) < 0) return NULL;
     c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->r.nhops = -1;
@@ -437,7 +426,7 @@ int rt_dist_to(const nm_topology *t, nm_routing *R, int b, dview *v)
  * hosts a legal up*-down* path. NULL if it is, else why (*illegal_at set to the channel that goes
  * up after going down, -1 for other reasons). */
 const char *rt_follow_route(const nm_topology *t, int s, int d, int nhops, const int *out_port, int nchannels,
-                                const int *channel, int nitb, const int *itb_host, int *illegal_at)
+                            const int *channel, int nitb, const int *itb_host, int *illegal_at)
 {
     size_t nch = 2 * (size_t)t->nlinks;
     int k, id, port, pk = NM_NODE_HOST, pid = s, itbi = 0, hops = 0, last_up = -1;

@@ -1,6 +1,7 @@
 /* The up/down orientation and updown routes: legal routes balanced on weighted links (routes.c
  * explains them). */
 #include "routes_internal.h"
+#include "cm_grow.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -392,14 +393,7 @@ int rt_ud_compute(const nm_topology *t, nm_routing *R)
         int np = ud_walk_back(g, &H, up, rin_off, rin, esrc, load, base, a, b, cstar, path);
         /* path is reversed: g->ch indices from b back to a */
         for (int i = 0; i < np; i++) load[g->ch[path[i]]] += nb;
-        if (R->ud_n + (size_t)np + 1 > R->ud_cap) {
-            size_t nc = R->ud_cap ? 2 * R->ud_cap : 4096;
-            while (nc < R->ud_n + (size_t)np + 1) nc *= 2;
-            int *p = realloc(R->ud_path, nc * sizeof *p);
-            if (!p) goto out;
-            R->ud_path = p;
-            R->ud_cap = nc;
-        }
+        if (cm_grow((void **)&R->ud_path, &R->ud_cap, R->ud_n + (size_t)np + 1, sizeof *R->ud_path, 4096) < 0) goto out;
         R->ud_off[units[ui]] = (int64_t)R->ud_n;
         R->ud_path[R->ud_n++] = np;
         for (int i = np - 1; i >= 0; i--) R->ud_path[R->ud_n++] = g->ch[path[i]];
