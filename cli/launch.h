@@ -76,6 +76,6 @@ void launch_close_trace_dir(trace_dir *td);
 int launch_remove_trace_dir(trace_dir *td, char *err, size_t errlen);
 int launch_make_trace_dir(const char *trace, int replace, trace_dir *td, char *err, size_t errlen);
 int launch_convert_trace(int dir_fd, const char *dir, const char *trace, ms_trace_ends *ends, int *kept,
-    int quiet);
+                         int quiet);
 
 #endif

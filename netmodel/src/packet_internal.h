@@ -130,10 +130,10 @@ int pkt_avici_path(pengine *E, int src, int dst, step *path);
 int pkt_sci_path(pengine *E, int a, int b, step *path);
 void pkt_pe_destroy(void *e);
 void *pkt_eth_create(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err,
-    size_t errlen);
+                     size_t errlen);
 void *pkt_avici_create(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err,
-    size_t errlen);
+                       size_t errlen);
 void *pkt_sci_create(const nm_config *cfg, const nm_topology *topo, nm_network *net, char *err,
-    size_t errlen);
+                     size_t errlen);
 
 #endif

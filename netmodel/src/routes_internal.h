@@ -128,7 +128,7 @@ void rt_routing_clear(nm_topology *t);
 int rt_row_keep(nm_routing *R, int ns, int b, const int *dist);
 int rt_dist_to(const nm_topology *t, nm_routing *R, int b, dview *v);
 const char *rt_follow_route(const nm_topology *t, int s, int d, int nhops, const int *out_port,
-    int nchannels, const int *channel, int nitb, const int *itb_host, int *illegal_at);
+                            int nchannels, const int *channel, int nitb, const int *itb_host, int *illegal_at);
 int rt_route_view(const nm_topology *t, int s, int d, rview *v);
 
 /* routes_algorithms.c */
