@@ -36,8 +36,6 @@ KNOWN = {
     "apps/stencil.c:main",
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
-    "cli/replay_cli.c:run_points",
-    "cli/replay_cli.c:sweep_main",
     "libmpisim/driver/keys.c:ms_driver_register_keys",
     "libmpisim/driver/ms_driver.c:ms_driver_apply",
     "libmpisim/model/ms_coll.c",
