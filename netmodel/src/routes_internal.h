@@ -117,9 +117,27 @@ static inline int ud_dest_edge(const nm_routing *R, int b, int st)
     return R->g.off[st / 2] + (int)e;
 }
 
+/* small helpers of every part (inline: the route functions call them per step) */
+static inline uint64_t rt_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Switch at the other end of a switch's port, or -1 (host or unconnected). */
+static inline int rt_neighbour_switch(const nm_topology *t, int s, int p)
+{
+    int l = t->switches[s].port_link[p];
+    if (l < 0) return -1;
+    const nm_link *L = &t->links[l];
+    int from_a = L->a_kind == NM_NODE_SWITCH && L->a_id == s && L->a_port == p;
+    int k = from_a ? L->b_kind : L->a_kind, id = from_a ? L->b_id : L->a_id;
+    return k == NM_NODE_SWITCH ? id : -1;
+}
+
 /* routes.c */
-uint64_t rt_splitmix(uint64_t *s);
-int rt_neighbour_switch(const nm_topology *t, int s, int p);
 void rt_bfs(const nm_topology *t, int target, int *dist, int *queue);
 void rt_bfs_g(const sgraph *g, int target, int *dist, int *queue);
 int rt_sgraph_build(const nm_topology *t, sgraph *g, int with_dist);
