@@ -454,7 +454,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
             f->copy_pb[j] = b3 * 1e12;
         }
     }
-    char segs_txt[160] = "";
+    char segs_txt[32] = "";   /* "N size ranges" */
     snprintf(segs_txt, sizeof segs_txt, "%d size ranges", ns);
     snprintf(f->src_seg, sizeof f->src_seg, "calibrated: %s%s %s..%s (%s) on %s", P->origin,
              f->have_calls ? ", sendcall, recvcall" : "", lo_t, hi_t, segs_txt, date);
