@@ -2,6 +2,7 @@
  * one pass over a file, and nm_config_set. */
 #define _XOPEN_SOURCE 700
 #include "config_internal.h"
+#include "cm_grow.h"
 
 #include <ini.h>
 #include <assert.h>
@@ -138,9 +139,11 @@ typedef struct nm_load {
     nm_reader rd;
     int pass;                   /* 1: collect includes; 2: apply keys */
     nm_include *inc;
-    int ninc, capinc;
+    int ninc;
+    size_t capinc;
     nm_declared *src;
-    int nsrc, capsrc;
+    int nsrc;
+    size_t capsrc;
     int err_line;               /* first handler error */
     char msg[1024];
 } nm_load;
@@ -156,12 +159,10 @@ static int load_include(nm_load *L, int line, const char *value)
         snprintf(L->msg, sizeof L->msg, "key 'profile.include': expected a profile name, got '%s'", v);
         return 0;
     }
-    if (L->ninc == L->capinc) {
-        int nc = L->capinc ? 2 * L->capinc : 4;
-        nm_include *ni = realloc(L->inc, (size_t)nc * sizeof *ni);
-        if (!ni) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
-        L->inc = ni;
-        L->capinc = nc;
+    if (cm_grow((void **)&L->inc, &L->capinc, (size_t)L->ninc + 1, sizeof *L->inc, 4) < 0) {
+        L->err_line = line;
+        snprintf(L->msg, sizeof L->msg, "out of memory");
+        return 0;
     }
     if (strlen(v) >= sizeof L->inc[0].name) {
         L->err_line = line;
@@ -206,12 +207,10 @@ static int load_source(nm_load *L, int line, const char *name, char *full, const
         snprintf(L->msg, sizeof L->msg, "'%s': expected the source of the value, got nothing", name);
         return 0;
     }
-    if (L->nsrc == L->capsrc) {
-        int nc = L->capsrc ? 2 * L->capsrc : 8;
-        nm_declared *nd = realloc(L->src, (size_t)nc * sizeof *nd);
-        if (!nd) { L->err_line = line; snprintf(L->msg, sizeof L->msg, "out of memory"); return 0; }
-        L->src = nd;
-        L->capsrc = nc;
+    if (cm_grow((void **)&L->src, &L->capsrc, (size_t)L->nsrc + 1, sizeof *L->src, 8) < 0) {
+        L->err_line = line;
+        snprintf(L->msg, sizeof L->msg, "out of memory");
+        return 0;
     }
     nm_declared *d = &L->src[L->nsrc];
     snprintf(d->key, sizeof d->key, "%s", full);
