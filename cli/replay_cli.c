@@ -451,18 +451,62 @@ static void progress(int tty, long done, long total, double t0)
     fflush(stderr);
 }
 
+/* A sweep worker as the parent sees it. */
+typedef struct worker {
+    pid_t pid;
+    int cmd, res;        /* parent's ends */
+    long busy;           /* index into mine, -1 idle */
+    char buf[ROW_MAX * 2];
+    size_t len;
+} worker;
+
+/* The workers' pipes closed, each worker waited for. */
+static void workers_end(worker *w, int jobs)
+{
+    for (int j = 0; j < jobs; j++) {
+        if (w[j].cmd >= 0) close(w[j].cmd);
+        if (w[j].res >= 0) close(w[j].res);
+        int st;
+        waitpid(w[j].pid, &st, 0);
+    }
+}
+
+/* A sweep worker (a forked child): each point index read from cmd run, its row written to res
+ * behind the index and a tab; ends at the end of cmd. */
+static void worker_main(const sweep *s, const long *mine, long nmine, int cmd, int res)
+{
+    long i;
+    char row[ROW_MAX];
+    while (read(cmd, &i, sizeof i) == (ssize_t)sizeof i) {
+        if (i < 0 || i >= nmine) break;
+        run_point(s, mine[i], row, sizeof row);
+        size_t n = strlen(row);
+        char msg[ROW_MAX + 32];
+        int h = snprintf(msg, sizeof msg, "%ld\t", i);
+        memcpy(msg + h, row, n);
+        if (write(res, msg, (size_t)h + n) < 0) break;
+    }
+    _exit(0);
+}
+
+/* The row of a point whose worker died (malloc'd; NULL: out of memory). */
+static char *died_row(const sweep *s, long point)
+{
+    char *row = malloc(ROW_MAX);
+    if (!row) return NULL;
+    int idx[64];
+    point_values(s->v, s->nv, point, idx);
+    size_t o = (size_t)snprintf(row, ROW_MAX, "%ld", point);
+    for (int k = 0; k < s->nv; k++) o += (size_t)snprintf(row + o, ROW_MAX - o, ",%s", s->v[k].values[idx[k]]);
+    snprintf(row + o, ROW_MAX - o, ",error,,,,,,,,,,the worker process died\n");
+    return row;
+}
+
 /* Run the given points with `jobs` forked workers; rows[i] receives point mine[i]'s row. */
 static int run_points(const sweep *s, const long *mine, long nmine, int jobs, char **rows, int tty)
 {
     double t0 = now_s();
     if (jobs > nmine) jobs = (int)(nmine ? nmine : 1);
-    typedef struct worker {
-        pid_t pid;
-        int cmd, res;        /* parent's ends */
-        long busy;           /* index into mine, -1 idle */
-        char buf[ROW_MAX * 2];
-        size_t len;
-    } worker;
     worker *w = calloc((size_t)jobs, sizeof *w);
     if (!w) return -1;
     fflush(NULL);
@@ -478,18 +522,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
                 close(w[k].cmd);
                 close(w[k].res);
             }
-            long i;
-            char row[ROW_MAX];
-            while (read(c[0], &i, sizeof i) == (ssize_t)sizeof i) {
-                if (i < 0 || i >= nmine) break;
-                run_point(s, mine[i], row, sizeof row);
-                size_t n = strlen(row);
-                char msg[ROW_MAX + 32];
-                int h = snprintf(msg, sizeof msg, "%ld\t", i);
-                memcpy(msg + h, row, n);
-                if (write(r[1], msg, (size_t)h + n) < 0) break;
-            }
-            _exit(0);
+            worker_main(s, mine, nmine, c[0], r[1]);
         }
         close(c[0]);
         close(r[1]);
@@ -526,14 +559,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
                 w[j].res = -1;
                 if (w[j].busy >= 0) {
                     long i = w[j].busy;
-                    rows[i] = malloc(ROW_MAX);
-                    if (!rows[i]) return -1;
-                    int idx[64];
-                    point_values(s->v, s->nv, mine[i], idx);
-                    size_t o = (size_t)snprintf(rows[i], ROW_MAX, "%ld", mine[i]);
-                    for (int k = 0; k < s->nv; k++)
-                        o += (size_t)snprintf(rows[i] + o, ROW_MAX - o, ",%s", s->v[k].values[idx[k]]);
-                    snprintf(rows[i] + o, ROW_MAX - o, ",error,,,,,,,,,,the worker process died\n");
+                    if (!(rows[i] = died_row(s, mine[i]))) return -1;
                     done++;
                     w[j].busy = -1;
                     /* hand its remaining work to the others: they pick up `next` as they finish */
@@ -582,12 +608,7 @@ static int run_points(const sweep *s, const long *mine, long nmine, int jobs, ch
             progress(tty, done, nmine, t0);
         }
     }
-    for (int j = 0; j < jobs; j++) {
-        if (w[j].cmd >= 0) close(w[j].cmd);
-        if (w[j].res >= 0) close(w[j].res);
-        int st;
-        waitpid(w[j].pid, &st, 0);
-    }
+    workers_end(w, jobs);
     free(pf);
     free(w);
     return done == nmine ? 0 : -1;
@@ -601,6 +622,150 @@ static int env_int(const char *const *names, int *out)
             *out = atoi(v);
             return 1;
         }
+    }
+    return 0;
+}
+
+/* Every point's configuration checked before starting (a typo fails at once, naming the point):
+ * 0, or -1 said on stderr. */
+static int check_points(sweep *s)
+{
+    char err[2048], warn[4096];
+    nm_config *base = ms_replay_config(s->t, s->o.profile, s->o.sets, s->o.nsets, warn, sizeof warn, err, sizeof err);
+    if (!base) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return -1;
+    }
+    nm_config_destroy(base);
+    print_warnings("sweep", warn);
+    for (long p = 0; p < s->npoints; p++) {
+        ms_replay_opts ro;
+        nm_config *c = point_config(s, p, &ro, err, sizeof err);
+        if (!c) {
+            fprintf(stderr, "mpisim sweep: point %ld: %s\n", p, err);
+            return -1;
+        }
+        nm_config_destroy(c);
+    }
+    return 0;
+}
+
+/* Rank 0 of a sweep under mpirun: every part of this run (token) waited for, then merged in point
+ * order into out; the parts removed. The exit code (rc < 0: points of this rank did not finish). */
+static int merge_parts(const sweep *s, const char *out, const char *token, int K, double merge_timeout, int rc)
+{
+    char part[4096], err[2048];
+    /* rank 0: wait for every part of this run, then merge them in point order */
+    char **all = own(calloc((size_t)s->npoints, sizeof *all), free);
+    double deadline = now_s() + merge_timeout;
+    for (int q = 0; q < K; q++) {
+        snprintf(part, sizeof part, "%s.part%d", out, q);
+        char want[300];
+        snprintf(want, sizeof want, "%s rank=%d\n", token, q);
+        for (;;) {
+            FILE *pf = fopen(part, "r");
+            char line[ROW_MAX + 64];
+            if (pf && fgets(line, sizeof line, pf) && !strcmp(line, want)) {
+                while (fgets(line, sizeof line, pf)) {
+                    long p = strtol(line, NULL, 10);
+                    if (p >= 0 && p < s->npoints && !all[p]) all[p] = own(strdup(line), free);
+                }
+                fclose(pf);
+                break;
+            }
+            if (pf) fclose(pf);
+            if (now_s() > deadline) {
+                fprintf(stderr, "mpisim sweep: gave up waiting for %s (--merge-timeout)\n", part);
+                return MS_EXIT_RANK_ERROR;
+            }
+            usleep(100000);
+        }
+    }
+    ms_outfile tout;
+    if (ms_outfile_open(&tout, out, MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    header(s, tout.f);
+    long missing = 0;
+    for (long p = 0; p < s->npoints; p++) {
+        if (all[p]) fputs(all[p], tout.f);
+        else missing++;
+    }
+    if (ms_outfile_commit(&tout, err, sizeof err) < 0) {   /* a full disk: the table is not complete */
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    for (int q = 0; q < K; q++) {
+        snprintf(part, sizeof part, "%s.part%d", out, q);
+        unlink(part);
+    }
+    fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s->npoints - missing, out);
+    if (missing || rc < 0) return MS_EXIT_RANK_ERROR;   /* points whose rows are missing */
+    return rows_untimed(all, s->npoints) ? MS_EXIT_UNTIMED : 0;
+}
+
+/* This rank's part of a sweep under mpirun (rank R): OUT.partR, behind the run's token. 0, or the
+ * exit code. */
+static int write_part(const char *out, const char *token, int R, int K, char **rows, long nmine, double wall)
+{
+    char part[4096], err[2048];
+    snprintf(part, sizeof part, "%s.part%d", out, R);
+    ms_outfile pout;
+    if (ms_outfile_open(&pout, part, 0, "the table's part", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    fprintf(pout.f, "%s rank=%d\n", token, R);
+    for (long i = 0; i < nmine; i++)
+        if (rows[i]) fputs(rows[i], pout.f);
+    if (ms_outfile_commit(&pout, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
+    return 0;
+}
+
+/* The table of a sweep in one process: to out, or standard output. 0, or the exit code. */
+static int write_table(const sweep *s, const char *out, char **rows, long nmine)
+{
+    char err[2048];
+    ms_outfile tout;
+    if (ms_outfile_open(&tout, out ? out : "-", MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    header(s, tout.f);
+    for (long i = 0; i < nmine; i++)
+        if (rows[i]) fputs(rows[i], tout.f);
+    if (ms_outfile_commit(&tout, err, sizeof err) < 0) {
+        fprintf(stderr, "mpisim sweep: %s\n", err);
+        return MS_EXIT_OUTPUT;
+    }
+    return 0;
+}
+
+/* Under mpirun: this process's rank R of K, and L ranks on its host (1 of 1 otherwise). 0, or -1
+ * said on stderr. */
+static int mpirun_share(const char *out, int *R, int *K, int *L)
+{
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    static const char *const lsize_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
+    if (env_int(size_vars, K) && *K > 1) {
+        env_int(rank_vars, R);
+        env_int(lsize_vars, L);
+        if (*R < 0 || *R >= *K) {
+            fprintf(stderr, "mpisim sweep: rank %d of %d from the environment makes no sense\n", *R, *K);
+            return -1;
+        }
+        if (!out) {
+            fprintf(stderr, "mpisim sweep: under mpirun, --out FILE (on a shared file system) is needed\n");
+            return -1;
+        }
+    } else {
+        *K = 1;
     }
     return 0;
 }
@@ -666,49 +831,17 @@ static int sweep_main(int argc, char **argv)
             return 2;
         }
     }
-    char err[2048], warn[4096];
+    char err[2048];
     s.t = own(ms_trace_read_h5(s.o.trace, err, sizeof err), free_trace);
     if (!s.t) {
         fprintf(stderr, "mpisim sweep: %s\n", err);
         return 2;
     }
-    /* check every point's configuration before starting (a typo fails at once, naming the point) */
-    nm_config *base = ms_replay_config(s.t, s.o.profile, s.o.sets, s.o.nsets, warn, sizeof warn, err, sizeof err);
-    if (!base) {
-        fprintf(stderr, "mpisim sweep: %s\n", err);
-        return 2;
-    }
-    nm_config_destroy(base);
-    print_warnings("sweep", warn);
-    for (long p = 0; p < s.npoints; p++) {
-        ms_replay_opts ro;
-        nm_config *c = point_config(&s, p, &ro, err, sizeof err);
-        if (!c) {
-            fprintf(stderr, "mpisim sweep: point %ld: %s\n", p, err);
-            return 2;
-        }
-        nm_config_destroy(c);
-    }
+    if (check_points(&s) < 0) return 2;
 
     /* under mpirun: this process's share of the points */
-    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
-    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
-    static const char *const lsize_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
     int R = 0, K = 1, L = 1;
-    if (env_int(size_vars, &K) && K > 1) {
-        env_int(rank_vars, &R);
-        env_int(lsize_vars, &L);
-        if (R < 0 || R >= K) {
-            fprintf(stderr, "mpisim sweep: rank %d of %d from the environment makes no sense\n", R, K);
-            return 2;
-        }
-        if (!out) {
-            fprintf(stderr, "mpisim sweep: under mpirun, --out FILE (on a shared file system) is needed\n");
-            return 2;
-        }
-    } else {
-        K = 1;
-    }
+    if (mpirun_share(out, &R, &K, &L) < 0) return 2;
     long nmine = 0;
     long *mine = own(calloc((size_t)s.npoints, sizeof *mine), free);
     for (long p = R; p < s.npoints; p += K) mine[nmine++] = p;
@@ -735,84 +868,14 @@ static int sweep_main(int argc, char **argv)
     snprintf(token, sizeof token, "# mpisim-sweep-part job=%s args=%lx size=%d", ns ? ns : "-", h, K);
 
     if (K > 1) {
-        char part[4096];
-        snprintf(part, sizeof part, "%s.part%d", out, R);
-        ms_outfile pout;
-        if (ms_outfile_open(&pout, part, 0, "the table's part", err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim sweep: %s\n", err);
-            return MS_EXIT_OUTPUT;
-        }
-        fprintf(pout.f, "%s rank=%d\n", token, R);
-        for (long i = 0; i < nmine; i++)
-            if (rows[i]) fputs(rows[i], pout.f);
-        if (ms_outfile_commit(&pout, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim sweep: %s\n", err);
-            return MS_EXIT_OUTPUT;
-        }
-        fprintf(stderr, "mpisim sweep: rank %d of %d: %ld points in %.2f s -> %s\n", R, K, nmine, wall, part);
+        int prc = write_part(out, token, R, K, rows, nmine, wall);
+        if (prc) return prc;
         if (R != 0) return rc < 0 ? MS_EXIT_RANK_ERROR : 0;
-        /* rank 0: wait for every part of this run, then merge them in point order */
-        char **all = own(calloc((size_t)s.npoints, sizeof *all), free);
-        double deadline = now_s() + merge_timeout;
-        for (int q = 0; q < K; q++) {
-            snprintf(part, sizeof part, "%s.part%d", out, q);
-            char want[300];
-            snprintf(want, sizeof want, "%s rank=%d\n", token, q);
-            for (;;) {
-                FILE *pf = fopen(part, "r");
-                char line[ROW_MAX + 64];
-                if (pf && fgets(line, sizeof line, pf) && !strcmp(line, want)) {
-                    while (fgets(line, sizeof line, pf)) {
-                        long p = strtol(line, NULL, 10);
-                        if (p >= 0 && p < s.npoints && !all[p]) all[p] = own(strdup(line), free);
-                    }
-                    fclose(pf);
-                    break;
-                }
-                if (pf) fclose(pf);
-                if (now_s() > deadline) {
-                    fprintf(stderr, "mpisim sweep: gave up waiting for %s (--merge-timeout)\n", part);
-                    return MS_EXIT_RANK_ERROR;
-                }
-                usleep(100000);
-            }
-        }
-        ms_outfile tout;
-        if (ms_outfile_open(&tout, out, MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim sweep: %s\n", err);
-            return MS_EXIT_OUTPUT;
-        }
-        header(&s, tout.f);
-        long missing = 0;
-        for (long p = 0; p < s.npoints; p++) {
-            if (all[p]) fputs(all[p], tout.f);
-            else missing++;
-        }
-        if (ms_outfile_commit(&tout, err, sizeof err) < 0) {   /* a full disk: the table is not complete */
-            fprintf(stderr, "mpisim sweep: %s\n", err);
-            return MS_EXIT_OUTPUT;
-        }
-        for (int q = 0; q < K; q++) {
-            snprintf(part, sizeof part, "%s.part%d", out, q);
-            unlink(part);
-        }
-        fprintf(stderr, "mpisim sweep: merged %d parts, %ld points -> %s\n", K, s.npoints - missing, out);
-        if (missing || rc < 0) return MS_EXIT_RANK_ERROR;   /* points whose rows are missing */
-        return rows_untimed(all, s.npoints) ? MS_EXIT_UNTIMED : 0;
+        return merge_parts(&s, out, token, K, merge_timeout, rc);
     }
 
-    ms_outfile tout;
-    if (ms_outfile_open(&tout, out ? out : "-", MS_OUT_STDOUT, "the table", err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim sweep: %s\n", err);
-        return MS_EXIT_OUTPUT;
-    }
-    header(&s, tout.f);
-    for (long i = 0; i < nmine; i++)
-        if (rows[i]) fputs(rows[i], tout.f);
-    if (ms_outfile_commit(&tout, err, sizeof err) < 0) {
-        fprintf(stderr, "mpisim sweep: %s\n", err);
-        return MS_EXIT_OUTPUT;
-    }
+    int trc = write_table(&s, out, rows, nmine);
+    if (trc) return trc;
     fprintf(stderr, "mpisim sweep: %ld points (%d jobs) in %.2f s, %.1f points/s%s%s\n", nmine, jobs, wall,
             wall > 0 ? nmine / wall : 0.0, out ? " -> " : "", out ? out : "");
     if (rc < 0) return MS_EXIT_RANK_ERROR;   /* points that could not be replayed */

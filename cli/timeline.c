@@ -23,6 +23,7 @@
 #include "netmodel.h"
 #include "nm_cmdline.h"
 #include "timeline.h"
+#include "cm_grow.h"
 
 typedef struct msg_end {
     uint64_t comm;
@@ -39,13 +40,7 @@ typedef struct vec {
 
 static int vec_push(vec *a, const msg_end *e)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 1024;
-        msg_end *q = realloc(a->v, cap * sizeof *q);
-        if (!q) return -1;
-        a->v = q;
-        a->cap = cap;
-    }
+    if (cm_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v, 1024) < 0) return -1;
     a->v[a->n++] = *e;
     return 0;
 }
@@ -100,6 +95,55 @@ static void slice(FILE *f, int *first, int rank, int tid_off, const char *name, 
     *first = 0;
 }
 
+/* The trace's metadata, the process and one thread (track) per rank. */
+static void write_header(const ms_trace *t, FILE *f, int virtual_time)
+{
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"mpisim timeline\",\"time_base\":", f);
+    nm_json_write_string(f, virtual_time ? "virtual (co-simulation)" : "real time of a capture-only recording");
+    if (t->nprogram > 0) {
+        fputs(",\"program\":", f);
+        nm_json_write_string(f, t->program[0]);
+    }
+    fprintf(f, ",\"nranks\":%d},\n\"traceEvents\":[", t->nranks);
+    fprintf(f, "\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
+    nm_json_write_string(f, t->nprogram > 0 ? t->program[0] : "MPI program");
+    fputs("}}", f);
+    for (int r = 0; r < t->nranks; r++) {
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"rank %d\"}}",
+                2 * r, r);
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+                2 * r, 2 * r);
+    }
+}
+
+/* A flow from each send to the receive that matched it. */
+static void write_flows(FILE *f, vec *sends, vec *recvs)
+{
+    /* MPI's non-overtaking rule: on one (communicator, source, destination, tag), the k-th send
+     * is received by the k-th receive that matched that source and tag */
+    qsort(sends->v, sends->n, sizeof *sends->v, cmp_key);
+    qsort(recvs->v, recvs->n, sizeof *recvs->v, cmp_key);
+    size_t a = 0, b = 0;
+    uint64_t flow = 0;
+    while (a < sends->n && b < recvs->n) {
+        msg_end ka = sends->v[a], kb = recvs->v[b];
+        ka.seq = kb.seq = 0;
+        int c = cmp_key(&ka, &kb);
+        if (c < 0) { a++; continue; }
+        if (c > 0) { b++; continue; }
+        const msg_end *s = &sends->v[a++], *q = &recvs->v[b++];
+        if (q->t_ps < 0) continue;
+        flow++;
+        fprintf(f, ",\n{\"ph\":\"s\",\"pid\":0,\"tid\":%d,\"id\":%llu,\"name\":\"message\",\"cat\":\"msg\",\"ts\":",
+                2 * s->src, (unsigned long long)flow);
+        put_us(f, s->t_ps);
+        fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":%d,\"id\":%llu,\"name\":\"message\",\"cat\":\"msg\",\"ts\":",
+                2 * q->dst, (unsigned long long)flow);
+        put_us(f, q->t_ps);
+        fputc('}', f);
+    }
+}
+
 int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
 {
     int virtual_time = t->nranks > 0;
@@ -115,24 +159,8 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
     if (real0 == INT64_MAX) real0 = 0;
 
     vec sends = {0}, recvs = {0};
-    int rc = -1, first = 1;
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"mpisim timeline\",\"time_base\":", f);
-    nm_json_write_string(f, virtual_time ? "virtual (co-simulation)" : "real time of a capture-only recording");
-    if (t->nprogram > 0) {
-        fputs(",\"program\":", f);
-        nm_json_write_string(f, t->program[0]);
-    }
-    fprintf(f, ",\"nranks\":%d},\n\"traceEvents\":[", t->nranks);
-    fprintf(f, "\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
-    nm_json_write_string(f, t->nprogram > 0 ? t->program[0] : "MPI program");
-    fputs("}}", f);
-    first = 0;
-    for (int r = 0; r < t->nranks; r++) {
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"rank %d\"}}",
-                2 * r, r);
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
-                2 * r, 2 * r);
-    }
+    int rc = -1, first = 0;   /* the header wrote the first event */
+    write_header(t, f, virtual_time);
 
     for (int r = 0; r < t->nranks; r++) {
         const ms_trace_rank *R = &t->ranks[r];
@@ -224,29 +252,7 @@ int mpisim_timeline_write(const ms_trace *t, FILE *f, char *err, size_t errlen)
         for (size_t k = recv_first; k < recvs.n; k++) recvs.v[k].seq = s2++;
     }
 
-    /* MPI's non-overtaking rule: on one (communicator, source, destination, tag), the k-th send
-     * is received by the k-th receive that matched that source and tag */
-    qsort(sends.v, sends.n, sizeof *sends.v, cmp_key);
-    qsort(recvs.v, recvs.n, sizeof *recvs.v, cmp_key);
-    size_t a = 0, b = 0;
-    uint64_t flow = 0;
-    while (a < sends.n && b < recvs.n) {
-        msg_end ka = sends.v[a], kb = recvs.v[b];
-        ka.seq = kb.seq = 0;
-        int c = cmp_key(&ka, &kb);
-        if (c < 0) { a++; continue; }
-        if (c > 0) { b++; continue; }
-        const msg_end *s = &sends.v[a++], *q = &recvs.v[b++];
-        if (q->t_ps < 0) continue;
-        flow++;
-        fprintf(f, ",\n{\"ph\":\"s\",\"pid\":0,\"tid\":%d,\"id\":%llu,\"name\":\"message\",\"cat\":\"msg\",\"ts\":",
-                2 * s->src, (unsigned long long)flow);
-        put_us(f, s->t_ps);
-        fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":%d,\"id\":%llu,\"name\":\"message\",\"cat\":\"msg\",\"ts\":",
-                2 * q->dst, (unsigned long long)flow);
-        put_us(f, q->t_ps);
-        fputc('}', f);
-    }
+    write_flows(f, &sends, &recvs);
     fputs("\n]}\n", f);
     rc = ferror(f) ? -1 : 0;
     if (rc) snprintf(err, errlen, "write error: %s", strerror(errno));

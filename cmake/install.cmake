@@ -1,7 +1,8 @@
 # What `cmake --install` puts where (GNU dirs under CMAKE_INSTALL_PREFIX):
 #   bin/mpisim                               the command
 #   <libdir>/libmpisim.so                    the preloaded shim (pkg-config mpisim, CMake mpisim::shim)
-#   <libdir>/libnetmodel.a, include/mpisim/  the network library and its header, for network-only
+#   <libdir>/libnetmodel.a, include/mpisim/  the network library (and libmpisim_common.a, the generic
+#                                            parts below it) and its header, for network-only
 #                                            studies in other programs (pkg-config mpisim-netmodel,
 #                                            CMake find_package(mpisim))
 #   libexec/mpisim/                          the study programs (matmul, pingpong, ...)
@@ -11,7 +12,7 @@ install(TARGETS mpisim_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET mpisim)
   install(TARGETS mpisim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
-install(TARGETS netmodel EXPORT mpisimTargets
+install(TARGETS netmodel mpisim_common EXPORT mpisimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpisim)
 install(FILES ${CMAKE_SOURCE_DIR}/netmodel/include/netmodel.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpisim)

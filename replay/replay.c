@@ -1,7 +1,7 @@
 /* Offline replay of an mpisim trace (see ms_replay.h): reads the trace and feeds its events to the
  * driver the co-simulation server uses (libmpisim/driver). */
 #define _GNU_SOURCE
-#include "ms_replay.h"
+#include "replay_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -14,143 +14,11 @@
 #include "ms_model.h"
 #include "ms_report.h"
 
-#ifndef MPISIM_VERSION
-#define MPISIM_VERSION "unknown"
-#endif
-
-#define fail nm_fail   /* message into the caller's buffer, -1 (netmodel.h: one helper for all) */
-
 static double wall_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ---- configuration -------------------------------------------------------------------------- */
-
-/* A recorded value {"value": v, ...} or v, as the text --set would give (a string, or a number
- * printed so that it reads back as the same number); 0, -1 for anything else, -2 if too long. */
-static int value_text(const json_t *v, char *out, size_t len)
-{
-    if (json_is_object(v)) v = json_object_get(v, "value");
-    if (json_is_string(v)) return json_string_length(v) < len ? (memcpy(out, json_string_value(v), json_string_length(v) + 1), 0) : -2;
-    if (json_is_integer(v)) return snprintf(out, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v)), 0;
-    if (json_is_real(v)) return snprintf(out, len, "%.17g", json_real_value(v)), 0;
-    return -1;
-}
-
-/* Apply the recorded configuration {"key": {"value": v, ...}, ...} (or {"key": v}). */
-static int apply_recorded(nm_config *cfg, const char *json, char *warnings, size_t wlen, char *err, size_t errlen)
-{
-    json_error_t jerr;
-    json_t *j = json_loads(json, 0, &jerr);
-    if (!j) return fail(err, errlen, "the trace's recorded configuration: line %d column %d: %s", jerr.line, jerr.column,
-                        jerr.text);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return fail(err, errlen, "the trace's recorded configuration is not an object");
-    }
-    int rc = 0;
-    size_t wo = warnings && wlen ? strlen(warnings) : 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(j, key, v) {
-        char a[4096];
-        int n = snprintf(a, sizeof a, "%s=", key), vt = -2;
-        if (n > 0 && (size_t)n < sizeof a) vt = value_text(v, a + n, sizeof a - (size_t)n);
-        if (vt == -1) continue;   /* not a value (a nested object of another kind): nothing to set */
-        if (vt == -2) {
-            rc = fail(err, errlen, "the trace's recorded configuration: key %.64s: value too long", key);
-            break;
-        }
-        if (!nm_config_has(cfg, key)) {
-            if (warnings && wo < wlen)
-                wo += (size_t)snprintf(warnings + wo, wlen - wo, "%sthe trace's configuration key %s is unknown to "
-                                       "this build (ignored)", wo ? "\n" : "", key);
-            continue;
-        }
-        char e2[512];
-        /* a value the capture's user set (--set) stays theirs; one of a profile or the default, or
-         * derived, may be derived again from keys this replay changes (network.slack_buffer) */
-        const json_t *src = json_is_object(v) ? json_object_get(v, "source") : NULL;
-        int users = json_is_string(src) && !strncmp(json_string_value(src), "--", 2);
-        if ((users ? nm_config_set : nm_config_set_as_profile)(cfg, a, "trace", e2, sizeof e2) < 0) {
-            rc = fail(err, errlen, "the trace's recorded configuration: %s", e2);
-            break;
-        }
-    }
-    json_decref(j);
-    return rc;
-}
-
-nm_config *ms_replay_config(const ms_trace *t, const char *profile, const char *const *sets, int nsets,
-                            char *warnings, size_t wlen, char *err, size_t errlen)
-{
-    if (warnings && wlen) warnings[0] = 0;
-    nm_config *cfg = nm_config_create();
-    if (!cfg) {
-        fail(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (ms_driver_register_keys(cfg, err, errlen) < 0) goto fail;
-    if (profile || !t || !t->config_json) {
-        if (nm_config_load_profile(cfg, profile ? profile : "default", NULL, err, errlen) < 0)
-            goto fail;
-    } else if (apply_recorded(cfg, t->config_json, warnings, wlen, err, errlen) < 0) {
-        goto fail;
-    }
-    for (int i = 0; i < nsets; i++)
-        if (ms_driver_config_set(cfg, sets[i], err, errlen) < 0) goto fail;
-    return cfg;
-fail:
-    nm_config_destroy(cfg);
-    return NULL;
-}
-
-int ms_replay_config_changes(const ms_trace *t, const nm_config *cfg, char *names, size_t len)
-{
-    if (names && len) names[0] = 0;
-    json_t *j = t && t->config_json ? json_loads(t->config_json, 0, NULL) : NULL;
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return 0;
-    }
-    int n = 0;
-    size_t off = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(j, key, v) {
-        if (json_is_object(v)) v = json_object_get(v, "value");
-        if (!nm_config_has(cfg, key)) continue;
-        int same;
-        if (json_is_number(v)) {
-            double a = json_number_value(v), b = nm_config_double(cfg, key);
-            same = a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
-        } else if (json_is_string(v)) {
-            same = !strcmp(json_string_value(v), nm_config_string(cfg, key));
-        } else {
-            continue;
-        }
-        if (same) continue;
-        if (names && off < len && n < 4)
-            off += (size_t)snprintf(names + off, len - off, "%s%s", n ? ", " : "", key);
-        else if (names && off < len && n == 4)
-            off += (size_t)snprintf(names + off, len - off, ", ...");
-        n++;
-    }
-    json_decref(j);
-    return n;
-}
-
-/* The recorded value of a key, as text ("" if the trace has no configuration or no such key). */
-static void recorded_value(const ms_trace *t, const char *key, char *out, size_t len)
-{
-    out[0] = 0;
-    json_t *j = t->config_json ? json_loads(t->config_json, 0, NULL) : NULL;
-    const json_t *v = json_object_get(j, key);
-    if (v && value_text(v, out, len) != 0) out[0] = 0;
-    json_decref(j);
 }
 
 /* ---- the replay engine ---------------------------------------------------------------------- */
@@ -648,6 +516,211 @@ __attribute__((noinline)) static void play(replay *p, int rank)
     else play_records(p, rank, 0);
 }
 
+/* Each recorded rank's player, connected to the driver and queued: 0, or -1 (out of memory). */
+static int setup_ranks(replay *p, char *err, size_t errlen)
+{
+    p->r = calloc((size_t)p->n, sizeof *p->r);
+    p->queue = calloc((size_t)p->n, sizeof *p->queue);
+    p->res->ranks = calloc((size_t)p->n, sizeof *p->res->ranks);
+    if (!p->r || !p->queue || !p->res->ranks) {
+        fail(err, errlen, "out of memory");
+        return -1;
+    }
+    p->res->nranks = p->n;
+    for (int i = 0; i < p->n; i++) {
+        rrank *r = &p->r[i];
+        const ms_trace_rank *tr = &p->t->ranks[i];
+        r->cosim = tr->cosim;
+        if (p->src) {   /* its records are read as it plays them */
+            const ms_trace_rank_size *sz = ms_trace_stream_size(p->src, i);
+            r->nev = sz->nev;
+            r->block = sz->chunk < STREAM_MIN ? STREAM_MIN : sz->chunk > STREAM_MAX ? STREAM_MAX : sz->chunk;
+        } else {     /* all of them in memory: one window */
+            r->nev = tr->nev;
+            r->w.n = tr->nev;
+            r->w.ev = tr->ev;
+            r->w.lists = tr->lists;
+            r->w.nlists = tr->nlists;
+            r->w.results = tr->results;
+            r->w.nresults = tr->nresults;
+            r->w.text = tr->text;
+            r->w.ntext = tr->ntext;
+        }
+        ms_driver_connect(p->drv, i);
+        enqueue(p, i);
+    }
+    return 0;
+}
+
+/* Every recorded rank plays until it blocks; then the driver runs the model (no rank runs, so
+ * the horizon is unbounded) until it resumes one. 1 when the outcome is a rank that ended without
+ * MPI_Finalize. */
+static int play_all(replay *p)
+{
+    int dead_cause = 0;
+    for (;;) {
+        while (p->qlen && !p->stopped) {
+            int i = p->queue[p->qhead];
+            p->qhead = (p->qhead + 1) % (size_t)p->n;
+            p->qlen--;
+            p->r[i].queued = 0;
+            play(p, i);
+        }
+        if (p->stopped || !ms_driver_any_waiting(p->drv)) break;
+        char aerr[1024];
+        int a = ms_driver_advance(p->drv, aerr, sizeof aerr);
+        if (a < 0) {
+            p->stopped = 1;
+            snprintf(p->stop, sizeof p->stop, "%s", aerr);
+        } else if (a == 1) {
+            p->res->outcome = ms_driver_describe_stall(p->drv, p->res->outcome_text, sizeof p->res->outcome_text, NULL, NULL);
+            dead_cause = p->res->outcome == 2;
+            /* the others wait for a rank whose recording was stopped from outside (a signal, mpisim):
+             * not the program's deadlock, a trace that ends there */
+            for (int i = 0; p->res->outcome == 1 && i < p->n; i++)
+                if (p->r[i].stopped && ms_driver_state(p->drv, i) == MS_RANK_STOPPED) {
+                    char text[sizeof p->res->outcome_text];
+                    snprintf(text, sizeof text,
+                             "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s at %.6f us); "
+                             "the other ranks wait for what it did not record\n  %.1400s", i, p->r[i].stop_why,
+                             p->r[i].clock * 1e-6, p->res->outcome_text);
+                    snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "%s", text);
+                    p->res->outcome = 2;
+                }
+            break;
+        } else if (a == 2) {   /* the network deadlocked: a deadlock, as online */
+            p->res->outcome = 1;
+            snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "%s", aerr);
+            break;
+        } else if (!p->qlen && ms_model_next_time(ms_driver_model(p->drv)) == NM_TIME_NEVER) {
+            /* cannot happen: with nothing pending and no rank resumed the driver reports a stall */
+            p->stopped = 1;
+            snprintf(p->stop, sizeof p->stop, "the model resumed no rank and has nothing pending");
+        }
+        /* else: the model stopped at a resume it holds (a synchronising group): run it again */
+    }
+    return dead_cause;
+}
+
+/* The replay's outcome once it has stopped: a stop, an unreadable trace, a dead or stopped rank,
+ * model errors, untimed calls. */
+static void set_outcome(replay *p, int dead_cause)
+{
+    if (p->stopped && p->res->outcome == 0) {
+        p->res->outcome = 2;
+        snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "%s", p->stop);
+    }
+    p->res->trace_unreadable = p->read_failed;
+    if (p->read_failed) {   /* said whatever else stopped the replay; what it played is in the result */
+        size_t o = strlen(p->res->outcome_text);
+        snprintf(p->res->outcome_text + o, sizeof p->res->outcome_text - o, "%s%s%s",
+                 strcmp(p->res->outcome_text, p->read_err) ? "\n  " : "", strcmp(p->res->outcome_text, p->read_err) ? p->read_err : "",
+                 "\n  the trace could not be read further: the result holds what was replayed up to that point");
+    }
+    /* a rank that ended without MPI_Finalize (killed, its file cut or missing): the replay played
+     * what exists, and that is not a complete run, whether or not the others waited for it (the
+     * driver's stall text above says so when they did; the live server says the same) */
+    int dead = ms_driver_first_dead(p->drv);
+    if (dead >= 0 && p->res->outcome == 0) {
+        p->res->outcome = 2;
+        dead_cause = 1;
+        int o = ms_driver_gone_text(p->drv, dead, p->res->outcome_text, sizeof p->res->outcome_text);
+        if (o >= 0 && (size_t)o < sizeof p->res->outcome_text)
+            snprintf(p->res->outcome_text + o, sizeof p->res->outcome_text - (size_t)o, " at %.6f us", p->r[dead].clock * 1e-6);
+    }
+    if (dead < 0 && p->res->outcome == 0) {
+        /* no rank died, but the recording was stopped from outside (a signal, mpisim) before some
+         * ranks reached MPI_Finalize: not a complete run either */
+        for (int i = 0; i < p->n; i++)
+            if (ms_driver_state(p->drv, i) == MS_RANK_STOPPED && p->r[i].stopped) {
+                p->res->outcome = 2;
+                snprintf(p->res->outcome_text, sizeof p->res->outcome_text,
+                         "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s) at %.6f us", i,
+                         p->r[i].stop_why, p->r[i].clock * 1e-6);
+                break;
+            }
+    }
+    if (dead_cause) {   /* what the trace says of it */
+        size_t o = strlen(p->res->outcome_text);
+        char missing[256];
+        int nm = ms_trace_missing_ranks(p->t, missing, sizeof missing);
+        snprintf(p->res->outcome_text + o, sizeof p->res->outcome_text - o,
+                 "\n  partial trace: the records of rank %d end without MPI_Finalize%s%s%s", dead,
+                 p->t->ranks[dead].missing ? " (it left no records)" : p->t->ranks[dead].truncated ? " (its file was cut)" : "",
+                 nm ? "; ranks without records: " : "", nm ? missing : "");
+    }
+    const ms_model *model = ms_driver_model(p->drv);
+    const char *me = ms_model_last_error(model, &p->res->model_errors);
+    if (me && p->res->outcome == 0) {
+        p->res->outcome = 2;
+        snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "the model reported %llu errors, the last: %s",
+                 (unsigned long long)p->res->model_errors, me);
+    }
+    if (p->res->outcome == 0 && p->nuntimed) {   /* complete, but calls ran untimed in the recording */
+        const char **names = malloc(sizeof *names * p->nuntimed);
+        uint64_t *counts = malloc(sizeof *counts * p->nuntimed);
+        char calls[1536] = "(out of memory naming them)";
+        uint64_t ncalls = 0;
+        for (size_t i = 0; names && counts && i < p->nuntimed; i++) {
+            names[i] = p->untimed[i].name;
+            counts[i] = p->untimed[i].count;
+        }
+        if (names && counts) ncalls = ms_untimed_text(names, counts, p->nuntimed, calls, sizeof calls);
+        free(names);
+        free(counts);
+        p->res->outcome = MS_OUTCOME_UNTIMED;
+        ms_untimed_outcome_text(calls, ncalls, p->res->outcome_text, sizeof p->res->outcome_text);
+    }
+}
+
+/* Each rank's result, and the totals over them. */
+static void rank_results(replay *p, const ms_model *model)
+{
+    double sum = 0;
+    for (int i = 0; i < p->n; i++) {
+        rrank *r = &p->r[i];
+        ms_replay_rank_result *o = &p->res->ranks[i];
+        ms_rank_stats st;
+        memset(&st, 0, sizeof st);
+        ms_model_rank_stats(model, i, &st);
+        o->virtual_end_ps = r->finalized ? r->fin_t : r->clock;
+        o->compute_ps = r->compute;
+        o->mpi_ps = o->virtual_end_ps - r->compute;
+        o->calls = r->calls;
+        o->msgs_sent = st.msgs_sent;
+        o->bytes_sent = st.bytes_sent;
+        o->msgs_recv = st.msgs_recv;
+        o->bytes_recv = st.bytes_recv;
+        o->collectives = st.coll_calls;
+        o->rma_ops = st.rma_ops;
+        o->rma_bytes = st.rma_bytes;
+        o->node = ms_model_rank_node(model, i);
+        o->unmodelled = r->unmodelled;
+        ms_rank_state s = ms_driver_state(p->drv, i);
+        o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
+                    : s == MS_RANK_DEAD ? MS_RR_DIED
+                    : s == MS_RANK_STOPPED ? MS_RR_STOPPED
+                    : ms_driver_waiting(p->drv, i) ? MS_RR_BLOCKED : MS_RR_RUNNING;
+        if (p->src) {
+            o->recorded_end_known = r->fin_at && r->cosim;
+            o->recorded_end_ps = r->fin_at ? r->fin_rec_t : 0;
+        } else {
+            for (size_t k = r->nev; k-- > 0;)
+                if (r->w.ev[k].kind == MS_TRACE_FINALIZE) {
+                    o->recorded_end_known = r->cosim;
+                    o->recorded_end_ps = r->w.ev[k].t_ps;
+                    break;
+                }
+        }
+        if (o->virtual_end_ps > p->res->virtual_time_ps) p->res->virtual_time_ps = o->virtual_end_ps;
+        sum += (double)o->virtual_end_ps;
+        p->res->msgs_sent += st.msgs_sent;
+        p->res->bytes_sent += st.bytes_sent;
+        p->res->collectives += st.coll_calls;
+    }
+    p->res->mean_end_ps = (int64_t)llround(sum / p->n);
+}
+
 static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, const ms_replay_opts *opts,
                ms_replay_result *res, char *err, size_t errlen)
 {
@@ -669,9 +742,9 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     /* computation: as recorded, unless the configuration changes shim.compute / shim.cpu_factor */
     char rec[64];
     const char *cm = nm_config_string(cfg, "shim.compute");
-    recorded_value(t, "shim.compute", rec, sizeof rec);
+    replay_recorded_value(t, "shim.compute", rec, sizeof rec);
     if (cm && !strcmp(cm, "none") && strcmp(rec, "none")) p.compute_mode = 1;
-    recorded_value(t, "shim.cpu_factor", rec, sizeof rec);
+    replay_recorded_value(t, "shim.cpu_factor", rec, sizeof rec);
     p.cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
     if (p.compute_mode == 0 && rec[0] && strtod(rec, NULL) != p.cpu_factor) p.compute_mode = 2;
 
@@ -697,82 +770,10 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     if (opts->timeline) fprintf(opts->timeline, "rank,call,fn,entry_ps,exit_ps\n");
     snprintf(res->topology, sizeof res->topology, "%s", nm_topology_name(ms_driver_topology(p.drv)));
     snprintf(res->engine, sizeof res->engine, "%s", nm_network_engine_name(ms_driver_network(p.drv)));
-    p.r = calloc((size_t)p.n, sizeof *p.r);
-    p.queue = calloc((size_t)p.n, sizeof *p.queue);
-    res->ranks = calloc((size_t)p.n, sizeof *res->ranks);
-    if (!p.r || !p.queue || !res->ranks) {
-        fail(err, errlen, "out of memory");
-        goto out;
-    }
-    res->nranks = p.n;
-    for (int i = 0; i < p.n; i++) {
-        rrank *r = &p.r[i];
-        const ms_trace_rank *tr = &t->ranks[i];
-        r->cosim = tr->cosim;
-        if (src) {   /* its records are read as it plays them */
-            const ms_trace_rank_size *sz = ms_trace_stream_size(src, i);
-            r->nev = sz->nev;
-            r->block = sz->chunk < STREAM_MIN ? STREAM_MIN : sz->chunk > STREAM_MAX ? STREAM_MAX : sz->chunk;
-        } else {     /* all of them in memory: one window */
-            r->nev = tr->nev;
-            r->w.n = tr->nev;
-            r->w.ev = tr->ev;
-            r->w.lists = tr->lists;
-            r->w.nlists = tr->nlists;
-            r->w.results = tr->results;
-            r->w.nresults = tr->nresults;
-            r->w.text = tr->text;
-            r->w.ntext = tr->ntext;
-        }
-        ms_driver_connect(p.drv, i);
-        enqueue(&p, i);
-    }
+    if (setup_ranks(&p, err, errlen) < 0) goto out;
     res->setup_s = wall_now() - w0;
 
-    /* Every recorded rank plays until it blocks; then the driver runs the model (no rank runs, so
-     * the horizon is unbounded) until it resumes one. */
-    int dead_cause = 0;   /* the outcome is a rank that ended without MPI_Finalize */
-    for (;;) {
-        while (p.qlen && !p.stopped) {
-            int i = p.queue[p.qhead];
-            p.qhead = (p.qhead + 1) % (size_t)p.n;
-            p.qlen--;
-            p.r[i].queued = 0;
-            play(&p, i);
-        }
-        if (p.stopped || !ms_driver_any_waiting(p.drv)) break;
-        char aerr[1024];
-        int a = ms_driver_advance(p.drv, aerr, sizeof aerr);
-        if (a < 0) {
-            p.stopped = 1;
-            snprintf(p.stop, sizeof p.stop, "%s", aerr);
-        } else if (a == 1) {
-            res->outcome = ms_driver_describe_stall(p.drv, res->outcome_text, sizeof res->outcome_text, NULL, NULL);
-            dead_cause = res->outcome == 2;
-            /* the others wait for a rank whose recording was stopped from outside (a signal, mpisim):
-             * not the program's deadlock, a trace that ends there */
-            for (int i = 0; res->outcome == 1 && i < p.n; i++)
-                if (p.r[i].stopped && ms_driver_state(p.drv, i) == MS_RANK_STOPPED) {
-                    char text[sizeof res->outcome_text];
-                    snprintf(text, sizeof text,
-                             "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s at %.6f us); "
-                             "the other ranks wait for what it did not record\n  %.1400s", i, p.r[i].stop_why,
-                             p.r[i].clock * 1e-6, res->outcome_text);
-                    snprintf(res->outcome_text, sizeof res->outcome_text, "%s", text);
-                    res->outcome = 2;
-                }
-            break;
-        } else if (a == 2) {   /* the network deadlocked: a deadlock, as online */
-            res->outcome = 1;
-            snprintf(res->outcome_text, sizeof res->outcome_text, "%s", aerr);
-            break;
-        } else if (!p.qlen && ms_model_next_time(ms_driver_model(p.drv)) == NM_TIME_NEVER) {
-            /* cannot happen: with nothing pending and no rank resumed the driver reports a stall */
-            p.stopped = 1;
-            snprintf(p.stop, sizeof p.stop, "the model resumed no rank and has nothing pending");
-        }
-        /* else: the model stopped at a resume it holds (a synchronising group): run it again */
-    }
+    int dead_cause = play_all(&p);
     /* the records no rank reached (a deadlock, a stop, records after MPI_Finalize): an invalid
      * trace is an error wherever its fault is */
     for (int i = 0; i < p.n && !p.invalid && !p.read_failed; i++) {
@@ -786,114 +787,8 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         fail(err, errlen, "%s", p.stop);
         goto out;
     }
-    if (p.stopped && res->outcome == 0) {
-        res->outcome = 2;
-        snprintf(res->outcome_text, sizeof res->outcome_text, "%s", p.stop);
-    }
-    res->trace_unreadable = p.read_failed;
-    if (p.read_failed) {   /* said whatever else stopped the replay; what it played is in the result */
-        size_t o = strlen(res->outcome_text);
-        snprintf(res->outcome_text + o, sizeof res->outcome_text - o, "%s%s%s",
-                 strcmp(res->outcome_text, p.read_err) ? "\n  " : "", strcmp(res->outcome_text, p.read_err) ? p.read_err : "",
-                 "\n  the trace could not be read further: the result holds what was replayed up to that point");
-    }
-    /* a rank that ended without MPI_Finalize (killed, its file cut or missing): the replay played
-     * what exists, and that is not a complete run, whether or not the others waited for it (the
-     * driver's stall text above says so when they did; the live server says the same) */
-    int dead = ms_driver_first_dead(p.drv);
-    if (dead >= 0 && res->outcome == 0) {
-        res->outcome = 2;
-        dead_cause = 1;
-        int o = ms_driver_gone_text(p.drv, dead, res->outcome_text, sizeof res->outcome_text);
-        if (o >= 0 && (size_t)o < sizeof res->outcome_text)
-            snprintf(res->outcome_text + o, sizeof res->outcome_text - (size_t)o, " at %.6f us", p.r[dead].clock * 1e-6);
-    }
-    if (dead < 0 && res->outcome == 0) {
-        /* no rank died, but the recording was stopped from outside (a signal, mpisim) before some
-         * ranks reached MPI_Finalize: not a complete run either */
-        for (int i = 0; i < p.n; i++)
-            if (ms_driver_state(p.drv, i) == MS_RANK_STOPPED && p.r[i].stopped) {
-                res->outcome = 2;
-                snprintf(res->outcome_text, sizeof res->outcome_text,
-                         "partial trace: the recording was stopped before MPI_Finalize (rank %d: %s) at %.6f us", i,
-                         p.r[i].stop_why, p.r[i].clock * 1e-6);
-                break;
-            }
-    }
-    if (dead_cause) {   /* what the trace says of it */
-        size_t o = strlen(res->outcome_text);
-        char missing[256];
-        int nm = ms_trace_missing_ranks(t, missing, sizeof missing);
-        snprintf(res->outcome_text + o, sizeof res->outcome_text - o,
-                 "\n  partial trace: the records of rank %d end without MPI_Finalize%s%s%s", dead,
-                 t->ranks[dead].missing ? " (it left no records)" : t->ranks[dead].truncated ? " (its file was cut)" : "",
-                 nm ? "; ranks without records: " : "", nm ? missing : "");
-    }
-    const ms_model *model = ms_driver_model(p.drv);
-    const char *me = ms_model_last_error(model, &res->model_errors);
-    if (me && res->outcome == 0) {
-        res->outcome = 2;
-        snprintf(res->outcome_text, sizeof res->outcome_text, "the model reported %llu errors, the last: %s",
-                 (unsigned long long)res->model_errors, me);
-    }
-    if (res->outcome == 0 && p.nuntimed) {   /* complete, but calls ran untimed in the recording */
-        const char **names = malloc(sizeof *names * p.nuntimed);
-        uint64_t *counts = malloc(sizeof *counts * p.nuntimed);
-        char calls[1536] = "(out of memory naming them)";
-        uint64_t ncalls = 0;
-        for (size_t i = 0; names && counts && i < p.nuntimed; i++) {
-            names[i] = p.untimed[i].name;
-            counts[i] = p.untimed[i].count;
-        }
-        if (names && counts) ncalls = ms_untimed_text(names, counts, p.nuntimed, calls, sizeof calls);
-        free(names);
-        free(counts);
-        res->outcome = MS_OUTCOME_UNTIMED;
-        ms_untimed_outcome_text(calls, ncalls, res->outcome_text, sizeof res->outcome_text);
-    }
-    double sum = 0;
-    for (int i = 0; i < p.n; i++) {
-        rrank *r = &p.r[i];
-        ms_replay_rank_result *o = &res->ranks[i];
-        ms_rank_stats st;
-        memset(&st, 0, sizeof st);
-        ms_model_rank_stats(model, i, &st);
-        o->virtual_end_ps = r->finalized ? r->fin_t : r->clock;
-        o->compute_ps = r->compute;
-        o->mpi_ps = o->virtual_end_ps - r->compute;
-        o->calls = r->calls;
-        o->msgs_sent = st.msgs_sent;
-        o->bytes_sent = st.bytes_sent;
-        o->msgs_recv = st.msgs_recv;
-        o->bytes_recv = st.bytes_recv;
-        o->collectives = st.coll_calls;
-        o->rma_ops = st.rma_ops;
-        o->rma_bytes = st.rma_bytes;
-        o->node = ms_model_rank_node(model, i);
-        o->unmodelled = r->unmodelled;
-        ms_rank_state s = ms_driver_state(p.drv, i);
-        o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
-                    : s == MS_RANK_DEAD ? MS_RR_DIED
-                    : s == MS_RANK_STOPPED ? MS_RR_STOPPED
-                    : ms_driver_waiting(p.drv, i) ? MS_RR_BLOCKED : MS_RR_RUNNING;
-        if (src) {
-            o->recorded_end_known = r->fin_at && r->cosim;
-            o->recorded_end_ps = r->fin_at ? r->fin_rec_t : 0;
-        } else {
-            for (size_t k = r->nev; k-- > 0;)
-                if (r->w.ev[k].kind == MS_TRACE_FINALIZE) {
-                    o->recorded_end_known = r->cosim;
-                    o->recorded_end_ps = r->w.ev[k].t_ps;
-                    break;
-                }
-        }
-        if (o->virtual_end_ps > res->virtual_time_ps) res->virtual_time_ps = o->virtual_end_ps;
-        sum += (double)o->virtual_end_ps;
-        res->msgs_sent += st.msgs_sent;
-        res->bytes_sent += st.bytes_sent;
-        res->collectives += st.coll_calls;
-    }
-    res->mean_end_ps = (int64_t)llround(sum / p.n);
+    set_outcome(&p, dead_cause);
+    rank_results(&p, ms_driver_model(p.drv));
     ms_driver_early_done(p.drv, &res->early_done_end, &res->early_done_peak);
     rc = 0;
 out:
@@ -929,55 +824,4 @@ void ms_replay_result_free(ms_replay_result *res)
     free(res->ranks);
     res->ranks = NULL;
     res->nranks = 0;
-}
-
-/* ---- report --------------------------------------------------------------------------------- */
-
-static const char *status_name(int s)
-{
-    switch (s) {
-    case MS_RR_FINALIZED: return "finalized";
-    case MS_RR_DIED: return "died";
-    case MS_RR_STOPPED: return "stopped";
-    case MS_RR_BLOCKED: return "blocked";
-    default: return "running";
-    }
-}
-
-int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, const nm_config *cfg,
-                           const ms_replay_opts *opts, const ms_replay_result *res)
-{
-    ms_report_head(f, (const char *const *)t->program, t->nprogram, t->nranks, res->topology, res->engine, NULL, cfg);
-    fprintf(f, ",\n  \"ranks\": [\n");
-    for (int i = 0; i < res->nranks; i++) {
-        const ms_replay_rank_result *o = &res->ranks[i];
-        ms_report_rank rr = {i, t->ranks[i].pid, t->ranks[i].hostname, NULL, status_name(o->status), o->virtual_end_ps,
-                             o->compute_ps, o->mpi_ps, o->calls, o->msgs_sent, o->bytes_sent, o->msgs_recv,
-                             o->bytes_recv, o->collectives, o->rma_ops, o->rma_bytes};
-        ms_report_rank_open(f, &rr);
-        if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
-        fputs("}", f);
-        fprintf(f, ", \"node\": %d", o->node);
-        if (o->recorded_end_known) fprintf(f, ", \"recorded_virtual_end_ps\": %lld", (long long)o->recorded_end_ps);
-        ms_report_rank_close(f, i + 1 == res->nranks);
-    }
-    fprintf(f, "  ],\n  ");
-    ms_report_summary(f, res->virtual_time_ps, res->msgs_sent, res->bytes_sent, res->wall_s, res->events, 0,
-                      res->outcome, res->outcome_text);
-    fprintf(f, ",\n  \"replay\": {\"trace\": ");
-    ms_report_str(f, trace_path ? trace_path : "");
-    fprintf(f, ", \"recorded_mpisim_version\": ");
-    ms_report_str(f, t->mpisim_version ? t->mpisim_version : "");
-    fprintf(f,
-            ", \"cpu_scale\": %.17g, \"wildcards\": \"%s\", \"resumes\": %llu, \"resumes_checked\": %llu, "
-            "\"resumes_differ\": %llu",
-            opts ? opts->cpu_scale : 1.0, opts && opts->wildcards == MS_WILDCARDS_VIRTUAL ? "virtual" : "recorded",
-            (unsigned long long)res->resumes, (unsigned long long)res->resumes_checked,
-            (unsigned long long)res->resumes_differ);
-    if (res->first_difference[0]) {
-        fputs(", \"first_difference\": ", f);
-        ms_report_str(f, res->first_difference);
-    }
-    fprintf(f, ", \"mean_end_ps\": %lld}\n}\n", (long long)res->mean_end_ps);
-    return ferror(f) ? -1 : 0;
 }

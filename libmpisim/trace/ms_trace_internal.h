@@ -86,6 +86,14 @@ size_t ms_compact_bound(size_t n);
 size_t ms_compact_encode(const ms_trace_event *ev, size_t n, unsigned char *out);
 int ms_compact_decode(const unsigned char *in, size_t len, size_t n, ms_trace_event *ev, size_t *bad_record);
 
+/* A file read whole relative to a directory descriptor, at most `bound` bytes (trace_raw.c; the
+ * capture directory's meta file and raw rank files, trace_capture.c). */
+int ms_trace_read_file_at(int dfd, const char *name, const char *shown, size_t bound, char **data, size_t *len,
+                          char *err, size_t errlen);
+/* One raw rank file relative to a directory descriptor, parsed into r. */
+int ms_trace_read_raw_at(int dfd, const char *name, const char *shown, ms_trace_rank *r, int32_t *nranks_out,
+                         int32_t **members, size_t *nmembers, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@
  * without a route line get routes computed by network.routing. */
 #define _XOPEN_SOURCE 700
 #include "nm_internal.h"
+#include "cm_grow.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -91,14 +92,16 @@ int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_con
 {
     char *p = text, *end = text + strlen(text);
     swline *sw = NULL;
-    int nsw = 0, capsw = 0;
+    int nsw = 0;
+    size_t capsw = 0;
     char *tok[MAXTOK];
     int rc = -1, line = 0;
     int *host_sw = NULL, *host_port = NULL, *swidx = NULL, maxnum = -1;
     long nproc = 0;
     typedef struct { int line, a, b, n; int ports[64]; } rline;
     rline *routes = NULL;
-    int nr = 0, capr = 0;
+    int nr = 0;
+    size_t capr = 0;
     int defports = cfg ? (int)nm_config_int(cfg, "network.switch_ports") : 8;
     char *s;
     while ((s = next_line(&p, end)) != NULL) {
@@ -114,12 +117,7 @@ int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_con
             if (n - 1 > 256) PERR(line, "expected at most 256 ports, got %d", n - 1);
             for (int i = 0; i < nsw; i++)
                 if (sw[i].num == num) PERR(line, "switch S%ld is described twice (first on line %d)", num, sw[i].line);
-            if (nsw == capsw) {
-                capsw = capsw ? 2 * capsw : 16;
-                swline *ns = realloc(sw, (size_t)capsw * sizeof *ns);
-                if (!ns) PERR(line, "out of memory");
-                sw = ns;
-            }
+            if (cm_grow((void **)&sw, &capsw, (size_t)nsw + 1, sizeof *sw, 16) < 0) PERR(line, "out of memory");
             swline *w = &sw[nsw++];
             w->line = line;
             w->num = (int)num;
@@ -138,12 +136,7 @@ int nm_topo_parse_001(nm_topology *t, char *text, const char *path, const nm_con
             if (b < 0) PERR(line, "expected a processor 'p<number>', got '%s'", tok[1]);
             size_t nd = strlen(tok[2]);
             if (nd > 64) PERR(line, "expected at most 64 route digits, got %zu", nd);
-            if (nr == capr) {
-                capr = capr ? 2 * capr : 16;
-                rline *nrl = realloc(routes, (size_t)capr * sizeof *nrl);
-                if (!nrl) PERR(line, "out of memory");
-                routes = nrl;
-            }
+            if (cm_grow((void **)&routes, &capr, (size_t)nr + 1, sizeof *routes, 16) < 0) PERR(line, "out of memory");
             rline *r = &routes[nr++];
             r->line = line;
             r->a = (int)a;
