@@ -1310,7 +1310,7 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
             n != S.quiet_n || memcmp(ids, S.quiet_ids, sizeof *ids * (size_t)n))
             return 0;
     }
-    /* ms_model.c do_resume: a test answers for its time, a wait resumes when it is satisfied */
+    /* ms_model_events.c do_resume: a test answers for its time, a wait resumes when it is satisfied */
     const int64_t never = INT64_MAX;
     int64_t t = T.clock_ps, R = t, at = t, first = never, last = t;
     for (int i = 0; i < n; i++) {
