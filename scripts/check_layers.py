@@ -58,7 +58,7 @@ KNOWN = {
     "libmpisim/shim/handlers.c -> ms_coll.h",
     "libmpisim/shim/handlers.c -> ms_model.h",
     "libmpisim/shim/rma.c -> ms_model.h",
-    "libmpisim/shim/shim.c -> ms_model.h",
+    "libmpisim/shim/shim_internal.h -> ms_model.h",
     "libmpisim/shim/shim.h -> protocol.h",
     "libmpisim/shim/transport.c -> ms_shm.h",
     "libmpisim/shim/transport.c -> protocol.h",
