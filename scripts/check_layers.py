@@ -55,8 +55,8 @@ GENERATED = {"wrappers_gen.h": "shim", "fn_names_gen.h": "shim"}
 KNOWN = {
     "libmpisim/server/server_internal.h -> fn_names_gen.h",
     "libmpisim/server/server_internal.h -> ms_model.h",
-    "libmpisim/shim/handlers.c -> ms_coll.h",
-    "libmpisim/shim/handlers.c -> ms_model.h",
+    "libmpisim/shim/handlers_internal.h -> ms_coll.h",
+    "libmpisim/shim/handlers_internal.h -> ms_model.h",
     "libmpisim/shim/rma.c -> ms_model.h",
     "libmpisim/shim/shim_internal.h -> ms_model.h",
     "libmpisim/shim/shim.h -> protocol.h",
