@@ -8,7 +8,7 @@
  *
  * The module is timing only: it keeps each node's resources (when the NIC processor and the bus
  * are free) and answers "when is this packet on the wire / in host memory". The MPI model
- * (ms_model.c) owns the events and decides what to send.
+ * (ms_model*.c) owns the events and decides what to send.
  */
 #ifndef MS_HOST_H
 #define MS_HOST_H
