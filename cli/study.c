@@ -603,6 +603,46 @@ static double run_noise(const study_run *s, int k)
     return d < NOISE_CAP ? d : NOISE_CAP;
 }
 
+/* Point (i, j)'s speedup above its P beyond the caches and its runs' noise (print_study's test). */
+static int point_over(const study_run *s, int i, int j, double *tol_out)
+{
+    int ns = s->ns, base = -1;
+    for (int b = 0; b < s->np; b++)
+        if (s->procs[b] == 1) base = b;
+    double tp = s->t[i * ns + j], t1 = base >= 0 ? s->t[base * ns + j] : -1;
+    double tol = SUPERLINEAR_MARGIN + (base >= 0 ? run_noise(s, base * ns + j) : 0) + run_noise(s, i * ns + j);
+    if (tol_out) *tol_out = tol;
+    return s->procs[i] > 1 && t1 > 0 && tp > 0 && t1 / tp > s->procs[i] * (1 + tol);
+}
+
+/* A speedup above P is first taken for a slow spell of the one-rank run (a process can compute
+ * at 1.5-2x its usual CPU time for its whole life: P = 2, N = 32 at 127 % with --runs 1 beside two
+ * CPU-bound jobs): the one-rank point of such a point runs again, up to RECHECK_RUNS more times,
+ * until the point is within bounds; one that stays above is refused (print_study). */
+#define RECHECK_RUNS 6
+static void recheck_superlinear(study_run *s)
+{
+    int np = s->np, ns = s->ns, base = -1;
+    for (int b = 0; b < np; b++)
+        if (s->procs[b] == 1) base = b;
+    if (base < 0) return;
+    double dummy = 0;
+    for (int extra = 0; extra < RECHECK_RUNS; extra++) {
+        int any = 0;
+        for (int j = 0; j < ns; j++) {
+            int over = 0;
+            for (int i = 0; i < np; i++) over |= point_over(s, i, j, NULL);
+            if (!over) continue;
+            any = 1;
+            fprintf(stderr, "mpisim study: N=%d: a speedup above P: its one-rank point runs again (%d of %d)\n",
+                    s->sizes[j], extra + 1, RECHECK_RUNS);
+            /* the one-rank run only: another run of the point could only make it faster */
+            run_grid_point(s, base, j, 1 + extra, &s->t[base * ns + j], &s->t2[base * ns + j], &dummy);
+        }
+        if (!any) return;
+    }
+}
+
 /* The table on stdout, the CSV, the plot when Debian's matplotlib is there; the exit code.
  * A speedup above P cannot be right for work divided P ways with communication added (seed 000
  * sec 4.2: every curve below P): a point whose speedup exceeds P by more than CONFIRM plus the
@@ -642,8 +682,8 @@ static int print_study(study_run *s)
                 continue;
             }
             double sp = t1 > 0 ? t1 / tp : 0, eff = sp / s->procs[i];
-            double tol = SUPERLINEAR_MARGIN + run_noise(s, base * ns + j) + run_noise(s, i * ns + j);
-            int over = s->procs[i] > 1 && t1 > 0 && sp > s->procs[i] * (1 + tol);
+            double tol;
+            int over = point_over(s, i, j, &tol);
             double rate = s->rate[i * ns + j], nominal = s->here > 0 ? s->here : -1;
             /* the one-rank point's too: it divides into the column's every efficiency */
             int uncharged = rate > 0 && nominal > 0 && rate < UNCHARGED_SHARE * nominal;
@@ -708,6 +748,7 @@ static int study_speedup(study_run *s, int argc, char **argv)
         if ((rc = write_attempt_files(s)) >= 0) return rc;
         run_grid(s);
         if (attempt == 0 && calibration_was_slow(s)) continue;
+        recheck_superlinear(s);
         break;
     }
     nm_config_destroy(s->cfg);
