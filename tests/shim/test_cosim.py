@@ -237,7 +237,7 @@ def test_cpu_charged():
 
     def out_of_bounds():
         best = {n: min(v) for n, v in runs.items()}
-        return [n for n in (2, 16) if not 0.85 <= best[n] / best[1] <= 1.15], best
+        return [n for n in (2, 16) if not 0.7 <= best[n] / best[1] <= 1.4], best
 
     for k in range(8):
         for n in runs:
@@ -249,7 +249,9 @@ def test_cpu_charged():
           f"; ratios {best[2] / best[1]:.3f}, {best[16] / best[1]:.3f} after {len(runs[1])} rounds "
           f"(runs: {' / '.join(str([round(x / 1e9, 3) for x in v]) for v in runs.values())})")
     # --compute wall gives 1.84x for two ranks and 13-15x for sixteen; CPU time stays within a
-    # few % of one rank's (0.99-1.03 here: caches refilled after a switch, a hypervisor's share)
+    # few % of one rank's on a quiet machine (0.99-1.03 here: caches refilled after a switch, a
+    # hypervisor's share), but beside two CPU-bound jobs (one on this CPU) sixteen ranks took
+    # 1.20x after eight rounds (scripts/soak.sh): the bounds 0.7-1.4 still refuse wall time
     for n in bad:
         sys.exit(f"FAILED: {n} ranks sharing a CPU were charged {best[n] / best[1]:.2f}x the compute of one rank "
                  "alone (wall time charged?)")
