@@ -515,8 +515,7 @@ static void run_grid_point(study_run *s, int i, int j, int run, double *best, do
         if (run > 0) *next = *best;
         *best = v;
         /* how fast rank 0 computed, where its work is known (matmul's own; not --program's) */
-        s->rate[i * s->ns + j] = !s->program && v >= 0 && comp >= 0 && cpu_factor > 0
-                                     ? comp / cpu_factor * 1e9 / ((double)rows0 * n * n) : 0;
+        s->rate[i * s->ns + j] = !s->program && v >= 0 && rate > 0 ? rate : 0;
     } else if (v >= 0 && (*next <= 0 || v < *next)) {
         *next = v;
     }
