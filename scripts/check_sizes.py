@@ -39,7 +39,6 @@ KNOWN = {
     "libmpisim/driver/keys.c:ms_driver_register_keys",
     "libmpisim/driver/ms_driver.c:ms_driver_apply",
     "libmpisim/model/ms_coll_inter.c:mscoll_gen_inter",
-    "libmpisim/server/server_messages.c:handle",
     "libmpisim/server/server.c:ms_server_run",
     "libmpisim/shim/handlers.c:wait_generic",
     "netmodel/src/topo_001.c:nm_topo_parse_001",

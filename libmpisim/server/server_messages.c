@@ -272,6 +272,213 @@ static void apply(ms_server *s, int rank, ms_driver_event *e)
     }
 }
 
+static void on_icoll(ms_server *s, int rank, const char *p, uint32_t len)
+{
+    ms_msg_icoll m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    if (len < sizeof m + sizeof(uint64_t) * (size_t)m.ncounts) return;
+    uint64_t *counts = NULL;
+    if (m.ncounts > 0) {
+        counts = malloc(sizeof *counts * (size_t)m.ncounts);
+        if (!counts) {
+            rank_error(s, rank, "out of memory for a collective's counts");
+            srv_stop_run(s);
+            return;
+        }
+        memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
+    }
+    ms_driver_event e = {.kind = MS_EV_ICOLL, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
+                          .bytes = m.bytes, .peer = m.root, .mode = m.kind, .flags = m.inter_low, .list = counts,
+                          .nlist = counts ? (size_t)m.ncounts : 0};
+    apply(s, rank, &e);
+    free(counts);
+}
+
+static void on_comm_add(ms_server *s, int rank, const char *p, uint32_t len)
+{
+    ms_msg_comm_add m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    if (m.size <= 0 || len < sizeof m + sizeof(int32_t) * (size_t)m.size) return;
+    int32_t *w = malloc(sizeof *w * (size_t)m.size);   /* the payload may be unaligned */
+    if (!w) {
+        rank_error(s, rank, "out of memory for a communicator's members");
+        srv_stop_run(s);
+        return;
+    }
+    memcpy(w, p + sizeof m, sizeof *w * (size_t)m.size);
+    ms_driver_event e = {.kind = MS_EV_COMM_ADD, .comm = m.comm, .members = w, .nmembers = m.size};
+    apply(s, rank, &e);
+    free(w);
+}
+
+static void on_wait(ms_server *s, int rank, rank_info *r, const char *p, uint32_t len)
+{
+    ms_msg_wait m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    if (m.n < 0 || len < sizeof m + sizeof(uint64_t) * (size_t)m.n) return;
+    uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
+    if (!ids) {
+        rank_error(s, rank, "out of memory for a wait's requests");
+        srv_stop_run(s);
+        return;
+    }
+    memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
+    s->round_trips++;
+    r->quiet_ask = m.mode >= MS_TEST_ALL && m.n <= 16 && !m.flags ? 1 : 0;
+    r->quiet_t = m.t;
+    r->quiet_n = m.n;
+    if (r->quiet_ask) memcpy(r->quiet_ids, ids, sizeof *ids * (size_t)m.n);
+    ms_driver_event e = {.kind = MS_EV_WAIT, .fn = m.fn, .t = m.t, .mode = m.mode, .list = ids,
+                          .nlist = (size_t)m.n,
+                          .flags = ((m.flags & MS_WAIT_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
+                                   ((m.flags & MS_WAIT_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0)};
+    apply(s, rank, &e);
+    free(ids);
+}
+
+static void on_probe(ms_server *s, int rank, rank_info *r, const char *p, uint32_t len)
+{
+    ms_msg_probe m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    s->round_trips++;
+    r->quiet_ask = m.blocking || m.src == MS_PROC_NULL ? 0 : 2;
+    r->quiet_t = m.t;
+    r->quiet_n = 0;
+    ms_driver_event e = {.kind = MS_EV_PROBE, .fn = m.fn, .t = m.t, .comm = m.comm, .peer = m.src, .tag = m.tag,
+                         .mode = m.blocking};
+    apply(s, rank, &e);
+}
+
+static void on_unmodelled(ms_server *s, int rank, rank_info *r, const char *p, uint32_t len)
+{
+    char text[MS_TEXT_MAX];
+    size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+    memcpy(text, p, n);
+    text[n] = 0;
+    if (!strncmp(text, "FATAL ", 6)) {
+        rank_error(s, rank, text + 6);
+        srv_stop_run(s);
+    } else if (!strncmp(text, "ABORT ", 6)) {
+        rank_error(s, rank, text + 6);
+    } else if (!strncmp(text, "STOP ", 5)) {
+        /* its shim is being ended from outside (the launcher's SIGTERM after another rank
+         * died, a batch system's): when its process goes, it did not fail itself */
+        snprintf(r->stop_notice, sizeof r->stop_notice, "%.1000s", text + 5);
+    } else {
+        count_unmodelled(r, text);
+        /* the call's name, then (after its NUL) where the program called it from: what the
+         * stall watchdog says if the rank stays inside it */
+        size_t name_len = strlen(text);
+        snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
+        snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
+        r->untimed_since = wall_now();
+        r->untimed_idle0 = s->stall_clock.idle_s;
+        r->untimed_stalled = 0;
+        /* an untimed call: the rank does not hold the model back while it runs it */
+        ms_driver_event e = {.kind = MS_EV_UNTIMED, .fn = -1};
+        apply(s, rank, &e);
+    }
+}
+
+static void on_site(rank_info *r, const char *p, uint32_t len)
+{
+    ms_msg_site m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    m.text[MS_SITE_TEXT - 1] = 0;
+    size_t i;
+    for (i = 0; i < r->nsites; i++)
+        if (r->sites[i].fn == m.fn && !strcmp(r->sites[i].text, m.text)) break;
+    if (i == r->nsites) {
+        if (r->nsites == r->cap_sites) {
+            size_t cap = r->cap_sites ? r->cap_sites * 2 : 16;
+            site_total *q = realloc(r->sites, sizeof *q * cap);
+            if (!q) return;
+            r->sites = q;
+            r->cap_sites = cap;
+        }
+        memset(&r->sites[i], 0, sizeof r->sites[i]);
+        r->sites[i].fn = m.fn;
+        memcpy(r->sites[i].text, m.text, sizeof m.text);
+        r->nsites++;
+    }
+    /* totals so far: the newest replaces */
+    r->sites[i].calls = m.calls;
+    r->sites[i].bytes = m.bytes;
+    r->sites[i].time_ps = m.time_ps;
+}
+
+static void on_stall(ms_server *s, int rank, rank_info *r, const char *p, uint32_t len)
+{
+    char text[MS_TEXT_MAX];
+    size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+    memcpy(text, p, n);
+    text[n] = 0;
+    /* one suspect per rank, with the thread it came from: another thread moving says nothing
+     * about it, a new notice replaces it */
+    if (!text[0] && r->suspect && r->suspect_thread != r->cur_thread) return;
+    if (r->suspect_passed && !r->stopped_passed) ms_driver_thread_stalled(s->drv, rank, r->suspect_thread, "");
+    free(r->suspect);
+    r->suspect = NULL;
+    r->suspect_passed = 0;
+    if (!text[0]) return;
+    /* the driver hears of it once the stall clock has counted shim.stall_timeout since the
+     * wait began, which the shim has seen for its notice time already */
+    r->suspect = strdup(text);
+    r->suspect_thread = r->cur_thread;
+    r->suspect_idle0 = s->stall_clock.idle_s - (double)s->welcome.stall_timeout_ps * 1e-12;
+    r->suspect_since = wall_now() - (double)s->welcome.stall_timeout_ps * 1e-12;
+    s->next_proc_look = 0;   /* look now */
+}
+
+static void on_thread(ms_server *s, int rank, rank_info *r, const char *p, uint32_t len)
+{
+    ms_msg_thread m;
+    if (len < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    m.why[sizeof m.why - 1] = 0;
+    if (m.op == MS_THREAD_VIOLATION) {
+        if (!r->violation[0])
+            snprintf(r->violation, sizeof r->violation, "threads of rank %d called MPI at the same time at %.6f us "
+                     "(%s)", rank, (double)m.t * 1e-6, m.why);
+        return;
+    }
+    if (m.slot < 0 || m.slot > MS_MODEL_MAX_THREADS || m.op < MS_THREAD_SWITCH || m.op > MS_THREAD_END) {
+        rank_error(s, rank, "named a thread or a thread operation out of range (protocol mismatch?)");
+        srv_stop_run(s);
+        return;
+    }
+    r->cur_thread = m.slot;
+    if (m.op == MS_THREAD_SWITCH) return;
+    if (m.slot && m.slot > r->nth) {
+        thread_info *q = realloc(r->th, sizeof *q * (size_t)m.slot);
+        if (!q) {
+            rank_error(s, rank, "out of memory for its threads");
+            srv_stop_run(s);
+            return;
+        }
+        memset(q + r->nth, 0, sizeof *q * (size_t)(m.slot - r->nth));
+        r->th = q;
+        r->nth = m.slot;
+    }
+    thread_info *ti = m.slot ? &r->th[m.slot - 1] : &r->th0;
+    if (m.op == MS_THREAD_PARK || m.op == MS_THREAD_IDLE) {
+        ti->parked = 1;
+        ti->stalled = 0;
+        ti->since = wall_now();
+        snprintf(ti->why, sizeof ti->why, "%s", m.why);
+    } else {
+        ti->parked = 0;
+    }
+    ms_driver_event e = {.kind = m.op == MS_THREAD_PARK ? MS_EV_UNTIMED : m.op == MS_THREAD_IDLE ? MS_EV_IDLE
+                         : MS_EV_THREAD_END, .t = m.t};
+    apply(s, rank, &e);
+}
+
 /* One message from a connected rank: the events go to the driver, decoded from the wire. */
 static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_t len)
 {
@@ -310,28 +517,9 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         apply(s, rank, &e);
         break;
     }
-    case MS_MSG_ICOLL: {
-        ms_msg_icoll m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        if (len < sizeof m + sizeof(uint64_t) * (size_t)m.ncounts) break;
-        uint64_t *counts = NULL;
-        if (m.ncounts > 0) {
-            counts = malloc(sizeof *counts * (size_t)m.ncounts);
-            if (!counts) {
-                rank_error(s, rank, "out of memory for a collective's counts");
-                srv_stop_run(s);
-                break;
-            }
-            memcpy(counts, p + sizeof m, sizeof *counts * (size_t)m.ncounts);
-        }
-        e = (ms_driver_event){.kind = MS_EV_ICOLL, .fn = m.fn, .t = m.t, .req = m.req, .comm = m.comm,
-                              .bytes = m.bytes, .peer = m.root, .mode = m.kind, .flags = m.inter_low, .list = counts,
-                              .nlist = counts ? (size_t)m.ncounts : 0};
-        apply(s, rank, &e);
-        free(counts);
+    case MS_MSG_ICOLL:
+        on_icoll(s, rank, p, len);
         break;
-    }
     case MS_MSG_EXIT: {   /* its process exits with this code (before its process is seen gone) */
         ms_msg_exit m;
         if (len < sizeof m) break;
@@ -351,61 +539,15 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         apply(s, rank, &e);
         break;
     }
-    case MS_MSG_COMM_ADD: {
-        ms_msg_comm_add m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        if (m.size <= 0 || len < sizeof m + sizeof(int32_t) * (size_t)m.size) break;
-        int32_t *w = malloc(sizeof *w * (size_t)m.size);   /* the payload may be unaligned */
-        if (!w) {
-            rank_error(s, rank, "out of memory for a communicator's members");
-            srv_stop_run(s);
-            break;
-        }
-        memcpy(w, p + sizeof m, sizeof *w * (size_t)m.size);
-        e = (ms_driver_event){.kind = MS_EV_COMM_ADD, .comm = m.comm, .members = w, .nmembers = m.size};
-        apply(s, rank, &e);
-        free(w);
+    case MS_MSG_COMM_ADD:
+        on_comm_add(s, rank, p, len);
         break;
-    }
-    case MS_MSG_WAIT: {
-        ms_msg_wait m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        if (m.n < 0 || len < sizeof m + sizeof(uint64_t) * (size_t)m.n) break;
-        uint64_t *ids = malloc(sizeof *ids * (size_t)(m.n ? m.n : 1));
-        if (!ids) {
-            rank_error(s, rank, "out of memory for a wait's requests");
-            srv_stop_run(s);
-            break;
-        }
-        memcpy(ids, p + sizeof m, sizeof *ids * (size_t)m.n);
-        s->round_trips++;
-        r->quiet_ask = m.mode >= MS_TEST_ALL && m.n <= 16 && !m.flags ? 1 : 0;
-        r->quiet_t = m.t;
-        r->quiet_n = m.n;
-        if (r->quiet_ask) memcpy(r->quiet_ids, ids, sizeof *ids * (size_t)m.n);
-        e = (ms_driver_event){.kind = MS_EV_WAIT, .fn = m.fn, .t = m.t, .mode = m.mode, .list = ids,
-                              .nlist = (size_t)m.n,
-                              .flags = ((m.flags & MS_WAIT_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
-                                       ((m.flags & MS_WAIT_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0)};
-        apply(s, rank, &e);
-        free(ids);
+    case MS_MSG_WAIT:
+        on_wait(s, rank, r, p, len);
         break;
-    }
-    case MS_MSG_PROBE: {
-        ms_msg_probe m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        s->round_trips++;
-        r->quiet_ask = m.blocking || m.src == MS_PROC_NULL ? 0 : 2;
-        r->quiet_t = m.t;
-        r->quiet_n = 0;
-        e = (ms_driver_event){.kind = MS_EV_PROBE, .fn = m.fn, .t = m.t, .comm = m.comm, .peer = m.src, .tag = m.tag,
-                              .mode = m.blocking};
-        apply(s, rank, &e);
+    case MS_MSG_PROBE:
+        on_probe(s, rank, r, p, len);
         break;
-    }
     case MS_MSG_CLOCK: {
         ms_msg_clock m;
         if (len < sizeof m) break;
@@ -423,134 +565,24 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         srv_send_msg(r, MS_MSG_FIN_OK, NULL, 0, NULL, 0);
         break;
     }
-    case MS_MSG_UNMODELLED: {
-        char text[MS_TEXT_MAX];
-        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
-        memcpy(text, p, n);
-        text[n] = 0;
-        if (!strncmp(text, "FATAL ", 6)) {
-            rank_error(s, rank, text + 6);
-            srv_stop_run(s);
-        } else if (!strncmp(text, "ABORT ", 6)) {
-            rank_error(s, rank, text + 6);
-        } else if (!strncmp(text, "STOP ", 5)) {
-            /* its shim is being ended from outside (the launcher's SIGTERM after another rank
-             * died, a batch system's): when its process goes, it did not fail itself */
-            snprintf(r->stop_notice, sizeof r->stop_notice, "%.1000s", text + 5);
-        } else {
-            count_unmodelled(r, text);
-            /* the call's name, then (after its NUL) where the program called it from: what the
-             * stall watchdog says if the rank stays inside it */
-            size_t name_len = strlen(text);
-            snprintf(r->untimed_call, sizeof r->untimed_call, "%.63s", text);
-            snprintf(r->untimed_site, sizeof r->untimed_site, "%s", name_len + 1 < n ? text + name_len + 1 : "");
-            r->untimed_since = wall_now();
-            r->untimed_idle0 = s->stall_clock.idle_s;
-            r->untimed_stalled = 0;
-            /* an untimed call: the rank does not hold the model back while it runs it */
-            e.kind = MS_EV_UNTIMED;
-            apply(s, rank, &e);
-        }
+    case MS_MSG_UNMODELLED:
+        on_unmodelled(s, rank, r, p, len);
         break;
-    }
-    case MS_MSG_SITE: {
-        ms_msg_site m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        m.text[MS_SITE_TEXT - 1] = 0;
-        size_t i;
-        for (i = 0; i < r->nsites; i++)
-            if (r->sites[i].fn == m.fn && !strcmp(r->sites[i].text, m.text)) break;
-        if (i == r->nsites) {
-            if (r->nsites == r->cap_sites) {
-                size_t cap = r->cap_sites ? r->cap_sites * 2 : 16;
-                site_total *q = realloc(r->sites, sizeof *q * cap);
-                if (!q) break;
-                r->sites = q;
-                r->cap_sites = cap;
-            }
-            memset(&r->sites[i], 0, sizeof r->sites[i]);
-            r->sites[i].fn = m.fn;
-            memcpy(r->sites[i].text, m.text, sizeof m.text);
-            r->nsites++;
-        }
-        /* totals so far: the newest replaces */
-        r->sites[i].calls = m.calls;
-        r->sites[i].bytes = m.bytes;
-        r->sites[i].time_ps = m.time_ps;
+    case MS_MSG_SITE:
+        on_site(r, p, len);
         break;
-    }
     case MS_MSG_PROGRESS: {
         if (len < sizeof r->progress) break;
         memcpy(&r->progress, p, sizeof r->progress);
         r->has_progress = 1;
         break;
     }
-    case MS_MSG_STALL: {   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
-        char text[MS_TEXT_MAX];
-        size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
-        memcpy(text, p, n);
-        text[n] = 0;
-        /* one suspect per rank, with the thread it came from: another thread moving says nothing
-         * about it, a new notice replaces it */
-        if (!text[0] && r->suspect && r->suspect_thread != r->cur_thread) break;
-        if (r->suspect_passed && !r->stopped_passed) ms_driver_thread_stalled(s->drv, rank, r->suspect_thread, "");
-        free(r->suspect);
-        r->suspect = NULL;
-        r->suspect_passed = 0;
-        if (!text[0]) break;
-        /* the driver hears of it once the stall clock has counted shim.stall_timeout since the
-         * wait began, which the shim has seen for its notice time already */
-        r->suspect = strdup(text);
-        r->suspect_thread = r->cur_thread;
-        r->suspect_idle0 = s->stall_clock.idle_s - (double)s->welcome.stall_timeout_ps * 1e-12;
-        r->suspect_since = wall_now() - (double)s->welcome.stall_timeout_ps * 1e-12;
-        s->next_proc_look = 0;   /* look now */
+    case MS_MSG_STALL:   /* the stall watchdog: where it waits in the real MPI; empty: it moves again */
+        on_stall(s, rank, r, p, len);
         break;
-    }
-    case MS_MSG_THREAD: {
-        ms_msg_thread m;
-        if (len < sizeof m) break;
-        memcpy(&m, p, sizeof m);
-        m.why[sizeof m.why - 1] = 0;
-        if (m.op == MS_THREAD_VIOLATION) {
-            if (!r->violation[0])
-                snprintf(r->violation, sizeof r->violation, "threads of rank %d called MPI at the same time at %.6f us "
-                         "(%s)", rank, (double)m.t * 1e-6, m.why);
-            break;
-        }
-        if (m.slot < 0 || m.slot > MS_MODEL_MAX_THREADS || m.op < MS_THREAD_SWITCH || m.op > MS_THREAD_END) {
-            rank_error(s, rank, "named a thread or a thread operation out of range (protocol mismatch?)");
-            srv_stop_run(s);
-            break;
-        }
-        r->cur_thread = m.slot;
-        if (m.op == MS_THREAD_SWITCH) break;
-        if (m.slot && m.slot > r->nth) {
-            thread_info *q = realloc(r->th, sizeof *q * (size_t)m.slot);
-            if (!q) {
-                rank_error(s, rank, "out of memory for its threads");
-                srv_stop_run(s);
-                break;
-            }
-            memset(q + r->nth, 0, sizeof *q * (size_t)(m.slot - r->nth));
-            r->th = q;
-            r->nth = m.slot;
-        }
-        thread_info *ti = m.slot ? &r->th[m.slot - 1] : &r->th0;
-        if (m.op == MS_THREAD_PARK || m.op == MS_THREAD_IDLE) {
-            ti->parked = 1;
-            ti->stalled = 0;
-            ti->since = wall_now();
-            snprintf(ti->why, sizeof ti->why, "%s", m.why);
-        } else {
-            ti->parked = 0;
-        }
-        e = (ms_driver_event){.kind = m.op == MS_THREAD_PARK ? MS_EV_UNTIMED : m.op == MS_THREAD_IDLE ? MS_EV_IDLE
-                                      : MS_EV_THREAD_END, .t = m.t};
-        apply(s, rank, &e);
+    case MS_MSG_THREAD:
+        on_thread(s, rank, r, p, len);
         break;
-    }
     case MS_MSG_CALLSITE: {
         size_t n = len < sizeof r->callsite_text - 1 ? len : sizeof r->callsite_text - 1;
         memcpy(r->callsite_text, p, n);
