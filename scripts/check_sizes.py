@@ -40,7 +40,6 @@ KNOWN = {
     "libmpisim/driver/ms_driver.c:ms_driver_apply",
     "libmpisim/model/ms_coll_inter.c:mscoll_gen_inter",
     "libmpisim/server/server.c:ms_server_run",
-    "libmpisim/shim/handlers.c:wait_generic",
     "netmodel/src/topo_001.c:nm_topo_parse_001",
     "replay/replay.c:play_records",
     "tests/shim/progs/cancel.c:main",

@@ -461,6 +461,68 @@ static int complete_handle(MPI_Request *h, ms_rq *t, ms_rq *owner, MPI_Status *s
  * passthrough calls) complete by the real MPI alone, untimed. */
 static int is_foreign(MPI_Request h) { return h != MPI_REQUEST_NULL && !ms_rq_find(h); }
 
+/* The status a completed request i of a wait fills in: the one status (Wait, Waitany, Test,
+ * Testany), none, or its own (Waitall, Testall; Waitsome, Testsome: the next in order). */
+#define STATUS_FOR(i) (one_status ? statuses : statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE \
+                       : some ? &statuses[*outcount] : &statuses[i])
+
+/* Foreign requests already complete count at once (for Testall only if all complete): the number
+ * of foreign requests still pending; *done counts those completed. */
+static inline int foreign_done_now(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
+                                   MPI_Status *statuses, int one_status, int *done)
+{
+    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int nforeign = 0;
+    for (int i = 0; i < count; i++) {
+        if (!is_foreign(reqs[i])) continue;
+        nforeign++;
+        if (any && *index != MPI_UNDEFINED) continue;
+        int f = 0;
+        MPI_Status st;
+        if (mode == MS_TEST_ALL) continue;
+        PMPI_Test(&reqs[i], &f, &st);
+        if (!f) continue;
+        MPI_Status *dst = STATUS_FOR(i);
+        if (dst != MPI_STATUS_IGNORE) *dst = st;
+        if (any) *index = i;
+        if (some) indices[(*outcount)++] = i;
+        (*done)++;
+        nforeign--;
+    }
+    return nforeign;
+}
+
+/* Foreign requests still pending: the real MPI completes them (a test looks once). */
+static void foreign_wait(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
+                         MPI_Status *statuses, int one_status, int *done)
+{
+    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int is_test = mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME;
+    ms_real_wait w = {0};
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < count; i++) {
+            if (!is_foreign(reqs[i])) continue;
+            int f = 0;
+            MPI_Status st;
+            PMPI_Test(&reqs[i], &f, &st);
+            if (!f) {
+                pending++;
+                continue;
+            }
+            MPI_Status *dst = STATUS_FOR(i);
+            if (dst != MPI_STATUS_IGNORE) *dst = st;
+            if (any) *index = i;
+            if (some) indices[(*outcount)++] = i;
+            (*done)++;
+            if (any) break;
+        }
+        if (!pending || is_test || ((any || some) && *done)) break;
+        ms_real_wait_step(&w, NULL);
+    }
+    ms_real_wait_end(&w);
+}
+
 static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
                         int *flag, MPI_Status *statuses, int one_status, ms_fn_id fn)
 {
@@ -475,30 +537,12 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     if (!ts || !os || !at || !res) ms_fatal("out of memory");
     int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
     int is_test = mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME;
-    int rc = MPI_SUCCESS, done = 0, nforeign = 0;
+    int rc = MPI_SUCCESS, done = 0;
     if (!one_status && statuses != MPI_STATUSES_IGNORE && !any && !some)
         for (int i = 0; i < count; i++) mh_empty_status(&statuses[i]);
     if (any) *index = MPI_UNDEFINED;
     if (some) *outcount = 0;
-#define STATUS_FOR(i) (one_status ? statuses : statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE \
-                       : some ? &statuses[*outcount] : &statuses[i])
-    /* foreign requests already complete count at once (for Testall only if all complete) */
-    for (int i = 0; i < count; i++) {
-        if (!is_foreign(reqs[i])) continue;
-        nforeign++;
-        if (any && *index != MPI_UNDEFINED) continue;
-        int f = 0;
-        MPI_Status st;
-        if (mode == MS_TEST_ALL) continue;
-        PMPI_Test(&reqs[i], &f, &st);
-        if (!f) continue;
-        MPI_Status *dst = STATUS_FOR(i);
-        if (dst != MPI_STATUS_IGNORE) *dst = st;
-        if (any) *index = i;
-        if (some) indices[(*outcount)++] = i;
-        done++;
-        nforeign--;
-    }
+    int nforeign = foreign_done_now(mode, count, reqs, index, outcount, indices, statuses, one_status, &done);
     int n = 0;
     for (int i = 0; i < count; i++) {
         ms_rq *owner;
@@ -545,31 +589,8 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     }
     done += mdone;
     /* foreign requests still pending: the real MPI completes them */
-    if (nforeign && (mode == MS_WAIT_ALL || (mode == MS_TEST_ALL && mdone == n) || ((any || some) && !done))) {
-        ms_real_wait w = {0};
-        for (;;) {
-            int pending = 0;
-            for (int i = 0; i < count; i++) {
-                if (!is_foreign(reqs[i])) continue;
-                int f = 0;
-                MPI_Status st;
-                PMPI_Test(&reqs[i], &f, &st);
-                if (!f) {
-                    pending++;
-                    continue;
-                }
-                MPI_Status *dst = STATUS_FOR(i);
-                if (dst != MPI_STATUS_IGNORE) *dst = st;
-                if (any) *index = i;
-                if (some) indices[(*outcount)++] = i;
-                done++;
-                if (any) break;
-            }
-            if (!pending || is_test || ((any || some) && done)) break;
-            ms_real_wait_step(&w, NULL);
-        }
-        ms_real_wait_end(&w);
-    }
+    if (nforeign && (mode == MS_WAIT_ALL || (mode == MS_TEST_ALL && mdone == n) || ((any || some) && !done)))
+        foreign_wait(mode, count, reqs, index, outcount, indices, statuses, one_status, &done);
 #undef STATUS_FOR
     if (flag) {
         int total = n + nforeign;
