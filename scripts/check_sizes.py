@@ -37,7 +37,6 @@ KNOWN = {
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
     "libmpisim/driver/keys.c:ms_driver_register_keys",
-    "libmpisim/driver/ms_driver.c:ms_driver_apply",
     "libmpisim/model/ms_coll_inter.c:mscoll_gen_inter",
     "libmpisim/server/server.c:ms_server_run",
     "netmodel/src/topo_001.c:nm_topo_parse_001",

@@ -496,6 +496,88 @@ static const uint64_t *wait_ids(ms_driver *d, int rank, const ms_driver_event *e
     return d->ids;
 }
 
+/* A new communicator: the model's, and its size for the driver's own checks. */
+static int apply_comm_add(ms_driver *d, int rank, const ms_driver_event *e, char *err, size_t errlen)
+{
+    char merr[512], l[512];
+    merr[0] = 0;
+    if (e->nmembers < 0 || (e->nmembers && !e->members)) return fail(err, errlen, "a communicator without members");
+    int small[64] = {0};
+    int *w = e->nmembers <= 64 ? small : malloc(sizeof(int) * (size_t)e->nmembers);
+    if (!w) return refused(err, errlen, "a communicator", "out of memory");
+    for (int32_t i = 0; i < e->nmembers; i++) w[i] = e->members[i];
+    if (d->log) {
+        uint64_t *v = malloc(sizeof *v * ((size_t)e->nmembers + 1));
+        for (int32_t i = 0; v && i < e->nmembers; i++) v[i] = (uint64_t)(int64_t)e->members[i];
+        logline(d, rank, "comm_add comm=%" PRIu64 " members=%s", e->comm,
+                v ? list_text(l, sizeof l, v, (size_t)e->nmembers) : "?");
+        free(v);
+    }
+    int rc = ms_model_comm_add(d->model, e->comm, e->nmembers, w, merr, sizeof merr);
+    if (w != small) free(w);
+    if (comm_members(d, e->comm) < 0) {
+        if (d->ncomms == d->cap_comms) {
+            size_t cap = d->cap_comms ? d->cap_comms * 2 : 16;
+            comm_size *q = realloc(d->comms, sizeof *q * cap);
+            if (!q) return refused(err, errlen, "a communicator", "out of memory");
+            d->comms = q;
+            d->cap_comms = cap;
+        }
+        d->comms[d->ncomms].id = e->comm;
+        d->comms[d->ncomms].size = e->nmembers;
+        d->ncomms++;
+    }
+    return rc < 0 ? refused(err, errlen, "a communicator", merr) : 0;
+}
+
+/* A wait (or a rejoin after an untimed call): the rank blocks until the model resumes it. */
+static int apply_wait(ms_driver *d, int rank, int lane, const ms_driver_event *e, char *err, size_t errlen)
+{
+    drank *r = &d->r[lane];
+    char merr[512], l[512];
+    merr[0] = 0;
+    if (e->flags & MS_EV_FLAG_REJOIN) {
+        /* back from an untimed call: the model may have moved on meanwhile (the rank did not
+         * hold the horizon). It goes on at the model's time, which runs ahead of the network's
+         * (posts, collective steps and resumes are the model's own events), and at least at
+         * the network's next instant, so that its first send is not clamped. */
+        int64_t now = ms_model_now(d->model), net = nm_network_now(d->net);
+        if (net > now) now = net;
+        if (d->log) logline(d, rank, "rejoin t=%" PRId64, e->t);
+        resume(d, lane, e->t > now ? e->t : now, NULL, 0);
+        return 0;
+    }
+    set_clock(d, r, e->t);
+    set_state(d, r, MS_RANK_BLOCKED);
+    r->wait_fn = e->fn;
+    r->wait_flags = e->flags;
+    r->wait_mode = e->mode;
+    r->rec_done = e->recorded_done;
+    r->nrec_done = e->recorded_done ? e->nrecorded_done : 0;
+    size_t n;
+    const uint64_t *ids = wait_ids(d, rank, e, &n);
+    if (!ids && n) return refused(err, errlen, "a wait", "out of memory");
+    if (d->log)
+        logline(d, rank, "wait t=%" PRId64 " mode=%d flags=%d reqs=%s", e->t, e->mode, e->flags,
+                list_text(l, sizeof l, ids, n));
+    if (ms_model_wait(d->model, rank, e->t, (ms_wait_mode)e->mode, n, ids, merr, sizeof merr) < 0)
+        return refused(err, errlen, "a wait", merr);
+    return 0;
+}
+
+static void apply_finalize(ms_driver *d, int rank, drank *r, const ms_driver_event *e)
+{
+    set_clock(d, r, e->t);
+    set_state(d, r, MS_RANK_FINISHED);
+    for (int t = 0; t < d->ntl[rank]; t++)   /* its threads post nothing after it */
+        if (d->tl[rank][t] >= 0 && d->r[d->tl[rank][t]].state != MS_RANK_FINISHED) {
+            if (d->r[d->tl[rank][t]].stall_text) clear_stall(d, &d->r[d->tl[rank][t]]);
+            set_state(d, &d->r[d->tl[rank][t]], MS_RANK_FINISHED);
+        }
+    if (d->log) logline(d, rank, "finalize t=%" PRId64, e->t);
+    ms_model_finalize(d->model, rank, e->t);
+}
+
 int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err, size_t errlen)
 {
     int lane = rank;
@@ -568,64 +650,10 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
             return refused(err, errlen, "a collective", merr);
         return 0;
     }
-    case MS_EV_COMM_ADD: {
-        if (e->nmembers < 0 || (e->nmembers && !e->members)) return fail(err, errlen, "a communicator without members");
-        int small[64] = {0};
-        int *w = e->nmembers <= 64 ? small : malloc(sizeof(int) * (size_t)e->nmembers);
-        if (!w) return refused(err, errlen, "a communicator", "out of memory");
-        for (int32_t i = 0; i < e->nmembers; i++) w[i] = e->members[i];
-        if (d->log) {
-            uint64_t *v = malloc(sizeof *v * ((size_t)e->nmembers + 1));
-            for (int32_t i = 0; v && i < e->nmembers; i++) v[i] = (uint64_t)(int64_t)e->members[i];
-            logline(d, rank, "comm_add comm=%" PRIu64 " members=%s", e->comm,
-                    v ? list_text(l, sizeof l, v, (size_t)e->nmembers) : "?");
-            free(v);
-        }
-        int rc = ms_model_comm_add(d->model, e->comm, e->nmembers, w, merr, sizeof merr);
-        if (w != small) free(w);
-        if (comm_members(d, e->comm) < 0) {
-            if (d->ncomms == d->cap_comms) {
-                size_t cap = d->cap_comms ? d->cap_comms * 2 : 16;
-                comm_size *q = realloc(d->comms, sizeof *q * cap);
-                if (!q) return refused(err, errlen, "a communicator", "out of memory");
-                d->comms = q;
-                d->cap_comms = cap;
-            }
-            d->comms[d->ncomms].id = e->comm;
-            d->comms[d->ncomms].size = e->nmembers;
-            d->ncomms++;
-        }
-        return rc < 0 ? refused(err, errlen, "a communicator", merr) : 0;
-    }
-    case MS_EV_WAIT: {
-        if (e->flags & MS_EV_FLAG_REJOIN) {
-            /* back from an untimed call: the model may have moved on meanwhile (the rank did not
-             * hold the horizon). It goes on at the model's time, which runs ahead of the network's
-             * (posts, collective steps and resumes are the model's own events), and at least at
-             * the network's next instant, so that its first send is not clamped. */
-            int64_t now = ms_model_now(d->model), net = nm_network_now(d->net);
-            if (net > now) now = net;
-            if (d->log) logline(d, rank, "rejoin t=%" PRId64, e->t);
-            resume(d, lane, e->t > now ? e->t : now, NULL, 0);
-            return 0;
-        }
-        set_clock(d, r, e->t);
-        set_state(d, r, MS_RANK_BLOCKED);
-        r->wait_fn = e->fn;
-        r->wait_flags = e->flags;
-        r->wait_mode = e->mode;
-        r->rec_done = e->recorded_done;
-        r->nrec_done = e->recorded_done ? e->nrecorded_done : 0;
-        size_t n;
-        const uint64_t *ids = wait_ids(d, rank, e, &n);
-        if (!ids && n) return refused(err, errlen, "a wait", "out of memory");
-        if (d->log)
-            logline(d, rank, "wait t=%" PRId64 " mode=%d flags=%d reqs=%s", e->t, e->mode, e->flags,
-                    list_text(l, sizeof l, ids, n));
-        if (ms_model_wait(d->model, rank, e->t, (ms_wait_mode)e->mode, n, ids, merr, sizeof merr) < 0)
-            return refused(err, errlen, "a wait", merr);
-        return 0;
-    }
+    case MS_EV_COMM_ADD:
+        return apply_comm_add(d, rank, e, err, errlen);
+    case MS_EV_WAIT:
+        return apply_wait(d, rank, lane, e, err, errlen);
     case MS_EV_PROBE:
         set_clock(d, r, e->t);
         set_state(d, r, MS_RANK_BLOCKED);
@@ -654,15 +682,7 @@ int ms_driver_apply(ms_driver *d, int rank, const ms_driver_event *e, char *err,
         set_state(d, r, MS_RANK_FINISHED);
         return 0;
     case MS_EV_FINALIZE:
-        set_clock(d, r, e->t);
-        set_state(d, r, MS_RANK_FINISHED);
-        for (int t = 0; t < d->ntl[rank]; t++)   /* its threads post nothing after it */
-            if (d->tl[rank][t] >= 0 && d->r[d->tl[rank][t]].state != MS_RANK_FINISHED) {
-                if (d->r[d->tl[rank][t]].stall_text) clear_stall(d, &d->r[d->tl[rank][t]]);
-                set_state(d, &d->r[d->tl[rank][t]], MS_RANK_FINISHED);
-            }
-        if (d->log) logline(d, rank, "finalize t=%" PRId64, e->t);
-        ms_model_finalize(d->model, rank, e->t);
+        apply_finalize(d, rank, r, e);
         return 0;
     default:
         return fail(err, errlen, "an event of unknown kind %d", e->kind);
