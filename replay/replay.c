@@ -328,11 +328,94 @@ static int recorded_done(replay *p, int rank, size_t k, const uint64_t **ids, si
     return 0;
 }
 
-/* Play one rank until it blocks, finishes or its records end: each record becomes the event the
- * rank reported when it ran, at the clock the records rebuild. */
 /* `streamed` is a constant in each of play()'s two copies: a trace in memory is one window from
  * record 0, with no stretch to read (its records are found as before this window existed). */
 #define RECS(r, k) (streamed ? REC(r, k) : &(r)->w.ev[k])
+
+/* A call's entry: the computation before it moves the rank's clock. */
+static inline void play_call(replay *p, int rank, size_t k, const ms_trace_event *e)
+{
+    rrank *r = &p->r[rank];
+    int64_t c = compute_of(p, e);
+    if (c < 0 || r->clock > MS_TRACE_MAX_CLOCK_PS - c) {
+        if (!p->stopped)
+            snprintf(p->stop, sizeof p->stop,
+                     "rank %d event %zu (%s): the virtual clock would pass 2^62 ps (53 days) after a "
+                     "computation of %lld ps recorded (times --cpu-scale %g, or shim.cpu_factor): too large",
+                     rank, k, ms_trace_fn_name(p->t, e->fn), (long long)e->compute_ps, p->cpu_scale);
+        p->stopped = 1;
+        return;
+    }
+    r->clock += c;
+    r->compute += c;
+    r->calls++;
+    r->call_entry = r->clock;
+}
+
+/* The WAIT at record k, with the requests the recorded run completed in it: 0 to play on, -1 when
+ * the rank stops playing (blocked until the driver resumes it, or the replay stopped). */
+static inline __attribute__((always_inline)) int play_wait(replay *p, int rank, size_t k, const int streamed)
+{
+    rrank *r = &p->r[rank];
+    /* the records after it first (they may be read into the window), then what points into it */
+    r->wait_ev = k;
+    if (r->cosim) note_resume(p, rank);
+    const uint64_t *done = NULL;
+    size_t ndone = 0;
+    int rd = p->stopped ? -2 : recorded_done(p, rank, k, &done, &ndone);
+    if (rd < 0) {
+        if (rd == -1) stop_at(p, rank, k, "a wait: out of memory");
+        return -1;
+    }
+    const ms_trace_event *e = RECS(r, k);
+    ms_driver_event ev = event_of(e, MS_EV_WAIT, r->clock);
+    if (e->list_n > 0) {
+        ev.list = LISTS(r, e);
+        ev.nlist = (size_t)e->list_n;
+    }
+    ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
+               ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
+    ev.recorded_done = done;
+    ev.nrecorded_done = ndone;
+    feed(p, rank, k, &ev);
+    return playing(p, rank) ? 0 : -1;
+}
+
+/* An UNMODELLED record: the rank stopped from outside, a fatal error recorded, or an untimed call. */
+static void play_unmodelled(replay *p, int rank, size_t k, const ms_trace_event *e)
+{
+    rrank *r = &p->r[rank];
+    const char *text = TEXT(r, e);
+    if (!strncmp(text, "STOP ", 5)) {
+        /* the rank was ended from outside and flushed its records: not the one that died */
+        r->stopped = 1;
+        snprintf(r->stop_why, sizeof r->stop_why, "%.90s", text + 5);
+    } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
+        if (!p->stopped) {
+            p->stopped = 1;
+            snprintf(p->stop, sizeof p->stop, "rank %d: %.900s (recorded)", rank, text + 6);
+        }
+    } else {
+        r->unmodelled++;
+        note_untimed(p, text);
+        ms_driver_event ev = event_of(e, MS_EV_UNTIMED, r->clock);
+        feed(p, rank, k, &ev);
+    }
+}
+
+/* The records end without MPI_Finalize: the rank was killed (or its file truncated). */
+static void records_ended(replay *p, int rank)
+{
+    rrank *r = &p->r[rank];
+    ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
+    feed(p, rank, r->pc, &ev);
+    if (r->stopped) ms_driver_rank_stopped(p->drv, rank);
+    else ms_driver_rank_gone(p->drv, rank);
+    release(p, rank);
+}
+
+/* Play one rank until it blocks, finishes or its records end: each record becomes the event the
+ * rank reported when it ran, at the clock the records rebuild. */
 static inline __attribute__((always_inline)) void play_records(replay *p, int rank, const int streamed)
 {
     rrank *r = &p->r[rank];
@@ -360,23 +443,9 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
         ms_driver_event ev;
         p->res->events++;
         switch (e->kind) {
-        case MS_TRACE_CALL: {
-            int64_t c = compute_of(p, e);
-            if (c < 0 || r->clock > MS_TRACE_MAX_CLOCK_PS - c) {
-                if (!p->stopped)
-                    snprintf(p->stop, sizeof p->stop,
-                             "rank %d event %zu (%s): the virtual clock would pass 2^62 ps (53 days) after a "
-                             "computation of %lld ps recorded (times --cpu-scale %g, or shim.cpu_factor): too large",
-                             rank, k, ms_trace_fn_name(p->t, e->fn), (long long)e->compute_ps, p->cpu_scale);
-                p->stopped = 1;
-                break;
-            }
-            r->clock += c;
-            r->compute += c;
-            r->calls++;
-            r->call_entry = r->clock;
+        case MS_TRACE_CALL:
+            play_call(p, rank, k, e);
             break;
-        }
         case MS_TRACE_EXIT:
             if (p->o->timeline)
                 fprintf(p->o->timeline, "%d,%llu,%s,%lld,%lld\n", rank, (unsigned long long)r->calls,
@@ -428,31 +497,9 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             feed(p, rank, k, &ev);
             break;
         }
-        case MS_TRACE_WAIT: {
-            /* the records after it first (they may be read into the window), then what points into it */
-            r->wait_ev = k;
-            if (r->cosim) note_resume(p, rank);
-            const uint64_t *done = NULL;
-            size_t ndone = 0;
-            int rd = p->stopped ? -2 : recorded_done(p, rank, k, &done, &ndone);
-            if (rd < 0) {
-                if (rd == -1) stop_at(p, rank, k, "a wait: out of memory");
-                return;
-            }
-            e = RECS(r, k);
-            ev = event_of(e, MS_EV_WAIT, r->clock);
-            if (e->list_n > 0) {
-                ev.list = LISTS(r, e);
-                ev.nlist = (size_t)e->list_n;
-            }
-            ev.flags = ((e->flags & MS_TRACE_FLAG_SYNC) ? MS_EV_FLAG_SYNC : 0) |
-                       ((e->flags & MS_TRACE_FLAG_UNTIMED) ? MS_EV_FLAG_REJOIN : 0);
-            ev.recorded_done = done;
-            ev.nrecorded_done = ndone;
-            feed(p, rank, k, &ev);
-            if (!playing(p, rank)) return;   /* blocked until the driver resumes it */
+        case MS_TRACE_WAIT:
+            if (play_wait(p, rank, k, streamed) < 0) return;   /* blocked until the driver resumes it */
             break;
-        }
         case MS_TRACE_PROBE:
             r->wait_ev = k;
             if (r->cosim) note_resume(p, rank);
@@ -473,25 +520,9 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             feed(p, rank, k, &ev);
             release(p, rank);   /* streamed: what follows is read again when it is checked at the end */
             return;
-        case MS_TRACE_UNMODELLED: {
-            const char *text = TEXT(r, e);
-            if (!strncmp(text, "STOP ", 5)) {
-                /* the rank was ended from outside and flushed its records: not the one that died */
-                r->stopped = 1;
-                snprintf(r->stop_why, sizeof r->stop_why, "%.90s", text + 5);
-            } else if (!strncmp(text, "FATAL ", 6) || !strncmp(text, "ABORT ", 6)) {
-                if (!p->stopped) {
-                    p->stopped = 1;
-                    snprintf(p->stop, sizeof p->stop, "rank %d: %.900s (recorded)", rank, text + 6);
-                }
-            } else {
-                r->unmodelled++;
-                note_untimed(p, text);
-                ev = event_of(e, MS_EV_UNTIMED, r->clock);
-                feed(p, rank, k, &ev);
-            }
+        case MS_TRACE_UNMODELLED:
+            play_unmodelled(p, rank, k, e);
             break;
-        }
         case MS_TRACE_PROC_EXIT:   /* the process exited on its own, without MPI_Finalize, with this code */
             ms_driver_rank_exit_code(p->drv, rank, e->mode);
             break;
@@ -499,14 +530,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             break;
         }
     }
-    if (r->pc >= r->nev && playing(p, rank)) {
-        /* the records end without MPI_Finalize: the rank was killed (or its file truncated) */
-        ms_driver_event ev = {.kind = MS_EV_CLOCK, .t = r->clock};
-        feed(p, rank, r->pc, &ev);
-        if (r->stopped) ms_driver_rank_stopped(p->drv, rank);
-        else ms_driver_rank_gone(p->drv, rank);
-        release(p, rank);
-    }
+    if (r->pc >= r->nev && playing(p, rank)) records_ended(p, rank);
 }
 #undef RECS
 

@@ -40,7 +40,6 @@ KNOWN = {
     "libmpisim/model/ms_coll_inter.c:mscoll_gen_inter",
     "libmpisim/server/server.c:ms_server_run",
     "netmodel/src/topo_001.c:nm_topo_parse_001",
-    "replay/replay.c:play_records",
     "tests/shim/progs/cancel.c:main",
     "tests/shim/progs/coverage.c:main",
 }
