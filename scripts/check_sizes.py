@@ -38,7 +38,6 @@ KNOWN = {
     "cli/calibrate.c:mpisim_calibrate_main",
     "libmpisim/driver/keys.c:ms_driver_register_keys",
     "libmpisim/model/ms_coll_inter.c:mscoll_gen_inter",
-    "libmpisim/server/server.c:ms_server_run",
     "netmodel/src/topo_001.c:nm_topo_parse_001",
     "tests/shim/progs/cancel.c:main",
     "tests/shim/progs/coverage.c:main",

@@ -442,6 +442,199 @@ static void connect_timed_out(ms_server *s, pid_t launcher)
     }
 }
 
+/* The launcher's end, looked for at most once a millisecond: a waitpid per pass was one of the
+ * server's two system calls per model round trip (bench_shim.py). */
+static void reap_launcher(ms_server *s, pid_t child, int *child_done, int *child_status, double *next_reap)
+{
+    if (*child_done || wall_now() < *next_reap) return;
+    *next_reap = wall_now() + 0.001;
+    int st;
+    pid_t w = waitpid(child, &st, WNOHANG);
+    if (w == child) {
+        *child_done = 1;
+        s->child_done = 1;
+        s->child_status = st;
+        if (child_status) *child_status = st;
+    }
+}
+
+/* Every rank has gone but the launcher has not: Open MPI can hang in its own shutdown (seen under
+ * --enable-recovery with a dead peer, ranks inside PMPI_Finalize). Nothing is left to model, so
+ * after a generous grace the launcher is asked to end (SIGKILL 5 s later), rather than mpisim
+ * waiting for ever and leaving it behind when someone kills mpisim. */
+static void end_lingering_launcher(ms_server *s, pid_t child)
+{
+    if (s->ranks_gone_at == 0) s->ranks_gone_at = wall_now();
+    else if (s->kill_launcher_at == 0 && wall_now() > s->ranks_gone_at + 60.0) {
+        fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; "
+                        "ending it\n");
+        kill(child, SIGTERM);
+        s->kill_launcher_at = wall_now();
+    }
+}
+
+/* A stopped run that aborts its ranks: each is told why, once. */
+static void send_aborts(ms_server *s)
+{
+    char text[MS_TEXT_MAX];
+    if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
+    else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
+    ms_msg_text t;
+    memset(&t, 0, sizeof t);
+    /* the first line of the deadlock, stall or error (the shim prints up to the newline); the
+     * rest is in the report */
+    snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1, text);
+    for (int i = 0; i < s->nranks; i++) {
+        srv_send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
+        srv_flush_to(s, i);
+    }
+}
+
+/* The sockets to poll: the listener, the ranks' connections, the pending ones (who[]: -1, the
+ * rank, -2 - the pending index). The number of them, or -1 (out of memory; both arrays freed). */
+static long poll_set(ms_server *s, struct pollfd **pfds, int **who, size_t *cap, char *err, size_t errlen)
+{
+    size_t nf = 0;
+    if (s->npending + (size_t)s->nranks + 1 > *cap) {
+        size_t nc = s->npending + (size_t)s->nranks + 65;
+        struct pollfd *np = realloc(*pfds, sizeof **pfds * nc);
+        if (np) *pfds = np;
+        int *nw = np ? realloc(*who, sizeof **who * nc) : NULL;
+        if (nw) *who = nw;
+        if (!np || !nw) {
+            free(*pfds);
+            free(*who);
+            return fail(err, errlen, "out of memory for %zu connections", nc);
+        }
+        *cap = nc;
+    }
+    struct pollfd *p = *pfds;
+    int *w = *who;
+    /* a resting listen socket (see accept_all) is polled for nothing */
+    p[nf] = (struct pollfd){s->listen_fd, (short)(wall_now() >= s->accept_resume ? POLLIN : 0), 0};
+    w[nf++] = -1;
+    for (int i = 0; i < s->nranks; i++)
+        if (s->ranks[i].fd >= 0) {
+            p[nf] = (struct pollfd){s->ranks[i].fd, POLLIN, 0};
+            w[nf++] = i;
+        }
+    for (size_t i = 0; i < s->npending; i++) {
+        p[nf] = (struct pollfd){s->pending[i].fd, POLLIN, 0};
+        w[nf++] = -2 - (int)i;
+    }
+    return (long)nf;
+}
+
+enum { POLL_FAILED = -2 };   /* poll(2) itself returns -1 when interrupted */
+
+/* Ranks on this host write their rings and ring one doorbell: read what they wrote, then sleep on
+ * the doorbell (a futex; 1 ms at most while a TCP connection is open, whose sockets are polled
+ * between). The server does not spin: the waiting ranks do, briefly, and with more processes than
+ * cores a spinning server only delays the report it waits for (bench_shim.py: spinning 400 rounds
+ * gave no faster round trip and twice the context switches). The sockets ready, or POLL_FAILED. */
+static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, char *err, size_t errlen)
+{
+    ms_shm_header *hdr = s->shm;
+    uint32_t seen = ms_bell_seq(&hdr->server_bell);
+    int got = srv_read_shm(s);
+    /* sockets only when there are any: the listener (TCP) or connections (pending or a
+     * rank's); a poll of nothing was a system call per pass */
+    int sockets = nf > 1 || s->listen_fd >= 0;
+    int n = sockets ? poll(pfds, nf, 0) : 0;
+    if (n < 0 && errno != EINTR) {
+        fail(err, errlen, "poll failed: %s", strerror(errno));
+        return POLL_FAILED;
+    }
+    if (!got && n <= 0) {
+        int tcp_open = nf > 1;
+        s->shm_waits++;
+        ms_bell_wait(&hdr->server_bell, seen, (int64_t)(tcp_open ? 1 : idle_ms) * 1000000, NULL, NULL);
+        if (tcp_open) n = poll(pfds, nf, 0);
+        srv_read_shm(s);
+    }
+    double t = wall_now();
+    if (t >= s->next_pid_check) {
+        s->next_pid_check = t + 0.05;
+        srv_check_shm_pids(s, 0);
+    }
+    return n;
+}
+
+/* Just after traffic, while a rank waits for an answer, poll without sleeping (yielding the CPU
+ * to the ranks) for a while: the report it needs usually follows within microseconds, and waking
+ * a sleeping CPU costs tens of them on a virtual machine. While every rank computes, sleep:
+ * spinning beside them would slow the computation whose CPU time is being measured. The sockets
+ * ready, or POLL_FAILED. */
+static int wait_sockets(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, unsigned *idle_polls, char *err,
+                        size_t errlen)
+{
+    int spin = *idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
+    int n = poll(pfds, nf, spin ? 0 : idle_ms);
+    if (n < 0 && errno != EINTR) {
+        fail(err, errlen, "poll failed: %s", strerror(errno));
+        return POLL_FAILED;
+    }
+    if (n > 0) *idle_polls = 0;
+    else if (spin && (*idle_polls)++ < (unsigned)s->welcome.spin_polls) sched_yield();
+    return n;
+}
+
+/* What the sockets that are ready bring: pending connections first (indices shift when one is
+ * dropped: go backwards), new connections, the ranks' messages. */
+static void read_ready(ms_server *s, const struct pollfd *pfds, const int *who, size_t nf)
+{
+    for (size_t k = nf; k-- > 0;)
+        if (who[k] <= -2 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+            srv_read_pending(s, (size_t)(-2 - who[k]));
+    if (pfds[0].revents & POLLIN) srv_accept_all(s);
+    for (size_t k = 1; k < nf; k++)
+        if (who[k] >= 0 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR))) srv_read_rank(s, who[k]);
+}
+
+/* While ranks are missing: connections that never said hello dropped; once a second the
+ * launcher's processes in /proc, far too costly for every pass of the loop (hpcc's run took 5x
+ * longer when it looked at /proc every pass), whose idle time is the connect timeout's clock; and
+ * a launcher that did not end on SIGTERM killed. */
+static void watch_startup(ms_server *s, pid_t child, int child_done, double now)
+{
+    for (size_t i = s->npending; i-- > 0;)
+        if (now > s->pending[i].deadline) srv_drop_pending(s, i, "did not say hello within 5 s");
+    if (!s->stopped && !connected_all(s) && !child_done && now >= s->next_connect_look) {
+        s->next_connect_look = now + MS_PROC_LOOK_S;
+        int cap = 2 * s->nranks + 64, *tree = malloc(sizeof *tree * (size_t)cap);
+        int nt = tree && child > 0 ? ms_proc_tree(child, tree, cap) : 0;
+        ms_idle_clock_look(&s->connect_clock, tree, nt, 1, now, 5 * MS_PROC_LOOK_S);
+        free(tree);
+        if (s->connect_clock.idle_s > s->connect_timeout_s) connect_timed_out(s, child);
+    }
+    if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
+        s->next_watch = now + 1.0;
+        watch_unconnected(s, child);
+    }
+    if (s->kill_launcher_at > 0 && !child_done && now > s->kill_launcher_at + 5.0) {
+        kill(child, SIGKILL);   /* it did not end on SIGTERM */
+        s->kill_launcher_at = -1;
+    }
+}
+
+/* The launcher was killed (mpirun never dies of a signal on its own; mpisim's own SIGKILL comes
+ * only after it stopped the run): its ranks went because of it, none died on its own. */
+static void absolve_if_launcher_killed(ms_server *s)
+{
+    if (!(s->child_done && WIFSIGNALED(s->child_status) && !s->stopped)) return;
+    int all = 1;
+    for (int i = 0; i < s->nranks; i++) all &= s->ranks[i].finalized;
+    if (all) return;
+    ms_driver_absolve(s->drv);
+    snprintf(s->stop_reason, sizeof s->stop_reason,
+             "the launcher was killed by %s before every rank reached MPI_Finalize: the ranks were stopped",
+             srv_signal_name(WTERMSIG(s->child_status)));
+    for (int i = 0; i < s->nranks; i++)
+        if (!s->ranks[i].finalized && ms_driver_state(s->drv, i) == MS_RANK_STOPPED)
+            snprintf(s->ranks[i].error, sizeof s->ranks[i].error, "stopped: the launcher was killed by %s",
+                     srv_signal_name(WTERMSIG(s->child_status)));
+}
+
 int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_t errlen)
 {
     s->wall_start = wall_now();
@@ -458,36 +651,12 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     int aborted_sent = 0;
     double next_reap = 0;
     for (;;) {
-        /* the launcher's end, looked for at most once a millisecond: a waitpid per pass was one
-         * of the server's two system calls per model round trip (bench_shim.py) */
-        if (!child_done && wall_now() >= next_reap) {
-            next_reap = wall_now() + 0.001;
-            int st;
-            pid_t w = waitpid(child, &st, WNOHANG);
-            if (w == child) {
-                child_done = 1;
-                s->child_done = 1;
-                s->child_status = st;
-                if (child_status) *child_status = st;
-            }
-        }
+        reap_launcher(s, child, &child_done, child_status, &next_reap);
         int live = 0;
         for (int i = 0; i < s->nranks; i++)
             if (srv_rank_live(&s->ranks[i])) live++;
         if (child_done && !live) break;
-        /* every rank has gone but the launcher has not: Open MPI can hang in its own shutdown (seen
-         * under --enable-recovery with a dead peer, ranks inside PMPI_Finalize). Nothing is left to
-         * model, so after a generous grace the launcher is asked to end (SIGKILL 5 s later), rather
-         * than mpisim waiting for ever and leaving it behind when someone kills mpisim */
-        if (!child_done && !live && child > 0 && connected_all(s)) {
-            if (s->ranks_gone_at == 0) s->ranks_gone_at = wall_now();
-            else if (s->kill_launcher_at == 0 && wall_now() > s->ranks_gone_at + 60.0) {
-                fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; "
-                                "ending it\n");
-                kill(child, SIGTERM);
-                s->kill_launcher_at = wall_now();
-            }
-        }
+        if (!child_done && !live && child > 0 && connected_all(s)) end_lingering_launcher(s, child);
 
         srv_take_stop_signal(s, child, child_done);
         if (s->forward_at > 0 && wall_now() >= s->forward_at) {
@@ -498,119 +667,20 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             }
         }
         if (s->stopped && s->abort_ranks && !aborted_sent) {
-            char text[MS_TEXT_MAX];
-            if (s->deadlocked || s->stalled) snprintf(text, sizeof text, "%.*s", (int)sizeof text - 1, s->deadlock_text);
-            else snprintf(text, sizeof text, "%s", s->stop_reason[0] ? s->stop_reason : "stopped");
-            ms_msg_text t;
-            memset(&t, 0, sizeof t);
-            /* the first line of the deadlock, stall or error (the shim prints up to the newline); the
-             * rest is in the report */
-            snprintf(t.text, sizeof t.text, "%.*s", (int)sizeof t.text - 1, text);
-            for (int i = 0; i < s->nranks; i++) {
-                srv_send_msg(&s->ranks[i], MS_MSG_ABORT, &t, sizeof t, NULL, 0);
-                srv_flush_to(s, i);
-            }
+            send_aborts(s);
             aborted_sent = 1;
         }
 
-        size_t nf = 0;
-        if (s->npending + (size_t)s->nranks + 1 > nfds_cap) {
-            size_t nc = s->npending + (size_t)s->nranks + 65;
-            struct pollfd *np = realloc(pfds, sizeof *pfds * nc);
-            if (np) pfds = np;
-            int *nw = np ? realloc(who, sizeof *who * nc) : NULL;
-            if (nw) who = nw;
-            if (!np || !nw) {
-                free(pfds);
-                free(who);
-                return fail(err, errlen, "out of memory for %zu connections", nc);
-            }
-            nfds_cap = nc;
-        }
-        /* a resting listen socket (see accept_all) is polled for nothing */
-        pfds[nf] = (struct pollfd){s->listen_fd, (short)(wall_now() >= s->accept_resume ? POLLIN : 0), 0};
-        who[nf++] = -1;
-        for (int i = 0; i < s->nranks; i++)
-            if (s->ranks[i].fd >= 0) {
-                pfds[nf] = (struct pollfd){s->ranks[i].fd, POLLIN, 0};
-                who[nf++] = i;
-            }
-        for (size_t i = 0; i < s->npending; i++) {
-            pfds[nf] = (struct pollfd){s->pending[i].fd, POLLIN, 0};
-            who[nf++] = -2 - (int)i;
-        }
+        long set = poll_set(s, &pfds, &who, &nfds_cap, err, errlen);
+        if (set < 0) return -1;
+        size_t nf = (size_t)set;
         int idle_ms = child_done ? 200 : 20;
-        int n;
-        if (s->shm) {
-            /* Ranks on this host write their rings and ring one doorbell: read what they wrote,
-             * then sleep on the doorbell (a futex; 1 ms at most while a TCP connection is open,
-             * whose sockets are polled between). The server does not spin: the waiting ranks do,
-             * briefly, and with more processes than cores a spinning server only delays the
-             * report it waits for (bench_shim.py: spinning 400 rounds gave no faster round trip
-             * and twice the context switches). */
-            ms_shm_header *hdr = s->shm;
-            uint32_t seen = ms_bell_seq(&hdr->server_bell);
-            int got = srv_read_shm(s);
-            /* sockets only when there are any: the listener (TCP) or connections (pending or a
-             * rank's); a poll of nothing was a system call per pass */
-            int sockets = nf > 1 || s->listen_fd >= 0;
-            n = sockets ? poll(pfds, nf, 0) : 0;
-            if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
-            if (!got && n <= 0) {
-                int tcp_open = nf > 1;
-                s->shm_waits++;
-                ms_bell_wait(&hdr->server_bell, seen, (int64_t)(tcp_open ? 1 : idle_ms) * 1000000, NULL, NULL);
-                if (tcp_open) n = poll(pfds, nf, 0);
-                srv_read_shm(s);
-            }
-            double t = wall_now();
-            if (t >= s->next_pid_check) {
-                s->next_pid_check = t + 0.05;
-                srv_check_shm_pids(s, 0);
-            }
-        } else {
-            /* Just after traffic, while a rank waits for an answer, poll without sleeping (yielding
-             * the CPU to the ranks) for a while: the report it needs usually follows within
-             * microseconds, and waking a sleeping CPU costs tens of them on a virtual machine. While
-             * every rank computes, sleep: spinning beside them would slow the computation whose CPU
-             * time is being measured. */
-            int spin = idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
-            n = poll(pfds, nf, spin ? 0 : idle_ms);
-            if (n < 0 && errno != EINTR) return fail(err, errlen, "poll failed: %s", strerror(errno));
-            if (n > 0) idle_polls = 0;
-            else if (spin && idle_polls++ < (unsigned)s->welcome.spin_polls) sched_yield();
-        }
-        if (n > 0) {
-            /* pending connections first (indices shift when one is dropped: go backwards) */
-            for (size_t k = nf; k-- > 0;)
-                if (who[k] <= -2 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                    srv_read_pending(s, (size_t)(-2 - who[k]));
-            if (pfds[0].revents & POLLIN) srv_accept_all(s);
-            for (size_t k = 1; k < nf; k++)
-                if (who[k] >= 0 && (pfds[k].revents & (POLLIN | POLLHUP | POLLERR))) srv_read_rank(s, who[k]);
-        }
+        int n = s->shm ? wait_shm(s, pfds, nf, idle_ms, err, errlen)
+                       : wait_sockets(s, pfds, nf, idle_ms, &idle_polls, err, errlen);
+        if (n == POLL_FAILED) return -1;
+        if (n > 0) read_ready(s, pfds, who, nf);
         double now = wall_now();
-        for (size_t i = s->npending; i-- > 0;)
-            if (now > s->pending[i].deadline) srv_drop_pending(s, i, "did not say hello within 5 s");
-        /* only while ranks are missing, once a second: the launcher's processes in /proc, far too
-         * costly for every pass of the loop (hpcc's run took 5x longer when it looked at /proc
-         * every pass); their idle time is the connect timeout's clock */
-        if (!s->stopped && !connected_all(s) && !child_done && now >= s->next_connect_look) {
-            s->next_connect_look = now + MS_PROC_LOOK_S;
-            int cap = 2 * s->nranks + 64, *tree = malloc(sizeof *tree * (size_t)cap);
-            int nt = tree && child > 0 ? ms_proc_tree(child, tree, cap) : 0;
-            ms_idle_clock_look(&s->connect_clock, tree, nt, 1, now, 5 * MS_PROC_LOOK_S);
-            free(tree);
-            if (s->connect_clock.idle_s > s->connect_timeout_s) connect_timed_out(s, child);
-        }
-        if (!child_done && child > 0 && now > s->next_watch && !connected_all(s)) {
-            s->next_watch = now + 1.0;
-            watch_unconnected(s, child);
-        }
-        if (s->kill_launcher_at > 0 && !child_done && now > s->kill_launcher_at + 5.0) {
-            kill(child, SIGKILL);   /* it did not end on SIGTERM */
-            s->kill_launcher_at = -1;
-        }
+        watch_startup(s, child, child_done, now);
         if (s->debug && now > s->next_debug) {
             /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
             s->next_debug = now + 1.0;
@@ -641,22 +711,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     }
     if (s->shm) srv_check_shm_pids(s, 1);
     note_early_exits(s);
-    /* The launcher was killed (mpirun never dies of a signal on its own; mpisim's own SIGKILL comes
-     * only after it stopped the run): its ranks went because of it, none died on its own */
-    if (s->child_done && WIFSIGNALED(s->child_status) && !s->stopped) {
-        int all = 1;
-        for (int i = 0; i < s->nranks; i++) all &= s->ranks[i].finalized;
-        if (!all) {
-            ms_driver_absolve(s->drv);
-            snprintf(s->stop_reason, sizeof s->stop_reason,
-                     "the launcher was killed by %s before every rank reached MPI_Finalize: the ranks were stopped",
-                     srv_signal_name(WTERMSIG(s->child_status)));
-            for (int i = 0; i < s->nranks; i++)
-                if (!s->ranks[i].finalized && ms_driver_state(s->drv, i) == MS_RANK_STOPPED)
-                    snprintf(s->ranks[i].error, sizeof s->ranks[i].error, "stopped: the launcher was killed by %s",
-                             srv_signal_name(WTERMSIG(s->child_status)));
-        }
-    }
+    absolve_if_launcher_killed(s);
     s->wall_end = wall_now();
     free(pfds);
     free(who);
