@@ -65,6 +65,96 @@ static void inter_gatherv_root(ms_coll_plan *p, const inter_ctx *x, const uint64
     if (p->nsteps && p->steps[p->nsteps - 1].nops == 0) p->nsteps--;
 }
 
+static int inter_gather(ms_coll_plan *p, const inter_ctx *x, int am_root, int root, uint64_t B)
+{
+    /* the total both sides agree on: the root's recvcount x remote size = sendcount x local size */
+    uint64_t total = am_root ? B * (uint64_t)x->rsize : B * (uint64_t)x->lsize;
+    if (B == 0) return 0;
+    if (total < GATHER_INTER_SHORT_MSG) {   /* MPIR_Gather_inter_local_gather_remote_send */
+        if (am_root) p_recv(p, x->roff, total, 0);
+        else {
+            if (append_local(p, x, MS_COLL_GATHER, 0, B, NULL, 0) < 0) return -1;
+            if (x->lr == 0) p_send(p, root, total);
+        }
+    } else if (am_root) {                   /* MPIR_Gather_inter_linear: one MPIC_Recv per rank */
+        for (int i = 0; i < x->rsize; i++) p_recv(p, x->roff + i, B, 0);
+    } else {
+        p_send(p, root, B);
+    }
+    return 0;
+}
+
+static int inter_scatter(ms_coll_plan *p, const inter_ctx *x, int am_root, int root, uint64_t B)
+{
+    uint64_t total = am_root ? B * (uint64_t)x->rsize : B * (uint64_t)x->lsize;
+    if (B == 0) return 0;
+    if (total < SCATTER_INTER_SHORT_MSG) {  /* MPIR_Scatter_inter_remote_send_local_scatter */
+        if (am_root) p_send(p, x->roff, total);
+        else {
+            if (x->lr == 0) p_recv(p, root, total, 0);
+            if (append_local(p, x, MS_COLL_SCATTER, 0, B, NULL, 0) < 0) return -1;
+        }
+    } else if (am_root) {                   /* MPIR_Scatter_inter_linear: one MPIC_Send per rank */
+        for (int i = 0; i < x->rsize; i++) p_send(p, x->roff + i, B);
+    } else {
+        p_recv(p, root, B, 0);
+    }
+    return 0;
+}
+
+static int inter_allgatherv(ms_coll_plan *p, const inter_ctx *x, uint64_t B, const uint64_t *c)
+{
+    /* MPIR_Allgatherv_inter: a gatherv to each group's rank 0 from the other group, low group's
+     * first, then a bcast of what it received in each group */
+    uint64_t total = 0;
+    for (int i = 0; i < x->rsize; i++) total += c[i];
+    if (total == 0 && B == 0) return 0;
+    for (int phase = 0; phase < 2; phase++) {
+        if ((phase == 0) == x->lo) {
+            if (x->lr == 0) inter_gatherv_root(p, x, c);
+        } else if (B) {
+            p_send(p, x->roff, B);
+        }
+    }
+    if (append_local(p, x, MS_COLL_BCAST, 0, total, NULL, 0) < 0) return -1;
+    return 0;
+}
+
+static void inter_alltoall(ms_coll_plan *p, const inter_ctx *x, int v, uint64_t B, const uint64_t *c)
+{
+    /* MPIR_Alltoall(v)_inter_pairwise_exchange: max(local, remote size) steps, each a sendrecv
+     * with the remote ranks (rank + i) and (rank - i), where they exist */
+    if (!v && B == 0) return;
+    if (v && mscoll_empty_collective(MS_COLL_ALLTOALLV, x->rsize, 0, c, 2 * (size_t)x->rsize)) return;
+    int max = x->lsize > x->rsize ? x->lsize : x->rsize;
+    for (int i = 0; i < max; i++) {
+        int src = (x->lr - i + max) % max, dst = (x->lr + i) % max;
+        step_begin(p);
+        if (src < x->rsize) op_add(p, x->roff + src, 0, v ? c[x->rsize + src] : B);
+        if (dst < x->rsize) op_add(p, x->roff + dst, 1, v ? c[dst] : B);
+        if (p->nsteps && p->steps[p->nsteps - 1].nops == 0) p->nsteps--;
+    }
+}
+
+static int inter_reduce_scatter(ms_coll_plan *p, const inter_ctx *x, const uint64_t *c)
+{
+    /* MPIR_Reduce_scatter_inter_remote_reduce_local_scatter: the whole vector reduced to the
+     * low group's rank 0 from the high group, then to the high group's rank 0 from the low
+     * group, then scattered in each group */
+    uint64_t total = 0;
+    for (int i = 0; i < x->lsize; i++) total += c[i];
+    if (total == 0) return 0;
+    for (int phase = 0; phase < 2; phase++) {
+        if ((phase == 0) == x->lo) {
+            if (x->lr == 0) p_recv(p, x->roff, total, total);
+        } else if (inter_reduce_send(p, x, x->roff, total) < 0) {
+            return -1;
+        }
+    }
+    if (append_local(p, x, MS_COLL_SCATTERV, 0, c[x->lr], c, (size_t)x->lsize) < 0) return -1;
+    return 0;
+}
+
 int mscoll_gen_inter(ms_coll_plan *p, const ms_coll_spec *s)
 {
     int P = s->size, me = s->me, nlow = s->inter_low;
@@ -126,39 +216,10 @@ int mscoll_gen_inter(ms_coll_plan *p, const ms_coll_spec *s)
         if (x.lr == 0) p_sendrecv(p, x.roff, B, x.roff, B, 0);
         if (append_local(p, &x, MS_COLL_BCAST, 0, B, NULL, 0) < 0) return -1;
         break;
-    case MS_COLL_GATHER: {
-        /* the total both sides agree on: the root's recvcount x remote size = sendcount x local size */
-        uint64_t total = am_root ? B * (uint64_t)x.rsize : B * (uint64_t)x.lsize;
-        if (B == 0) break;
-        if (total < GATHER_INTER_SHORT_MSG) {   /* MPIR_Gather_inter_local_gather_remote_send */
-            if (am_root) p_recv(p, x.roff, total, 0);
-            else {
-                if (append_local(p, &x, MS_COLL_GATHER, 0, B, NULL, 0) < 0) return -1;
-                if (x.lr == 0) p_send(p, root, total);
-            }
-        } else if (am_root) {                   /* MPIR_Gather_inter_linear: one MPIC_Recv per rank */
-            for (int i = 0; i < x.rsize; i++) p_recv(p, x.roff + i, B, 0);
-        } else {
-            p_send(p, root, B);
-        }
-        break;
-    }
-    case MS_COLL_SCATTER: {
-        uint64_t total = am_root ? B * (uint64_t)x.rsize : B * (uint64_t)x.lsize;
-        if (B == 0) break;
-        if (total < SCATTER_INTER_SHORT_MSG) {  /* MPIR_Scatter_inter_remote_send_local_scatter */
-            if (am_root) p_send(p, x.roff, total);
-            else {
-                if (x.lr == 0) p_recv(p, root, total, 0);
-                if (append_local(p, &x, MS_COLL_SCATTER, 0, B, NULL, 0) < 0) return -1;
-            }
-        } else if (am_root) {                   /* MPIR_Scatter_inter_linear: one MPIC_Send per rank */
-            for (int i = 0; i < x.rsize; i++) p_send(p, x.roff + i, B);
-        } else {
-            p_recv(p, root, B, 0);
-        }
-        break;
-    }
+    case MS_COLL_GATHER:
+        return inter_gather(p, &x, am_root, root, B) < 0 || p->oom ? -1 : 0;
+    case MS_COLL_SCATTER:
+        return inter_scatter(p, &x, am_root, root, B) < 0 || p->oom ? -1 : 0;
     case MS_COLL_GATHERV:
         if (am_root) inter_gatherv_root(p, &x, c);
         else if (B) p_send(p, root, B);
@@ -186,56 +247,14 @@ int mscoll_gen_inter(ms_coll_plan *p, const ms_coll_spec *s)
             }
         }
         break;
-    case MS_COLL_ALLGATHERV: {
-        /* MPIR_Allgatherv_inter: a gatherv to each group's rank 0 from the other group, low group's
-         * first, then a bcast of what it received in each group */
-        uint64_t total = 0;
-        for (int i = 0; i < x.rsize; i++) total += c[i];
-        if (total == 0 && B == 0) break;
-        for (int phase = 0; phase < 2; phase++) {
-            if ((phase == 0) == x.lo) {
-                if (x.lr == 0) inter_gatherv_root(p, &x, c);
-            } else if (B) {
-                p_send(p, x.roff, B);
-            }
-        }
-        if (append_local(p, &x, MS_COLL_BCAST, 0, total, NULL, 0) < 0) return -1;
-        break;
-    }
+    case MS_COLL_ALLGATHERV:
+        return inter_allgatherv(p, &x, B, c) < 0 || p->oom ? -1 : 0;
     case MS_COLL_ALLTOALL:
-    case MS_COLL_ALLTOALLV: {
-        /* MPIR_Alltoall(v)_inter_pairwise_exchange: max(local, remote size) steps, each a sendrecv
-         * with the remote ranks (rank + i) and (rank - i), where they exist */
-        int v = s->kind == MS_COLL_ALLTOALLV;
-        if (!v && B == 0) break;
-        if (v && mscoll_empty_collective(MS_COLL_ALLTOALLV, x.rsize, 0, c, 2 * (size_t)x.rsize)) break;
-        int max = x.lsize > x.rsize ? x.lsize : x.rsize;
-        for (int i = 0; i < max; i++) {
-            int src = (x.lr - i + max) % max, dst = (x.lr + i) % max;
-            step_begin(p);
-            if (src < x.rsize) op_add(p, x.roff + src, 0, v ? c[x.rsize + src] : B);
-            if (dst < x.rsize) op_add(p, x.roff + dst, 1, v ? c[dst] : B);
-            if (p->nsteps && p->steps[p->nsteps - 1].nops == 0) p->nsteps--;
-        }
+    case MS_COLL_ALLTOALLV:
+        inter_alltoall(p, &x, s->kind == MS_COLL_ALLTOALLV, B, c);
         break;
-    }
-    case MS_COLL_REDUCE_SCATTER: {
-        /* MPIR_Reduce_scatter_inter_remote_reduce_local_scatter: the whole vector reduced to the
-         * low group's rank 0 from the high group, then to the high group's rank 0 from the low
-         * group, then scattered in each group */
-        uint64_t total = 0;
-        for (int i = 0; i < x.lsize; i++) total += c[i];
-        if (total == 0) break;
-        for (int phase = 0; phase < 2; phase++) {
-            if ((phase == 0) == x.lo) {
-                if (x.lr == 0) p_recv(p, x.roff, total, total);
-            } else if (inter_reduce_send(p, &x, x.roff, total) < 0) {
-                return -1;
-            }
-        }
-        if (append_local(p, &x, MS_COLL_SCATTERV, 0, c[x.lr], c, (size_t)x.lsize) < 0) return -1;
-        break;
-    }
+    case MS_COLL_REDUCE_SCATTER:
+        return inter_reduce_scatter(p, &x, c) < 0 || p->oom ? -1 : 0;
     default:
         return -1;   /* scan, exscan and neighbourhood collectives have no intercommunicator form */
     }
