@@ -36,7 +36,6 @@ KNOWN = {
     "apps/stencil.c:main",
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
-    "netmodel/src/topo_001.c:nm_topo_parse_001",
     "tests/shim/progs/cancel.c:main",
     "tests/shim/progs/coverage.c:main",
 }
