@@ -30,7 +30,6 @@ KNOWN = {
     "apps/logp.c:main",
     "apps/matmul.c:main",
     "apps/patterns.c:main",
-    "apps/pingpong.c:main",
     "apps/reuse.c:main",
     "apps/sendmodes.c:main",
     "apps/stencil.c:main",
