@@ -25,7 +25,7 @@
  *   # check=ok
  * Every received payload is checked against its deterministic pattern after the timed part.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "fan [--size S] [--reps K] [--op in|out|both] [--fanout isend|bcast]";
 
@@ -47,6 +47,82 @@ static void report(const char *op, long size, int procs, long rep, double start,
     }
 }
 
+static const char *const OPS[] = {"in", "out", "both", NULL};
+static const char *const FANOUTS[] = {"isend", "bcast", NULL};
+
+/* Fan-in: every rank sends its message to rank 0 at once, rank 0 checks them. The errors found. */
+static long fan_in(unsigned char *buf, MPI_Request *reqs, long size, long reps, int rank, int procs)
+{
+    const size_t sz = (size_t)size;
+    long errors = 0;
+    for (long rep = 0; rep < reps; rep++) {
+        if (rank == 0)
+            memset(buf, 0, sz * (size_t)procs);
+        else
+            app_fill_pattern(buf, sz, msg_seed(1, rep, rank));
+        MPI_Barrier(MPI_COMM_WORLD);
+        double start = MPI_Wtime();
+        if (rank == 0) {
+            for (int r = 1; r < procs; r++)
+                MPI_Irecv(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANIN, MPI_COMM_WORLD, &reqs[r - 1]);
+            if (procs > 1)
+                MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
+        } else {
+            MPI_Send(buf, (int)size, MPI_BYTE, 0, TAG_FANIN, MPI_COMM_WORLD);
+        }
+        double end = MPI_Wtime();
+        if (rank == 0) {
+            for (int r = 1; r < procs; r++) {
+                size_t bad = app_check_pattern(buf + sz * (size_t)r, sz, msg_seed(1, rep, r));
+                if (bad) {
+                    fprintf(stderr, "fan: fan-in rep %ld: %zu bytes wrong in the message from rank %d\n", rep,
+                            bad, r);
+                    errors++;
+                }
+            }
+        }
+        report("fanin", size, procs, rep, start, end);
+    }
+    return errors;
+}
+
+/* Fan-out: rank 0 sends each rank its message (or broadcasts one), every rank checks its own. */
+static long fan_out(unsigned char *buf, MPI_Request *reqs, long size, long reps, int bcast, int rank, int procs)
+{
+    const size_t sz = (size_t)size;
+    long errors = 0;
+    for (long rep = 0; rep < reps; rep++) {
+        if (rank == 0) {
+            for (int r = 1; r < procs; r++)
+                app_fill_pattern(buf + sz * (size_t)r, sz, msg_seed(2, rep, bcast ? 0 : r));
+        } else {
+            memset(buf, 0, sz);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double start = MPI_Wtime();
+        if (bcast) {   /* one buffer for all: rank 0's slot 1 (any slot holds the same pattern) */
+            MPI_Bcast(rank == 0 ? buf + (procs > 1 ? sz : 0) : buf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
+        } else if (rank == 0) {
+            for (int r = 1; r < procs; r++)
+                MPI_Isend(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANOUT, MPI_COMM_WORLD, &reqs[r - 1]);
+            if (procs > 1)
+                MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
+        } else {
+            MPI_Recv(buf, (int)size, MPI_BYTE, 0, TAG_FANOUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        double end = MPI_Wtime();
+        if (rank != 0) {
+            size_t bad = app_check_pattern(buf, sz, msg_seed(2, rep, bcast ? 0 : rank));
+            if (bad) {
+                fprintf(stderr, "fan: fan-out rep %ld: rank %d received %zu wrong bytes\n", rep, rank, bad);
+                errors++;
+            }
+        }
+        report("fanout", size, procs, rep, start, end);
+    }
+    return errors;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -54,45 +130,15 @@ int main(int argc, char **argv)
     const int procs = app_world_size();
 
     long size = 2048, reps = 3;
-    int do_in = 1, do_out = 1, bcast = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--size") == 0) {
-            if (app_parse_long(v, 0, 1L << 30, &size) != 0)
-                app_usage_error("fan", USAGE, "--size needs a size in [0, 1G]");
-            i++;
-        } else if (strcmp(a, "--reps") == 0) {
-            if (app_parse_long(v, 1, 1000000, &reps) != 0)
-                app_usage_error("fan", USAGE, "--reps needs an integer >= 1");
-            i++;
-        } else if (strcmp(a, "--op") == 0) {
-            if (v != NULL && strcmp(v, "in") == 0) {
-                do_in = 1;
-                do_out = 0;
-            } else if (v != NULL && strcmp(v, "out") == 0) {
-                do_in = 0;
-                do_out = 1;
-            } else if (v != NULL && strcmp(v, "both") == 0) {
-                do_in = do_out = 1;
-            } else {
-                app_usage_error("fan", USAGE, "--op needs in, out or both");
-            }
-            i++;
-        } else if (strcmp(a, "--fanout") == 0) {
-            if (v != NULL && strcmp(v, "isend") == 0)
-                bcast = 0;
-            else if (v != NULL && strcmp(v, "bcast") == 0)
-                bcast = 1;
-            else
-                app_usage_error("fan", USAGE, "--fanout needs isend or bcast");
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("fan", USAGE, "unexpected argument '%s'", a);
-        }
-    }
+    int op = 2, bcast = 0;   /* both; isend */
+    const app_opt opts[] = {
+        {"--size", APP_OPT_LONG, &size, .lo = 0, .hi = 1L << 30, .error = "--size needs a size in [0, 1G]"},
+        {"--reps", APP_OPT_LONG, &reps, .lo = 1, .hi = 1000000, .error = "--reps needs an integer >= 1"},
+        {"--op", APP_OPT_CHOICE, &op, .choices = OPS, .error = "--op needs in, out or both"},
+        {"--fanout", APP_OPT_CHOICE, &bcast, .choices = FANOUTS, .error = "--fanout needs isend or bcast"},
+    };
+    app_parse_args(&(app_cli){.prog = "fan", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
 
     const size_t sz = (size_t)size;
     long errors = 0;
@@ -105,69 +151,10 @@ int main(int argc, char **argv)
         printf("op,bytes,procs,rep,duration_s,root_s\n");
         fflush(stdout);
     }
-
-    if (do_in) {
-        for (long rep = 0; rep < reps; rep++) {
-            if (rank == 0)
-                memset(buf, 0, sz * (size_t)procs);
-            else
-                app_fill_pattern(buf, sz, msg_seed(1, rep, rank));
-            MPI_Barrier(MPI_COMM_WORLD);
-            double start = MPI_Wtime();
-            if (rank == 0) {
-                for (int r = 1; r < procs; r++)
-                    MPI_Irecv(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANIN, MPI_COMM_WORLD, &reqs[r - 1]);
-                if (procs > 1)
-                    MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
-            } else {
-                MPI_Send(buf, (int)size, MPI_BYTE, 0, TAG_FANIN, MPI_COMM_WORLD);
-            }
-            double end = MPI_Wtime();
-            if (rank == 0) {
-                for (int r = 1; r < procs; r++) {
-                    size_t bad = app_check_pattern(buf + sz * (size_t)r, sz, msg_seed(1, rep, r));
-                    if (bad) {
-                        fprintf(stderr, "fan: fan-in rep %ld: %zu bytes wrong in the message from rank %d\n", rep,
-                                bad, r);
-                        errors++;
-                    }
-                }
-            }
-            report("fanin", size, procs, rep, start, end);
-        }
-    }
-
-    if (do_out) {
-        for (long rep = 0; rep < reps; rep++) {
-            if (rank == 0) {
-                for (int r = 1; r < procs; r++)
-                    app_fill_pattern(buf + sz * (size_t)r, sz, msg_seed(2, rep, bcast ? 0 : r));
-            } else {
-                memset(buf, 0, sz);
-            }
-            MPI_Barrier(MPI_COMM_WORLD);
-            double start = MPI_Wtime();
-            if (bcast) {   /* one buffer for all: rank 0's slot 1 (any slot holds the same pattern) */
-                MPI_Bcast(rank == 0 ? buf + (procs > 1 ? sz : 0) : buf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
-            } else if (rank == 0) {
-                for (int r = 1; r < procs; r++)
-                    MPI_Isend(buf + sz * (size_t)r, (int)size, MPI_BYTE, r, TAG_FANOUT, MPI_COMM_WORLD, &reqs[r - 1]);
-                if (procs > 1)
-                    MPI_Waitall(procs - 1, reqs, MPI_STATUSES_IGNORE);
-            } else {
-                MPI_Recv(buf, (int)size, MPI_BYTE, 0, TAG_FANOUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            }
-            double end = MPI_Wtime();
-            if (rank != 0) {
-                size_t bad = app_check_pattern(buf, sz, msg_seed(2, rep, bcast ? 0 : rank));
-                if (bad) {
-                    fprintf(stderr, "fan: fan-out rep %ld: rank %d received %zu wrong bytes\n", rep, rank, bad);
-                    errors++;
-                }
-            }
-            report("fanout", size, procs, rep, start, end);
-        }
-    }
+    if (op != 1)
+        errors += fan_in(buf, reqs, size, reps, rank, procs);
+    if (op != 0)
+        errors += fan_out(buf, reqs, size, reps, bcast, rank, procs);
 
     int status = app_finish(errors, "fan");
     free(buf);

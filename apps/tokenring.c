@@ -16,7 +16,7 @@
  * receiver checks and increments; the rest is a deterministic pattern checked after the last round.
  * Needs at least 2 processes.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "tokenring [--sizes a,b,..] [--rounds R] [--warmup W]";
 
@@ -49,37 +49,23 @@ int main(int argc, char **argv)
     const int procs = app_world_size();
 
     long rounds = 10, warmup = 1;
-    long *sizes = NULL;
-    int nsizes = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--sizes") == 0 || strcmp(a, "--size") == 0) {
-            if (app_parse_list(v, 0, 1L << 30, &sizes, &nsizes) != 0)
-                app_usage_error("tokenring", USAGE, "--sizes needs a comma-separated list of sizes");
-            i++;
-        } else if (strcmp(a, "--rounds") == 0) {
-            if (app_parse_long(v, 1, 100000000L, &rounds) != 0)
-                app_usage_error("tokenring", USAGE, "--rounds needs an integer >= 1");
-            i++;
-        } else if (strcmp(a, "--warmup") == 0) {
-            if (app_parse_long(v, 0, 100000000L, &warmup) != 0)
-                app_usage_error("tokenring", USAGE, "--warmup needs an integer >= 0");
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("tokenring", USAGE, "unexpected argument '%s'", a);
-        }
-    }
+    app_list size_list = {0};
+    const app_opt opts[] = {
+        {"--sizes", APP_OPT_LIST, &size_list, .lo = 0, .hi = 1L << 30,
+         .error = "--sizes needs a comma-separated list of sizes"},
+        {"--size", APP_OPT_LIST, &size_list, .lo = 0, .hi = 1L << 30,
+         .error = "--sizes needs a comma-separated list of sizes"},
+        {"--rounds", APP_OPT_LONG, &rounds, .lo = 1, .hi = 100000000L, .error = "--rounds needs an integer >= 1"},
+        {"--warmup", APP_OPT_LONG, &warmup, .lo = 0, .hi = 100000000L, .error = "--warmup needs an integer >= 0"},
+    };
+    app_parse_args(&(app_cli){.prog = "tokenring", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
     if (procs < 2)
         app_usage_error("tokenring", USAGE, "needs at least 2 processes");
-    if (nsizes == 0) {
-        static const long def[] = {1, 1024, 65536};
-        nsizes = 3;
-        sizes = app_xmalloc(sizeof def);
-        memcpy(sizes, def, sizeof def);
-    }
+    static const long def[] = {1, 1024, 65536};
+    app_list_or_default(&size_list, def, 3);
+    long *sizes = size_list.v;
+    int nsizes = size_list.n;
     long maxsize = 0;
     for (int k = 0; k < nsizes; k++)
         if (sizes[k] > maxsize)

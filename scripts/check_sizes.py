@@ -25,7 +25,6 @@ SUFFIXES = (".c", ".h", ".cc", ".cpp")
 KNOWN = {
     "apps/calibench.c:main",
     "apps/collectives.c:main",
-    "apps/fan.c:main",
     "apps/intercomm.c:main",
     "apps/logp.c:main",
     "apps/matmul.c:main",
