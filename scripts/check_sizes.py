@@ -26,7 +26,6 @@ KNOWN = {
     "apps/calibench.c:main",
     "apps/collectives.c:main",
     "apps/intercomm.c:main",
-    "apps/logp.c:main",
     "apps/matmul.c:main",
     "apps/patterns.c:main",
     "apps/reuse.c:main",
