@@ -29,6 +29,8 @@ typedef enum {
     APP_OPT_LIST,     /* value: app_list *, elements in [lo, hi] appended (replacing the list first: reset) */
     APP_OPT_FLAG,     /* value: int *, set to `set`; takes no argument (value NULL: accepted, ignored) */
     APP_OPT_CHOICE,   /* value: int *, the index of the argument in choices[] (NULL-terminated) */
+    APP_OPT_NAMES,    /* value: int[], one flag per name of choices[]: cleared, then those named set
+                       * (a comma-separated list: app_parse_names) */
     APP_OPT_CUSTOM,   /* parse(argument, value): 0, or -1 for the option's error */
 } app_opt_kind;
 
@@ -41,7 +43,7 @@ typedef struct {
     int set;                 /* FLAG */
     int reset;               /* LIST: the option replaces the list given before */
     int max_n;               /* LIST: at most this many elements (0: any number) */
-    const char *const *choices;                 /* CHOICE */
+    const char *const *choices;                 /* CHOICE, NAMES */
     int (*parse)(const char *arg, void *value); /* CUSTOM (the argument may be NULL: missing) */
     const char *error;       /* usage error for a bad or missing argument, given it as %s */
     int *given;              /* when not NULL, set to 1 when the option is given */
@@ -70,6 +72,31 @@ static inline void app_bad_option(const app_cli *cli, const app_opt *o, const ch
     app_usage_error(cli->prog, cli->usage, cli->unknown, o->name);
 }
 
+/* A comma-separated list of names from names[0..count-1] (each may repeat): sel[k] is 1 for the
+ * names listed, 0 for the others. 0, or -1 (empty, or a name not in the list; sel then partly set). */
+static inline int app_parse_names(const char *v, const char *const *names, int count, int *sel)
+{
+    if (v == NULL || *v == '\0')
+        return -1;
+    for (int k = 0; k < count; k++)
+        sel[k] = 0;
+    const char *p = v;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int found = -1;
+        for (int k = 0; k < count; k++)
+            if (strlen(names[k]) == len && strncmp(names[k], p, len) == 0)
+                found = k;
+        if (found < 0)
+            return -1;
+        sel[found] = 1;
+        if (comma == NULL)
+            return 0;
+        p = comma + 1;
+    }
+}
+
 /* Option o with its argument v (NULL when none follows): 0, or -1 when v is not a valid one. */
 static inline int app_take_option(const app_opt *o, const char *v)
 {
@@ -91,6 +118,12 @@ static inline int app_take_option(const app_opt *o, const char *v)
                 return 0;
             }
         return -1;
+    case APP_OPT_NAMES: {
+        int count = 0;
+        while (o->choices[count])
+            count++;
+        return app_parse_names(v, o->choices, count, (int *)o->value);
+    }
     case APP_OPT_CUSTOM:
         return o->parse(v, o->value);
     case APP_OPT_FLAG:

@@ -27,15 +27,15 @@
  *   # check=ok
  * Every received message is checked against its pattern after the timed part.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE =
     "sendmodes [--sizes a,b,..] [--iters K] [--warmup W] [--modes m1,m2,..] [--tests t1,t2,..]";
 
 enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_COUNT };
-static const char *const mode_names[M_COUNT] = {"send", "ssend", "bsend", "rsend", "isend"};
+static const char *const mode_names[M_COUNT + 1] = {"send", "ssend", "bsend", "rsend", "isend", NULL};
 enum { T_UNI, T_BI, T_BOTH, T_COUNT };
-static const char *const test_names[T_COUNT] = {"uni", "bi", "both"};
+static const char *const test_names[T_COUNT + 1] = {"uni", "bi", "both", NULL};
 
 enum { TAG_READY = 501, TAG_DATA = 502, TAG_ACK = 503, TAG_PONG = 504 };
 
@@ -164,27 +164,95 @@ static double run_both(ctx_t *c, int mode, int n)
     return c->rank == 0 ? T : 0.0;
 }
 
-static int parse_names(const char *v, const char *const *names, int count, int *sel)
+typedef struct {
+    long iters, warmup;
+    app_list sizes;
+    int modes[M_COUNT], tests[T_COUNT];
+} options;
+
+static void parse_options(options *o, int argc, char **argv)
 {
-    if (v == NULL || *v == '\0')
-        return -1;
-    for (int k = 0; k < count; k++)
-        sel[k] = 0;
-    const char *p = v;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        int found = -1;
-        for (int k = 0; k < count; k++)
-            if (strlen(names[k]) == len && strncmp(names[k], p, len) == 0)
-                found = k;
-        if (found < 0)
-            return -1;
-        sel[found] = 1;
-        if (comma == NULL)
-            return 0;
-        p = comma + 1;
+    *o = (options){.iters = 10, .warmup = 1, .modes = {1, 1, 1, 1, 1}, .tests = {1, 1, 1}};
+    const app_opt opts[] = {
+        {"--sizes", APP_OPT_LIST, &o->sizes, .lo = 0, .hi = 1L << 28, .reset = 1,
+         .error = "--sizes needs a comma-separated list of sizes"},
+        {"--iters", APP_OPT_LONG, &o->iters, .lo = 1, .hi = 1000000L, .error = "--iters needs an integer in [1, 1e6]"},
+        {"--warmup", APP_OPT_LONG, &o->warmup, .lo = 0, .hi = 1000000L, .error = "--warmup needs an integer >= 0"},
+        {"--modes", APP_OPT_NAMES, o->modes, .choices = mode_names,
+         .error = "--modes takes send,ssend,bsend,rsend,isend"},
+        {"--tests", APP_OPT_NAMES, o->tests, .choices = test_names, .error = "--tests takes uni,bi,both"},
+    };
+    app_parse_args(&(app_cli){.prog = "sendmodes", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
+}
+
+/* Ranks 0 and 1: buffers, receive slots and requests for iters messages of maxsize, and the
+ * MPI_Bsend buffer when bsend is measured (returned: detach and free it at the end). */
+static void *setup(ctx_t *c, const options *o, long maxsize)
+{
+    c->sbuf = app_xmalloc((size_t)maxsize);
+    c->slots = app_xmalloc((size_t)maxsize * (size_t)o->iters);
+    c->rreq = app_xmalloc(sizeof(MPI_Request) * (size_t)o->iters);
+    c->sreq = app_xmalloc(sizeof(MPI_Request) * (size_t)o->iters);
+    if (!o->modes[M_BSEND])
+        return NULL;
+    /* room for all K messages of a run in flight at once */
+    int one = 0;
+    MPI_Pack_size((int)maxsize, MPI_BYTE, MPI_COMM_WORLD, &one);
+    double need = ((double)one + MPI_BSEND_OVERHEAD) * (double)o->iters + 1024.0;
+    if (need > 2147483647.0)
+        app_usage_error("sendmodes", USAGE, "the MPI_Bsend buffer would exceed 2 GiB");
+    void *bsend_buf = app_xmalloc((size_t)need);
+    MPI_Buffer_attach(bsend_buf, (int)need);
+    return bsend_buf;
+}
+
+/* One test, mode and size on ranks 0 and 1: the warm-up runs, the timed run, its check and (rank
+ * 0) its line. The errors found. */
+static long run_case(ctx_t *c, const options *o, int t, int m, int n)
+{
+    const int rank = c->rank;
+    const long iters = o->iters;
+    const uint64_t seed = ((uint64_t)t << 48) ^ ((uint64_t)m << 40) ^ ((uint64_t)n << 8);
+    double T = 0.0;
+    for (long w = 0; w <= o->warmup; w++) {
+        prepare(c, n, seed);
+        if (t == T_UNI)
+            T = run_uni(c, m, n);
+        else if (t == T_BI)
+            T = run_bi(c, m, n);
+        else
+            T = run_both(c, m, n);
     }
+    /* verification of the last (timed) run */
+    long errors = 0;
+    long expect = 0;
+    if (t == T_UNI)
+        expect = rank == 1 ? iters : 0;
+    else
+        expect = iters;
+    long bad = check_slots(c, n, expect, seed, 1 - rank);
+    if (bad) {
+        fprintf(stderr, "sendmodes: rank %d: %s/%s/%d bytes: %ld messages wrong\n", rank,
+                test_names[t], mode_names[m], n, bad);
+        errors++;
+    }
+    if (rank == 0) {
+        double per = 0.0, bw = 0.0;
+        if (t == T_UNI) {
+            per = T / (double)iters;
+            bw = T > 0.0 ? (double)n * (double)iters / T / 1e6 : 0.0;
+        } else if (t == T_BI) {
+            per = T / (2.0 * (double)iters);
+            bw = per > 0.0 ? (double)n / per / 1e6 : 0.0;
+        } else {
+            per = T / (double)iters;
+            bw = T > 0.0 ? 2.0 * (double)n * (double)iters / T / 1e6 : 0.0;
+        }
+        printf("%s,%s,%d,%ld,%.9e,%.3f\n", test_names[t], mode_names[m], n, iters, per, bw);
+        fflush(stdout);
+    }
+    return errors;
 }
 
 int main(int argc, char **argv)
@@ -193,137 +261,32 @@ int main(int argc, char **argv)
     const int rank = app_world_rank();
     const int procs = app_world_size();
 
-    long iters = 10, warmup = 1;
-    long *sizes = NULL;
-    int nsizes = 0;
-    int modes[M_COUNT] = {1, 1, 1, 1, 1}, tests[T_COUNT] = {1, 1, 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--sizes") == 0) {
-            nsizes = 0;
-            if (app_parse_list(v, 0, 1L << 28, &sizes, &nsizes) != 0)
-                app_usage_error("sendmodes", USAGE, "--sizes needs a comma-separated list of sizes");
-            i++;
-        } else if (strcmp(a, "--iters") == 0) {
-            if (app_parse_long(v, 1, 1000000L, &iters) != 0)
-                app_usage_error("sendmodes", USAGE, "--iters needs an integer in [1, 1e6]");
-            i++;
-        } else if (strcmp(a, "--warmup") == 0) {
-            if (app_parse_long(v, 0, 1000000L, &warmup) != 0)
-                app_usage_error("sendmodes", USAGE, "--warmup needs an integer >= 0");
-            i++;
-        } else if (strcmp(a, "--modes") == 0) {
-            if (parse_names(v, mode_names, M_COUNT, modes) != 0)
-                app_usage_error("sendmodes", USAGE, "--modes takes send,ssend,bsend,rsend,isend");
-            i++;
-        } else if (strcmp(a, "--tests") == 0) {
-            if (parse_names(v, test_names, T_COUNT, tests) != 0)
-                app_usage_error("sendmodes", USAGE, "--tests takes uni,bi,both");
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("sendmodes", USAGE, "unexpected argument '%s'", a);
-        }
-    }
+    options o;
+    parse_options(&o, argc, argv);
     if (procs < 2)
         app_usage_error("sendmodes", USAGE, "needs at least 2 processes");
-    if (nsizes == 0) {
-        static const long def[] = {1, 4, 16, 64, 256, 1024, 4096, 16383, 16384, 16385, 65536, 262144, 1048576};
-        nsizes = (int)(sizeof def / sizeof def[0]);
-        sizes = app_xmalloc(sizeof def);
-        memcpy(sizes, def, sizeof def);
-    }
+    static const long def[] = {1, 4, 16, 64, 256, 1024, 4096, 16383, 16384, 16385, 65536, 262144, 1048576};
+    app_list_or_default(&o.sizes, def, (int)(sizeof def / sizeof def[0]));
     long maxsize = 0;
-    for (int k = 0; k < nsizes; k++)
-        if (sizes[k] > maxsize)
-            maxsize = sizes[k];
-    if ((double)maxsize * (double)iters > 512.0 * 1024 * 1024)
+    for (int k = 0; k < o.sizes.n; k++)
+        if (o.sizes.v[k] > maxsize)
+            maxsize = o.sizes.v[k];
+    if ((double)maxsize * (double)o.iters > 512.0 * 1024 * 1024)
         app_usage_error("sendmodes", USAGE, "iters x largest size exceeds 512 MiB of receive slots");
 
-    ctx_t c;
-    c.rank = rank;
-    c.iters = iters;
-    c.sbuf = NULL;
-    c.slots = NULL;
-    c.rreq = c.sreq = NULL;
-    void *bsend_buf = NULL;
+    ctx_t c = {.rank = rank, .iters = o.iters};
+    void *bsend_buf = rank <= 1 ? setup(&c, &o, maxsize) : NULL;
     long errors = 0;
-    if (rank <= 1) {
-        c.sbuf = app_xmalloc((size_t)maxsize);
-        c.slots = app_xmalloc((size_t)maxsize * (size_t)iters);
-        c.rreq = app_xmalloc(sizeof(MPI_Request) * (size_t)iters);
-        c.sreq = app_xmalloc(sizeof(MPI_Request) * (size_t)iters);
-        if (modes[M_BSEND]) {
-            /* room for all K messages of a run in flight at once */
-            int one = 0;
-            MPI_Pack_size((int)maxsize, MPI_BYTE, MPI_COMM_WORLD, &one);
-            double need = ((double)one + MPI_BSEND_OVERHEAD) * (double)iters + 1024.0;
-            if (need > 2147483647.0)
-                app_usage_error("sendmodes", USAGE, "the MPI_Bsend buffer would exceed 2 GiB");
-            bsend_buf = app_xmalloc((size_t)need);
-            MPI_Buffer_attach(bsend_buf, (int)need);
-        }
-    }
 
     if (rank == 0) {
-        printf("# sendmodes procs=%d iters=%ld warmup=%ld\n", procs, iters, warmup);
+        printf("# sendmodes procs=%d iters=%ld warmup=%ld\n", procs, o.iters, o.warmup);
         printf("test,mode,bytes,iters,time_s,bandwidth_MBps\n");
         fflush(stdout);
     }
-
-    if (rank <= 1) {
-        for (int t = 0; t < T_COUNT; t++) {
-            if (!tests[t])
-                continue;
-            for (int m = 0; m < M_COUNT; m++) {
-                if (!modes[m])
-                    continue;
-                for (int si = 0; si < nsizes; si++) {
-                    const int n = (int)sizes[si];
-                    const uint64_t seed = ((uint64_t)t << 48) ^ ((uint64_t)m << 40) ^ ((uint64_t)n << 8);
-                    double T = 0.0;
-                    for (long w = 0; w <= warmup; w++) {
-                        prepare(&c, n, seed);
-                        if (t == T_UNI)
-                            T = run_uni(&c, m, n);
-                        else if (t == T_BI)
-                            T = run_bi(&c, m, n);
-                        else
-                            T = run_both(&c, m, n);
-                    }
-                    /* verification of the last (timed) run */
-                    long expect = 0;
-                    if (t == T_UNI)
-                        expect = rank == 1 ? iters : 0;
-                    else
-                        expect = iters;
-                    long bad = check_slots(&c, n, expect, seed, 1 - rank);
-                    if (bad) {
-                        fprintf(stderr, "sendmodes: rank %d: %s/%s/%d bytes: %ld messages wrong\n", rank,
-                                test_names[t], mode_names[m], n, bad);
-                        errors++;
-                    }
-                    if (rank == 0) {
-                        double per = 0.0, bw = 0.0;
-                        if (t == T_UNI) {
-                            per = T / (double)iters;
-                            bw = T > 0.0 ? (double)n * (double)iters / T / 1e6 : 0.0;
-                        } else if (t == T_BI) {
-                            per = T / (2.0 * (double)iters);
-                            bw = per > 0.0 ? (double)n / per / 1e6 : 0.0;
-                        } else {
-                            per = T / (double)iters;
-                            bw = T > 0.0 ? 2.0 * (double)n * (double)iters / T / 1e6 : 0.0;
-                        }
-                        printf("%s,%s,%d,%ld,%.9e,%.3f\n", test_names[t], mode_names[m], n, iters, per, bw);
-                        fflush(stdout);
-                    }
-                }
-            }
-        }
-    }
+    for (int t = 0; rank <= 1 && t < T_COUNT; t++)
+        for (int m = 0; o.tests[t] && m < M_COUNT; m++)
+            for (int si = 0; o.modes[m] && si < o.sizes.n; si++)
+                errors += run_case(&c, &o, t, m, (int)o.sizes.v[si]);
 
     if (bsend_buf != NULL) {
         void *b = NULL;
@@ -336,7 +299,7 @@ int main(int argc, char **argv)
     free(c.slots);
     free(c.rreq);
     free(c.sreq);
-    free(sizes);
+    free(o.sizes.v);
     MPI_Finalize();
     return status;
 }

@@ -29,7 +29,6 @@ KNOWN = {
     "apps/matmul.c:main",
     "apps/patterns.c:main",
     "apps/reuse.c:main",
-    "apps/sendmodes.c:main",
     "apps/stencil.c:main",
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
