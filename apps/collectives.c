@@ -27,7 +27,7 @@
  *   <one line per operation and size>
  *   # check=ok
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "collectives [--sizes a,b,..] [--iters K] [--ops op1,op2,..]";
 
@@ -200,123 +200,136 @@ static long verify(const ctx_t *c, int op)
     return bad;
 }
 
+typedef struct {
+    int v[OP_COUNT * 4], n;
+} op_list;
+
+/* --ops: the operations in the order given (each may repeat). */
+static int parse_ops(const char *v, void *value)
+{
+    op_list *l = value;
+    if (v == NULL || *v == '\0')
+        app_usage_error("collectives", USAGE, "--ops needs a comma-separated list of operations");
+    l->n = 0;
+    const char *p = v;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int found = -1;
+        for (int k = 0; k < OP_COUNT; k++)
+            if (strlen(op_names[k]) == len && strncmp(op_names[k], p, len) == 0)
+                found = k;
+        if (found < 0 || l->n >= (int)(sizeof l->v / sizeof l->v[0]))
+            return -1;
+        l->v[l->n++] = found;
+        if (comma == NULL)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+typedef struct {
+    long iters;
+    app_list sizes;
+    op_list ops;
+} options;
+
+static void parse_options(options *o, int argc, char **argv)
+{
+    *o = (options){.iters = 10};
+    const app_opt opts[] = {
+        {"--sizes", APP_OPT_LIST, &o->sizes, .lo = 0, .hi = 1L << 28, .reset = 1,
+         .error = "--sizes needs a comma-separated list of sizes"},
+        {"--iters", APP_OPT_LONG, &o->iters, .lo = 1, .hi = 100000000L, .error = "--iters needs an integer >= 1"},
+        {"--ops", APP_OPT_CUSTOM, &o->ops, .parse = parse_ops, .error = "unknown operation in --ops '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "collectives", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
+    static const long def[] = {4, 64, 1024, 16384, 65536};
+    app_list_or_default(&o->sizes, def, (int)(sizeof def / sizeof def[0]));
+    for (int k = 0; k < o->sizes.n; k++)
+        if (o->sizes.v[k] % 4 != 0)
+            app_usage_error("collectives", USAGE, "size %ld is not a multiple of 4", o->sizes.v[k]);
+    if (o->ops.n == 0) {
+        o->ops.n = (int)(sizeof default_ops / sizeof default_ops[0]);
+        memcpy(o->ops.v, default_ops, sizeof default_ops);
+    }
+}
+
+/* Buffers for the largest size: P blocks each (alltoall, gather, ...), 1.5 P blocks for alltoallv. */
+static void alloc_buffers(ctx_t *c, const options *o)
+{
+    long maxsize = 0;
+    for (int k = 0; k < o->sizes.n; k++)
+        if (o->sizes.v[k] > maxsize)
+            maxsize = o->sizes.v[k];
+    int want_v = 0;
+    for (int k = 0; k < o->ops.n; k++)
+        want_v |= o->ops.v[k] == OP_ALLTOALLV;
+    const size_t cap = (size_t)c->procs * (size_t)maxsize * (want_v ? 3 : 2) / 2 + 8;
+    c->cap = cap;
+    if (cap > ((size_t)1 << 31) - 1)
+        app_usage_error("collectives", USAGE, "buffers of %zu bytes are too large", cap);
+    c->sbuf = app_xcalloc(cap, 1);
+    c->rbuf = app_xcalloc(cap, 1);
+    c->scounts = app_xcalloc((size_t)c->procs, sizeof(int));
+    c->sdispls = app_xcalloc((size_t)c->procs, sizeof(int));
+    c->rcounts = app_xcalloc((size_t)c->procs, sizeof(int));
+    c->rdispls = app_xcalloc((size_t)c->procs, sizeof(int));
+}
+
+/* One operation at c->bytes: a warm-up call, the timed calls, the check and (rank 0) its line
+ * with the slowest rank's time and the ranks' mean. The errors found. */
+static long measure(ctx_t *c, int op, long iters)
+{
+    long errors = 0;
+    setup(c, op);
+    run(c, op); /* warm-up */
+    clear_output(c, op);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long it = 0; it < iters; it++)
+        run(c, op);
+    double t = (MPI_Wtime() - t0) / (double)iters;
+    long bad = verify(c, op);
+    if (bad) {
+        fprintf(stderr, "collectives: rank %d: %s of %ld bytes: %ld wrong bytes/elements\n", c->rank, op_names[op],
+                c->bytes, bad);
+        errors++;
+    }
+    double tmax = 0.0, tsum = 0.0;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&t, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (c->rank == 0) {
+        printf("%s,%ld,%d,%ld,%.9e,%.9e\n", op_names[op], c->bytes, c->procs, iters, tmax, tsum / c->procs);
+        fflush(stdout);
+    }
+    return errors;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     const int rank = app_world_rank();
     const int procs = app_world_size();
 
-    long iters = 10;
-    long *sizes = NULL;
-    int nsizes = 0;
-    int ops[OP_COUNT * 4], nops = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--sizes") == 0) {
-            nsizes = 0;
-            if (app_parse_list(v, 0, 1L << 28, &sizes, &nsizes) != 0)
-                app_usage_error("collectives", USAGE, "--sizes needs a comma-separated list of sizes");
-            i++;
-        } else if (strcmp(a, "--iters") == 0) {
-            if (app_parse_long(v, 1, 100000000L, &iters) != 0)
-                app_usage_error("collectives", USAGE, "--iters needs an integer >= 1");
-            i++;
-        } else if (strcmp(a, "--ops") == 0) {
-            if (v == NULL || *v == '\0')
-                app_usage_error("collectives", USAGE, "--ops needs a comma-separated list of operations");
-            nops = 0;
-            const char *p = v;
-            for (;;) {
-                const char *comma = strchr(p, ',');
-                size_t len = comma ? (size_t)(comma - p) : strlen(p);
-                int found = -1;
-                for (int k = 0; k < OP_COUNT; k++)
-                    if (strlen(op_names[k]) == len && strncmp(op_names[k], p, len) == 0)
-                        found = k;
-                if (found < 0 || nops >= (int)(sizeof ops / sizeof ops[0]))
-                    app_usage_error("collectives", USAGE, "unknown operation in --ops '%s'", v);
-                ops[nops++] = found;
-                if (comma == NULL)
-                    break;
-                p = comma + 1;
-            }
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("collectives", USAGE, "unexpected argument '%s'", a);
-        }
-    }
-    if (nsizes == 0) {
-        static const long def[] = {4, 64, 1024, 16384, 65536};
-        nsizes = (int)(sizeof def / sizeof def[0]);
-        sizes = app_xmalloc(sizeof def);
-        memcpy(sizes, def, sizeof def);
-    }
-    for (int k = 0; k < nsizes; k++)
-        if (sizes[k] % 4 != 0)
-            app_usage_error("collectives", USAGE, "size %ld is not a multiple of 4", sizes[k]);
-    if (nops == 0) {
-        nops = (int)(sizeof default_ops / sizeof default_ops[0]);
-        memcpy(ops, default_ops, sizeof default_ops);
-    }
-    long maxsize = 0;
-    for (int k = 0; k < nsizes; k++)
-        if (sizes[k] > maxsize)
-            maxsize = sizes[k];
-
-    ctx_t c;
-    c.rank = rank;
-    c.procs = procs;
-    /* P blocks per buffer (alltoall, gather, ...), 1.5 P blocks for alltoallv */
-    int want_v = 0;
-    for (int k = 0; k < nops; k++)
-        want_v |= ops[k] == OP_ALLTOALLV;
-    const size_t cap = (size_t)procs * (size_t)maxsize * (want_v ? 3 : 2) / 2 + 8;
-    c.cap = cap;
-    if (cap > ((size_t)1 << 31) - 1)
-        app_usage_error("collectives", USAGE, "buffers of %zu bytes are too large", cap);
-    c.sbuf = app_xcalloc(cap, 1);
-    c.rbuf = app_xcalloc(cap, 1);
-    c.scounts = app_xcalloc((size_t)procs, sizeof(int));
-    c.sdispls = app_xcalloc((size_t)procs, sizeof(int));
-    c.rcounts = app_xcalloc((size_t)procs, sizeof(int));
-    c.rdispls = app_xcalloc((size_t)procs, sizeof(int));
+    options o;
+    parse_options(&o, argc, argv);
+    ctx_t c = {.rank = rank, .procs = procs};
+    alloc_buffers(&c, &o);
     long errors = 0;
 
     if (rank == 0) {
-        printf("# collectives procs=%d iters=%ld\n", procs, iters);
+        printf("# collectives procs=%d iters=%ld\n", procs, o.iters);
         printf("op,bytes,procs,iters,time_s,avg_rank_time_s\n");
         fflush(stdout);
     }
-
-    for (int oi = 0; oi < nops; oi++) {
-        const int op = ops[oi];
-        const int n_this = op == OP_BARRIER ? 1 : nsizes;
+    for (int oi = 0; oi < o.ops.n; oi++) {
+        const int op = o.ops.v[oi];
+        const int n_this = op == OP_BARRIER ? 1 : o.sizes.n;
         for (int si = 0; si < n_this; si++) {
-            c.bytes = op == OP_BARRIER ? 0 : sizes[si];
-            setup(&c, op);
-            run(&c, op); /* warm-up */
-            clear_output(&c, op);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            for (long it = 0; it < iters; it++)
-                run(&c, op);
-            double t = (MPI_Wtime() - t0) / (double)iters;
-            long bad = verify(&c, op);
-            if (bad) {
-                fprintf(stderr, "collectives: rank %d: %s of %ld bytes: %ld wrong bytes/elements\n", rank, op_names[op],
-                        c.bytes, bad);
-                errors++;
-            }
-            double tmax = 0.0, tsum = 0.0;
-            MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            MPI_Reduce(&t, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank == 0) {
-                printf("%s,%ld,%d,%ld,%.9e,%.9e\n", op_names[op], c.bytes, procs, iters, tmax, tsum / procs);
-                fflush(stdout);
-            }
+            c.bytes = op == OP_BARRIER ? 0 : o.sizes.v[si];
+            errors += measure(&c, op, o.iters);
         }
     }
 
@@ -327,7 +340,7 @@ int main(int argc, char **argv)
     free(c.sdispls);
     free(c.rcounts);
     free(c.rdispls);
-    free(sizes);
+    free(o.sizes.v);
     MPI_Finalize();
     return status;
 }
