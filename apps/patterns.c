@@ -38,7 +38,7 @@
  *   # check=ok
  * Every received message is checked against its pattern after the timed part.
  */
-#include "common.h"
+#include "app_args.h"
 
 #include <math.h>
 
@@ -114,7 +114,8 @@ static int permute(int pat, int src, int n, int i, int procs)
 }
 
 typedef struct {
-    long size, size_dist, gap_dist, msgs;
+    long size, msgs;
+    int size_dist, gap_dist;
     double gap;
     uint64_t seed;
     int procs, n; /* n = log2(procs), or -1 */
@@ -164,83 +165,141 @@ static void plan_rank(const plan_cfg_t *c, int pat, int src, msg_t *out)
 
 static uint64_t msg_seed(int pat, int src, long k) { return ((uint64_t)pat << 50) ^ ((uint64_t)src << 24) ^ (uint64_t)k; }
 
+static const char *const SIZE_DISTS[] = {"fixed", "uniform", "exp", NULL};
+static const char *const GAP_DISTS[] = {"none", "uniform", "exp", NULL};
+
+/* --patterns: sel[k] for the patterns named. */
+static int parse_patterns(const char *v, void *sel)
+{
+    if (v == NULL || *v == '\0')
+        app_usage_error("patterns", USAGE, "--patterns needs a comma-separated list");
+    return app_parse_names(v, pat_names, P_COUNT, sel);
+}
+
+static void parse_options(plan_cfg_t *cfg, long *seed, int *sel, int argc, char **argv)
+{
+    const app_opt opts[] = {
+        {"--size", APP_OPT_LONG, &cfg->size, .lo = 0, .hi = 1L << 26, .error = "--size needs a size in [0, 64M]"},
+        {"--msgs", APP_OPT_LONG, &cfg->msgs, .lo = 1, .hi = 1000000L, .error = "--msgs needs an integer in [1, 1e6]"},
+        {"--seed", APP_OPT_LONG, seed, .lo = 0, .hi = 1000000000L, .error = "--seed needs an integer in [0, 1e9]"},
+        {"--gap", APP_OPT_DOUBLE, &cfg->gap, .dlo = 0.0, .dhi = 10.0, .error = "--gap needs seconds in [0, 10]"},
+        {"--size-dist", APP_OPT_CHOICE, &cfg->size_dist, .choices = SIZE_DISTS,
+         .error = "--size-dist takes fixed, uniform or exp"},
+        {"--gap-dist", APP_OPT_CHOICE, &cfg->gap_dist, .choices = GAP_DISTS,
+         .error = "--gap-dist takes none, uniform or exp"},
+        {"--patterns", APP_OPT_CUSTOM, sel, .parse = parse_patterns, .error = "unknown pattern in '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "patterns", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
+}
+
+/* One pattern: every rank posts its receives, sends its messages with their gaps, waits; the
+ * check outside the timed region; rank 0's line (first send to last completion over all ranks).
+ * The errors found. */
+static long run_pattern(const plan_cfg_t *cfg, int pat, msg_t *plan, int rank, int procs)
+{
+    const long M = cfg->msgs;
+    long errors = 0;
+    for (int s = 0; s < procs; s++)
+        plan_rank(cfg, pat, s, plan + (size_t)s * (size_t)M);
+
+    /* this rank's send and receive lists */
+    size_t sbytes = 0, rbytes = 0;
+    long nsend = 0, nrecv = 0;
+    for (int s = 0; s < procs; s++)
+        for (long k = 0; k < M; k++) {
+            const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
+            if (m->dest == s)
+                continue;
+            if (s == rank) {
+                sbytes += (size_t)m->bytes;
+                nsend++;
+            }
+            if (m->dest == rank) {
+                rbytes += (size_t)m->bytes;
+                nrecv++;
+            }
+        }
+    unsigned char *sbuf = app_xmalloc(sbytes);
+    unsigned char *rbuf = app_xcalloc(rbytes, 1);
+    MPI_Request *reqs = app_xmalloc(sizeof(MPI_Request) * (size_t)(nsend + nrecv));
+    size_t off = 0;
+    for (long k = 0; k < M; k++) {
+        const msg_t *m = &plan[(size_t)rank * (size_t)M + (size_t)k];
+        if (m->dest == rank)
+            continue;
+        app_fill_pattern(sbuf + off, (size_t)m->bytes, msg_seed(pat, rank, k));
+        off += (size_t)m->bytes;
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double ts = MPI_Wtime();
+    int nr = 0;
+    off = 0;
+    for (int s = 0; s < procs; s++)
+        for (long k = 0; k < M; k++) {
+            const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
+            if (m->dest != rank || s == rank)
+                continue;
+            MPI_Irecv(rbuf + off, m->bytes, MPI_BYTE, s, TAG_DATA, MPI_COMM_WORLD, &reqs[nr++]);
+            off += (size_t)m->bytes;
+        }
+    off = 0;
+    for (long k = 0; k < M; k++) {
+        const msg_t *m = &plan[(size_t)rank * (size_t)M + (size_t)k];
+        app_spin(m->gap);
+        if (m->dest == rank)
+            continue;
+        MPI_Isend(sbuf + off, m->bytes, MPI_BYTE, m->dest, TAG_DATA, MPI_COMM_WORLD, &reqs[nr++]);
+        off += (size_t)m->bytes;
+    }
+    MPI_Waitall(nr, reqs, MPI_STATUSES_IGNORE);
+    const double te = MPI_Wtime();
+
+    /* verification, outside the timed region */
+    off = 0;
+    long bad = 0;
+    for (int s = 0; s < procs; s++)
+        for (long k = 0; k < M; k++) {
+            const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
+            if (m->dest != rank || s == rank)
+                continue;
+            bad += app_check_pattern(rbuf + off, (size_t)m->bytes, msg_seed(pat, s, k)) != 0;
+            off += (size_t)m->bytes;
+        }
+    if (bad) {
+        fprintf(stderr, "patterns: rank %d: %s: %ld messages wrong\n", rank, pat_names[pat], bad);
+        errors++;
+    }
+    double tmin = 0.0, tmax = 0.0;
+    long mine[2] = {nrecv, (long)rbytes}, tot[2] = {0, 0};
+    MPI_Reduce(&ts, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&te, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(mine, tot, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        double t = tmax - tmin;
+        double bw = t > 0.0 ? (double)tot[1] / t / 1e6 : 0.0;
+        printf("%s,%d,%ld,%ld,%.9e,%.3f\n", pat_names[pat], procs, tot[0], tot[1], t, bw);
+        fflush(stdout);
+    }
+    free(sbuf);
+    free(rbuf);
+    free(reqs);
+    return errors;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     const int rank = app_world_rank();
     const int procs = app_world_size();
 
-    plan_cfg_t cfg = {10240, D_FIXED, D_NONE, 20, 0.0, 1, procs, -1};
+    plan_cfg_t cfg = {10240, 20, D_FIXED, D_NONE, 0.0, 1, procs, -1};
     long seed = 1;
     int sel[P_COUNT];
     for (int k = 0; k < P_COUNT; k++)
         sel[k] = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--size") == 0) {
-            if (app_parse_long(v, 0, 1L << 26, &cfg.size) != 0)
-                app_usage_error("patterns", USAGE, "--size needs a size in [0, 64M]");
-            i++;
-        } else if (strcmp(a, "--msgs") == 0) {
-            if (app_parse_long(v, 1, 1000000L, &cfg.msgs) != 0)
-                app_usage_error("patterns", USAGE, "--msgs needs an integer in [1, 1e6]");
-            i++;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (app_parse_long(v, 0, 1000000000L, &seed) != 0)
-                app_usage_error("patterns", USAGE, "--seed needs an integer in [0, 1e9]");
-            i++;
-        } else if (strcmp(a, "--gap") == 0) {
-            if (app_parse_double(v, 0.0, 10.0, &cfg.gap) != 0)
-                app_usage_error("patterns", USAGE, "--gap needs seconds in [0, 10]");
-            i++;
-        } else if (strcmp(a, "--size-dist") == 0) {
-            if (v && strcmp(v, "fixed") == 0)
-                cfg.size_dist = D_FIXED;
-            else if (v && strcmp(v, "uniform") == 0)
-                cfg.size_dist = D_UNIFORM;
-            else if (v && strcmp(v, "exp") == 0)
-                cfg.size_dist = D_EXP;
-            else
-                app_usage_error("patterns", USAGE, "--size-dist takes fixed, uniform or exp");
-            i++;
-        } else if (strcmp(a, "--gap-dist") == 0) {
-            if (v && strcmp(v, "none") == 0)
-                cfg.gap_dist = D_NONE;
-            else if (v && strcmp(v, "uniform") == 0)
-                cfg.gap_dist = D_UNIFORM;
-            else if (v && strcmp(v, "exp") == 0)
-                cfg.gap_dist = D_EXP;
-            else
-                app_usage_error("patterns", USAGE, "--gap-dist takes none, uniform or exp");
-            i++;
-        } else if (strcmp(a, "--patterns") == 0) {
-            if (v == NULL || *v == '\0')
-                app_usage_error("patterns", USAGE, "--patterns needs a comma-separated list");
-            for (int k = 0; k < P_COUNT; k++)
-                sel[k] = 0;
-            const char *p = v;
-            for (;;) {
-                const char *comma = strchr(p, ',');
-                size_t len = comma ? (size_t)(comma - p) : strlen(p);
-                int found = -1;
-                for (int k = 0; k < P_COUNT; k++)
-                    if (strlen(pat_names[k]) == len && strncmp(pat_names[k], p, len) == 0)
-                        found = k;
-                if (found < 0)
-                    app_usage_error("patterns", USAGE, "unknown pattern in '%s'", v);
-                sel[found] = 1;
-                if (comma == NULL)
-                    break;
-                p = comma + 1;
-            }
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("patterns", USAGE, "unexpected argument '%s'", a);
-        }
-    }
+    parse_options(&cfg, &seed, sel, argc, argv);
     if (procs < 2)
         app_usage_error("patterns", USAGE, "needs at least 2 processes");
     if (cfg.size == 0 && cfg.size_dist != D_FIXED)
@@ -252,7 +311,6 @@ int main(int argc, char **argv)
 
     const long M = cfg.msgs;
     msg_t *plan = app_xmalloc(sizeof(msg_t) * (size_t)procs * (size_t)M); /* plan[src * M + k] */
-    MPI_Request *reqs = NULL;
     long errors = 0;
 
     if (rank == 0) {
@@ -272,96 +330,11 @@ int main(int argc, char **argv)
                 printf("# skipped pattern=%s reason=procs-not-power-of-two\n", pat_names[pat]);
             continue;
         }
-        for (int s = 0; s < procs; s++)
-            plan_rank(&cfg, pat, s, plan + (size_t)s * (size_t)M);
-
-        /* this rank's send and receive lists */
-        size_t sbytes = 0, rbytes = 0;
-        long nsend = 0, nrecv = 0;
-        for (int s = 0; s < procs; s++)
-            for (long k = 0; k < M; k++) {
-                const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
-                if (m->dest == s)
-                    continue;
-                if (s == rank) {
-                    sbytes += (size_t)m->bytes;
-                    nsend++;
-                }
-                if (m->dest == rank) {
-                    rbytes += (size_t)m->bytes;
-                    nrecv++;
-                }
-            }
-        unsigned char *sbuf = app_xmalloc(sbytes);
-        unsigned char *rbuf = app_xcalloc(rbytes, 1);
-        free(reqs);
-        reqs = app_xmalloc(sizeof(MPI_Request) * (size_t)(nsend + nrecv));
-        size_t off = 0;
-        for (long k = 0; k < M; k++) {
-            const msg_t *m = &plan[(size_t)rank * (size_t)M + (size_t)k];
-            if (m->dest == rank)
-                continue;
-            app_fill_pattern(sbuf + off, (size_t)m->bytes, msg_seed(pat, rank, k));
-            off += (size_t)m->bytes;
-        }
-
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double ts = MPI_Wtime();
-        int nr = 0;
-        off = 0;
-        for (int s = 0; s < procs; s++)
-            for (long k = 0; k < M; k++) {
-                const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
-                if (m->dest != rank || s == rank)
-                    continue;
-                MPI_Irecv(rbuf + off, m->bytes, MPI_BYTE, s, TAG_DATA, MPI_COMM_WORLD, &reqs[nr++]);
-                off += (size_t)m->bytes;
-            }
-        off = 0;
-        for (long k = 0; k < M; k++) {
-            const msg_t *m = &plan[(size_t)rank * (size_t)M + (size_t)k];
-            app_spin(m->gap);
-            if (m->dest == rank)
-                continue;
-            MPI_Isend(sbuf + off, m->bytes, MPI_BYTE, m->dest, TAG_DATA, MPI_COMM_WORLD, &reqs[nr++]);
-            off += (size_t)m->bytes;
-        }
-        MPI_Waitall(nr, reqs, MPI_STATUSES_IGNORE);
-        const double te = MPI_Wtime();
-
-        /* verification, outside the timed region */
-        off = 0;
-        long bad = 0;
-        for (int s = 0; s < procs; s++)
-            for (long k = 0; k < M; k++) {
-                const msg_t *m = &plan[(size_t)s * (size_t)M + (size_t)k];
-                if (m->dest != rank || s == rank)
-                    continue;
-                bad += app_check_pattern(rbuf + off, (size_t)m->bytes, msg_seed(pat, s, k)) != 0;
-                off += (size_t)m->bytes;
-            }
-        if (bad) {
-            fprintf(stderr, "patterns: rank %d: %s: %ld messages wrong\n", rank, pat_names[pat], bad);
-            errors++;
-        }
-        double tmin = 0.0, tmax = 0.0;
-        long mine[2] = {nrecv, (long)rbytes}, tot[2] = {0, 0};
-        MPI_Reduce(&ts, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&te, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(mine, tot, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-        if (rank == 0) {
-            double t = tmax - tmin;
-            double bw = t > 0.0 ? (double)tot[1] / t / 1e6 : 0.0;
-            printf("%s,%d,%ld,%ld,%.9e,%.3f\n", pat_names[pat], procs, tot[0], tot[1], t, bw);
-            fflush(stdout);
-        }
-        free(sbuf);
-        free(rbuf);
+        errors += run_pattern(&cfg, pat, plan, rank, procs);
     }
 
     int status = app_finish(errors, "patterns");
     free(plan);
-    free(reqs);
     MPI_Finalize();
     return status;
 }

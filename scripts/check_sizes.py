@@ -26,7 +26,6 @@ KNOWN = {
     "apps/calibench.c:main",
     "apps/intercomm.c:main",
     "apps/matmul.c:main",
-    "apps/patterns.c:main",
     "apps/reuse.c:main",
     "apps/stencil.c:main",
     "cli/calib_fit.c:cal_fit_run",
