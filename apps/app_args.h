@@ -42,7 +42,7 @@ typedef struct {
     double dlo, dhi;         /* DOUBLE */
     int set;                 /* FLAG */
     int reset;               /* LIST: the option replaces the list given before */
-    int max_n;               /* LIST: at most this many elements (0: any number) */
+    int min_n, max_n;        /* LIST: at least, at most this many elements (0: any number) */
     const char *const *choices;                 /* CHOICE, NAMES */
     int (*parse)(const char *arg, void *value); /* CUSTOM (the argument may be NULL: missing) */
     const char *error;       /* usage error for a bad or missing argument, given it as %s */
@@ -109,7 +109,7 @@ static inline int app_take_option(const app_opt *o, const char *v)
         app_list *l = (app_list *)o->value;
         if (o->reset) l->n = 0;
         if (app_parse_list(v, o->lo, o->hi, &l->v, &l->n) != 0) return -1;
-        return o->max_n && l->n > o->max_n ? -1 : 0;
+        return l->n < o->min_n || (o->max_n && l->n > o->max_n) ? -1 : 0;
     }
     case APP_OPT_CHOICE:
         for (int k = 0; v && o->choices[k]; k++)

@@ -27,7 +27,7 @@
  * grid, topology, iterations and seed; rank 0 checks it against a sequential computation of the
  * whole grid (outside the timed region) unless --no-verify is given.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE =
     "stencil [--dims 2|3] [--mesh|--torus] [--grid N | --grid NX,NY[,NZ]] [--iters K] [--msg BYTES] "
@@ -188,73 +188,49 @@ static void split(long n, long p, long c, long *len, long *off)
     *off = c * base + (c < rem ? c : rem);
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    long dims, iters, msg, seed;
+    int torus, verify, print_times;
+    app_list grid, pgrid;
+} options;
+
+static void parse_options(options *o, int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    const int procs = app_world_size();
+    *o = (options){.dims = 2, .iters = 20, .verify = 1, .print_times = 1};
+    const app_opt opts[] = {
+        {"--dims", APP_OPT_LONG, &o->dims, .lo = 2, .hi = 3, .error = "--dims needs 2 or 3"},
+        {"--mesh", APP_OPT_FLAG, &o->torus, .set = 0},
+        {"--torus", APP_OPT_FLAG, &o->torus, .set = 1},
+        {"--grid", APP_OPT_LIST, &o->grid, .lo = 1, .hi = 1L << 24, .reset = 1, .max_n = 3,
+         .error = "--grid needs N or NX,NY[,NZ] (positive integers)"},
+        {"--pgrid", APP_OPT_LIST, &o->pgrid, .lo = 1, .hi = 1L << 24, .reset = 1, .min_n = 2, .max_n = 3,
+         .error = "--pgrid needs PX,PY[,PZ] (positive integers)"},
+        {"--iters", APP_OPT_LONG, &o->iters, .lo = 1, .hi = 100000000L, .error = "--iters needs an integer >= 1"},
+        {"--msg", APP_OPT_LONG, &o->msg, .lo = 0, .hi = 1L << 30, .error = "--msg needs a size in [0, 1G]"},
+        {"--seed", APP_OPT_LONG, &o->seed, .lo = 0, .hi = 1000000000L, .error = "--seed needs an integer in [0, 1e9]"},
+        {"--no-verify", APP_OPT_FLAG, &o->verify, .set = 0},
+        {"--no-times", APP_OPT_FLAG, &o->print_times, .set = 0},
+    };
+    app_parse_args(&(app_cli){.prog = "stencil", .usage = USAGE, .unknown = "unexpected argument '%s'"}, opts,
+                   APP_NOPTS(opts), argc, argv);
+}
 
-    long dims = 2, iters = 20, msg = 0, seed = 0;
-    int torus = 0, verify = 1, print_times = 1;
-    long *grid = NULL, *pg = NULL;
-    int ngrid = 0, npg = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (strcmp(a, "--dims") == 0) {
-            if (app_parse_long(v, 2, 3, &dims) != 0)
-                app_usage_error("stencil", USAGE, "--dims needs 2 or 3");
-            i++;
-        } else if (strcmp(a, "--mesh") == 0) {
-            torus = 0;
-        } else if (strcmp(a, "--torus") == 0) {
-            torus = 1;
-        } else if (strcmp(a, "--grid") == 0) {
-            ngrid = 0;
-            if (app_parse_list(v, 1, 1L << 24, &grid, &ngrid) != 0 || ngrid > 3)
-                app_usage_error("stencil", USAGE, "--grid needs N or NX,NY[,NZ] (positive integers)");
-            i++;
-        } else if (strcmp(a, "--pgrid") == 0) {
-            npg = 0;
-            if (app_parse_list(v, 1, 1L << 24, &pg, &npg) != 0 || npg < 2 || npg > 3)
-                app_usage_error("stencil", USAGE, "--pgrid needs PX,PY[,PZ] (positive integers)");
-            i++;
-        } else if (strcmp(a, "--iters") == 0) {
-            if (app_parse_long(v, 1, 100000000L, &iters) != 0)
-                app_usage_error("stencil", USAGE, "--iters needs an integer >= 1");
-            i++;
-        } else if (strcmp(a, "--msg") == 0) {
-            if (app_parse_long(v, 0, 1L << 30, &msg) != 0)
-                app_usage_error("stencil", USAGE, "--msg needs a size in [0, 1G]");
-            i++;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (app_parse_long(v, 0, 1000000000L, &seed) != 0)
-                app_usage_error("stencil", USAGE, "--seed needs an integer in [0, 1e9]");
-            i++;
-        } else if (strcmp(a, "--no-verify") == 0) {
-            verify = 0;
-        } else if (strcmp(a, "--no-times") == 0) {
-            print_times = 0;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("stencil", USAGE, "unexpected argument '%s'", a);
-        }
-    }
-
-    long gsize[3] = {1, 1, 1};
+/* The grid's extents and the process grid (--pgrid, else MPI_Dims_create), checked. */
+static void decompose(const options *o, int procs, long gsize[3], int pdims[3])
+{
+    const long dims = o->dims;
+    const int ngrid = o->grid.n, npg = o->pgrid.n;
     for (int d = 0; d < dims; d++)
-        gsize[d] = ngrid == 0 ? (dims == 2 ? 64 : 16) : (ngrid == 1 ? grid[0] : (d < ngrid ? grid[d] : -1));
+        gsize[d] = ngrid == 0 ? (dims == 2 ? 64 : 16) : (ngrid == 1 ? o->grid.v[0] : (d < ngrid ? o->grid.v[d] : -1));
     if (ngrid > 1 && ngrid != dims)
         app_usage_error("stencil", USAGE, "--grid has %d values for %ld dimensions", ngrid, dims);
-
-    int pdims[3] = {0, 0, 1}, periods[3] = {torus, torus, torus};
     if (npg > 0) {
         if (npg != dims)
             app_usage_error("stencil", USAGE, "--pgrid has %d values for %ld dimensions", npg, dims);
         long prod = 1;
         for (int d = 0; d < dims; d++) {
-            pdims[d] = (int)pg[d];
-            prod *= pg[d];
+            pdims[d] = (int)o->pgrid.v[d];
+            prod *= o->pgrid.v[d];
         }
         if (prod != procs)
             app_usage_error("stencil", USAGE, "--pgrid product %ld differs from the %d processes", prod, procs);
@@ -266,6 +242,115 @@ int main(int argc, char **argv)
         if (gsize[d] < pdims[d])
             app_usage_error("stencil", USAGE, "grid dimension %d has %ld points for %d processes", d, gsize[d],
                             pdims[d]);
+}
+
+/* This rank's halo exchange: neighbours, message sizes (a face, padded to --msg) and buffers. */
+typedef struct {
+    int dims;
+    int nb_lo[3], nb_hi[3];
+    size_t mbytes[3];
+    size_t bufbytes;
+    unsigned char *sbuf, *rbuf; /* 2 dims buffers each, bufbytes apart */
+} halo_t;
+
+static void halo_init(halo_t *h, const block_t *b, MPI_Comm cart, int dims, long msg)
+{
+    h->dims = dims;
+    for (int d = 0; d < dims; d++) {
+        MPI_Cart_shift(cart, d, 1, &h->nb_lo[d], &h->nb_hi[d]);
+        long fp = face_points(b, d);
+        h->mbytes[d] = (size_t)fp * sizeof(int64_t);
+        if ((size_t)msg > h->mbytes[d])
+            h->mbytes[d] = (size_t)msg;
+    }
+    h->bufbytes = 0;
+    for (int d = 0; d < dims; d++)
+        if (h->mbytes[d] > h->bufbytes)
+            h->bufbytes = h->mbytes[d];
+    h->bufbytes = (h->bufbytes + 7) / 8 * 8; /* keep every buffer 8-byte aligned */
+    /* 2 d send and 2 d receive buffers, zero padded */
+    h->sbuf = app_xcalloc((size_t)(2 * dims), h->bufbytes);
+    h->rbuf = app_xcalloc((size_t)(2 * dims), h->bufbytes);
+}
+
+/* One iteration: the faces of u to the neighbours, theirs into u's ghosts, then the sweep into v. */
+static void iterate(halo_t *h, const block_t *b, MPI_Comm cart, int64_t *u, int64_t *v)
+{
+    MPI_Request reqs[12];
+    const size_t bufbytes = h->bufbytes;
+    int nr = 0;
+    for (int d = 0; d < h->dims; d++) {
+        unsigned char *r_lo = h->rbuf + (size_t)(2 * d) * bufbytes, *r_hi = r_lo + bufbytes;
+        unsigned char *s_lo = h->sbuf + (size_t)(2 * d) * bufbytes, *s_hi = s_lo + bufbytes;
+        /* tag 2d: data moving towards +d; tag 2d+1: towards -d */
+        MPI_Irecv(r_lo, (int)h->mbytes[d], MPI_BYTE, h->nb_lo[d], 2 * d, cart, &reqs[nr++]);
+        MPI_Irecv(r_hi, (int)h->mbytes[d], MPI_BYTE, h->nb_hi[d], 2 * d + 1, cart, &reqs[nr++]);
+        layer_copy(b, u, d, b->l[d] - 1, (int64_t *)(void *)s_hi, 1);
+        layer_copy(b, u, d, 0, (int64_t *)(void *)s_lo, 1);
+        MPI_Isend(s_hi, (int)h->mbytes[d], MPI_BYTE, h->nb_hi[d], 2 * d, cart, &reqs[nr++]);
+        MPI_Isend(s_lo, (int)h->mbytes[d], MPI_BYTE, h->nb_lo[d], 2 * d + 1, cart, &reqs[nr++]);
+    }
+    MPI_Waitall(nr, reqs, MPI_STATUSES_IGNORE);
+    for (int d = 0; d < h->dims; d++) {
+        unsigned char *r_lo = h->rbuf + (size_t)(2 * d) * bufbytes, *r_hi = r_lo + bufbytes;
+        if (h->nb_lo[d] != MPI_PROC_NULL)
+            layer_copy(b, u, d, -1, (int64_t *)(void *)r_lo, 0);
+        if (h->nb_hi[d] != MPI_PROC_NULL)
+            layer_copy(b, u, d, b->l[d], (int64_t *)(void *)r_hi, 0);
+    }
+    sweep(b, u, v);
+}
+
+/* Rank 0's output: the header, every rank's iteration times (all), the checksum against the
+ * sequential reference. The errors found. */
+static long print_results(const options *o, const long gsize[3], const int pdims[3], int procs, const long msg_range[2],
+                          const double *all, double t0, double tend, uint64_t sum)
+{
+    const long dims = o->dims, iters = o->iters;
+    long errors = 0;
+    char gs[96], ps[64];
+    if (dims == 2) {
+        snprintf(gs, sizeof gs, "%ldx%ld", gsize[0], gsize[1]);
+        snprintf(ps, sizeof ps, "%dx%d", pdims[0], pdims[1]);
+    } else {
+        snprintf(gs, sizeof gs, "%ldx%ldx%ld", gsize[0], gsize[1], gsize[2]);
+        snprintf(ps, sizeof ps, "%dx%dx%d", pdims[0], pdims[1], pdims[2]);
+    }
+    printf("# stencil dims=%ld topology=%s grid=%s procs=%d pgrid=%s iters=%ld msg_min_bytes=%ld "
+           "msg_max_bytes=%ld seed=%ld\n",
+           dims, o->torus ? "torus" : "mesh", gs, procs, ps, iters, msg_range[0], msg_range[1], o->seed);
+    if (o->print_times) {
+        printf("rank,iter,time_s\n");
+        for (int r = 0; r < procs; r++)
+            for (long it = 0; it < iters; it++)
+                printf("%d,%ld,%.9e\n", r, it, all[(size_t)r * (size_t)iters + (size_t)it] - t0);
+    }
+    char ref[32] = "skipped";
+    if (o->verify) {
+        uint64_t rsum = reference_checksum((int)dims, gsize, o->torus, iters, o->seed);
+        snprintf(ref, sizeof ref, "0x%016llx", (unsigned long long)rsum);
+        if (rsum != sum) {
+            fprintf(stderr, "stencil: checksum 0x%016llx differs from the sequential reference 0x%016llx\n",
+                    (unsigned long long)sum, (unsigned long long)rsum);
+            errors++;
+        }
+    }
+    printf("# time_s=%.9e checksum=0x%016llx reference=%s\n", tend - t0, (unsigned long long)sum, ref);
+    fflush(stdout);
+    return errors;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const int procs = app_world_size();
+
+    options o;
+    parse_options(&o, argc, argv);
+    const long dims = o.dims, iters = o.iters;
+    long gsize[3] = {1, 1, 1};
+    int pdims[3] = {0, 0, 1}, periods[3] = {o.torus, o.torus, o.torus};
+    decompose(&o, procs, gsize, pdims);
 
     MPI_Comm cart;
     MPI_Cart_create(MPI_COMM_WORLD, (int)dims, pdims, periods, 0, &cart);
@@ -278,69 +363,29 @@ int main(int argc, char **argv)
         split(gsize[d], pdims[d], coords[d], &l[d], &off[d]);
     block_t b;
     block_init(&b, (int)dims, l, off);
-
-    int nb_lo[3], nb_hi[3];
-    size_t mbytes[3];
-    long maxface = 0;
-    for (int d = 0; d < dims; d++) {
-        MPI_Cart_shift(cart, d, 1, &nb_lo[d], &nb_hi[d]);
-        long fp = face_points(&b, d);
-        mbytes[d] = (size_t)fp * sizeof(int64_t);
-        if ((size_t)msg > mbytes[d])
-            mbytes[d] = (size_t)msg;
-        if (fp > maxface)
-            maxface = fp;
-    }
-    size_t bufbytes = 0;
-    for (int d = 0; d < dims; d++)
-        if (mbytes[d] > bufbytes)
-            bufbytes = mbytes[d];
-    bufbytes = (bufbytes + 7) / 8 * 8; /* keep every buffer 8-byte aligned */
-    /* 2 d send and 2 d receive buffers, zero padded */
-    unsigned char *sbuf = app_xcalloc((size_t)(2 * dims), bufbytes);
-    unsigned char *rbuf = app_xcalloc((size_t)(2 * dims), bufbytes);
+    halo_t h;
+    halo_init(&h, &b, cart, (int)dims, o.msg);
     int64_t *u = app_xcalloc(block_points(&b), sizeof(int64_t));
     int64_t *v = app_xcalloc(block_points(&b), sizeof(int64_t));
     double *times = app_xcalloc((size_t)iters, sizeof(double));
-    block_fill_initial(&b, u, seed);
+    block_fill_initial(&b, u, o.seed);
     memcpy(v, u, block_points(&b) * sizeof(int64_t));
 
-    long my_min = (long)mbytes[0], my_max = (long)mbytes[0];
+    long my_min = (long)h.mbytes[0], my_max = (long)h.mbytes[0];
     for (int d = 1; d < dims; d++) {
-        if ((long)mbytes[d] < my_min)
-            my_min = (long)mbytes[d];
-        if ((long)mbytes[d] > my_max)
-            my_max = (long)mbytes[d];
+        if ((long)h.mbytes[d] < my_min)
+            my_min = (long)h.mbytes[d];
+        if ((long)h.mbytes[d] > my_max)
+            my_max = (long)h.mbytes[d];
     }
-    long msg_min = 0, msg_max = 0;
-    MPI_Reduce(&my_min, &msg_min, 1, MPI_LONG, MPI_MIN, 0, cart);
-    MPI_Reduce(&my_max, &msg_max, 1, MPI_LONG, MPI_MAX, 0, cart);
+    long msg_range[2] = {0, 0};
+    MPI_Reduce(&my_min, &msg_range[0], 1, MPI_LONG, MPI_MIN, 0, cart);
+    MPI_Reduce(&my_max, &msg_range[1], 1, MPI_LONG, MPI_MAX, 0, cart);
 
-    MPI_Request reqs[12];
     MPI_Barrier(cart);
     const double tstart = MPI_Wtime();
     for (long it = 0; it < iters; it++) {
-        int nr = 0;
-        for (int d = 0; d < dims; d++) {
-            unsigned char *r_lo = rbuf + (size_t)(2 * d) * bufbytes, *r_hi = r_lo + bufbytes;
-            unsigned char *s_lo = sbuf + (size_t)(2 * d) * bufbytes, *s_hi = s_lo + bufbytes;
-            /* tag 2d: data moving towards +d; tag 2d+1: towards -d */
-            MPI_Irecv(r_lo, (int)mbytes[d], MPI_BYTE, nb_lo[d], 2 * d, cart, &reqs[nr++]);
-            MPI_Irecv(r_hi, (int)mbytes[d], MPI_BYTE, nb_hi[d], 2 * d + 1, cart, &reqs[nr++]);
-            layer_copy(&b, u, d, b.l[d] - 1, (int64_t *)(void *)s_hi, 1);
-            layer_copy(&b, u, d, 0, (int64_t *)(void *)s_lo, 1);
-            MPI_Isend(s_hi, (int)mbytes[d], MPI_BYTE, nb_hi[d], 2 * d, cart, &reqs[nr++]);
-            MPI_Isend(s_lo, (int)mbytes[d], MPI_BYTE, nb_lo[d], 2 * d + 1, cart, &reqs[nr++]);
-        }
-        MPI_Waitall(nr, reqs, MPI_STATUSES_IGNORE);
-        for (int d = 0; d < dims; d++) {
-            unsigned char *r_lo = rbuf + (size_t)(2 * d) * bufbytes, *r_hi = r_lo + bufbytes;
-            if (nb_lo[d] != MPI_PROC_NULL)
-                layer_copy(&b, u, d, -1, (int64_t *)(void *)r_lo, 0);
-            if (nb_hi[d] != MPI_PROC_NULL)
-                layer_copy(&b, u, d, b.l[d], (int64_t *)(void *)r_hi, 0);
-        }
-        sweep(&b, u, v);
+        iterate(&h, &b, cart, u, v);
         int64_t *t = u;
         u = v;
         v = t;
@@ -354,53 +399,24 @@ int main(int argc, char **argv)
     uint64_t local_sum = block_checksum(&b, u, gsize), sum = 0;
     MPI_Reduce(&local_sum, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, cart);
     double *all = NULL;
-    if (crank == 0 && print_times)
+    if (crank == 0 && o.print_times)
         all = app_xmalloc((size_t)procs * (size_t)iters * sizeof(double));
-    if (print_times)
+    if (o.print_times)
         MPI_Gather(times, (int)iters, MPI_DOUBLE, all, (int)iters, MPI_DOUBLE, 0, cart);
 
     long errors = 0;
-    if (crank == 0) {
-        char gs[96], ps[64];
-        if (dims == 2) {
-            snprintf(gs, sizeof gs, "%ldx%ld", gsize[0], gsize[1]);
-            snprintf(ps, sizeof ps, "%dx%d", pdims[0], pdims[1]);
-        } else {
-            snprintf(gs, sizeof gs, "%ldx%ldx%ld", gsize[0], gsize[1], gsize[2]);
-            snprintf(ps, sizeof ps, "%dx%dx%d", pdims[0], pdims[1], pdims[2]);
-        }
-        printf("# stencil dims=%ld topology=%s grid=%s procs=%d pgrid=%s iters=%ld msg_min_bytes=%ld "
-               "msg_max_bytes=%ld seed=%ld\n",
-               dims, torus ? "torus" : "mesh", gs, procs, ps, iters, msg_min, msg_max, seed);
-        if (print_times) {
-            printf("rank,iter,time_s\n");
-            for (int r = 0; r < procs; r++)
-                for (long it = 0; it < iters; it++)
-                    printf("%d,%ld,%.9e\n", r, it, all[(size_t)r * (size_t)iters + (size_t)it] - t0);
-        }
-        char ref[32] = "skipped";
-        if (verify) {
-            uint64_t rsum = reference_checksum((int)dims, gsize, torus, iters, seed);
-            snprintf(ref, sizeof ref, "0x%016llx", (unsigned long long)rsum);
-            if (rsum != sum) {
-                fprintf(stderr, "stencil: checksum 0x%016llx differs from the sequential reference 0x%016llx\n",
-                        (unsigned long long)sum, (unsigned long long)rsum);
-                errors++;
-            }
-        }
-        printf("# time_s=%.9e checksum=0x%016llx reference=%s\n", tend - t0, (unsigned long long)sum, ref);
-        fflush(stdout);
-    }
+    if (crank == 0)
+        errors = print_results(&o, gsize, pdims, procs, msg_range, all, t0, tend, sum);
     /* cart rank 0 is world rank 0 (no reordering), so app_finish prints from the same rank */
     int status = app_finish(errors, "stencil");
     free(all);
-    free(sbuf);
-    free(rbuf);
+    free(h.sbuf);
+    free(h.rbuf);
     free(u);
     free(v);
     free(times);
-    free(grid);
-    free(pg);
+    free(o.grid.v);
+    free(o.pgrid.v);
     MPI_Comm_free(&cart);
     MPI_Finalize();
     return status;

@@ -27,7 +27,6 @@ KNOWN = {
     "apps/intercomm.c:main",
     "apps/matmul.c:main",
     "apps/reuse.c:main",
-    "apps/stencil.c:main",
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
     "tests/shim/progs/cancel.c:main",
