@@ -27,7 +27,7 @@
  * product, outside the timed region; on a mismatch it prints check=FAIL, a message on stderr,
  * and exits 1.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "matmul N [--check] [--repeat K] [--seed S] [--distribute collective|p2p]";
 
@@ -59,171 +59,210 @@ static void multiply_rows(const int32_t *a, const int32_t *bt, int32_t *c, long 
     }
 }
 
+typedef struct {
+    long n, repeat, seed;
+    int collective;   /* the paper's form (0): point to point */
+} options;
+
+static const char *const DISTRIBUTIONS[] = {"p2p", "collective", NULL};
+
+/* N, the one operand. */
+static int take_n(const char *a, void *n)
+{
+    if (a[0] == '-' && a[1] != '\0')
+        app_usage_error("matmul", USAGE, "unknown option '%s'", a);
+    if (*(long *)n >= 0)
+        return -1;
+    if (app_parse_long(a, 1, 46340, n) != 0)
+        app_usage_error("matmul", USAGE, "N must be an integer in [1, 46340], got '%s'", a);
+    return 0;
+}
+
+static void parse_options(options *o, int argc, char **argv)
+{
+    *o = (options){.n = -1, .repeat = 1};
+    const app_opt opts[] = {
+        {.name = "--check", .kind = APP_OPT_FLAG},   /* verification is always done; accepted for compatibility */
+        {"--repeat", APP_OPT_LONG, &o->repeat, .lo = 1, .hi = 1000000, .error = "--repeat needs an integer >= 1"},
+        {"--seed", APP_OPT_LONG, &o->seed, .lo = 0, .hi = 1000000000L, .error = "--seed needs an integer in [0, 1e9]"},
+        {"--distribute", APP_OPT_CHOICE, &o->collective, .choices = DISTRIBUTIONS,
+         .error = "--distribute needs collective or p2p, got '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "matmul", .usage = USAGE, .unknown = "unexpected argument '%s'",
+                              .other = take_n, .ctx = &o->n},
+                   opts, APP_NOPTS(opts), argc, argv);
+    if (o->n < 0)
+        app_usage_error("matmul", USAGE, "missing N");
+}
+
+/* The timed repetitions: the whole product's times, and the phases of the fastest one. */
+typedef struct {
+    double tsum, tmin, tmax, last_t0, last_t1;
+    double dist, comp, coll;
+} timing;
+
+/* Rank 0, one repetition: A's rows and B^T out, its own rows, the others' rows of C back. */
+static void master_product(const options *o, const int32_t *a, int32_t *bt, int32_t *c, int *counts, int *displs,
+                           int procs, long rep, timing *tm)
+{
+    const long n = o->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    long my_first, my_rows;
+    row_block(n, procs, 0, &my_first, &my_rows);
+    memset(c, 0, nn * sizeof(int32_t));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (o->collective) {
+        MPI_Scatterv(a, counts, displs, MPI_INT32_T, MPI_IN_PLACE, 0, MPI_INT32_T, 0, MPI_COMM_WORLD);
+        MPI_Bcast(bt, (int)nn, MPI_INT32_T, 0, MPI_COMM_WORLD);
+    } else {
+        /* rows of A, then B^T, to every slave that has rows */
+        for (int r = 1; r < procs; r++)
+            if (counts[r] > 0)
+                MPI_Send(a + displs[r], counts[r], MPI_INT32_T, r, TAG_A, MPI_COMM_WORLD);
+        for (int r = 1; r < procs; r++)
+            if (counts[r] > 0)
+                MPI_Send(bt, (int)nn, MPI_INT32_T, r, TAG_BT, MPI_COMM_WORLD);
+    }
+    double t_sent = MPI_Wtime();
+    multiply_rows(a + my_first * n, bt, c + my_first * n, my_rows, n);
+    double t_computed = MPI_Wtime();
+    for (int r = 1; r < procs; r++)
+        if (counts[r] > 0)
+            MPI_Recv(c + displs[r], counts[r], MPI_INT32_T, r, TAG_C, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double t1 = MPI_Wtime();
+    double dt = t1 - t0;
+    tm->last_t0 = t0;
+    tm->last_t1 = t1;
+    tm->tsum += dt;
+    if (rep == 0 || dt < tm->tmin) {
+        tm->tmin = dt;
+        tm->dist = t_sent - t0;
+        tm->comp = t_computed - t_sent;
+        tm->coll = t1 - t_computed;
+    }
+    if (rep == 0 || dt > tm->tmax)
+        tm->tmax = dt;
+}
+
+/* Rank 0's line, after the check against a sequential i-k-j product: 0, or 1 (wrong). */
+static int check_and_print(const options *o, const int32_t *a, const int32_t *b, const int32_t *c, int procs,
+                           const timing *tm)
+{
+    const long n = o->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    int32_t *ref = app_xcalloc(nn, sizeof(int32_t));
+    for (long i = 0; i < n; i++)
+        for (long k = 0; k < n; k++) {
+            const int32_t aik = a[i * n + k];
+            for (long j = 0; j < n; j++)
+                ref[i * n + j] += aik * b[k * n + j];
+        }
+    long bad = 0, first_bad = -1;
+    for (size_t x = 0; x < nn; x++)
+        if (ref[x] != c[x]) {
+            if (first_bad < 0)
+                first_bad = (long)x;
+            bad++;
+        }
+    printf("N=%ld P=%d time_s=%.12e repeat=%ld time_min_s=%.12e time_max_s=%.12e wtime_start_s=%.12e "
+           "wtime_end_s=%.12e distribute_s=%.9e compute_s=%.9e collect_s=%.9e check=%s\n",
+           n, procs, tm->tsum / (double)o->repeat, o->repeat, tm->tmin, tm->tmax, tm->last_t0, tm->last_t1, tm->dist,
+           tm->comp, tm->coll, bad == 0 ? "ok" : "FAIL");
+    fflush(stdout);
+    int status = 0;
+    if (bad != 0) {
+        fprintf(stderr,
+                "matmul: verification FAILED: %ld of %zu elements wrong; first C[%ld][%ld] = %d, "
+                "expected %d\n",
+                bad, nn, first_bad / n, first_bad % n, (int)c[first_bad], (int)ref[first_bad]);
+        status = 1;
+    }
+    free(ref);
+    return status;
+}
+
+/* Rank 0: builds A and B, runs the repetitions, checks and prints. The exit status. */
+static int master(const options *o, int procs)
+{
+    const long n = o->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    int32_t *a = app_xmalloc(nn * sizeof(int32_t));
+    int32_t *b = app_xmalloc(nn * sizeof(int32_t));
+    int32_t *bt = app_xmalloc(nn * sizeof(int32_t));
+    int32_t *c = app_xmalloc(nn * sizeof(int32_t));
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < n; j++) {
+            a[i * n + j] = a_elem(i, j, o->seed);
+            b[i * n + j] = b_elem(i, j, o->seed);
+        }
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < n; j++)
+            bt[j * n + i] = b[i * n + j];
+    /* every rank's block of A (elements), the master's own included */
+    int *counts = app_xmalloc((size_t)procs * sizeof(int)), *displs = app_xmalloc((size_t)procs * sizeof(int));
+    for (int r = 0; r < procs; r++) {
+        long first, rows;
+        row_block(n, procs, r, &first, &rows);
+        counts[r] = (int)(rows * n);
+        displs[r] = (int)(first * n);
+    }
+    timing tm = {0};
+    for (long rep = 0; rep < o->repeat; rep++)
+        master_product(o, a, bt, c, counts, displs, procs, rep, &tm);
+    int status = check_and_print(o, a, b, c, procs, &tm);
+    free(counts);
+    free(displs);
+    free(a);
+    free(b);
+    free(bt);
+    free(c);
+    return status;
+}
+
+/* The other ranks: their rows of A and B^T in, their rows of C out, each repetition. */
+static void worker(const options *o, int rank, int procs)
+{
+    const long n = o->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    long my_first, my_rows;
+    row_block(n, procs, rank, &my_first, &my_rows);
+    /* with the collectives every rank takes part, rows or not; sizes of at least one element */
+    int32_t *a = app_xmalloc((size_t)(my_rows > 0 ? my_rows : 1) * (size_t)n * sizeof(int32_t));
+    int32_t *bt = app_xmalloc(my_rows > 0 || o->collective ? nn * sizeof(int32_t) : 1);
+    int32_t *c = app_xmalloc((size_t)(my_rows > 0 ? my_rows : 1) * (size_t)n * sizeof(int32_t));
+    for (long rep = 0; rep < o->repeat; rep++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (o->collective) {
+            MPI_Scatterv(NULL, NULL, NULL, MPI_INT32_T, a, (int)(my_rows * n), MPI_INT32_T, 0, MPI_COMM_WORLD);
+            MPI_Bcast(bt, (int)nn, MPI_INT32_T, 0, MPI_COMM_WORLD);
+        } else if (my_rows > 0) {
+            MPI_Recv(a, (int)(my_rows * n), MPI_INT32_T, 0, TAG_A, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(bt, (int)nn, MPI_INT32_T, 0, TAG_BT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        if (my_rows == 0)
+            continue;
+        multiply_rows(a, bt, c, my_rows, n);
+        MPI_Send(c, (int)(my_rows * n), MPI_INT32_T, 0, TAG_C, MPI_COMM_WORLD);
+    }
+    free(a);
+    free(bt);
+    free(c);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     const int rank = app_world_rank();
     const int procs = app_world_size();
 
-    long n = -1, repeat = 1, seed = 0;
-    int collective = 0;   /* the paper's form: point to point */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--check") == 0) {
-            /* verification is always done; accepted for compatibility */
-        } else if (strcmp(a, "--repeat") == 0) {
-            if (i + 1 >= argc || app_parse_long(argv[++i], 1, 1000000, &repeat) != 0)
-                app_usage_error("matmul", USAGE, "--repeat needs an integer >= 1");
-        } else if (strcmp(a, "--seed") == 0) {
-            if (i + 1 >= argc || app_parse_long(argv[++i], 0, 1000000000L, &seed) != 0)
-                app_usage_error("matmul", USAGE, "--seed needs an integer in [0, 1e9]");
-        } else if (strcmp(a, "--distribute") == 0) {
-            const char *d = i + 1 < argc ? argv[++i] : "";
-            if (strcmp(d, "collective") == 0)
-                collective = 1;
-            else if (strcmp(d, "p2p") == 0)
-                collective = 0;
-            else
-                app_usage_error("matmul", USAGE, "--distribute needs collective or p2p, got '%s'", d);
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            app_help(USAGE);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            app_usage_error("matmul", USAGE, "unknown option '%s'", a);
-        } else if (n < 0) {
-            if (app_parse_long(a, 1, 46340, &n) != 0)
-                app_usage_error("matmul", USAGE, "N must be an integer in [1, 46340], got '%s'", a);
-        } else {
-            app_usage_error("matmul", USAGE, "unexpected argument '%s'", a);
-        }
-    }
-    if (n < 0)
-        app_usage_error("matmul", USAGE, "missing N");
-
-    const size_t nn = (size_t)n * (size_t)n;
-    long my_first, my_rows;
-    row_block(n, procs, rank, &my_first, &my_rows);
-
-    double tsum = 0.0, tmin = 0.0, tmax = 0.0, last_t0 = 0.0, last_t1 = 0.0;
-    double phase_dist = 0.0, phase_comp = 0.0, phase_coll = 0.0;
+    options o;
+    parse_options(&o, argc, argv);
     int status = 0;
-
-    if (rank == 0) {
-        int32_t *a = app_xmalloc(nn * sizeof(int32_t));
-        int32_t *b = app_xmalloc(nn * sizeof(int32_t));
-        int32_t *bt = app_xmalloc(nn * sizeof(int32_t));
-        int32_t *c = app_xmalloc(nn * sizeof(int32_t));
-        for (long i = 0; i < n; i++)
-            for (long j = 0; j < n; j++) {
-                a[i * n + j] = a_elem(i, j, seed);
-                b[i * n + j] = b_elem(i, j, seed);
-            }
-        for (long i = 0; i < n; i++)
-            for (long j = 0; j < n; j++)
-                bt[j * n + i] = b[i * n + j];
-        /* every rank's block of A (elements), the master's own included */
-        int *counts = app_xmalloc((size_t)procs * sizeof(int)), *displs = app_xmalloc((size_t)procs * sizeof(int));
-        for (int r = 0; r < procs; r++) {
-            long first, rows;
-            row_block(n, procs, r, &first, &rows);
-            counts[r] = (int)(rows * n);
-            displs[r] = (int)(first * n);
-        }
-
-        for (long rep = 0; rep < repeat; rep++) {
-            memset(c, 0, nn * sizeof(int32_t));
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            if (collective) {
-                MPI_Scatterv(a, counts, displs, MPI_INT32_T, MPI_IN_PLACE, 0, MPI_INT32_T, 0, MPI_COMM_WORLD);
-                MPI_Bcast(bt, (int)nn, MPI_INT32_T, 0, MPI_COMM_WORLD);
-            } else {
-                /* rows of A, then B^T, to every slave that has rows */
-                for (int r = 1; r < procs; r++)
-                    if (counts[r] > 0)
-                        MPI_Send(a + displs[r], counts[r], MPI_INT32_T, r, TAG_A, MPI_COMM_WORLD);
-                for (int r = 1; r < procs; r++)
-                    if (counts[r] > 0)
-                        MPI_Send(bt, (int)nn, MPI_INT32_T, r, TAG_BT, MPI_COMM_WORLD);
-            }
-            double t_sent = MPI_Wtime();
-            multiply_rows(a + my_first * n, bt, c + my_first * n, my_rows, n);
-            double t_computed = MPI_Wtime();
-            for (int r = 1; r < procs; r++)
-                if (counts[r] > 0)
-                    MPI_Recv(c + displs[r], counts[r], MPI_INT32_T, r, TAG_C, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            double t1 = MPI_Wtime();
-            double dt = t1 - t0;
-            last_t0 = t0;
-            last_t1 = t1;
-            tsum += dt;
-            if (rep == 0 || dt < tmin) {
-                tmin = dt;
-                phase_dist = t_sent - t0;
-                phase_comp = t_computed - t_sent;
-                phase_coll = t1 - t_computed;
-            }
-            if (rep == 0 || dt > tmax)
-                tmax = dt;
-        }
-
-        /* verification, outside the timed region: sequential i-k-j product */
-        int32_t *ref = app_xcalloc(nn, sizeof(int32_t));
-        for (long i = 0; i < n; i++)
-            for (long k = 0; k < n; k++) {
-                const int32_t aik = a[i * n + k];
-                for (long j = 0; j < n; j++)
-                    ref[i * n + j] += aik * b[k * n + j];
-            }
-        long bad = 0, first_bad = -1;
-        for (size_t x = 0; x < nn; x++)
-            if (ref[x] != c[x]) {
-                if (first_bad < 0)
-                    first_bad = (long)x;
-                bad++;
-            }
-        printf("N=%ld P=%d time_s=%.12e repeat=%ld time_min_s=%.12e time_max_s=%.12e wtime_start_s=%.12e "
-               "wtime_end_s=%.12e distribute_s=%.9e compute_s=%.9e collect_s=%.9e check=%s\n",
-               n, procs, tsum / (double)repeat, repeat, tmin, tmax, last_t0, last_t1, phase_dist, phase_comp,
-               phase_coll, bad == 0 ? "ok" : "FAIL");
-        fflush(stdout);
-        if (bad != 0) {
-            fprintf(stderr,
-                    "matmul: verification FAILED: %ld of %zu elements wrong; first C[%ld][%ld] = %d, "
-                    "expected %d\n",
-                    bad, nn, first_bad / n, first_bad % n, (int)c[first_bad], (int)ref[first_bad]);
-            status = 1;
-        }
-        free(ref);
-        free(counts);
-        free(displs);
-        free(a);
-        free(b);
-        free(bt);
-        free(c);
-    } else {
-        /* with the collectives every rank takes part, rows or not; sizes of at least one element */
-        int32_t *a = app_xmalloc((size_t)(my_rows > 0 ? my_rows : 1) * (size_t)n * sizeof(int32_t));
-        int32_t *bt = app_xmalloc(my_rows > 0 || collective ? nn * sizeof(int32_t) : 1);
-        int32_t *c = app_xmalloc((size_t)(my_rows > 0 ? my_rows : 1) * (size_t)n * sizeof(int32_t));
-        for (long rep = 0; rep < repeat; rep++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            if (collective) {
-                MPI_Scatterv(NULL, NULL, NULL, MPI_INT32_T, a, (int)(my_rows * n), MPI_INT32_T, 0, MPI_COMM_WORLD);
-                MPI_Bcast(bt, (int)nn, MPI_INT32_T, 0, MPI_COMM_WORLD);
-            } else if (my_rows > 0) {
-                MPI_Recv(a, (int)(my_rows * n), MPI_INT32_T, 0, TAG_A, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Recv(bt, (int)nn, MPI_INT32_T, 0, TAG_BT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            }
-            if (my_rows == 0)
-                continue;
-            multiply_rows(a, bt, c, my_rows, n);
-            MPI_Send(c, (int)(my_rows * n), MPI_INT32_T, 0, TAG_C, MPI_COMM_WORLD);
-        }
-        free(a);
-        free(bt);
-        free(c);
-    }
-
+    if (rank == 0)
+        status = master(&o, procs);
+    else
+        worker(&o, rank, procs);
     MPI_Finalize();
     return status;
 }
