@@ -25,7 +25,6 @@ SUFFIXES = (".c", ".h", ".cc", ".cpp")
 KNOWN = {
     "apps/calibench.c:main",
     "apps/intercomm.c:main",
-    "apps/reuse.c:main",
     "cli/calib_fit.c:cal_fit_run",
     "cli/calibrate.c:mpisim_calibrate_main",
     "tests/shim/progs/cancel.c:main",
