@@ -58,7 +58,7 @@
  * Every message's payload is checked after the timed loops (--check: every message).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "common.h"
+#include "app_args.h"
 
 #include <math.h>
 #include <time.h>
@@ -467,101 +467,97 @@ static void print_suite(const char *format, result_t *res, int nres)
     }
 }
 
-int main(int argc, char **argv)
+/* --tests and --modes: the names listed are added to those selected (*given: some were). */
+static int select_names(const char *v, int *sel, const char *const *names, int count, const char *what)
 {
-    MPI_Init(&argc, &argv);
-    int rank = app_world_rank(), nprocs = app_world_size();
-    opts_t o;
-    memset(&o, 0, sizeof o);
-    o.budget = 60;
-    o.samples = 31;
-    o.format = "raw";
-    long maxsize = 4L << 20;
-    int any_test = 0, any_mode = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
-        else if (!strcmp(a, "--progress")) o.progress = 1;
-        else if (!strcmp(a, "--check")) o.check = 1;
-        else if (!strcmp(a, "--all-sizes")) o.all_sizes = 1;
-        else if (!strcmp(a, "--quick")) o.quick = 1;
-        else if (!v) app_usage_error("calibench", USAGE, "%s needs a value (or is unknown)", a);
-        else if (!strcmp(a, "--tests") || !strcmp(a, "--modes")) {
-            int is_test = !strcmp(a, "--tests");
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                int found = 0;
-                for (int k = 0; k < (is_test ? T_COUNT : M_COUNT); k++)
-                    if (!strcmp(t, is_test ? test_names[k] : mode_names[k])) {
-                        (is_test ? o.tests : o.modes)[k] = 1;
-                        found = 1;
-                    }
-                if (!found) app_usage_error("calibench", USAGE, "unknown %s '%s'", is_test ? "test" : "mode", t);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int k = 0; k < count; k++)
+            if (!strcmp(t, names[k])) {
+                sel[k] = 1;
+                found = 1;
             }
-            if (is_test) any_test = 1;
-            else any_mode = 1;
-            i++;
-        } else if (!strcmp(a, "--sizes")) {
-            if (app_parse_list(v, 0, 1L << 30, &o.sizes, &o.nsizes) != 0)
-                app_usage_error("calibench", USAGE, "bad --sizes '%s'", v);
-            i++;
-        } else if (!strcmp(a, "--max")) {
-            if (app_parse_long(v, 1, 1L << 30, &maxsize) != 0) app_usage_error("calibench", USAGE, "bad --max '%s'", v);
-            i++;
-        } else if (!strcmp(a, "--budget")) {
-            if (app_parse_double(v, 0.1, 86400, &o.budget) != 0)
-                app_usage_error("calibench", USAGE, "bad --budget '%s'", v);
-            i++;
-        } else if (!strcmp(a, "--samples")) {
-            long n;
-            if (app_parse_long(v, 1, 100000, &n) != 0) app_usage_error("calibench", USAGE, "bad --samples '%s'", v);
-            o.samples = (int)n;
-            i++;
-        } else if (!strcmp(a, "--window")) {
-            if (app_parse_long(v, 1, MAX_WINDOW, &o.window) != 0)
-                app_usage_error("calibench", USAGE, "bad --window '%s' (1..%d)", v, MAX_WINDOW);
-            i++;
-        } else if (!strcmp(a, "--format")) {
-            static const char *const formats[] = {"raw", "osu-latency", "osu-bw", "osu-bibw", "imb-pingpong",
-                                                  "imb-pingping"};
-            int ok = 0;
-            for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) ok |= !strcmp(v, formats[k]);
-            if (!ok) app_usage_error("calibench", USAGE, "unknown --format '%s'", v);
-            o.format = v;
-            i++;
-        } else {
-            app_usage_error("calibench", USAGE, "unknown option '%s'", a);
-        }
+        if (!found) app_usage_error("calibench", USAGE, "unknown %s '%s'", what, t);
     }
-    if (nprocs < 2) app_usage_error("calibench", USAGE, "needs at least 2 ranks");
-    /* a suite's table has every size; IMB's PingPing sends one message each way at a time */
-    if (strcmp(o.format, "raw")) o.all_sizes = 1;
-    if (!strcmp(o.format, "imb-pingping") && !o.window) o.window = 1;
-    if (!any_test) for (int k = 0; k < T_COUNT; k++) o.tests[k] = 1;
-    if (!any_mode) for (int k = 0; k < M_COUNT; k++) o.modes[k] = 1;
-    if (!o.nsizes) {
-        app_parse_list("0", 0, 0, &o.sizes, &o.nsizes);
-        for (long b = 1; b <= maxsize; b *= 2) {
-            long *nv = realloc(o.sizes, (size_t)(o.nsizes + 1) * sizeof *nv);
-            if (!nv) MPI_Abort(MPI_COMM_WORLD, 1);
-            o.sizes = nv;
-            o.sizes[o.nsizes++] = b;
-        }
-    }
-    app_sort_unique(o.sizes, &o.nsizes);
-    maxbytes = o.sizes[o.nsizes - 1];
-    if (maxbytes < 64) maxbytes = 64;
+    return 0;
+}
+static int select_tests(const char *v, void *sel) { return select_names(v, sel, test_names, T_COUNT, "test"); }
+static int select_modes(const char *v, void *sel) { return select_names(v, sel, mode_names, M_COUNT, "mode"); }
 
-    /* buffers: a window of the largest message (capped at 2 MiB, 2 messages at least) */
+static const char *const FORMATS[] = {"raw", "osu-latency", "osu-bw", "osu-bibw", "imb-pingpong", "imb-pingping",
+                                      NULL};
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The options, then what follows from them: the suites' tables have every size (IMB's PingPing
+ * one message each way at a time), every test and mode unless some were named, the sizes 0 and
+ * the powers of two to --max unless --sizes, ascending. */
+static void parse_options(opts_t *o, int argc, char **argv)
+{
+    *o = (opts_t){.budget = 60, .samples = 31, .format = "raw"};
+    long maxsize = 4L << 20, samples = o->samples;
+    int any_test = 0, any_mode = 0, format = 0;
+    app_list sizes = {0};
+    const app_opt opts[] = {
+        {"--progress", APP_OPT_FLAG, &o->progress, .set = 1},
+        {"--check", APP_OPT_FLAG, &o->check, .set = 1},
+        {"--all-sizes", APP_OPT_FLAG, &o->all_sizes, .set = 1},
+        {"--quick", APP_OPT_FLAG, &o->quick, .set = 1},
+        {"--tests", APP_OPT_CUSTOM, o->tests, .parse = select_tests, .given = &any_test},
+        {"--modes", APP_OPT_CUSTOM, o->modes, .parse = select_modes, .given = &any_mode},
+        {"--sizes", APP_OPT_LIST, &sizes, .lo = 0, .hi = 1L << 30, .error = "bad --sizes '%s'"},
+        {"--max", APP_OPT_LONG, &maxsize, .lo = 1, .hi = 1L << 30, .error = "bad --max '%s'"},
+        {"--budget", APP_OPT_DOUBLE, &o->budget, .dlo = 0.1, .dhi = 86400, .error = "bad --budget '%s'"},
+        {"--samples", APP_OPT_LONG, &samples, .lo = 1, .hi = 100000, .error = "bad --samples '%s'"},
+        {"--window", APP_OPT_LONG, &o->window, .lo = 1, .hi = MAX_WINDOW,
+         .error = "bad --window '%s' (1.." STR(MAX_WINDOW) ")"},
+        {"--format", APP_OPT_CHOICE, &format, .choices = FORMATS, .error = "unknown --format '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "calibench", .usage = USAGE, .unknown = "unknown option '%s'",
+                              .missing = "%s needs a value (or is unknown)"},
+                   opts, APP_NOPTS(opts), argc, argv);
+    o->samples = (int)samples;
+    o->format = FORMATS[format];
+    o->sizes = sizes.v;
+    o->nsizes = sizes.n;
+    if (strcmp(o->format, "raw")) o->all_sizes = 1;
+    if (!strcmp(o->format, "imb-pingping") && !o->window) o->window = 1;
+    if (!any_test) for (int k = 0; k < T_COUNT; k++) o->tests[k] = 1;
+    if (!any_mode) for (int k = 0; k < M_COUNT; k++) o->modes[k] = 1;
+    if (!o->nsizes) {
+        app_parse_list("0", 0, 0, &o->sizes, &o->nsizes);
+        for (long b = 1; b <= maxsize; b *= 2) {
+            long *nv = realloc(o->sizes, (size_t)(o->nsizes + 1) * sizeof *nv);
+            if (!nv) MPI_Abort(MPI_COMM_WORLD, 1);
+            o->sizes = nv;
+            o->sizes[o->nsizes++] = b;
+        }
+    }
+    app_sort_unique(o->sizes, &o->nsizes);
+}
+
+/* The stream window of b-byte messages: --window, else 64 (16 above 64 KiB), at most 2 MiB of them
+ * (2 messages at least): a sample stays short on a busy machine. */
+static long window_of(const opts_t *o, long b)
+{
+    long w = o->window ? o->window : (b > 65536 ? 16 : 64);
+    long cap = b > 0 ? (2L << 20) / b : w;
+    if (cap < 2) cap = 2;
+    return w > cap ? cap : w;
+}
+
+/* The buffers for the largest message and window, the compute kernel's matrices and, when bsend
+ * is measured, the MPI_Bsend buffer. */
+static void alloc_buffers(const opts_t *o, int rank)
+{
+    maxbytes = o->sizes[o->nsizes - 1];
+    if (maxbytes < 64) maxbytes = 64;
     long wmax = 1;
-    for (int s = 0; s < o.nsizes; s++) {
-        long w = o.window ? o.window : (o.sizes[s] > 65536 ? 16 : 64);
-        long cap = o.sizes[s] > 0 ? (2L << 20) / o.sizes[s] : w;
-        if (cap < 2) cap = 2;
-        if (w > cap) w = cap;
-        if (w * (o.sizes[s] ? o.sizes[s] : 1) > wmax) wmax = w * (o.sizes[s] ? o.sizes[s] : 1);
+    for (int s = 0; s < o->nsizes; s++) {
+        long w = window_of(o, o->sizes[s]);
+        if (w * (o->sizes[s] ? o->sizes[s] : 1) > wmax) wmax = w * (o->sizes[s] ? o->sizes[s] : 1);
     }
     sbuf = malloc((size_t)maxbytes);
     rbuf = malloc((size_t)maxbytes);
@@ -577,7 +573,7 @@ int main(int argc, char **argv)
         ka[i] = (i * 7 + 3) % 11 - 5;
         kb[i] = (i * 5 + 1) % 13 - 6;
     }
-    if (o.modes[M_BSEND]) {
+    if (o->modes[M_BSEND]) {
         int pack = 0;
         MPI_Pack_size((int)maxbytes, MPI_BYTE, MPI_COMM_WORLD, &pack);
         long need = (long)(wmax / (maxbytes ? maxbytes : 1) + 2) * ((long)pack + MPI_BSEND_OVERHEAD);
@@ -588,6 +584,158 @@ int main(int argc, char **argv)
         if (!bsend_buf) MPI_Abort(MPI_COMM_WORLD, 1);
         MPI_Buffer_attach(bsend_buf, bsend_size);
     }
+}
+
+static void add_meas(meas_t **ms, int *nm, int *cap, int test, int mode, long bytes, long window)
+{
+    if (*nm == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        meas_t *nms = realloc(*ms, (size_t)*cap * sizeof *nms);
+        if (!nms) MPI_Abort(MPI_COMM_WORLD, 1);
+        *ms = nms;
+    }
+    (*ms)[*nm] = (meas_t){.test = test, .mode = mode, .bytes = bytes, .window = window};
+    (*nm)++;
+}
+
+/* The measurements, in order (*nm of them). */
+static meas_t *plan_measurements(const opts_t *o, int *nm)
+{
+    int cap = 0;
+    meas_t *ms = NULL;
+    *nm = 0;
+    if (o->tests[T_COMPUTE]) add_meas(&ms, nm, &cap, T_COMPUTE, 0, 0, 1);
+    if (o->tests[T_EMPTY])
+        for (int m = 0; m < 4; m++) add_meas(&ms, nm, &cap, T_EMPTY, m, 0, 1);
+    for (int t = T_PINGPONG; t <= T_FORWARD; t++) {
+        if (!o->tests[t]) continue;
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!o->modes[m]) continue;
+            if ((t == T_SENDCALL || t == T_RECVCALL || t == T_FORWARD) && m != M_SEND) continue;
+            for (int s = 0; s < o->nsizes; s++) {
+                long b = o->sizes[s], w = 1;
+                /* the other modes and the streams: every other size (the first and last always),
+                 * unless --all-sizes */
+                /* forward: every size from 2 KiB (it is fitted per rendezvous size range) */
+                int thin = !o->all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY ||
+                                             (t == T_FORWARD && o->sizes[s] < 2048));
+                if (thin && s % 2 && s != o->nsizes - 1) continue;
+                if (t == T_STREAM || t == T_BOTHWAY) w = window_of(o, b);
+                add_meas(&ms, nm, &cap, t, m, b, w);
+            }
+        }
+    }
+    if (o->tests[T_REDUCE])
+        for (int m = 0; m < 2; m++)
+            for (int s = 0; s < o->nsizes; s++)
+                if (o->sizes[s] >= 64 && (o->all_sizes || s % 2 == 0 || s == o->nsizes - 1))
+                    add_meas(&ms, nm, &cap, T_REDUCE, m, o->sizes[s], 1);
+    return ms;
+}
+
+/* Round 0 of measurement c: the warm-up, and the batch that makes a sample ~10 us (--quick: no
+ * warm-up, a model's times do not warm up; one operation per sample). */
+static long first_batch(const opts_t *o, ctrl_t *c)
+{
+    double t_one = 0;
+    for (int w = 0; w < (o->quick ? (c->test == T_EMPTY || c->test == T_COMPUTE) : WARMUP); w++) t_one = sample(c);
+    double per_batch = t_one * (double)(c->test == T_STREAM || c->test == T_BOTHWAY ? c->window : 1) *
+                       (c->test == T_PINGPONG || c->test == T_FORWARD ? 2.0 : 1.0);
+    long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
+    if (c->test == T_EMPTY) k = 1000;
+    else if (c->test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
+    if (k < 1) k = 1;
+    if (k > 64 && c->test != T_EMPTY && c->test != T_COMPUTE && c->test != T_REDUCE) k = 64;
+    if (k > 100000) k = 100000;
+    if (o->quick && c->test != T_EMPTY && c->test != T_COMPUTE) k = 1;
+    return k;
+}
+
+static void print_progress(int i, int nm, const result_t *r)
+{
+    fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
+            test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes, r->n, r->batch,
+            median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
+}
+
+/* Rounds: every measurement is visited several times over the run, so that a spell of load
+ * spoils a few samples of many sizes rather than all of one size. */
+static void run_rounds(const opts_t *o, result_t *res, int nm, double start)
+{
+    double deadline = start + o->budget;
+    int rounds = o->samples >= 8 ? 4 : 1;
+    int per_visit = (o->samples + rounds - 1) / rounds;
+    int done_visits = 0, total_visits = rounds * nm, late = 0;
+    for (int round = 0; round < rounds && !late; round++) {
+        for (int i = 0; i < nm; i++, done_visits++) {
+            result_t *r = &res[i];
+            if (r->n >= o->samples) continue;
+            /* past the deadline only the first round goes on (every measurement gets its sample):
+             * a busy machine gives fewer samples, never a longer run */
+            if (round > 0 && !o->quick && now_s() > deadline) {
+                late = 1;
+                break;
+            }
+            ctrl_t c = {r->m.test, r->m.mode, r->m.bytes, r->m.window, 1, 0};
+            if (round == 0) r->batch = first_batch(o, &c);
+            c.batch = r->batch;
+            if (round > 0 && !o->quick) sample(&c);   /* warm again: other sizes ran since */
+            double t0 = now_s();
+            double left = deadline - t0;
+            double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;
+            int got = 0, want = round == rounds - 1 ? o->samples - r->n : per_visit;
+            while (r->n < o->samples && got < want) {
+                r->v[r->n++] = sample(&c);
+                got++;
+                double el = now_s() - t0;
+                if ((el >= share && got >= 2) || el >= 4 * share) break;
+            }
+            if (o->check && (c.test == T_PINGPONG || c.test == T_RECVCALL || c.test == T_FORWARD))
+                check_payload(c.bytes, c.test == T_FORWARD ? 1 : 2);
+            if (o->progress && round == rounds - 1) {
+                print_progress(i, nm, r);
+                fflush(stderr);
+            }
+        }
+        if (o->progress && late) {
+            fprintf(stderr, "calibench: the budget is spent in round %d of %d (%.1f s): the samples so far count\n",
+                    round + 1, rounds, now_s() - start);
+            fflush(stderr);
+        } else if (o->progress && round < rounds - 1) {
+            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
+                    now_s() - start);
+            fflush(stderr);
+        }
+    }
+    if (late && o->progress)   /* the measurements' lines the last round would have printed */
+        for (int i = 0; i < nm; i++) print_progress(i, nm, &res[i]);
+}
+
+static void print_raw(const opts_t *o, const result_t *res, int nm, int nprocs, const char *host, const char *host1,
+                      double start)
+{
+    printf("# calibench procs=%d budget_s=%g samples=%d host0=%s host1=%s same_host=%d\n", nprocs, o->budget,
+           o->samples, host, host1, !strcmp(host, host1));
+    printf("test,mode,bytes,window,batch,samples,values_s\n");
+    for (int i = 0; i < nm; i++) {
+        const result_t *r = &res[i];
+        printf("%s,%s,%ld,%ld,%ld,%d,", test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes,
+               r->m.window, r->batch, r->n);
+        for (int s = 0; s < r->n; s++) printf("%s%.4e", s ? " " : "", r->v[s]);
+        printf("\n");
+    }
+    printf("# elapsed_s=%.3f\n", now_s() - start);
+    printf(errors ? "# check=FAIL errors=%ld\n" : "# check=ok\n", errors);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = app_world_rank(), nprocs = app_world_size();
+    opts_t o;
+    parse_options(&o, argc, argv);
+    if (nprocs < 2) app_usage_error("calibench", USAGE, "needs at least 2 ranks");
+    alloc_buffers(&o, rank);
     char host[MPI_MAX_PROCESSOR_NAME] = "", host1[MPI_MAX_PROCESSOR_NAME] = "";
     int hl = 0;
     MPI_Get_processor_name(host, &hl);
@@ -606,130 +754,17 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    /* the measurements, in order */
-    int cap = 0, nm = 0;
-    meas_t *ms = NULL;
-#define ADD(T, M, B, W)                                                                                          \
-    do {                                                                                                         \
-        if (nm == cap) {                                                                                         \
-            cap = cap ? 2 * cap : 256;                                                                           \
-            meas_t *nms = realloc(ms, (size_t)cap * sizeof *nms);                                                \
-            if (!nms) MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-            ms = nms;                                                                                            \
-        }                                                                                                        \
-        ms[nm].test = (T), ms[nm].mode = (M), ms[nm].bytes = (B), ms[nm].window = (W);                          \
-        nm++;                                                                                                    \
-    } while (0)
-    if (o.tests[T_COMPUTE]) ADD(T_COMPUTE, 0, 0, 1);
-    if (o.tests[T_EMPTY])
-        for (int m = 0; m < 4; m++) ADD(T_EMPTY, m, 0, 1);
-    for (int t = T_PINGPONG; t <= T_FORWARD; t++) {
-        if (!o.tests[t]) continue;
-        for (int m = 0; m < M_COUNT; m++) {
-            if (!o.modes[m]) continue;
-            if ((t == T_SENDCALL || t == T_RECVCALL || t == T_FORWARD) && m != M_SEND) continue;
-            for (int s = 0; s < o.nsizes; s++) {
-                long b = o.sizes[s], w = 1;
-                /* the other modes and the streams: every other size (the first and last always),
-                 * unless --all-sizes */
-                /* forward: every size from 2 KiB (it is fitted per rendezvous size range) */
-                int thin = !o.all_sizes && (m != M_SEND || t == T_STREAM || t == T_BOTHWAY ||
-                                            (t == T_FORWARD && o.sizes[s] < 2048));
-                if (thin && s % 2 && s != o.nsizes - 1) continue;
-                if (t == T_STREAM || t == T_BOTHWAY) {
-                    w = o.window ? o.window : (b > 65536 ? 16 : 64);
-                    /* a window of at most 2 MiB (2 messages at least): a sample stays short on a busy machine */
-                    long wc = b > 0 ? (2L << 20) / b : w;
-                    if (wc < 2) wc = 2;
-                    if (w > wc) w = wc;
-                }
-                ADD(t, m, b, w);
-            }
-        }
-    }
-    if (o.tests[T_REDUCE])
-        for (int m = 0; m < 2; m++)
-            for (int s = 0; s < o.nsizes; s++)
-                if (o.sizes[s] >= 64 && (o.all_sizes || s % 2 == 0 || s == o.nsizes - 1)) ADD(T_REDUCE, m, o.sizes[s], 1);
-
+    int nm = 0;
+    meas_t *ms = plan_measurements(&o, &nm);
     result_t *res = calloc((size_t)(nm ? nm : 1), sizeof *res);
     if (!res) MPI_Abort(MPI_COMM_WORLD, 1);
-    double start = now_s(), deadline = start + o.budget;
-    /* Rounds: every measurement is visited several times over the run, so that a spell of load
-     * spoils a few samples of many sizes rather than all of one size. */
-    int rounds = o.samples >= 8 ? 4 : 1;
-    int per_visit = (o.samples + rounds - 1) / rounds;
+    double start = now_s();
     for (int i = 0; i < nm; i++) {
         res[i].m = ms[i];
         res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
         if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    int done_visits = 0, total_visits = rounds * nm, late = 0;
-    for (int round = 0; round < rounds && !late; round++) {
-        for (int i = 0; i < nm; i++, done_visits++) {
-            result_t *r = &res[i];
-            if (r->n >= o.samples) continue;
-            /* past the deadline only the first round goes on (every measurement gets its sample):
-             * a busy machine gives fewer samples, never a longer run */
-            if (round > 0 && !o.quick && now_s() > deadline) {
-                late = 1;
-                break;
-            }
-            ctrl_t c = {ms[i].test, ms[i].mode, ms[i].bytes, ms[i].window, 1, 0};
-            double t_one = 0;
-            if (round == 0) {
-                /* warm-up, and the batch that makes a sample ~10 us */
-                /* --quick: no warm-up (a model's times do not warm up) */
-                for (int w = 0; w < (o.quick ? (c.test == T_EMPTY || c.test == T_COMPUTE) : WARMUP); w++) t_one = sample(&c);
-                double per_batch = t_one * (double)(c.test == T_STREAM || c.test == T_BOTHWAY ? c.window : 1) *
-                                   (c.test == T_PINGPONG || c.test == T_FORWARD ? 2.0 : 1.0);
-                long k = per_batch > 0 ? (long)ceil(BATCH_TARGET_S / per_batch) : 64;
-                if (c.test == T_EMPTY) k = 1000;
-                else if (c.test == T_COMPUTE) k = (long)ceil(2e-3 / (t_one * KN * KN * KN > 0 ? t_one * KN * KN * KN : 1e-3));
-                if (k < 1) k = 1;
-                if (k > 64 && c.test != T_EMPTY && c.test != T_COMPUTE && c.test != T_REDUCE) k = 64;
-                if (k > 100000) k = 100000;
-                if (o.quick && c.test != T_EMPTY && c.test != T_COMPUTE) k = 1;
-                r->batch = k;
-            }
-            c.batch = r->batch;
-            if (round > 0 && !o.quick) sample(&c);   /* warm again: other sizes ran since */
-            double t0 = now_s();
-            double left = deadline - t0;
-            double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;
-            int got = 0, want = round == rounds - 1 ? o.samples - r->n : per_visit;
-            while (r->n < o.samples && got < want) {
-                r->v[r->n++] = sample(&c);
-                got++;
-                double el = now_s() - t0;
-                if ((el >= share && got >= 2) || el >= 4 * share) break;
-            }
-            if (o.check && (c.test == T_PINGPONG || c.test == T_RECVCALL || c.test == T_FORWARD))
-                check_payload(c.bytes, c.test == T_FORWARD ? 1 : 2);
-            if (o.progress && round == rounds - 1) {
-                fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
-                        test_names[c.test], mode_name(c.test, (int)c.mode), c.bytes, r->n, r->batch,
-                        median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
-                fflush(stderr);
-            }
-        }
-        if (o.progress && late) {
-            fprintf(stderr, "calibench: the budget is spent in round %d of %d (%.1f s): the samples so far count\n",
-                    round + 1, rounds, now_s() - start);
-            fflush(stderr);
-        } else if (o.progress && round < rounds - 1) {
-            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
-                    now_s() - start);
-            fflush(stderr);
-        }
-    }
-    if (late && o.progress)   /* the measurements' lines the last round would have printed */
-        for (int i = 0; i < nm; i++) {
-            result_t *r = &res[i];
-            fprintf(stderr, "calibench: %d/%d %s %s %ld B: %d samples of %ld, median %.3g s%s\n", i + 1, nm,
-                    test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes, r->n, r->batch,
-                    median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
-        }
+    run_rounds(&o, res, nm, start);
     /* the mirror's largest message, checked whatever the options */
     ctrl_t stop = {0, 0, maxbytes, 0, 0, 1};
     send_ctrl(&stop);
@@ -737,22 +772,8 @@ int main(int argc, char **argv)
     MPI_Recv(rbuf, (int)maxbytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     check_payload(maxbytes, 2);
 
-    if (!strcmp(o.format, "raw")) {
-        printf("# calibench procs=%d budget_s=%g samples=%d host0=%s host1=%s same_host=%d\n", nprocs, o.budget,
-               o.samples, host, host1, !strcmp(host, host1));
-        printf("test,mode,bytes,window,batch,samples,values_s\n");
-        for (int i = 0; i < nm; i++) {
-            result_t *r = &res[i];
-            printf("%s,%s,%ld,%ld,%ld,%d,", test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes,
-                   r->m.window, r->batch, r->n);
-            for (int s = 0; s < r->n; s++) printf("%s%.4e", s ? " " : "", r->v[s]);
-            printf("\n");
-        }
-        printf("# elapsed_s=%.3f\n", now_s() - start);
-        printf(errors ? "# check=FAIL errors=%ld\n" : "# check=ok\n", errors);
-    } else {
-        print_suite(o.format, res, nm);
-    }
+    if (!strcmp(o.format, "raw")) print_raw(&o, res, nm, nprocs, host, host1, start);
+    else print_suite(o.format, res, nm);
     fflush(stdout);
     for (int i = 0; i < nm; i++) free(res[i].v);
     free(res);
