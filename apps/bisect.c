@@ -21,7 +21,7 @@
  *   # check=ok
  * Every message's pattern is checked after the timed part.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "bisect [--sizes a,b,..] [--iters K] [--warmup W] [--senders N]";
 
@@ -31,38 +31,25 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank = app_world_rank(), P = app_world_size();
-    long *sizes = NULL;
-    int nsizes = 0;
+    app_list size_list = {0};
     long iters = 20, warmup = 2, senders = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
-        if (!v) app_usage_error("bisect", USAGE, "%s needs a value", a);
-        if (!strcmp(a, "--sizes")) {
-            if (app_parse_list(v, 0, 1L << 30, &sizes, &nsizes) != 0)
-                app_usage_error("bisect", USAGE, "bad --sizes '%s'", v);
-        } else if (!strcmp(a, "--iters")) {
-            if (app_parse_long(v, 1, 1000000, &iters) != 0) app_usage_error("bisect", USAGE, "bad --iters '%s'", v);
-        } else if (!strcmp(a, "--warmup")) {
-            if (app_parse_long(v, 0, 1000000, &warmup) != 0) app_usage_error("bisect", USAGE, "bad --warmup '%s'", v);
-        } else if (!strcmp(a, "--senders")) {
-            if (app_parse_long(v, 1, 1 << 24, &senders) != 0) app_usage_error("bisect", USAGE, "bad --senders '%s'", v);
-        } else {
-            app_usage_error("bisect", USAGE, "unknown option '%s'", a);
-        }
-        i++;
-    }
+    const app_opt opts[] = {
+        {"--sizes", APP_OPT_LIST, &size_list, .lo = 0, .hi = 1L << 30, .error = "bad --sizes '%s'"},
+        {"--iters", APP_OPT_LONG, &iters, .lo = 1, .hi = 1000000, .error = "bad --iters '%s'"},
+        {"--warmup", APP_OPT_LONG, &warmup, .lo = 0, .hi = 1000000, .error = "bad --warmup '%s'"},
+        {"--senders", APP_OPT_LONG, &senders, .lo = 1, .hi = 1 << 24, .error = "bad --senders '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "bisect", .usage = USAGE, .unknown = "unknown option '%s'",
+                              .missing = "%s needs a value"},
+                   opts, APP_NOPTS(opts), argc, argv);
     if (P < 2 || P % 2) app_usage_error("bisect", USAGE, "needs an even number of ranks (got %d)", P);
     int half = P / 2;
     if (senders < 0) senders = half;
     if (senders > half) app_usage_error("bisect", USAGE, "--senders %ld: at most %d pairs", senders, half);
-    if (!sizes) {
-        static const long dflt[] = {1024, 4096, 16384, 65536, 262144, 1048576};
-        nsizes = (int)(sizeof dflt / sizeof dflt[0]);
-        sizes = malloc(sizeof dflt);
-        memcpy(sizes, dflt, sizeof dflt);
-    }
+    static const long dflt[] = {1024, 4096, 16384, 65536, 262144, 1048576};
+    app_list_or_default(&size_list, dflt, (int)(sizeof dflt / sizeof dflt[0]));
+    long *sizes = size_list.v;
+    const int nsizes = size_list.n;
     long maxs = 0;
     for (int k = 0; k < nsizes; k++)
         if (sizes[k] > maxs) maxs = sizes[k];

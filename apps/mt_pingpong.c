@@ -16,7 +16,7 @@
  *   # check=ok
  */
 #define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
-#include "common.h"
+#include "app_args.h"
 
 #include <pthread.h>
 
@@ -96,15 +96,14 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int rank = app_world_rank(), size = app_world_size();
     long threads = 2, bytes = 8, iters = 1000, warmup = 100;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
-        else if (!strcmp(a, "--threads") && v && !app_parse_long(v, 1, 64, &threads)) i++;
-        else if (!strcmp(a, "--size") && v && !app_parse_long(v, 0, 1L << 26, &bytes)) i++;
-        else if (!strcmp(a, "--iters") && v && !app_parse_long(v, 1, 100000000, &iters)) i++;
-        else if (!strcmp(a, "--warmup") && v && !app_parse_long(v, 0, 100000000, &warmup)) i++;
-        else app_usage_error("mt_pingpong", USAGE, "bad argument '%s'", a);
-    }
+    const app_opt opts[] = {
+        {"--threads", APP_OPT_LONG, &threads, .lo = 1, .hi = 64},
+        {"--size", APP_OPT_LONG, &bytes, .lo = 0, .hi = 1L << 26},
+        {"--iters", APP_OPT_LONG, &iters, .lo = 1, .hi = 100000000},
+        {"--warmup", APP_OPT_LONG, &warmup, .lo = 0, .hi = 100000000},
+    };
+    app_parse_args(&(app_cli){.prog = "mt_pingpong", .usage = USAGE, .unknown = "bad argument '%s'"},
+                   opts, APP_NOPTS(opts), argc, argv);
     static const char *const names[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
                                         "MPI_THREAD_MULTIPLE"};
     const char *pname = provided >= 0 && provided <= 3 ? names[provided] : "?";

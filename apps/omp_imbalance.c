@@ -19,7 +19,7 @@
  * Under mpisim region_s is what the rank was charged for the region: its critical path
  * (longest_cpu_s) rather than the main thread's share or the sum. */
 #define _POSIX_C_SOURCE 200809L
-#include "common.h"
+#include "app_args.h"
 
 #include <omp.h>
 #include <time.h>
@@ -45,15 +45,14 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rank = app_world_rank(), size = app_world_size();
     long threads = 2, factor = 3, n = 2000000, reps = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
-        else if (!strcmp(a, "--threads") && v && !app_parse_long(v, 1, 256, &threads)) i++;
-        else if (!strcmp(a, "--factor") && v && !app_parse_long(v, 1, 1000, &factor)) i++;
-        else if (!strcmp(a, "--work") && v && !app_parse_long(v, 1, 1L << 40, &n)) i++;
-        else if (!strcmp(a, "--reps") && v && !app_parse_long(v, 1, 100000, &reps)) i++;
-        else app_usage_error("omp_imbalance", USAGE, "bad argument '%s'", a);
-    }
+    const app_opt opts[] = {
+        {"--threads", APP_OPT_LONG, &threads, .lo = 1, .hi = 256},
+        {"--factor", APP_OPT_LONG, &factor, .lo = 1, .hi = 1000},
+        {"--work", APP_OPT_LONG, &n, .lo = 1, .hi = 1L << 40},
+        {"--reps", APP_OPT_LONG, &reps, .lo = 1, .hi = 100000},
+    };
+    app_parse_args(&(app_cli){.prog = "omp_imbalance", .usage = USAGE, .unknown = "bad argument '%s'"},
+                   opts, APP_NOPTS(opts), argc, argv);
     double *cpu = calloc((size_t)threads, sizeof *cpu);
     double *region = calloc((size_t)reps, sizeof *region), *longest = calloc((size_t)reps, sizeof *longest),
            *sum = calloc((size_t)reps, sizeof *sum);

@@ -17,7 +17,7 @@
  *   bytes,rtt_s,overlap_s
  *   # check=ok
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE = "overlap [--sizes a,b,..] [--iters K] [--tol F] [--steps N]";
 
@@ -65,33 +65,23 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank = app_world_rank(), P = app_world_size();
-    long *sizes = NULL, iters = 5, steps = 14;
-    int nsizes = 0;
+    long iters = 5, steps = 14;
+    app_list size_list = {0};
     double tol = 0.01;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) app_help(USAGE);
-        if (!v) app_usage_error("overlap", USAGE, "%s needs a value", a);
-        if (!strcmp(a, "--sizes")) {
-            if (app_parse_list(v, 0, 1L << 30, &sizes, &nsizes) != 0) app_usage_error("overlap", USAGE, "bad --sizes '%s'", v);
-        } else if (!strcmp(a, "--iters")) {
-            if (app_parse_long(v, 1, 1000000, &iters) != 0) app_usage_error("overlap", USAGE, "bad --iters '%s'", v);
-        } else if (!strcmp(a, "--steps")) {
-            if (app_parse_long(v, 1, 60, &steps) != 0) app_usage_error("overlap", USAGE, "bad --steps '%s'", v);
-        } else if (!strcmp(a, "--tol")) {
-            if (app_parse_double(v, 0, 10, &tol) != 0) app_usage_error("overlap", USAGE, "bad --tol '%s'", v);
-        } else {
-            app_usage_error("overlap", USAGE, "unknown option '%s'", a);
-        }
-        i++;
-    }
+    const app_opt opts[] = {
+        {"--sizes", APP_OPT_LIST, &size_list, .lo = 0, .hi = 1L << 30, .error = "bad --sizes '%s'"},
+        {"--iters", APP_OPT_LONG, &iters, .lo = 1, .hi = 1000000, .error = "bad --iters '%s'"},
+        {"--steps", APP_OPT_LONG, &steps, .lo = 1, .hi = 60, .error = "bad --steps '%s'"},
+        {"--tol", APP_OPT_DOUBLE, &tol, .dlo = 0, .dhi = 10, .error = "bad --tol '%s'"},
+    };
+    app_parse_args(&(app_cli){.prog = "overlap", .usage = USAGE, .unknown = "unknown option '%s'",
+                              .missing = "%s needs a value"},
+                   opts, APP_NOPTS(opts), argc, argv);
     if (P < 2) app_usage_error("overlap", USAGE, "needs at least 2 ranks");
-    if (!sizes) {
-        static const long dflt[] = {1, 16, 256, 1024, 4096, 16383, 16384, 65536, 262144, 1048576};
-        nsizes = (int)(sizeof dflt / sizeof dflt[0]);
-        sizes = malloc(sizeof dflt);
-        memcpy(sizes, dflt, sizeof dflt);
-    }
+    static const long dflt[] = {1, 16, 256, 1024, 4096, 16383, 16384, 65536, 262144, 1048576};
+    app_list_or_default(&size_list, dflt, (int)(sizeof dflt / sizeof dflt[0]));
+    long *sizes = size_list.v;
+    const int nsizes = size_list.n;
     long maxs = 1;
     for (int k = 0; k < nsizes; k++)
         if (sizes[k] > maxs) maxs = sizes[k];

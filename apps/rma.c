@@ -29,7 +29,7 @@
  * Check: after each measurement the target's window (put, acc, fop, cas) or the origin's buffer
  * (get) is compared with what the operations must have left there.
  */
-#include "common.h"
+#include "app_args.h"
 
 static const char *const USAGE =
     "rma [--op put,get,acc,fop,cas|all] [--sync flush,lock,fence,pscw|all] [--mode latency|bandwidth|both] "
@@ -255,57 +255,39 @@ static unsigned pick(const char *v, const char *const *names, int n)
     return set;
 }
 
+static int pick_ops(const char *v, void *sel) { return (*(unsigned *)sel = pick(v, op_names, NOPS)) ? 0 : -1; }
+static int pick_syncs(const char *v, void *sel) { return (*(unsigned *)sel = pick(v, sync_names, NSYNCS)) ? 0 : -1; }
+static const char *const MODES[] = {"latency", "bandwidth", "both", NULL};
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     rank = app_world_rank();
     procs = app_world_size();
     long iters = 10, warmup = 2, window = 16;
-    long *sizes = NULL;
-    int nsizes = 0, lat_on = 1, bw_on = 1;
+    app_list size_list = {0};
+    int mode = 2;   /* both */
     unsigned op_sel = (1u << NOPS) - 1, sync_sel = (1u << NSYNCS) - 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--op")) {
-            if (!(op_sel = pick(v, op_names, NOPS)))
-                app_usage_error("rma", USAGE, "--op needs a list of put, get, acc, fop, cas, or all");
-            i++;
-        } else if (!strcmp(a, "--sync")) {
-            if (!(sync_sel = pick(v, sync_names, NSYNCS)))
-                app_usage_error("rma", USAGE, "--sync needs a list of flush, lock, fence, pscw, or all");
-            i++;
-        } else if (!strcmp(a, "--mode")) {
-            if (!v || (strcmp(v, "latency") && strcmp(v, "bandwidth") && strcmp(v, "both")))
-                app_usage_error("rma", USAGE, "--mode needs latency, bandwidth or both");
-            lat_on = strcmp(v, "bandwidth") != 0;
-            bw_on = strcmp(v, "latency") != 0;
-            i++;
-        } else if (!strcmp(a, "--sizes")) {
-            if (app_parse_list(v, 1, 1L << 30, &sizes, &nsizes) != 0)
-                app_usage_error("rma", USAGE, "--sizes needs a comma-separated list of sizes >= 1");
-            i++;
-        } else if (!strcmp(a, "--iters")) {
-            if (app_parse_long(v, 1, 100000000L, &iters) != 0) app_usage_error("rma", USAGE, "--iters needs an integer >= 1");
-            i++;
-        } else if (!strcmp(a, "--warmup")) {
-            if (app_parse_long(v, 0, 100000000L, &warmup) != 0) app_usage_error("rma", USAGE, "--warmup needs an integer >= 0");
-            i++;
-        } else if (!strcmp(a, "--window")) {
-            if (app_parse_long(v, 1, 4096, &window) != 0) app_usage_error("rma", USAGE, "--window needs 1..4096");
-            i++;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            app_help(USAGE);
-        } else {
-            app_usage_error("rma", USAGE, "unexpected argument '%s'", a);
-        }
-    }
+    const app_opt opts[] = {
+        {"--op", APP_OPT_CUSTOM, &op_sel, .parse = pick_ops,
+         .error = "--op needs a list of put, get, acc, fop, cas, or all"},
+        {"--sync", APP_OPT_CUSTOM, &sync_sel, .parse = pick_syncs,
+         .error = "--sync needs a list of flush, lock, fence, pscw, or all"},
+        {"--mode", APP_OPT_CHOICE, &mode, .choices = MODES, .error = "--mode needs latency, bandwidth or both"},
+        {"--sizes", APP_OPT_LIST, &size_list, .lo = 1, .hi = 1L << 30,
+         .error = "--sizes needs a comma-separated list of sizes >= 1"},
+        {"--iters", APP_OPT_LONG, &iters, .lo = 1, .hi = 100000000L, .error = "--iters needs an integer >= 1"},
+        {"--warmup", APP_OPT_LONG, &warmup, .lo = 0, .hi = 100000000L, .error = "--warmup needs an integer >= 0"},
+        {"--window", APP_OPT_LONG, &window, .lo = 1, .hi = 4096, .error = "--window needs 1..4096"},
+    };
+    app_parse_args(&(app_cli){.prog = "rma", .usage = USAGE, .unknown = "unexpected argument '%s'"},
+                   opts, APP_NOPTS(opts), argc, argv);
     if (procs < 2) app_usage_error("rma", USAGE, "needs at least 2 processes");
-    if (!sizes) {
-        static long dflt[] = {8, 64, 1024, 16384, 262144, 4194304};
-        sizes = dflt;
-        nsizes = 6;
-    }
+    const int lat_on = mode != 1, bw_on = mode != 0;
+    static const long dflt[] = {8, 64, 1024, 16384, 262144, 4194304};
+    app_list_or_default(&size_list, dflt, 6);
+    const long *sizes = size_list.v;
+    const int nsizes = size_list.n;
     long maxb = 8;
     for (int i = 0; i < nsizes; i++)
         if (sizes[i] > maxb) maxb = sizes[i];
@@ -371,6 +353,7 @@ int main(int argc, char **argv)
     MPI_Group_free(&peer_group);
     MPI_Win_free(&win);
     free(buf);
+    free(size_list.v);
     MPI_Finalize();
     return all ? 1 : 0;
 }
