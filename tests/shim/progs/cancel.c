@@ -15,25 +15,25 @@ static void show(int rank, const char *what, int cancelled, int value)
     printf("rank %d %s: cancelled=%d value=%d\n", rank, what, cancelled, value);
 }
 
-int main(int argc, char **argv)
+/* a) a wildcard receive nobody sends to is cancelled. */
+static void cancel_unmatched(int rank)
 {
-    MPI_Init(&argc, &argv);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int peer = rank ^ 1, v = -1, flag = 0;
+    int v = -1, flag = 0;
     MPI_Request rq;
     MPI_Status st;
-    if (peer >= size) peer = MPI_PROC_NULL;
-
-    /* a) */
     MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &rq);
     MPI_Cancel(&rq);
     MPI_Wait(&rq, &st);
     MPI_Test_cancelled(&st, &flag);
     show(rank, "a", flag, rq == MPI_REQUEST_NULL);
+}
 
-    /* b) rank 0 receives from 1 */
+/* b) a receive already matched by a synchronous send cannot be cancelled. */
+static void cancel_matched(int rank, int size)
+{
+    int v = -1, flag = 0;
+    MPI_Request rq;
+    MPI_Status st;
     if (rank == 0 && size > 1) {
         v = -1;
         MPI_Irecv(&v, 1, MPI_INT, 1, 5, MPI_COMM_WORLD, &rq);
@@ -49,8 +49,14 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
 
-    /* c) */
+/* c) a specific receive cancelled before its message is sent: the message goes to the next one. */
+static void cancel_before_send(int rank, int size)
+{
+    int v = -1, flag = 0;
+    MPI_Request rq;
+    MPI_Status st;
     if (rank == 0 && size > 1) {
         v = -1;
         MPI_Irecv(&v, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, &rq);
@@ -68,8 +74,14 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
 
-    /* d) */
+/* d) a persistent receive started and cancelled, then started again and received. */
+static void cancel_persistent(int rank, int peer)
+{
+    int v = -1, flag = 0;
+    MPI_Request rq;
+    MPI_Status st;
     if (peer != MPI_PROC_NULL) {
         MPI_Recv_init(&v, 1, MPI_INT, peer, 7, MPI_COMM_WORLD, &rq);
         MPI_Start(&rq);
@@ -88,7 +100,13 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
 
+static void cancel_last_wildcard(int rank, int size)
+{
+    int v = -1, flag = 0;
+    MPI_Request rq;
+    MPI_Status st;
     /* e) every rank sends `rank + 1` updates to each other rank; receivers count them with an
      * always-posted wildcard receive and cancel the last one after a closing allreduce */
     int expect = 0, got = 0, sum = 0;
@@ -110,8 +128,11 @@ int main(int argc, char **argv)
     MPI_Wait(&rq, &st);
     MPI_Test_cancelled(&st, &flag);
     show(rank, "e", flag, got * 1000 + sum);
+}
 
-    /* f) */
+/* f) sends freed while active still arrive. */
+static void free_active_sends(int rank, int peer)
+{
     if (peer != MPI_PROC_NULL) {
         int out[3] = {rank, rank + 10, rank + 20}, in[3] = {0, 0, 0};
         MPI_Request f;
@@ -125,8 +146,13 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
 
-    /* g) */
+/* g) MPI_Request_get_status polled until complete; the request stays for MPI_Wait. */
+static void poll_get_status(int rank, int peer)
+{
+    int flag = 0;
+    MPI_Status st;
     if (peer != MPI_PROC_NULL) {
         int in = -1, out = rank + 77, polls = 0, sflag = 0;
         MPI_Request rr, sr;
@@ -147,6 +173,23 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int peer = rank ^ 1;
+    if (peer >= size) peer = MPI_PROC_NULL;
+    cancel_unmatched(rank);
+    cancel_matched(rank, size);
+    cancel_before_send(rank, size);
+    cancel_persistent(rank, peer);
+    cancel_last_wildcard(rank, size);
+    free_active_sends(rank, peer);
+    poll_get_status(rank, peer);
     MPI_Finalize();
     return 0;
 }
