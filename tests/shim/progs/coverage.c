@@ -14,18 +14,10 @@ static void add(const char *what, long v)
     if (rank == 0) printf("%s=%ld\n", what, v);
 }
 
-int main(int argc, char **argv)
+/* Send modes around a ring. */
+static void send_modes(int right, int left)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int right = (rank + 1) % size, left = (rank + size - 1) % size;
-
     /* send modes around a ring */
-    int bufsz = 1 << 16;
-    void *bbuf = malloc(bufsz);
-    MPI_Buffer_attach(bbuf, bufsz);
     long v = rank, got = -1;
     MPI_Request rq;
     MPI_Irecv(&got, 1, MPI_LONG, left, 1, MPI_COMM_WORLD, &rq);
@@ -44,7 +36,12 @@ int main(int argc, char **argv)
     long tot;
     MPI_Allreduce(&s, &tot, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     add("sendmodes", tot);
+}
 
+/* Persistent requests, Startall, Waitall, repeated. */
+static void persistent(int right, int left)
+{
+    long tot;
     /* persistent requests, Startall, Waitall, repeated */
     long pin = 0, pout;
     MPI_Request pr[2];
@@ -61,7 +58,11 @@ int main(int argc, char **argv)
     MPI_Request_free(&pr[1]);
     MPI_Allreduce(&acc, &tot, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     add("persistent", tot);
+}
 
+/* Probe with wildcards, then receive what was probed. */
+static void wildcard_probe(void)
+{
     /* probe with wildcards, then receive what was probed */
     if (rank == 0) {
         long sum = 0;
@@ -82,7 +83,11 @@ int main(int argc, char **argv)
         MPI_Send(b, rank % 8 + 1, MPI_LONG, 0, 50 + rank, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* keep later messages out of the wildcard probes */
+}
 
+/* Matched probe and receive. */
+static void matched_probe(void)
+{
     /* matched probe and receive */
     if (rank == 0) {
         long sum = 0;
@@ -108,33 +113,41 @@ int main(int argc, char **argv)
         MPI_Send(&b, 1, MPI_LONG, 0, 70, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+}
 
+/* Waitany / Testsome over receives from everyone. */
+static void waitany_testsome(void)
+{
+    long tot;
     /* Waitany / Testsome over receives from everyone */
-    {
-        MPI_Request *rs = malloc(sizeof *rs * (size_t)size);
-        long *in = calloc((size_t)size, sizeof *in);
-        for (int i = 0; i < size; i++) MPI_Irecv(&in[i], 1, MPI_LONG, i, 6, MPI_COMM_WORLD, &rs[i]);
-        long mine = rank + 1000;
-        for (int i = 0; i < size; i++) MPI_Send(&mine, 1, MPI_LONG, i, 6, MPI_COMM_WORLD);
-        int left_ = size;
-        while (left_ > 0) {
-            int idx;
-            MPI_Waitany(size, rs, &idx, MPI_STATUS_IGNORE);
-            left_--;
-            int outc, ids[256], flag;
-            MPI_Testall(size, rs, &flag, MPI_STATUSES_IGNORE);
-            if (flag) break;
-            MPI_Testsome(size, rs, &outc, ids, MPI_STATUSES_IGNORE);
-            if (outc != MPI_UNDEFINED) left_ -= outc;
-        }
-        long sum = 0;
-        for (int i = 0; i < size; i++) sum += in[i];
-        free(rs);
-        free(in);
-        MPI_Allreduce(&sum, &tot, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-        add("waitany", tot);
+    MPI_Request *rs = malloc(sizeof *rs * (size_t)size);
+    long *in = calloc((size_t)size, sizeof *in);
+    for (int i = 0; i < size; i++) MPI_Irecv(&in[i], 1, MPI_LONG, i, 6, MPI_COMM_WORLD, &rs[i]);
+    long mine = rank + 1000;
+    for (int i = 0; i < size; i++) MPI_Send(&mine, 1, MPI_LONG, i, 6, MPI_COMM_WORLD);
+    int left_ = size;
+    while (left_ > 0) {
+        int idx;
+        MPI_Waitany(size, rs, &idx, MPI_STATUS_IGNORE);
+        left_--;
+        int outc, ids[256], flag;
+        MPI_Testall(size, rs, &flag, MPI_STATUSES_IGNORE);
+        if (flag) break;
+        MPI_Testsome(size, rs, &outc, ids, MPI_STATUSES_IGNORE);
+        if (outc != MPI_UNDEFINED) left_ -= outc;
     }
+    long sum = 0;
+    for (int i = 0; i < size; i++) sum += in[i];
+    free(rs);
+    free(in);
+    MPI_Allreduce(&sum, &tot, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    add("waitany", tot);
+}
 
+/* Collectives, the v-variants and the reductions. */
+static void collectives(void)
+{
+    long tot;
     /* collectives */
     int n = size;
     int *sc = malloc(sizeof(int) * (size_t)n), *rc = malloc(sizeof(int) * (size_t)n);
@@ -203,7 +216,12 @@ int main(int argc, char **argv)
     c = rb[0] + rb[1];
     MPI_Allreduce(&c, &tot, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     add("reduce_scatter_block", tot);
+    free(sc); free(rc); free(sd); free(rd); free(sb); free(rb);
+}
 
+/* Nonblocking collectives overlapping. */
+static void nonblocking_collectives(void)
+{
     /* nonblocking collectives overlapping */
     MPI_Request cr[3];
     long b1 = rank == 1 ? 4242 : 0, r2 = 0, x2 = rank;
@@ -213,7 +231,12 @@ int main(int argc, char **argv)
     MPI_Waitall(3, cr, MPI_STATUSES_IGNORE);
     add("ibcast", b1);
     add("iallreduce", r2);
+}
 
+/* Communicators: split, dup, cart. */
+static void communicators(void)
+{
+    long tot;
     /* communicators: split, dup, cart */
     MPI_Comm half, dup, cart;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
@@ -235,12 +258,32 @@ int main(int argc, char **argv)
     MPI_Comm_free(&cart);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int bufsz = 1 << 16;
+    void *bbuf = malloc(bufsz);
+    MPI_Buffer_attach(bbuf, bufsz);
+
+    send_modes(right, left);
+    persistent(right, left);
+    wildcard_probe();
+    matched_probe();
+    waitany_testsome();
+    collectives();
+    nonblocking_collectives();
+    communicators();
 
     int bsz;
     MPI_Buffer_detach(&bbuf, &bsz);
     free(bbuf);
     add("checksum", checksum);
-    free(sc); free(rc); free(sd); free(rd); free(sb); free(rb);
     MPI_Finalize();
     return 0;
 }
