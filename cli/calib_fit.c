@@ -210,78 +210,57 @@ static void fit_local_costs(const cal_data *d, cal_fit *f, const char *date)
     }
 }
 
-int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size_t errlen)
+/* The eager/rendezvous switch seen in recvcall: the largest rise from one size to the next beyond
+ * what growing with the size could give (a line through the origin at most), at least 2.5-fold,
+ * and still there at the two sizes after (a disturbed point is not a step). The index of the first
+ * rendezvous point, or -1. */
+static int recvcall_step(const double *x, const double *ys_r, int n)
 {
-    memset(f, 0, sizeof *f);
-    f->sync_rendezvous = -1;
-    f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
-    for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
-    const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
-    if (!P || P->np < 2) {
-        cal_set_err(err, errlen, "no on-node ping-pong (test pingpong, mode send) with two sizes or more to fit");
-        return -1;
+    int split = -1;
+    double best = 2.5;
+    for (int i = 1; i < n; i++) {
+        if (ys_r[i] <= 0 || ys_r[i - 1] <= 0 || x[i - 1] <= 0) continue;
+        double grow = x[i] / x[i - 1], jump = ys_r[i] / (ys_r[i - 1] * grow);
+        int stays = 1;   /* the sizes after do not fall back towards the level before */
+        for (int k = i + 1; k < n && k <= i + 2; k++)
+            if (ys_r[k] > 0 && ys_r[k] < 0.6 * ys_r[i]) stays = 0;
+        if (jump > best && stays) best = jump, split = i;
     }
-    const cal_series *S = cal_find(d, CAL_SENDCALL, "send", 0), *R = cal_find(d, CAL_RECVCALL, "send", 0);
-    f->have_calls = S && R && S->np >= 2 && R->np >= 2;
-    double x[512], y[512];
-    int n = 0;
-    for (int i = 0; i < P->np && n < 512; i++) {
-        x[n] = P->p[i].bytes;
-        y[n] = P->p[i].est;
-        n++;
-    }
-    /* The eager/rendezvous switch, per size: an arrived message's MPI_Recv is short when the data
-     * came with it (eager) and carries the transfer when it did not (rendezvous): recvcall /
-     * pingpong jumps. The split minimising the sizes on the wrong side is the threshold. */
-    int split = -1;   /* index of the first rendezvous point */
-    double ys_s[512], ys_r[512];
-    int joint = f->have_calls;
-    for (int i = 0; i < n; i++) {
-        ys_s[i] = est_at(S, x[i]);
-        ys_r[i] = est_at(R, x[i]);
-        if (ys_s[i] <= 0 || ys_r[i] <= 0) joint = 0;
-    }
-    if (f->have_calls) {
-        /* the step of recvcall: the largest rise from one size to the next beyond what growing with
-         * the size could give (a line through the origin at most), at least 2.5-fold, and still
-         * there at the two sizes after (a disturbed point is not a step) */
-        double best = 2.5;
-        for (int i = 1; i < n; i++) {
-            if (ys_r[i] <= 0 || ys_r[i - 1] <= 0 || x[i - 1] <= 0) continue;
-            double grow = x[i] / x[i - 1], jump = ys_r[i] / (ys_r[i - 1] * grow);
-            int stays = 1;   /* the sizes after do not fall back towards the level before */
-            for (int k = i + 1; k < n && k <= i + 2; k++)
-                if (ys_r[k] > 0 && ys_r[k] < 0.6 * ys_r[i]) stays = 0;
-            if (jump > best && stays) best = jump, split = i;
-        }
-    }
-    if (split > 0 && joint) {
-        /* above the switch a ping-pong, a send call and a received message's receive all carry the
-         * transfer and stay within a small factor of each other; one far above its partners was
-         * disturbed (they were measured at different moments): it takes the others' ratio */
-        double *ser[3] = {y, ys_s, ys_r};
-        int fixed = 0;
-        for (int a = 0; a < 3; a++) {
-            double ra[512];
-            int na = 0;
-            int b = a == 0 ? 1 : 0;   /* its partner: the send call (the ping-pong for the others) */
-            for (int i = split; i < n; i++) ra[na++] = ser[a][i] / ser[b][i];
-            double mr = cal_median(ra, na);
-            for (int i = split; i < n; i++) {
-                if (ser[a][i] > 1.5 * mr * ser[b][i]) {
-                    ser[a][i] = mr * ser[b][i];
-                    fixed++;
-                }
+    return split;
+}
+
+/* Above the switch a ping-pong, a send call and a received message's receive all carry the
+ * transfer and stay within a small factor of each other; one far above its partners was disturbed
+ * (they were measured at different moments): it takes the others' ratio. */
+static void repair_disturbed(cal_fit *f, double *y, double *ys_s, double *ys_r, int split, int n)
+{
+    double *ser[3] = {y, ys_s, ys_r};
+    int fixed = 0;
+    for (int a = 0; a < 3; a++) {
+        double ra[512];
+        int na = 0;
+        int b = a == 0 ? 1 : 0;   /* its partner: the send call (the ping-pong for the others) */
+        for (int i = split; i < n; i++) ra[na++] = ser[a][i] / ser[b][i];
+        double mr = cal_median(ra, na);
+        for (int i = split; i < n; i++) {
+            if (ser[a][i] > 1.5 * mr * ser[b][i]) {
+                ser[a][i] = mr * ser[b][i];
+                fixed++;
             }
         }
-        if (fixed) warnf(f, "%d disturbed measurements above the protocol switch taken from their partners' ratio", fixed);
     }
-    double noise = cal_noise(x, y, n);
-    f->noise = noise;
+    if (fixed) warnf(f, "%d disturbed measurements above the protocol switch taken from their partners' ratio", fixed);
+}
+
+/* The ping-pong's size ranges, a line each (below and above the switch, when there is one: then
+ * *thr_seg is the first range above it); their number. */
+static int fit_segments(cal_fit *f, const double *x, const double *y, const double *ys_s, const double *ys_r, int n,
+                        int split, int joint, double noise, cal_seg *seg, int *thr_seg)
+{
     const double *ys3[3] = {y, ys_s, ys_r};
     int nser = joint ? 3 : 1;
-    cal_seg seg[CAL_MAX_SEG];
-    int ns = 0, thr_seg = -1;
+    int ns = 0;
+    *thr_seg = -1;
     if (split > 0) {
         int nl = split, nr = n - split;
         ns = cal_segments_multi(x, ys3, nser, nl, 5, nl >= 6 ? 3 : 1, noise, seg);
@@ -289,7 +268,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
         int k = cal_segments_multi(x + split, ysr, nser, nr, CAL_MAX_SEG - ns > 5 ? 5 : CAL_MAX_SEG - ns,
                                    nr >= 6 ? 3 : 1, noise, seg + ns);
         for (int j = ns; j < ns + k; j++) seg[j].first += split, seg[j].last += split;
-        thr_seg = ns;
+        *thr_seg = ns;
         ns += k;
     } else {
         ns = cal_segments_multi(x, ys3, nser, n, 8, n >= 6 ? 3 : 1, noise, seg);
@@ -307,9 +286,14 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
             warnf(f, "ping-pong from %.0f to %.0f B: the line misses its points by %.1f %% rms (a busy machine, "
                      "or costs the model's line cannot follow)", seg[j].from, seg[j].to, 100 * seg[j].rms);
     }
-    char lo_t[32], hi_t[32];
-    size_text(x[0], lo_t, sizeof lo_t);
-    size_text(x[n - 1], hi_t, sizeof hi_t);
+    return ns;
+}
+
+/* The eager threshold: the recvcall step's range, else (no call durations) the ping-pong's largest
+ * upward step, else none (every size eager). */
+static void fit_threshold(cal_fit *f, const cal_series *P, const cal_seg *seg, int ns, int thr_seg, const char *hi_t,
+                          const char *date)
+{
     if (thr_seg < 0 && !f->have_calls) {
         /* no call durations: the largest upward step of the ping-pong */
         double bestj = 0.10;
@@ -336,9 +320,13 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
                  hi_t, date);
     }
     for (int j = 0; j < ns; j++) f->rndv[j] = thr_seg > 0 && j >= thr_seg;
+}
 
-    /* the intra-node latency: ping-pong = o_s + copy + L + o_r where the send call returns after its
-     * copy (o_s + copy) and an arrived message's receive takes o_r */
+/* The intra-node latency: ping-pong = o_s + copy + L + o_r where the send call returns after its
+ * copy (o_s + copy) and an arrived message's receive takes o_r. L in seconds. */
+static double fit_latency(cal_fit *f, const cal_series *P, const cal_series *S, const cal_series *R, const cal_seg *seg,
+                          int ns, const double *x, const double *y, const char *date)
+{
     double Ls[512];
     int nL = 0;
     for (int j = 0; j < ns; j++) {
@@ -376,16 +364,21 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
         snprintf(f->src_lat, sizeof f->src_lat, "assumed: a third of the %s at %.0f B on %s", P->origin, x[0], date);
     }
     f->shm_latency = L * 1e12;
+    return L;
+}
 
-    /* Per segment, each point's share of its ping-pong, then a line through each share (least
-     * squares relative to the ping-pong, so that the shares add up to it):
-     *   eager:      P = o_s + copy + L + o_r     o_r = R (an arrived message's receive), the sender
-     *               o_s + copy = P - L - R (its copy per byte, o_s the constant)
-     *   rendezvous: P = o_s + o_r(0) + 3L + copy + o_r(B), S = P - o_r(B) (the send ends when the
-     *               data is in), R = o_r(0) + 2L + copy + o_r(B): o_r(B) = P - S, copy = R - o_r(0)
-     *               - 2L - o_r(B) (its constant part goes to o_r), o_s = P - o_r(0) - 3L - (R -
-     *               o_r(0) - 2L). Without call durations: o_s, o_r as below the switch.
-     * Without call durations at all: o_s = o_r = L = a third of the smallest ping-pong. */
+/* Per segment, each point's share of its ping-pong, then a line through each share (least
+ * squares relative to the ping-pong, so that the shares add up to it):
+ *   eager:      P = o_s + copy + L + o_r     o_r = R (an arrived message's receive), the sender
+ *               o_s + copy = P - L - R (its copy per byte, o_s the constant)
+ *   rendezvous: P = o_s + o_r(0) + 3L + copy + o_r(B), S = P - o_r(B) (the send ends when the
+ *               data is in), R = o_r(0) + 2L + copy + o_r(B): o_r(B) = P - S, copy = R - o_r(0)
+ *               - 2L - o_r(B) (its constant part goes to o_r), o_s = P - o_r(0) - 3L - (R -
+ *               o_r(0) - 2L). Without call durations: o_s, o_r as below the switch.
+ * Without call durations at all: o_s = o_r = L = a third of the smallest ping-pong. */
+static void fit_shares(cal_fit *f, const cal_seg *seg, int ns, const double *x, const double *y, const double *ys_s,
+                       const double *ys_r, double L)
+{
     double or0 = 0, os0 = 0;
     for (int j = 0; j < ns; j++) {
         int i0 = seg[j].first, i1 = seg[j].last, m = i1 - i0 + 1;
@@ -454,6 +447,52 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
             f->copy_pb[j] = b3 * 1e12;
         }
     }
+}
+
+int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->sync_rendezvous = -1;
+    f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
+    for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
+    const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
+    if (!P || P->np < 2) {
+        cal_set_err(err, errlen, "no on-node ping-pong (test pingpong, mode send) with two sizes or more to fit");
+        return -1;
+    }
+    const cal_series *S = cal_find(d, CAL_SENDCALL, "send", 0), *R = cal_find(d, CAL_RECVCALL, "send", 0);
+    f->have_calls = S && R && S->np >= 2 && R->np >= 2;
+    double x[512], y[512];
+    int n = 0;
+    for (int i = 0; i < P->np && n < 512; i++) {
+        x[n] = P->p[i].bytes;
+        y[n] = P->p[i].est;
+        n++;
+    }
+    /* The eager/rendezvous switch, per size: an arrived message's MPI_Recv is short when the data
+     * came with it (eager) and carries the transfer when it did not (rendezvous): recvcall /
+     * pingpong jumps. The split minimising the sizes on the wrong side is the threshold. */
+    int split = -1;   /* index of the first rendezvous point */
+    double ys_s[512], ys_r[512];
+    int joint = f->have_calls;
+    for (int i = 0; i < n; i++) {
+        ys_s[i] = est_at(S, x[i]);
+        ys_r[i] = est_at(R, x[i]);
+        if (ys_s[i] <= 0 || ys_r[i] <= 0) joint = 0;
+    }
+    if (f->have_calls) split = recvcall_step(x, ys_r, n);
+    if (split > 0 && joint) repair_disturbed(f, y, ys_s, ys_r, split, n);
+    double noise = cal_noise(x, y, n);
+    f->noise = noise;
+    cal_seg seg[CAL_MAX_SEG];
+    int thr_seg;
+    int ns = fit_segments(f, x, y, ys_s, ys_r, n, split, joint, noise, seg, &thr_seg);
+    char lo_t[32], hi_t[32];
+    size_text(x[0], lo_t, sizeof lo_t);
+    size_text(x[n - 1], hi_t, sizeof hi_t);
+    fit_threshold(f, P, seg, ns, thr_seg, hi_t, date);
+    double L = fit_latency(f, P, S, R, seg, ns, x, y, date);
+    fit_shares(f, seg, ns, x, y, ys_s, ys_r, L);
     char segs_txt[32] = "";   /* "N size ranges" */
     snprintf(segs_txt, sizeof segs_txt, "%d size ranges", ns);
     snprintf(f->src_seg, sizeof f->src_seg, "calibrated: %s%s %s..%s (%s) on %s", P->origin,
