@@ -286,32 +286,42 @@ static void sizes_list(const cal_data *d, char *buf, size_t len, int pingpong_on
     for (int i = 0; i < n && off + 24 < len; i++) off += (size_t)snprintf(buf + off, len - off, "%s%.0f", i ? "," : "", s[i]);
 }
 
-int mpisim_calibrate_main(int argc, char **argv)
-{
-    const char *out = "host.ini", *csv = NULL, *plot = NULL, *keep = NULL, *base = "default";
-    const char **from = calloc((size_t)argc + 1, sizeof *from), **from_off = calloc((size_t)argc + 1, sizeof *from_off);
-    const char **margs = calloc((size_t)argc + 1, sizeof *margs);
-    int nfrom = 0, nfrom_off = 0, check = 1;
-    long rpn = 0, maxb = 4L << 20;
-    double budget = 90;
+/* One run of mpisim calibrate: its options, its files, what it measured, fitted and checked. */
+typedef struct {
+    const char *out, *csv, *plot, *keep, *base;
+    const char **from, **from_off, **margs;
+    int nfrom, nfrom_off, check;
+    long rpn, maxb;
+    double budget;
     launch_t L;
-    memset(&L, 0, sizeof L);
-    L.margs = margs;
-    if (!from || !from_off || !margs) {
-        fprintf(stderr, "mpisim calibrate: out of memory\n");
-        return MS_EXIT_USAGE;
-    }
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim calibrate", cal_opts, argc, argv, 0);
+    char csvp[PATH_MAX + 8], pngp[PATH_MAX + 8], dir[PATH_MAX + 32], path[PATH_MAX + 64];
+    double t_start;
+    char load0[64], load1[64], date[32], when[64];
+    int ncores, measured;
+    cal_data *d, *chk;
+    cal_fit f;
+    char err[2048];
+    size_t ho;   /* the profile header's length so far */
+    quality_row rows[512];
+    int nrows, failed_regions;
+} cal_run;
+
+static char header[1 << 17];   /* the profile's header; the fit-quality table goes in too */
+
+/* The command line: -1 to go on, else the exit code. */
+static int parse_args(cal_run *c, int argc, char **argv)
+{
+    nm_cmdline cl;
+    nm_cmdline_init(&cl, "mpisim calibrate", cal_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = nm_cmdline_next(&cl, &v)) != -1;) {
         switch (k) {
         case 'h': usage(stdout); return 0;
-        case 'o': out = v; break;
-        case O_FROM: from[nfrom++] = v; break;
-        case O_FROM_OFF: from_off[nfrom_off++] = v; break;
+        case 'o': c->out = v; break;
+        case O_FROM: c->from[c->nfrom++] = v; break;
+        case O_FROM_OFF: c->from_off[c->nfrom_off++] = v; break;
         case O_BUDGET:
-            if (nm_cmdline_double(&c, k, v, 5, &budget) != 0) return MS_EXIT_USAGE;
+            if (nm_cmdline_double(&cl, k, v, 5, &c->budget) != 0) return MS_EXIT_USAGE;
             break;
         case O_MAX: {
             /* a byte count with a binary suffix, as calibench takes it: 64k, 4M */
@@ -320,187 +330,213 @@ int mpisim_calibrate_main(int argc, char **argv)
             double mul = *e == 'k' || *e == 'K' ? 1024.0 : *e == 'm' || *e == 'M' ? 1048576.0 : *e == 'g' || *e == 'G' ? 1073741824.0 : 1;
             if (mul > 1) e++;
             if (e == v || *e || !(x * mul >= 1024 && x * mul <= 1073741824.0) || x * mul != floor(x * mul))
-                return nm_cmdline_bad(&c, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
-            maxb = (long)(x * mul);
+                return nm_cmdline_bad(&cl, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
+            c->maxb = (long)(x * mul);
             break;
         }
-        case O_HOSTFILE: L.hostfile = v; break;
-        case O_MPIRUN: L.mpirun = v; break;
-        case O_MPIRUN_ARG: margs[L.nmargs++] = v; break;
+        case O_HOSTFILE: c->L.hostfile = v; break;
+        case O_MPIRUN: c->L.mpirun = v; break;
+        case O_MPIRUN_ARG: c->margs[c->L.nmargs++] = v; break;
         case O_RPN:
-            if (nm_cmdline_long(&c, k, v, 1, 1 << 20, &rpn) != 0) return MS_EXIT_USAGE;
+            if (nm_cmdline_long(&cl, k, v, 1, 1 << 20, &c->rpn) != 0) return MS_EXIT_USAGE;
             break;
-        case O_BASE: base = v; break;
-        case O_NO_CHECK: check = 0; break;
-        case O_CSV: csv = v; break;
-        case O_PLOT: plot = v; break;
-        case O_KEEP: keep = v; break;
+        case O_BASE: c->base = v; break;
+        case O_NO_CHECK: c->check = 0; break;
+        case O_CSV: c->csv = v; break;
+        case O_PLOT: c->plot = v; break;
+        case O_KEEP: c->keep = v; break;
         default: return MS_EXIT_USAGE;
         }
     }
-    if (nm_cmdline_operands(&c, 0, 0, "") < 0) return MS_EXIT_USAGE;
+    if (nm_cmdline_operands(&cl, 0, 0, "") < 0) return MS_EXIT_USAGE;
+    return -1;
+}
+
+/* The base profile, the programs, the output files' names and the scratch directory: -1 to go
+ * on, else the exit code. */
+static int prepare(cal_run *c)
+{
     /* the base profile must load: the written profile includes it */
     char err[2048];
-    nm_config *bcfg = mpisim_load_config(base, NULL, 0, err, sizeof err);
+    nm_config *bcfg = mpisim_load_config(c->base, NULL, 0, err, sizeof err);
     if (!bcfg) {
         fprintf(stderr, "mpisim calibrate: --base: %s\n", err);
         return MS_EXIT_USAGE;
     }
     nm_config_destroy(bcfg);
-    if (mpisim_find_program("calibench", L.calibench, sizeof L.calibench) != 0) {
-        if (!nfrom || check) {
+    if (mpisim_find_program("calibench", c->L.calibench, sizeof c->L.calibench) != 0) {
+        if (!c->nfrom || c->check) {
             fprintf(stderr, "mpisim calibrate: the benchmark program calibench is not beside the command (build it: "
                             "cmake --build BUILD --target calibench)%s\n",
-                    nfrom ? "; or pass --no-check" : "");
+                    c->nfrom ? "; or pass --no-check" : "");
             return MS_EXIT_USAGE;
         }
     }
     char self[PATH_MAX];
-    if (mpisim_self_dir(self, sizeof self) == 0) snprintf(L.mpisim, sizeof L.mpisim, "%s/mpisim", self);
+    if (mpisim_self_dir(self, sizeof self) == 0) snprintf(c->L.mpisim, sizeof c->L.mpisim, "%s/mpisim", self);
 
     /* file names: OUT.csv, OUT.png, the raw outputs in a directory of their own */
-    char stem[PATH_MAX], csvp[PATH_MAX + 8], pngp[PATH_MAX + 8], dir[PATH_MAX + 32];
-    snprintf(stem, sizeof stem, "%s", out);
+    char stem[PATH_MAX];
+    snprintf(stem, sizeof stem, "%s", c->out);
     size_t sl = strlen(stem);
     if (sl > 4 && !strcmp(stem + sl - 4, ".ini")) stem[sl - 4] = 0;
-    snprintf(csvp, sizeof csvp, "%s", csv ? csv : "");
-    if (!csv) snprintf(csvp, sizeof csvp, "%s.csv", stem);
-    snprintf(pngp, sizeof pngp, "%s", plot ? plot : "");
-    if (!plot) snprintf(pngp, sizeof pngp, "%s.png", stem);
-    if (keep) {
-        snprintf(dir, sizeof dir, "%s", keep);
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "mpisim calibrate: --keep %s: %s\n", dir, strerror(errno));
+    snprintf(c->csvp, sizeof c->csvp, "%s", c->csv ? c->csv : "");
+    if (!c->csv) snprintf(c->csvp, sizeof c->csvp, "%s.csv", stem);
+    snprintf(c->pngp, sizeof c->pngp, "%s", c->plot ? c->plot : "");
+    if (!c->plot) snprintf(c->pngp, sizeof c->pngp, "%s.png", stem);
+    if (c->keep) {
+        snprintf(c->dir, sizeof c->dir, "%s", c->keep);
+        if (mkdir(c->dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "mpisim calibrate: --keep %s: %s\n", c->dir, strerror(errno));
             return MS_EXIT_OUTPUT;
         }
     } else {
-        snprintf(dir, sizeof dir, "%s/mpisim-calibrate-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(dir)) {
+        snprintf(c->dir, sizeof c->dir, "%s/mpisim-calibrate-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(c->dir)) {
             fprintf(stderr, "mpisim calibrate: cannot make a scratch directory: %s\n", strerror(errno));
             return MS_EXIT_OUTPUT;
         }
     }
-    double t_start = now_s();
-    char load0[64], load1[64], date[32], when[64];
-    loadavg(load0, sizeof load0);
+    return -1;
+}
+
+/* The start: the time, the load average, the dates, the cores (host.ranks_per_node by default). */
+static void note_start(cal_run *c)
+{
+    c->t_start = now_s();
+    loadavg(c->load0, sizeof c->load0);
     time_t tt = time(NULL);
     struct tm tm;
     gmtime_r(&tt, &tm);
-    strftime(date, sizeof date, "%Y-%m-%d", &tm);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-    int ncores = cores_here();
-    if (!rpn) rpn = ncores;
+    strftime(c->date, sizeof c->date, "%Y-%m-%d", &tm);
+    strftime(c->when, sizeof c->when, "%Y-%m-%d %H:%M UTC", &tm);
+    int ncores = c->ncores = cores_here();
+    if (!c->rpn) c->rpn = ncores;
 
     {
-        double l1 = atof(load0);
-        if (!nfrom && l1 > ncores)
+        double l1 = atof(c->load0);
+        if (!c->nfrom && l1 > ncores)
             fprintf(stderr, "mpisim calibrate: the machine is busy (load average %.1f on %d cores): samples spoiled by "
                             "it are left out (the densest third of each size counts) and disturbed sizes measured again; "
                             "a quiet machine gives a better fit\n",
                     l1, ncores);
     }
-    cal_data *d = cal_data_create(), *chk = NULL;
-    int measured = 0, rc = 0;
-    char path[PATH_MAX + 64];
-    for (int i = 0; i < nfrom; i++) {
-        if (cal_read_file(d, from[i], 0, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim calibrate: %s\n", err);
-            rc = MS_EXIT_USAGE;
-            goto done;
+}
+
+/* --from and --from-off-node files: 0, or the exit code. */
+static int read_inputs(cal_run *c)
+{
+    for (int i = 0; i < c->nfrom; i++) {
+        if (cal_read_file(c->d, c->from[i], 0, c->err, sizeof c->err) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", c->err);
+            return MS_EXIT_USAGE;
         }
-        fprintf(stderr, "mpisim calibrate: read %s\n", from[i]);
+        fprintf(stderr, "mpisim calibrate: read %s\n", c->from[i]);
     }
-    for (int i = 0; i < nfrom_off; i++) {
-        if (cal_read_file(d, from_off[i], 1, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim calibrate: %s\n", err);
-            rc = MS_EXIT_USAGE;
-            goto done;
+    for (int i = 0; i < c->nfrom_off; i++) {
+        if (cal_read_file(c->d, c->from_off[i], 1, c->err, sizeof c->err) < 0) {
+            fprintf(stderr, "mpisim calibrate: %s\n", c->err);
+            return MS_EXIT_USAGE;
         }
-        fprintf(stderr, "mpisim calibrate: read %s (between nodes: reported, not fitted)\n", from_off[i]);
+        fprintf(stderr, "mpisim calibrate: read %s (between nodes: reported, not fitted)\n", c->from_off[i]);
     }
-    double meas_budget = check ? 0.55 * budget : 0.85 * budget, refine_budget = 0.12 * budget;
-    if (!nfrom) {
-        measured = 1;
-        char bud[32], mx[32];
-        snprintf(bud, sizeof bud, "%.1f", meas_budget);
-        snprintf(mx, sizeof mx, "%ld", maxb);
-        char *extra[] = {"--budget", bud, "--max", mx, "--progress"};
-        char *av[64];
-        /* on one node first (the fit); with a hostfile then between its hosts too */
-        const char *hostfile = L.hostfile;
-        L.hostfile = NULL;
-        if (hostfile) snprintf(bud, sizeof bud, "%.1f", 0.7 * meas_budget);
-        bench_argv(&L, NULL, NULL, av, 64, extra, 5);
-        snprintf(path, sizeof path, "%s/calibench.txt", dir);
-        fprintf(stderr, "mpisim calibrate: measuring with calibench on 2 ranks on this machine (%s s at most; load %s)\n",
-                bud, load0);
-        int st = run_relay(av, path, "  ", 0);
-        if (st == 0 && hostfile) {
-            char bud2[32], path2[PATH_MAX + 64];
-            snprintf(bud2, sizeof bud2, "%.1f", 0.3 * meas_budget);
-            char *extra2[] = {"--budget", bud2, "--max", mx, "--tests", "pingpong,stream,bothway", "--modes", "send,isend",
-                              "--progress"};
-            L.hostfile = hostfile;
-            bench_argv(&L, NULL, NULL, av, 64, extra2, 9);
-            L.hostfile = NULL;
-            snprintf(path2, sizeof path2, "%s/calibench-hosts.txt", dir);
-            fprintf(stderr, "mpisim calibrate: measuring between the hosts of %s (%s s at most)\n", hostfile, bud2);
-            if (run_relay(av, path2, "  ", 0) != 0 || cal_read_file(d, path2, -1, err, sizeof err) < 0)
-                fprintf(stderr, "mpisim calibrate: warning: the run between hosts failed (%s): on one node only\n", path2);
-            else if (d->same_host)
-                fprintf(stderr, "mpisim calibrate: warning: %s put both ranks on one host: nothing between nodes\n", hostfile);
-            else
-                fprintf(stderr, "mpisim calibrate: warning: between nodes measured (in the CSV), not fitted: off-node "
-                                "messages keep the network of '%s'\n", base);
-        }
-        if (st != 0) {
-            fprintf(stderr, "mpisim calibrate: calibench failed (exit %d); its output is in %s\n", st, path);
-            rc = 1;
-            keep = dir;
-            goto done;
-        }
-        if (cal_read_file(d, path, -1, err, sizeof err) < 0) {
-            fprintf(stderr, "mpisim calibrate: %s\n", err);
-            rc = 1;
-            goto done;
-        }
-        snprintf(d->inputs, sizeof d->inputs, "calibench (apps/calibench.c) on this machine%s", hostfile ? " and between the hosts of the hostfile" : ", one node");
+    return 0;
+}
+
+/* calibench on 2 ranks on this machine (the fit), and between the hostfile's hosts when there is
+ * one (reported): 0, or the exit code. */
+static int measure(cal_run *c)
+{
+    cal_data *d = c->d;
+    char *path = c->path;
+    const size_t path_len = sizeof c->path;
+    double meas_budget = c->check ? 0.55 * c->budget : 0.85 * c->budget;
+    c->measured = 1;
+    char bud[32], mx[32];
+    snprintf(bud, sizeof bud, "%.1f", meas_budget);
+    snprintf(mx, sizeof mx, "%ld", c->maxb);
+    char *extra[] = {"--budget", bud, "--max", mx, "--progress"};
+    char *av[64];
+    /* on one node first (the fit); with a hostfile then between its hosts too */
+    const char *hostfile = c->L.hostfile;
+    c->L.hostfile = NULL;
+    if (hostfile) snprintf(bud, sizeof bud, "%.1f", 0.7 * meas_budget);
+    bench_argv(&c->L, NULL, NULL, av, 64, extra, 5);
+    snprintf(path, path_len, "%s/calibench.txt", c->dir);
+    fprintf(stderr, "mpisim calibrate: measuring with calibench on 2 ranks on this machine (%s s at most; load %s)\n",
+            bud, c->load0);
+    int st = run_relay(av, path, "  ", 0);
+    if (st == 0 && hostfile) {
+        char bud2[32], path2[PATH_MAX + 64];
+        snprintf(bud2, sizeof bud2, "%.1f", 0.3 * meas_budget);
+        char *extra2[] = {"--budget", bud2, "--max", mx, "--tests", "pingpong,stream,bothway", "--modes", "send,isend",
+                          "--progress"};
+        c->L.hostfile = hostfile;
+        bench_argv(&c->L, NULL, NULL, av, 64, extra2, 9);
+        c->L.hostfile = NULL;
+        snprintf(path2, sizeof path2, "%s/calibench-hosts.txt", c->dir);
+        fprintf(stderr, "mpisim calibrate: measuring between the hosts of %s (%s s at most)\n", hostfile, bud2);
+        if (run_relay(av, path2, "  ", 0) != 0 || cal_read_file(d, path2, -1, c->err, sizeof c->err) < 0)
+            fprintf(stderr, "mpisim calibrate: warning: the run between hosts failed (%s): on one node only\n", path2);
+        else if (d->same_host)
+            fprintf(stderr, "mpisim calibrate: warning: %s put both ranks on one host: nothing between nodes\n", hostfile);
+        else
+            fprintf(stderr, "mpisim calibrate: warning: between nodes measured (in the CSV), not fitted: off-node "
+                            "messages keep the network of '%s'\n", c->base);
     }
+    if (st != 0) {
+        fprintf(stderr, "mpisim calibrate: calibench failed (exit %d); its output is in %s\n", st, path);
+        c->keep = c->dir;
+        return 1;
+    }
+    if (cal_read_file(d, path, -1, c->err, sizeof c->err) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", c->err);
+        return 1;
+    }
+    snprintf(d->inputs, sizeof d->inputs, "calibench (apps/calibench.c) on this machine%s", hostfile ? " and between the hosts of the hostfile" : ", one node");
+    return 0;
+}
+
+/* The fit, and with measurements a second pass at the sizes it wants again: 0, or the exit code. */
+static int fit(cal_run *c)
+{
+    cal_data *d = c->d;
     cal_data_estimate(d);
-    cal_fit f;
-    if (cal_fit_run(d, date, &f, err, sizeof err) != 0) {
-        fprintf(stderr, "mpisim calibrate: %s\n", err);
-        rc = MS_EXIT_USAGE;
-        goto done;
+    if (cal_fit_run(d, c->date, &c->f, c->err, sizeof c->err) != 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", c->err);
+        return MS_EXIT_USAGE;
     }
-    if (measured) {
+    if (c->measured) {
         long sizes[256];
-        int nr = cal_refine_sizes(d, &f, sizes, 256);
+        int nr = cal_refine_sizes(d, &c->f, sizes, 256);
         if (nr > 0) {
             char list[4096] = "", bud[32];
             size_t off = 0;
             for (int i = 0; i < nr && off + 24 < sizeof list; i++) off += (size_t)snprintf(list + off, sizeof list - off, "%s%ld", i ? "," : "", sizes[i]);
-            snprintf(bud, sizeof bud, "%.1f", refine_budget);
+            snprintf(bud, sizeof bud, "%.1f", 0.12 * c->budget);
             char *extra[] = {"--tests", "pingpong,sendcall,recvcall", "--modes", "send", "--sizes", list, "--budget", bud};
             char *av[64];
-            bench_argv(&L, NULL, NULL, av, 64, extra, 8);
-            snprintf(path, sizeof path, "%s/calibench-refine.txt", dir);
+            bench_argv(&c->L, NULL, NULL, av, 64, extra, 8);
+            snprintf(c->path, sizeof c->path, "%s/calibench-refine.txt", c->dir);
             fprintf(stderr, "mpisim calibrate: %d sizes again: inside the breakpoints' brackets and where the first pass "
                             "was disturbed\n", nr);
-            if (run_relay(av, path, "  ", 0) == 0 && cal_read_file(d, path, -1, err, sizeof err) > 0) {
+            if (run_relay(av, c->path, "  ", 0) == 0 && cal_read_file(d, c->path, -1, c->err, sizeof c->err) > 0) {
                 cal_data_estimate(d);
-                if (cal_fit_run(d, date, &f, err, sizeof err) != 0) {
-                    fprintf(stderr, "mpisim calibrate: %s\n", err);
-                    rc = MS_EXIT_USAGE;
-                    goto done;
+                if (cal_fit_run(d, c->date, &c->f, c->err, sizeof c->err) != 0) {
+                    fprintf(stderr, "mpisim calibrate: %s\n", c->err);
+                    return MS_EXIT_USAGE;
                 }
             } else {
-                fprintf(stderr, "mpisim calibrate: warning: the second pass failed (%s): the first pass's fit stands\n", path);
+                fprintf(stderr, "mpisim calibrate: warning: the second pass failed (%s): the first pass's fit stands\n", c->path);
             }
         }
     }
-    /* the profile; written again with the fit quality once checked */
-    static char header[1 << 17];   /* the fit-quality table goes in too */
+    return 0;
+}
+
+/* The profile's header: who wrote it, from what, on what; the switch; the fit's warnings. */
+static void profile_header(cal_run *c)
+{
     char machine[256] = "";
     {
         hwloc_topology_t t;
@@ -512,7 +548,7 @@ int mpisim_calibrate_main(int argc, char **argv)
                     hwloc_obj_t pkg = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
                     model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
                 }
-                snprintf(machine, sizeof machine, "%d cores%s%s", ncores, model ? ", " : "", model ? model : "");
+                snprintf(machine, sizeof machine, "%d cores%s%s", c->ncores, model ? ", " : "", model ? model : "");
             }
             hwloc_topology_destroy(t);
         }
@@ -522,83 +558,114 @@ int mpisim_calibrate_main(int argc, char **argv)
                            "%s: written by mpisim calibrate on %s from %s.\n"
                            "Measured on: %s; load average at the start %s.\n"
                            "Every fitted key says its source (KEY.source); what was not measured comes from '%s'.\n",
-                           out, when, d->inputs[0] ? d->inputs : "(nothing)", measured ? machine : "(files)", load0, base);
-    if (f.eager_threshold > 0)
+                           c->out, c->when, c->d->inputs[0] ? c->d->inputs : "(nothing)", c->measured ? machine : "(files)",
+                           c->load0, c->base);
+    const cal_fit *f = &c->f;
+    if (f->eager_threshold > 0)
         ho += (size_t)snprintf(header + ho, sizeof header - ho, "Protocol switch (eager -> rendezvous) at %.0f B (located to %.0f B).\n",
-                               f.eager_threshold, f.threshold_resolution);
-    for (int i = 0; i < f.nwarn; i++) ho += (size_t)snprintf(header + ho, sizeof header - ho, "warning: %s\n", f.warn[i]);
-    /* through the project's output writer: no link followed, the old profile kept until the new
-     * one is complete (the check reads the first version, then it is written again with the table) */
-#define WRITE_PROFILE(HDR)                                                                                      \
-    do {                                                                                                        \
-        ms_outfile po;                                                                                          \
-        char perr[PATH_MAX + 256];                                                                              \
-        if (ms_outfile_open(&po, out, 0, "the profile", perr, sizeof perr) < 0) {                               \
-            fprintf(stderr, "mpisim calibrate: %s\n", perr);                                                    \
-            rc = MS_EXIT_OUTPUT;                                                                                \
-            goto done;                                                                                          \
-        }                                                                                                       \
-        if (cal_write_profile(&f, po.f, (HDR), base, (int)rpn, measured && !L.hostfile) != 0) {                 \
-            ms_outfile_discard(&po);                                                                            \
-            fprintf(stderr, "mpisim calibrate: cannot write the profile %s\n", out);                            \
-            rc = MS_EXIT_OUTPUT;                                                                                \
-            goto done;                                                                                          \
-        }                                                                                                       \
-        if (ms_outfile_commit(&po, perr, sizeof perr) < 0) {                                                    \
-            fprintf(stderr, "mpisim calibrate: %s\n", perr);                                                    \
-            rc = MS_EXIT_OUTPUT;                                                                                \
-            goto done;                                                                                          \
-        }                                                                                                       \
-    } while (0)
-    WRITE_PROFILE(header);
-    for (int i = 0; i < f.nwarn; i++) fprintf(stderr, "mpisim calibrate: warning: %s\n", f.warn[i]);
-    fprintf(stderr, "mpisim calibrate: %d size ranges:", f.nseg);
-    for (int j = 0; j < f.nseg; j++) {
-        char a[32];
-        size_text(f.from[j], a, sizeof a);
-        fprintf(stderr, " %s%s%s", a, f.rndv[j] ? " (rendezvous)" : "", f.ack[j] ? " (send waits for the receiver)" : "");
-    }
-    fprintf(stderr, "; L %.0f ns\n", f.shm_latency * 1e-3);
+                               f->eager_threshold, f->threshold_resolution);
+    for (int i = 0; i < f->nwarn; i++) ho += (size_t)snprintf(header + ho, sizeof header - ho, "warning: %s\n", f->warn[i]);
+    c->ho = ho;
+}
 
-    /* the check: the same benchmarks under the profile, in virtual time */
-    quality_row rows[512];
-    int nrows = 0, failed_regions = 0;
-    int check_cut = 0;
-    /* the whole run stays within the budget and a little: a check the load slows down is cut */
-    double check_deadline = fmax(t_start + budget + 15, now_s() + 10);
-    if (check) {
-        double left = budget - (now_s() - t_start);
-        if (left < 0.15 * budget) left = 0.15 * budget;
-        char bud[32], list[8192];
-        snprintf(bud, sizeof bud, "%.1f", left);
-        sizes_list(d, list, sizeof list, 0);
-        /* the series' windows: calibench's own (the default), or the suites' */
-        long windows[4] = {0};
-        int nw = 0;
+/* The profile, through the project's output writer: no link followed, the old profile kept until
+ * the new one is complete (the check reads the first version, then it is written again with the
+ * table). 0, or the exit code. */
+static int write_profile(cal_run *c)
+{
+    ms_outfile po;
+    char perr[PATH_MAX + 256];
+    if (ms_outfile_open(&po, c->out, 0, "the profile", perr, sizeof perr) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", perr);
+        return MS_EXIT_OUTPUT;
+    }
+    if (cal_write_profile(&c->f, po.f, header, c->base, (int)c->rpn, c->measured && !c->L.hostfile) != 0) {
+        ms_outfile_discard(&po);
+        fprintf(stderr, "mpisim calibrate: cannot write the profile %s\n", c->out);
+        return MS_EXIT_OUTPUT;
+    }
+    if (ms_outfile_commit(&po, perr, sizeof perr) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", perr);
+        return MS_EXIT_OUTPUT;
+    }
+    return 0;
+}
+
+static void print_ranges(const cal_run *c)
+{
+    const cal_fit *f = &c->f;
+    for (int i = 0; i < f->nwarn; i++) fprintf(stderr, "mpisim calibrate: warning: %s\n", f->warn[i]);
+    fprintf(stderr, "mpisim calibrate: %d size ranges:", f->nseg);
+    for (int j = 0; j < f->nseg; j++) {
+        char a[32];
+        size_text(f->from[j], a, sizeof a);
+        fprintf(stderr, " %s%s%s", a, f->rndv[j] ? " (rendezvous)" : "", f->ack[j] ? " (send waits for the receiver)" : "");
+    }
+    fprintf(stderr, "; L %.0f ns\n", f->shm_latency * 1e-3);
+}
+
+/* The runs of the check. Measured here: the first pass's sizes with calibench's own choice per
+ * test (the same sizes as measured: less work than every size everywhere), then the second pass's
+ * sizes for its three tests. From files: every size of the files, per window. */
+typedef struct { char tests[128], modes[128], sizes[8192]; long window; int all; } check_job;
+
+static int plan_check(const cal_run *c, check_job *jobs, const char *list)
+{
+    const cal_data *d = c->d;
+    /* the series' windows: calibench's own (the default), or the suites' */
+    long windows[4] = {0};
+    int nw = 0;
+    for (int i = 0; i < d->ns; i++) {
+        if (d->s[i].test != CAL_STREAM && d->s[i].test != CAL_BOTHWAY) continue;
+        long w = c->measured ? 0 : d->s[i].window;
+        int dup = 0;
+        for (int k = 0; k < nw; k++) dup |= windows[k] == w;
+        if (!dup && nw < 4) windows[nw++] = w;
+    }
+    if (nw == 0) windows[nw++] = 0;
+    int nj = 0;
+    if (c->measured) {
+        check_job *j = &jobs[nj++];
+        memset(j, 0, sizeof *j);
+        size_t to = 0, mo = 0, so = 0;
         for (int i = 0; i < d->ns; i++) {
-            if (d->s[i].test != CAL_STREAM && d->s[i].test != CAL_BOTHWAY) continue;
-            long w = measured ? 0 : d->s[i].window;
-            int dup = 0;
-            for (int k = 0; k < nw; k++) dup |= windows[k] == w;
-            if (!dup && nw < 4) windows[nw++] = w;
+            const cal_series *sr = &d->s[i];
+            if (!is_checked_test(sr->test) || sr->off_node) continue;
+            if (!strstr(j->tests, cal_test_name(sr->test)))
+                to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
+            char m[24], wrapped[140];
+            snprintf(m, sizeof m, ",%s,", sr->mode);
+            snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+            if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
         }
-        if (nw == 0) windows[nw++] = 0;
-        chk = cal_data_create();
-        char report[PATH_MAX + 64];
-        snprintf(report, sizeof report, "%s/check-report.json", dir);
-        /* The runs of the check. Measured here: the first pass's sizes with calibench's own choice
-         * per test (the same sizes as measured: less work than every size everywhere), then the
-         * second pass's sizes for its three tests. From files: every size of the files, per window. */
-        typedef struct { char tests[128], modes[128], sizes[8192]; long window; int all; } check_job;
-        static check_job jobs[6];
-        int nj = 0;
-        if (measured) {
-            check_job *j = &jobs[nj++];
+        so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
+        for (long b = 1; b <= c->maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
+        /* the second pass's sizes */
+        const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
+        check_job *k = &jobs[nj];
+        memset(k, 0, sizeof *k);
+        snprintf(k->tests, sizeof k->tests, "pingpong,sendcall,recvcall");
+        snprintf(k->modes, sizeof k->modes, "send");
+        k->all = 1;
+        size_t ko = 0;
+        for (int i = 0; P && i < P->np && ko + 24 < sizeof k->sizes; i++) {
+            double b = P->p[i].bytes;
+            int pow2 = b == 0 || (b == floor(b) && ((long)b & ((long)b - 1)) == 0);
+            if (!pow2) ko += (size_t)snprintf(k->sizes + ko, sizeof k->sizes - ko, "%s%.0f", ko ? "," : "", b);
+        }
+        if (ko) nj++;
+    } else {
+        for (int w = 0; w < nw && nj < 6; w++) {
+            check_job *j = &jobs[nj];
             memset(j, 0, sizeof *j);
-            size_t to = 0, mo = 0, so = 0;
+            j->window = windows[w];
+            j->all = 1;
+            snprintf(j->sizes, sizeof j->sizes, "%s", list);
+            size_t to = 0, mo = 0;
             for (int i = 0; i < d->ns; i++) {
                 const cal_series *sr = &d->s[i];
                 if (!is_checked_test(sr->test) || sr->off_node) continue;
+                if ((sr->test == CAL_STREAM || sr->test == CAL_BOTHWAY) && sr->window != windows[w]) continue;
                 if (!strstr(j->tests, cal_test_name(sr->test)))
                     to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
                 char m[24], wrapped[140];
@@ -606,238 +673,281 @@ int mpisim_calibrate_main(int argc, char **argv)
                 snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
                 if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
             }
-            so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
-            for (long b = 1; b <= maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
-            /* the second pass's sizes */
-            const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
-            check_job *k = &jobs[nj];
-            memset(k, 0, sizeof *k);
-            snprintf(k->tests, sizeof k->tests, "pingpong,sendcall,recvcall");
-            snprintf(k->modes, sizeof k->modes, "send");
-            k->all = 1;
-            size_t ko = 0;
-            for (int i = 0; P && i < P->np && ko + 24 < sizeof k->sizes; i++) {
-                double b = P->p[i].bytes;
-                int pow2 = b == 0 || (b == floor(b) && ((long)b & ((long)b - 1)) == 0);
-                if (!pow2) ko += (size_t)snprintf(k->sizes + ko, sizeof k->sizes - ko, "%s%.0f", ko ? "," : "", b);
-            }
-            if (ko) nj++;
-        } else {
-            for (int w = 0; w < nw && nj < 6; w++) {
-                check_job *j = &jobs[nj];
-                memset(j, 0, sizeof *j);
-                j->window = windows[w];
-                j->all = 1;
-                snprintf(j->sizes, sizeof j->sizes, "%s", list);
-                size_t to = 0, mo = 0;
-                for (int i = 0; i < d->ns; i++) {
-                    const cal_series *sr = &d->s[i];
-                    if (!is_checked_test(sr->test) || sr->off_node) continue;
-                    if ((sr->test == CAL_STREAM || sr->test == CAL_BOTHWAY) && sr->window != windows[w]) continue;
-                    if (!strstr(j->tests, cal_test_name(sr->test)))
-                        to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
-                    char m[24], wrapped[140];
-                    snprintf(m, sizeof m, ",%s,", sr->mode);
-                    snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
-                    if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
-                }
-                if (to) nj++;
-            }
-        }
-        for (int w = 0; w < nj; w++) {
-            check_job *j = &jobs[w];
-            char wtxt[16];
-            snprintf(wtxt, sizeof wtxt, "%ld", j->window);
-            char *extra[20];
-            int ne = 0;
-            extra[ne++] = "--tests", extra[ne++] = j->tests, extra[ne++] = "--modes", extra[ne++] = j->modes;
-            extra[ne++] = "--sizes", extra[ne++] = j->sizes, extra[ne++] = "--samples", extra[ne++] = "1";
-            if (j->all) extra[ne++] = "--all-sizes";
-            /* the program's clocks are virtual under mpisim, and so its budget: a bounded amount of
-             * work instead (the model's times do not vary from one operation to the next) */
-            extra[ne++] = "--quick";
-            extra[ne++] = "--budget", extra[ne++] = bud;
-            if (j->window) extra[ne++] = "--window", extra[ne++] = wtxt;
-            char *av[96];
-            bench_argv(&L, out, report, av, 96, extra, ne);
-            snprintf(path, sizeof path, "%s/check-%d.txt", dir, w);
-            fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
-                    w + 1, nj, out);
-            int st = run_relay_until(av, path, "  ", 1, check_deadline);
-            if (st == RELAY_TIMED_OUT) {
-                fprintf(stderr, "mpisim calibrate: warning: the check did not finish within the budget (%.0f s; load "
-                                "average now %s): the profile is written without its fit quality (a busy machine: "
-                                "run again, or give a larger --budget)\n",
-                        budget, (loadavg(load1, sizeof load1), load1));
-                check_cut = 1;
-                break;
-            }
-            if (st != 0 || cal_read_file(chk, path, 0, err, sizeof err) < 0) {
-                fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? path : err);
-                rc = 1;
-                keep = dir;
-                goto done;
-            }
-        }
-        if (check_cut) {
-            cal_data_destroy(chk);
-            chk = NULL;
-            goto after_check;
-        }
-        cal_data_estimate(chk);
-        /* per series and size range: median, worst and rms of the relative error */
-        for (int i = 0; i < d->ns; i++) {
-            const cal_series *s = &d->s[i];
-            if (!is_checked_test(s->test) || s->off_node) continue;
-            const cal_series *cs = cal_find(chk, s->test, s->mode, 0);
-            if (!cs) continue;
-            double e[CAL_MAX_SEG][256];
-            int ne[CAL_MAX_SEG] = {0};
-            for (int j = 0; j < s->np; j++) {
-                double m = s->p[j].est, p = -1;
-                for (int k = 0; k < cs->np; k++)
-                    if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
-                if (p < 0 || m <= 0) continue;
-                int r = cal_fit_segment_of(&f, s->p[j].bytes);
-                if (ne[r] < 256) e[r][ne[r]++] = p / m - 1;
-            }
-            for (int r = 0; r < f.nseg && nrows < 512; r++) {
-                if (!ne[r]) continue;
-                quality_row *q = &rows[nrows++];
-                snprintf(q->test, sizeof q->test, "%s", cal_test_name(s->test));
-                snprintf(q->mode, sizeof q->mode, "%s", s->mode);
-                q->region = r;
-                double a[256], ss = 0;
-                for (int k = 0; k < ne[r]; k++) a[k] = fabs(e[r][k]);
-                qsort(a, (size_t)ne[r], sizeof a[0], cmp_d);
-                double med = ne[r] % 2 ? a[ne[r] / 2] : 0.5 * (a[ne[r] / 2 - 1] + a[ne[r] / 2]);
-                /* a measurement far slower than the model where the rest of its range agrees was
-                 * disturbed (load only adds time): left out of the figures, counted */
-                double cut = fmax(0.2, 3 * med);
-                int n = 0, out = 0;
-                for (int k = 0; k < ne[r]; k++) {
-                    if (e[r][k] < -cut) {
-                        out++;
-                        continue;
-                    }
-                    a[n++] = fabs(e[r][k]);
-                    ss += e[r][k] * e[r][k];
-                }
-                if (!n) {   /* all of them: nothing agrees, they all count */
-                    n = 0, ss = 0, out = 0;
-                    for (int k = 0; k < ne[r]; k++) a[n++] = fabs(e[r][k]), ss += e[r][k] * e[r][k];
-                }
-                qsort(a, (size_t)n, sizeof a[0], cmp_d);
-                q->n = n;
-                q->out = out;
-                q->med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
-                q->worst = a[n - 1];
-                q->rms = sqrt(ss / n);
-                failed_regions += q->rms > 0.05;
-            }
+            if (to) nj++;
         }
     }
-    loadavg(load1, sizeof load1);
-    /* the table, on the terminal and in the profile's header */
-    if (check) {
-        static char tab[1 << 16];
-        size_t to = 0;
-        to += (size_t)snprintf(tab + to, sizeof tab - to,
-                               "Fit quality: the benchmarks re-run under this profile (virtual time, --compute none) "
-                               "against the measured times, per size range (out: sizes measured far slower than the rest "
-                               "of their range agrees, disturbed, left out):\n"
-                               "%-9s %-6s %-22s %4s %4s %8s %8s %8s\n",
-                               "test", "mode", "sizes", "n", "out", "median", "worst", "rms");
-        for (int i = 0; i < nrows && to + 200 < sizeof tab; i++) {
-            quality_row *q = &rows[i];
-            char a[32], b[32], range[96];
-            size_text(f.from[q->region], a, sizeof a);
-            if (q->region + 1 < f.nseg) size_text(f.from[q->region + 1], b, sizeof b);
-            snprintf(range, sizeof range, "%s%s%s", a, q->region + 1 < f.nseg ? "..<" : " and up", q->region + 1 < f.nseg ? b : "");
-            to += (size_t)snprintf(tab + to, sizeof tab - to, "%-9s %-6s %-22s %4d %4d %7.1f%% %7.1f%% %7.1f%%%s\n", q->test,
-                                   q->mode, range, q->n, q->out, 100 * q->med, 100 * q->worst, 100 * q->rms,
-                                   q->rms > 0.05 ? "  over 5 %" : "");
+    return nj;
+}
+
+#define CHECK_CUT (-1)
+
+/* The check: the same benchmarks under the profile, in virtual time; the whole run stays within
+ * the budget and a little: a check the load slows down is cut (CHECK_CUT). 0, or the exit code. */
+static int run_check(cal_run *c)
+{
+    const cal_data *d = c->d;
+    double check_deadline = fmax(c->t_start + c->budget + 15, now_s() + 10);
+    double left = c->budget - (now_s() - c->t_start);
+    if (left < 0.15 * c->budget) left = 0.15 * c->budget;
+    char bud[32], list[8192];
+    snprintf(bud, sizeof bud, "%.1f", left);
+    sizes_list(d, list, sizeof list, 0);
+    c->chk = cal_data_create();
+    char report[PATH_MAX + 64];
+    snprintf(report, sizeof report, "%s/check-report.json", c->dir);
+    static check_job jobs[6];
+    int nj = plan_check(c, jobs, list);
+    for (int w = 0; w < nj; w++) {
+        check_job *j = &jobs[w];
+        char wtxt[16];
+        snprintf(wtxt, sizeof wtxt, "%ld", j->window);
+        char *extra[20];
+        int ne = 0;
+        extra[ne++] = "--tests", extra[ne++] = j->tests, extra[ne++] = "--modes", extra[ne++] = j->modes;
+        extra[ne++] = "--sizes", extra[ne++] = j->sizes, extra[ne++] = "--samples", extra[ne++] = "1";
+        if (j->all) extra[ne++] = "--all-sizes";
+        /* the program's clocks are virtual under mpisim, and so its budget: a bounded amount of
+         * work instead (the model's times do not vary from one operation to the next) */
+        extra[ne++] = "--quick";
+        extra[ne++] = "--budget", extra[ne++] = bud;
+        if (j->window) extra[ne++] = "--window", extra[ne++] = wtxt;
+        char *av[96];
+        bench_argv(&c->L, c->out, report, av, 96, extra, ne);
+        snprintf(c->path, sizeof c->path, "%s/check-%d.txt", c->dir, w);
+        fprintf(stderr, "mpisim calibrate: checking (%d of %d): the benchmarks again under %s (virtual time, --compute none)\n",
+                w + 1, nj, c->out);
+        int st = run_relay_until(av, c->path, "  ", 1, check_deadline);
+        if (st == RELAY_TIMED_OUT) {
+            fprintf(stderr, "mpisim calibrate: warning: the check did not finish within the budget (%.0f s; load "
+                            "average now %s): the profile is written without its fit quality (a busy machine: "
+                            "run again, or give a larger --budget)\n",
+                    c->budget, (loadavg(c->load1, sizeof c->load1), c->load1));
+            return CHECK_CUT;
         }
-        to += (size_t)snprintf(tab + to, sizeof tab - to, "%d of %d size ranges within 5 %% rms. Load average at the end %s; %.0f s in all.\n",
-                               nrows - failed_regions, nrows, load1, now_s() - t_start);
-        fputs(tab, stderr);
-        if (ho + to + 1 < sizeof header) {
-            memcpy(header + ho, tab, to + 1);
-            ho += to;
+        if (st != 0 || cal_read_file(c->chk, c->path, 0, c->err, sizeof c->err) < 0) {
+            fprintf(stderr, "mpisim calibrate: the check run failed (exit %d): %s\n", st, st ? c->path : c->err);
+            c->keep = c->dir;
+            return 1;
         }
-        WRITE_PROFILE(header);
     }
-after_check:;
-    /* the CSV (and plot): measured and re-run per size */
-    {
-        ms_outfile co;
-        char cerr[PATH_MAX + 256];
-        if (ms_outfile_open(&co, csvp, 0, "the table", cerr, sizeof cerr) < 0) {
-            fprintf(stderr, "mpisim calibrate: %s\n", cerr);
-            rc = MS_EXIT_OUTPUT;
-            goto done;
+    return 0;
+}
+
+/* Per series and size range of the check: median, worst and rms of the relative error. */
+static void fit_quality(cal_run *c)
+{
+    const cal_data *d = c->d;
+    const cal_fit *f = &c->f;
+    cal_data_estimate(c->chk);
+    for (int i = 0; i < d->ns; i++) {
+        const cal_series *s = &d->s[i];
+        if (!is_checked_test(s->test) || s->off_node) continue;
+        const cal_series *cs = cal_find(c->chk, s->test, s->mode, 0);
+        if (!cs) continue;
+        double e[CAL_MAX_SEG][256];
+        int ne[CAL_MAX_SEG] = {0};
+        for (int j = 0; j < s->np; j++) {
+            double m = s->p[j].est, p = -1;
+            for (int k = 0; k < cs->np; k++)
+                if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
+            if (p < 0 || m <= 0) continue;
+            int r = cal_fit_segment_of(f, s->p[j].bytes);
+            if (ne[r] < 256) e[r][ne[r]++] = p / m - 1;
         }
-        FILE *cf = co.f;
-        fprintf(cf, "test,mode,window,off_node,bytes,measured_s,spread,samples,rejected,rerun_s,region,rendezvous\n");
-        for (int i = 0; i < d->ns; i++) {
-            const cal_series *s = &d->s[i];
-            const cal_series *cs = chk ? cal_find(chk, s->test, s->mode, 0) : NULL;
-            for (int j = 0; j < s->np; j++) {
-                double p = -1;
-                for (int k = 0; cs && k < cs->np; k++)
-                    if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
-                int r = cal_fit_segment_of(&f, s->p[j].bytes);
-                fprintf(cf, "%s,%s,%ld,%d,%.0f,%.6e,%.4f,%d,%d,", cal_test_name(s->test), s->mode, s->window, s->off_node,
-                        s->p[j].bytes, s->p[j].est, s->p[j].spread, s->p[j].nv, s->p[j].rejected);
-                if (p >= 0) fprintf(cf, "%.6e", p);
-                fprintf(cf, ",%d,%d\n", r, f.rndv[r]);
+        for (int r = 0; r < f->nseg && c->nrows < 512; r++) {
+            if (!ne[r]) continue;
+            quality_row *q = &c->rows[c->nrows++];
+            snprintf(q->test, sizeof q->test, "%s", cal_test_name(s->test));
+            snprintf(q->mode, sizeof q->mode, "%s", s->mode);
+            q->region = r;
+            double a[256], ss = 0;
+            for (int k = 0; k < ne[r]; k++) a[k] = fabs(e[r][k]);
+            qsort(a, (size_t)ne[r], sizeof a[0], cmp_d);
+            double med = ne[r] % 2 ? a[ne[r] / 2] : 0.5 * (a[ne[r] / 2 - 1] + a[ne[r] / 2]);
+            /* a measurement far slower than the model where the rest of its range agrees was
+             * disturbed (load only adds time): left out of the figures, counted */
+            double cut = fmax(0.2, 3 * med);
+            int n = 0, out = 0;
+            for (int k = 0; k < ne[r]; k++) {
+                if (e[r][k] < -cut) {
+                    out++;
+                    continue;
+                }
+                a[n++] = fabs(e[r][k]);
+                ss += e[r][k] * e[r][k];
             }
-        }
-        if (ms_outfile_commit(&co, cerr, sizeof cerr) < 0) {
-            fprintf(stderr, "mpisim calibrate: %s\n", cerr);
-            rc = MS_EXIT_OUTPUT;
-            goto done;
-        }
-        char script[PATH_MAX], py[PATH_MAX + 40], msg[64];
-        (void)msg;
-        if (mpisim_find_data("results", script, sizeof script) == 0 && access("/usr/bin/python3", X_OK) == 0) {
-            snprintf(py, sizeof py, "%s/plot_calibration.py", script);
-            /* drawn in the scratch directory, then put in place by the output writer */
-            char tpng[PATH_MAX + 48];
-            snprintf(tpng, sizeof tpng, "%s/plot.png", dir);
-            char *pav[] = {"/usr/bin/python3", py, csvp, tpng, NULL};
-            char sink[PATH_MAX + 64];
-            snprintf(sink, sizeof sink, "%s/plot.txt", dir);
-            if (access(py, R_OK) == 0 && run_relay(pav, sink, "  plot: ", 0) == 0 && copy_out(tpng, pngp, "the plot") == 0)
-                fprintf(stderr, "mpisim calibrate: wrote %s, %s and %s\n", out, csvp, pngp);
-            else
-                fprintf(stderr, "mpisim calibrate: wrote %s and %s (no plot: results/plot_calibration.py %s %s draws it)\n",
-                        out, csvp, csvp, pngp);
-        } else {
-            fprintf(stderr, "mpisim calibrate: wrote %s and %s\n", out, csvp);
+            if (!n) {   /* all of them: nothing agrees, they all count */
+                n = 0, ss = 0, out = 0;
+                for (int k = 0; k < ne[r]; k++) a[n++] = fabs(e[r][k]), ss += e[r][k] * e[r][k];
+            }
+            qsort(a, (size_t)n, sizeof a[0], cmp_d);
+            q->n = n;
+            q->out = out;
+            q->med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+            q->worst = a[n - 1];
+            q->rms = sqrt(ss / n);
+            c->failed_regions += q->rms > 0.05;
         }
     }
-    if (check && failed_regions)
-        fprintf(stderr, "mpisim calibrate: warning: %d size ranges are off by more than 5 %% rms (see the table)\n",
-                failed_regions);
-done:
-    if (chk) cal_data_destroy(chk);
-    cal_data_destroy(d);
-    if (!keep) {
+}
+
+/* The fit-quality table, on the terminal and in the profile's header (written again). */
+static int print_quality(cal_run *c)
+{
+    const cal_fit *f = &c->f;
+    static char tab[1 << 16];
+    size_t to = 0;
+    to += (size_t)snprintf(tab + to, sizeof tab - to,
+                           "Fit quality: the benchmarks re-run under this profile (virtual time, --compute none) "
+                           "against the measured times, per size range (out: sizes measured far slower than the rest "
+                           "of their range agrees, disturbed, left out):\n"
+                           "%-9s %-6s %-22s %4s %4s %8s %8s %8s\n",
+                           "test", "mode", "sizes", "n", "out", "median", "worst", "rms");
+    for (int i = 0; i < c->nrows && to + 200 < sizeof tab; i++) {
+        const quality_row *q = &c->rows[i];
+        char a[32], b[32], range[96];
+        size_text(f->from[q->region], a, sizeof a);
+        if (q->region + 1 < f->nseg) size_text(f->from[q->region + 1], b, sizeof b);
+        snprintf(range, sizeof range, "%s%s%s", a, q->region + 1 < f->nseg ? "..<" : " and up", q->region + 1 < f->nseg ? b : "");
+        to += (size_t)snprintf(tab + to, sizeof tab - to, "%-9s %-6s %-22s %4d %4d %7.1f%% %7.1f%% %7.1f%%%s\n", q->test,
+                               q->mode, range, q->n, q->out, 100 * q->med, 100 * q->worst, 100 * q->rms,
+                               q->rms > 0.05 ? "  over 5 %" : "");
+    }
+    to += (size_t)snprintf(tab + to, sizeof tab - to, "%d of %d size ranges within 5 %% rms. Load average at the end %s; %.0f s in all.\n",
+                           c->nrows - c->failed_regions, c->nrows, c->load1, now_s() - c->t_start);
+    fputs(tab, stderr);
+    if (c->ho + to + 1 < sizeof header) {
+        memcpy(header + c->ho, tab, to + 1);
+        c->ho += to;
+    }
+    return write_profile(c);
+}
+
+/* The CSV (and plot): measured and re-run per size. 0, or the exit code. */
+static int write_table(cal_run *c)
+{
+    const cal_data *d = c->d;
+    const cal_fit *f = &c->f;
+    ms_outfile co;
+    char cerr[PATH_MAX + 256];
+    if (ms_outfile_open(&co, c->csvp, 0, "the table", cerr, sizeof cerr) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", cerr);
+        return MS_EXIT_OUTPUT;
+    }
+    FILE *cf = co.f;
+    fprintf(cf, "test,mode,window,off_node,bytes,measured_s,spread,samples,rejected,rerun_s,region,rendezvous\n");
+    for (int i = 0; i < d->ns; i++) {
+        const cal_series *s = &d->s[i];
+        const cal_series *cs = c->chk ? cal_find(c->chk, s->test, s->mode, 0) : NULL;
+        for (int j = 0; j < s->np; j++) {
+            double p = -1;
+            for (int k = 0; cs && k < cs->np; k++)
+                if (cs->p[k].bytes == s->p[j].bytes) p = cs->p[k].est;
+            int r = cal_fit_segment_of(f, s->p[j].bytes);
+            fprintf(cf, "%s,%s,%ld,%d,%.0f,%.6e,%.4f,%d,%d,", cal_test_name(s->test), s->mode, s->window, s->off_node,
+                    s->p[j].bytes, s->p[j].est, s->p[j].spread, s->p[j].nv, s->p[j].rejected);
+            if (p >= 0) fprintf(cf, "%.6e", p);
+            fprintf(cf, ",%d,%d\n", r, f->rndv[r]);
+        }
+    }
+    if (ms_outfile_commit(&co, cerr, sizeof cerr) < 0) {
+        fprintf(stderr, "mpisim calibrate: %s\n", cerr);
+        return MS_EXIT_OUTPUT;
+    }
+    char script[PATH_MAX], py[PATH_MAX + 40], msg[64];
+    (void)msg;
+    if (mpisim_find_data("results", script, sizeof script) == 0 && access("/usr/bin/python3", X_OK) == 0) {
+        snprintf(py, sizeof py, "%s/plot_calibration.py", script);
+        /* drawn in the scratch directory, then put in place by the output writer */
+        char tpng[PATH_MAX + 48];
+        snprintf(tpng, sizeof tpng, "%s/plot.png", c->dir);
+        char *pav[] = {"/usr/bin/python3", py, c->csvp, tpng, NULL};
+        char sink[PATH_MAX + 64];
+        snprintf(sink, sizeof sink, "%s/plot.txt", c->dir);
+        if (access(py, R_OK) == 0 && run_relay(pav, sink, "  plot: ", 0) == 0 && copy_out(tpng, c->pngp, "the plot") == 0)
+            fprintf(stderr, "mpisim calibrate: wrote %s, %s and %s\n", c->out, c->csvp, c->pngp);
+        else
+            fprintf(stderr, "mpisim calibrate: wrote %s and %s (no plot: results/plot_calibration.py %s %s draws it)\n",
+                    c->out, c->csvp, c->csvp, c->pngp);
+    } else {
+        fprintf(stderr, "mpisim calibrate: wrote %s and %s\n", c->out, c->csvp);
+    }
+    return 0;
+}
+
+int mpisim_calibrate_main(int argc, char **argv)
+{
+    cal_run *c = calloc(1, sizeof *c);
+    if (!c) {
+        fprintf(stderr, "mpisim calibrate: out of memory\n");
+        return MS_EXIT_USAGE;
+    }
+    c->out = "host.ini", c->base = "default", c->check = 1, c->maxb = 4L << 20, c->budget = 90;
+    c->from = calloc((size_t)argc + 1, sizeof *c->from), c->from_off = calloc((size_t)argc + 1, sizeof *c->from_off);
+    c->margs = calloc((size_t)argc + 1, sizeof *c->margs);
+    c->L.margs = c->margs;
+    int rc;
+    if (!c->from || !c->from_off || !c->margs) {
+        fprintf(stderr, "mpisim calibrate: out of memory\n");
+        rc = MS_EXIT_USAGE;
+    } else {
+        rc = parse_args(c, argc, argv);
+        if (rc < 0) rc = prepare(c);
+    }
+    if (rc >= 0) {
+        free(c->from);
+        free(c->from_off);
+        free(c->margs);
+        free(c);
+        return rc;
+    }
+    note_start(c);
+    c->d = cal_data_create();
+    rc = read_inputs(c);
+    if (!rc && !c->nfrom) rc = measure(c);
+    if (!rc) rc = fit(c);
+    if (!rc) {
+        profile_header(c);
+        rc = write_profile(c);
+    }
+    if (!rc) {
+        print_ranges(c);
+        int cut = 0;
+        if (c->check) rc = run_check(c);
+        if (rc == CHECK_CUT) {
+            cal_data_destroy(c->chk);
+            c->chk = NULL;
+            cut = 1;
+            rc = 0;
+        }
+        if (!rc && !cut) {
+            if (c->check) fit_quality(c);
+            loadavg(c->load1, sizeof c->load1);
+            if (c->check) rc = print_quality(c);
+        }
+        if (!rc) rc = write_table(c);
+        if (!rc && c->check && c->failed_regions)
+            fprintf(stderr, "mpisim calibrate: warning: %d size ranges are off by more than 5 %% rms (see the table)\n",
+                    c->failed_regions);
+    }
+    if (c->chk) cal_data_destroy(c->chk);
+    cal_data_destroy(c->d);
+    if (!c->keep) {
         /* the scratch directory: only the files this command wrote */
         const char *names[] = {"calibench.txt", "calibench-refine.txt", "calibench-hosts.txt", "check-0.txt", "check-1.txt",
                                "check-2.txt", "check-3.txt", "check-4.txt", "check-5.txt", "check-report.json", "plot.txt",
                                "plot.png"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            unlink(path);
+            snprintf(c->path, sizeof c->path, "%s/%s", c->dir, names[i]);
+            unlink(c->path);
         }
-        rmdir(dir);
+        rmdir(c->dir);
     } else if (rc) {
-        fprintf(stderr, "mpisim calibrate: the raw outputs are in %s\n", dir);
+        fprintf(stderr, "mpisim calibrate: the raw outputs are in %s\n", c->dir);
     }
-    free(from);
-    free(from_off);
-    free(margs);
+    free(c->from);
+    free(c->from_off);
+    free(c->margs);
+    free(c);
     return rc;
 }

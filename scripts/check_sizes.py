@@ -22,9 +22,7 @@ FOLDERS = ("common", "libmpisim", "netmodel", "replay", "cli", "apps", "tests")
 SUFFIXES = (".c", ".h", ".cc", ".cpp")
 
 # "path" (file) or "path:function" entries over a limit today; shrink it, never grow it
-KNOWN = {
-    "cli/calibrate.c:mpisim_calibrate_main",
-}
+KNOWN = set()
 
 CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 NOT_A_NAME = {"__attribute__", "if", "while", "for", "switch", "return", "sizeof"}
