@@ -113,6 +113,7 @@ typedef struct node_state {
     int64_t proc_free;         /* the NIC's processor (LANai: sends and receives) is busy until */
     int64_t mem_free;          /* intra-node copies hold the memory until */
     int64_t *port_free;        /* each port's wire is busy until (payload+framing, route bytes aside) */
+    int64_t *port_char_ps;     /* each port's link: ps per character (0: not paced) */
 } node_state;
 
 /* A registration in a rank's cache: its page range, LRU links (pool indices, UINT32_MAX = none). */
@@ -135,10 +136,10 @@ struct ms_host {
     int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
-    int64_t *port_free_all;
+    int64_t *port_free_all, *port_char_ps_all;
     int64_t c_tx, c_rx, dma_setup, shm_lat, bsend, bsend_pb, rsend;
     double read_ps_pb, write_ps_pb, shm_copy_ps_pb, shm_mem_ps_pb;   /* ps per byte, 0 = free */
-    int64_t wire_ps_pb, framing;   /* host link: ps per character, type+CRC+GAP characters */
+    int64_t framing;           /* characters a packet adds on the host link: type+CRC+GAP */
     double send_copy_ps_pb, recv_copy_ps_pb;
     int64_t reg_cost, reg_pp, reg_page;
     uint64_t reg_cache;
@@ -229,8 +230,12 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     }
     h->n = calloc((size_t)h->nodes, sizeof *h->n);
     h->port_free_all = calloc((size_t)h->nodes * (size_t)h->ports, sizeof *h->port_free_all);
-    if (!h->n || !h->port_free_all) goto oom;
-    for (int i = 0; i < h->nodes; i++) h->n[i].port_free = h->port_free_all + (size_t)i * (size_t)h->ports;
+    h->port_char_ps_all = calloc((size_t)h->nodes * (size_t)h->ports, sizeof *h->port_char_ps_all);
+    if (!h->n || !h->port_free_all || !h->port_char_ps_all) goto oom;
+    for (int i = 0; i < h->nodes; i++) {
+        h->n[i].port_free = h->port_free_all + (size_t)i * (size_t)h->ports;
+        h->n[i].port_char_ps = h->port_char_ps_all + (size_t)i * (size_t)h->ports;
+    }
     h->c_tx = cfg_int(cfg, "host.nic_send_cost", 0);
     h->c_rx = cfg_int(cfg, "host.nic_recv_cost", 0);
     h->dma_setup = cfg_int(cfg, "host.dma_setup", 0);
@@ -266,13 +271,7 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     const char *ra = nm_config_has(cfg, "host.rma_progress") ? nm_config_string(cfg, "host.rma_progress") : "";
     h->rma_in_call = ra && !strcmp(ra, "in_call");
     h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
-    /* Port pacing: a packet holds its port for its payload and framing characters. The route
-     * bytes (one per switch) are left out and the character time rounded down, so the NIC never
-     * paces slower than the network engine's link: the network's own serialisation, not this
-     * estimate, gives the delivery times (README.md: timing contract). */
-    double rate = nm_config_has(cfg, "network.host_link_rate") ? nm_config_double(cfg, "network.host_link_rate") : 0.0;
-    if (!(rate > 0)) rate = nm_config_has(cfg, "network.link_rate") ? nm_config_double(cfg, "network.link_rate") : 0.0;
-    h->wire_ps_pb = rate > 0 ? (int64_t)floor(8e12 / rate) : 0;
+    /* the ports' link rates come from the network (ms_host_pace_ports) */
     h->framing = cfg_int(cfg, "network.type_bytes", 4) + cfg_int(cfg, "network.crc_bytes", 1) +
                  cfg_int(cfg, "network.gap_bytes", 1);
     return h;
@@ -288,6 +287,7 @@ void ms_host_destroy(ms_host *h)
     free(h->node_of);
     free(h->n);
     free(h->port_free_all);
+    free(h->port_char_ps_all);
     ms_hmap_free(&h->regs);
     if (h->touched)
         for (int r = 0; r < h->nranks; r++) free(h->touched[r].v);
@@ -295,6 +295,19 @@ void ms_host_destroy(ms_host *h)
     ms_pool_free(&h->regpool);
     free(h->lru);
     free(h);
+}
+
+/* Port pacing: a packet holds its port for its payload and framing characters at the rate of the
+ * port's link in the topology. The route bytes (one per switch) are left out and the character
+ * time rounded down, so the NIC never paces slower than the network engine's link: the network's
+ * own serialisation, not this estimate, gives the delivery times (README.md: timing contract). */
+void ms_host_pace_ports(ms_host *h, const nm_network *net)
+{
+    for (int node = 0; node < h->nodes; node++)
+        for (int p = 0; p < h->ports; p++) {
+            double rate = nm_network_host_link_rate(net, ms_host_port_host(h, node, p));
+            h->n[node].port_char_ps[p] = rate > 0 ? (int64_t)floor(8e12 / rate) : 0;
+        }
 }
 
 int ms_host_nodes(const ms_host *h) { return h->nodes; }
@@ -330,7 +343,7 @@ int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < n->port_free[p]) p = i;
     int64_t w = i64max(dma_end, n->port_free[p]);
-    n->port_free[p] = w + ((int64_t)payload + h->framing) * h->wire_ps_pb;
+    n->port_free[p] = w + ((int64_t)payload + h->framing) * n->port_char_ps[p];
     *wire_at = w;
     *port = p;
     int64_t first_free = n->port_free[0];
@@ -389,7 +402,7 @@ int64_t ms_host_tx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t t, in
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < n->port_free[p]) p = i;
     int64_t w = i64max(t, n->port_free[p]);
-    n->port_free[p] = w + ((int64_t)payload + h->framing) * h->wire_ps_pb;
+    n->port_free[p] = w + ((int64_t)payload + h->framing) * n->port_char_ps[p];
     *wire_at = w;
     *port = p;
     return t;
