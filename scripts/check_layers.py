@@ -59,12 +59,7 @@ KNOWN = {
     "libmpisim/shim/handlers_internal.h -> ms_model.h",
     "libmpisim/shim/rma.c -> ms_model.h",
     "libmpisim/shim/shim_internal.h -> ms_model.h",
-    "libmpisim/shim/shim.h -> protocol.h",
-    "libmpisim/shim/transport.c -> ms_shm.h",
-    "libmpisim/shim/transport.c -> protocol.h",
     "libmpisim/trace/trace_h5.c -> fn_names_gen.h",
-    "libmpisim/trace/trace_raw.c -> protocol.h",
-    "libmpisim/trace/trace_raw.h -> protocol.h",
     "replay/replay.c -> ms_model.h",
 }
 
