@@ -45,7 +45,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     if (!s->drv) return -1;
     static const ms_driver_ops ops = {srv_on_resume, srv_on_resolve};
     ms_driver_set_ops(s->drv, &ops, s);
-    ms_driver_set_fn_names(s->drv, ms_fn_name_table, MS_FN_NAME_COUNT);
+    ms_driver_set_fn_names(s->drv, ms_fn_names, MS_FN_NAME_COUNT);
     const nm_network *net = ms_driver_network(s->drv);
     const nm_topology *topo = ms_driver_topology(s->drv);
     if (nm_network_may_deadlock(net)) {   /* before the run: it may stop in a network deadlock */

@@ -33,7 +33,7 @@
 #include "ms_report.h"
 #include "ms_shm.h"
 #include "ms_proc.h"
-#include "fn_names_gen.h"
+#include "ms_fn_names_gen.h"
 
 
 typedef struct buf {

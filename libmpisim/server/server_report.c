@@ -363,7 +363,7 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     for (size_t k = 0; order && k < nsites; k++) {
         const site_total *t = &sites[order[k]];
         fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
-        ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
+        ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_names[t->fn] : "?");
         fputs(", \"site\": ", f);
         ms_report_str(f, t->text);
         fprintf(f,

@@ -304,7 +304,7 @@ typedef struct ms_msg_tr_call {
     int64_t raw_compute_ns;  /* the same, as measured (before cpu_factor) */
     int64_t real_entry_ns;   /* CLOCK_MONOTONIC at entry */
     uint64_t callsite;       /* return address into the program */
-    int32_t fn;              /* ms_fn_id (names: fn_names_gen.h) */
+    int32_t fn;              /* ms_fn_id (names: ms_fn_names_gen.h) */
     int32_t pad;
 } ms_msg_tr_call;
 
