@@ -149,7 +149,7 @@ void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_
 /* An intercommunicator's collective, on the model's union of its groups (ms_coll_args.inter_low). */
 void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                            int inter_low, ms_fn_id fn);
-/* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).
+/* Block in the model until the requests complete (mode: ms_wire_wait_mode, protocol.h).
  * On return the clock is the resume time and results[i] tells about reqs[i]. */
 void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
 /* The same, for a collective whose members must all leave at the same virtual time. */
