@@ -197,7 +197,7 @@ int ms_h_send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
     ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_STANDARD, MS_FN_MPI_Send, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Send);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Send);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 
@@ -208,7 +208,7 @@ int ms_h_recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     ms_rq *r = start_recv(buf, count, dt, src, tag, comm, MS_FN_MPI_Recv, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Recv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Recv);
     return mh_finish(r, status);
 }
 
@@ -274,7 +274,7 @@ int ms_h_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
     if (!sr) return rc;
     ms_rq *both[2] = {rr, sr};
     ms_msg_result res[2];
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 2, both, res, MS_FN_MPI_Sendrecv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 2, both, res, MS_FN_MPI_Sendrecv);
     rc = mh_finish(rr, status);
     int rc2 = mh_finish(sr, MPI_STATUS_IGNORE);
     return rc != MPI_SUCCESS ? rc : rc2;
@@ -291,7 +291,7 @@ static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest,
     ms_rq *r = start_send(buf, count, dt, dest, tag, comm, mode, fn, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 
@@ -532,7 +532,7 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     }
     int mdone = 0;
     if (n > 0) {
-        ms_model_wait_for(mode, n, ts, res, fn);
+        shim_wait_for(mode, n, ts, res, fn);
         for (int k = 0; k < n; k++) {
             if (!res[k].completed) continue;
             int i = at[k];
@@ -816,7 +816,7 @@ int ms_h_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_
     if (rc != MPI_SUCCESS) ms_fatal("MPI_Mrecv failed in the real MPI (error %d)", rc);
     r->real_posted = 1;
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
     return mh_finish(r, status);
 }
 

@@ -28,7 +28,7 @@ static int coll_vx(int kind, int root, uint64_t bytes, const uint64_t *counts, i
         return MPI_SUCCESS;
     }
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 /* Capture only (no model) and a blocking call: the real blocking collective (Open MPI's tuned
@@ -53,7 +53,7 @@ static int coll_done(int kind, int root, uint64_t bytes, ms_fn_id fn, int rc, ms
     r->real = MPI_REQUEST_NULL;
     ms_report_icoll_inter(r, kind, root, bytes, NULL, 0, 0, fn);
     ms_msg_result res;
-    ms_model_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, ms_fn_id fn, int rc,
@@ -637,7 +637,7 @@ int ms_h_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
     }
     if (!t->model_done) {
         ms_msg_result res;
-        ms_model_wait_for(MS_WIRE_TEST_PEEK, 1, &t, &res, MS_FN_MPI_Request_get_status);
+        shim_wait_for(MS_WIRE_TEST_PEEK, 1, &t, &res, MS_FN_MPI_Request_get_status);
         if (!res.completed) {
             *flag = 0;
             ms_post_deferred();

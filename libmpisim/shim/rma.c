@@ -14,7 +14,7 @@
  *   - lock and unlock are operations on the target's lock (ms_model_rma: granted in arrival order,
  *     shared together, exclusive alone), unlock after the operations to that target are done.
  * A real call that waits for other ranks (fence, start, complete, wait, unlock, flush, free) is
- * made while the model holds the rank (ms_model_wait_around), never while the rank holds the
+ * made while the model holds the rank (shim_wait_around), never while the rank holds the
  * horizon back; a real lock is taken after the model has granted it, so that the real and the
  * modelled order of exclusive locks cannot wait on each other. */
 #include <stdlib.h>
@@ -79,7 +79,7 @@ static void win_meet(MPI_Comm comm, ms_fn_id fn)
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
     r->comm_id = ms_comm_id(comm);
     ms_report_icoll(r, MS_WIRE_COLL_ALLGATHER, 0, 24, NULL, 0, fn);
-    ms_model_wait_sync(r, fn);
+    shim_wait_sync(r, fn);
     ms_rq_free(r);
 }
 
@@ -198,8 +198,8 @@ static int complete_ops(ms_win *w, int target, ms_fn_id fn, real_arg *real)
      * end is the latest completion either way */
     for (size_t off = 0; off < n; off += MS_MAX_WAIT_REQS) {
         int m = (int)(n - off < MS_MAX_WAIT_REQS ? n - off : MS_MAX_WAIT_REQS);
-        if (real && off + (size_t)m == n) rc = ms_model_wait_around(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn, call_real, real);
-        else ms_model_wait_for(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn);
+        if (real && off + (size_t)m == n) rc = shim_wait_around(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn, call_real, real);
+        else shim_wait_for(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn);
     }
     if (res != small) free(res);
     free(stand);
@@ -356,7 +356,7 @@ int ms_h_win_fence(int assert, MPI_Win win)
     ms_report_icoll(b, MS_WIRE_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_fence);
     real_arg ra = {real_fence, win, NULL, assert, 0, MPI_GROUP_NULL, NULL};
     ms_msg_result res;
-    int rc = ms_model_wait_around(MS_WIRE_WAIT_ALL, 1, &b, &res, MS_FN_MPI_Win_fence, call_real, &ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, 1, &b, &res, MS_FN_MPI_Win_fence, call_real, &ra);
     ms_rq_free(b);
     return rc;
 }
@@ -432,7 +432,7 @@ static int notices_around(ms_win *w, int send, int tag, ms_fn_id fn, real_arg *r
     if (!r || !res) ms_fatal("out of memory (one-sided communication)");
     for (int i = 0; i < w->ntargets; i++)
         r[i] = send ? notice_send(w, w->targets[i], tag, fn) : notice_recv(w, w->targets[i], tag, fn);
-    int rc = ms_model_wait_around(MS_WIRE_WAIT_ALL, w->ntargets, r, res, fn, call_real, ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, w->ntargets, r, res, fn, call_real, ra);
     for (int i = 0; i < w->ntargets; i++) ms_rq_free(r[i]);
     free(r);
     free(res);
@@ -484,7 +484,7 @@ int ms_h_win_wait(MPI_Win win)
     if (w->nnotices == 0) return real_wait(&ra);
     ms_msg_result *res = malloc(sizeof *res * (size_t)w->nnotices);
     if (!res) ms_fatal("out of memory (one-sided communication)");
-    int rc = ms_model_wait_around(MS_WIRE_WAIT_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_wait, call_real, &ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_wait, call_real, &ra);
     free(res);
     notices_done(w);
     return rc;
@@ -498,7 +498,7 @@ int ms_h_win_test(MPI_Win win, int *flag)
     if (w->nnotices) {
         ms_msg_result *res = malloc(sizeof *res * (size_t)w->nnotices);
         if (!res) ms_fatal("out of memory (one-sided communication)");
-        ms_model_wait_for(MS_WIRE_TEST_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_test);
+        shim_wait_for(MS_WIRE_TEST_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_test);
         int all = res[0].completed;
         free(res);
         if (!all) {
@@ -531,8 +531,8 @@ static int lock_ops(ms_win *w, const int *targets, int n, int kind, ms_fn_id fn,
         ms_report_rma(r[i]->id, w->comm, targets[i], kind, 0, 0, fn);
         ms_advance(ms_isend_cost(0));
     }
-    int rc = real ? ms_model_wait_around(MS_WIRE_WAIT_ALL, n, r, res, fn, call_real, real)
-                  : (ms_model_wait_for(MS_WIRE_WAIT_ALL, n, r, res, fn), MPI_SUCCESS);
+    int rc = real ? shim_wait_around(MS_WIRE_WAIT_ALL, n, r, res, fn, call_real, real)
+                  : (shim_wait_for(MS_WIRE_WAIT_ALL, n, r, res, fn), MPI_SUCCESS);
     for (int i = 0; i < n; i++) ms_rq_free(r[i]);
     free(r);
     free(res);
@@ -640,7 +640,7 @@ int ms_h_win_free(MPI_Win *win)
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
     r->comm_id = w->comm;
     ms_report_icoll(r, MS_WIRE_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_free);
-    ms_model_wait_sync(r, MS_FN_MPI_Win_free);
+    shim_wait_sync(r, MS_FN_MPI_Win_free);
     ms_rq_free(r);
     int rc = PMPI_Win_free(win);
     forget_win(w);

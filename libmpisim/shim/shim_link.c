@@ -306,18 +306,18 @@ static void await_resume(ms_fn_id fn)
     T.clock_ps = T.resume_t > T.clock_ps ? T.resume_t : T.clock_ps;
 }
 
-void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
+void shim_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
 {
     shim_wait_common(mode, n, reqs, results, fn, 0, NULL);
 }
 
-void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
+void shim_wait_sync(ms_rq *r, ms_fn_id fn)
 {
     ms_msg_result res;
     shim_wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC, NULL);
 }
 
-int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+int shim_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
                          int (*real)(void *arg), void *arg)
 {
     real_call rc = {real, arg, MPI_SUCCESS};
