@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "ms_driver.h"
-#include "ms_model.h"
 #include "protocol.h"
 #include "ms_report.h"
 #include "ms_shm.h"
