@@ -11,7 +11,6 @@
 
 #include "ms_driver.h"
 #include <jansson.h>
-#include "ms_model.h"
 #include "ms_report.h"
 
 static double wall_now(void)
@@ -336,7 +335,6 @@ static int recorded_done(replay *p, int rank, size_t k, const uint64_t **ids, si
 static inline __attribute__((always_inline)) void play_records(replay *p, int rank, const int streamed)
 {
     rrank *r = &p->r[rank];
-    const ms_model *model = ms_driver_model(p->drv);
     const int recorded = p->o->wildcards == MS_WILDCARDS_RECORDED;
     if (!playing(p, rank)) return;   /* queued again while it played (a rejoin resumes at once) */
     /* its next records, asked for together rather than one miss at a time as the loop reaches them */
@@ -386,7 +384,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, MS_EV_ISEND, r->clock);
             ev.buf = e->callsite;   /* the user's buffer (ms_trace_event) */
             feed(p, rank, k, &ev);
-            r->clock += ms_model_isend_cost(model, e->bytes);
+            r->clock += ms_driver_isend_cost(p->drv, e->bytes);
             break;
         case MS_TRACE_IRECV:
             ev = event_of(e, MS_EV_IRECV, r->clock);
@@ -397,7 +395,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
                 ev.tag = e->matched_tag;
             }
             feed(p, rank, k, &ev);
-            r->clock += ms_model_irecv_cost(model, e->bytes);
+            r->clock += ms_driver_irecv_cost(p->drv, e->bytes);
             break;
         case MS_TRACE_CANCEL:
         case MS_TRACE_FREE:
@@ -408,7 +406,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, MS_EV_RMA, r->clock);
             ev.bytes_out = e->callsite;   /* the result's bytes (ms_trace_event) */
             feed(p, rank, k, &ev);
-            r->clock += ms_model_isend_cost(model, e->bytes);   /* as the shim charged it */
+            r->clock += ms_driver_isend_cost(p->drv, e->bytes);   /* as the shim charged it */
             break;
         case MS_TRACE_ICOLL:
             ev = event_of(e, MS_EV_ICOLL, r->clock);
@@ -592,7 +590,7 @@ static int play_all(replay *p)
             p->res->outcome = 1;
             snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "%s", aerr);
             break;
-        } else if (!p->qlen && ms_model_next_time(ms_driver_model(p->drv)) == NM_TIME_NEVER) {
+        } else if (!p->qlen && ms_driver_next_time(p->drv) == NM_TIME_NEVER) {
             /* cannot happen: with nothing pending and no rank resumed the driver reports a stall */
             p->stopped = 1;
             snprintf(p->stop, sizeof p->stop, "the model resumed no rank and has nothing pending");
@@ -649,8 +647,7 @@ static void set_outcome(replay *p, int dead_cause)
                  p->t->ranks[dead].missing ? " (it left no records)" : p->t->ranks[dead].truncated ? " (its file was cut)" : "",
                  nm ? "; ranks without records: " : "", nm ? missing : "");
     }
-    const ms_model *model = ms_driver_model(p->drv);
-    const char *me = ms_model_last_error(model, &p->res->model_errors);
+    const char *me = ms_driver_model_error(p->drv, &p->res->model_errors);
     if (me && p->res->outcome == 0) {
         p->res->outcome = 2;
         snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "the model reported %llu errors, the last: %s",
@@ -674,27 +671,27 @@ static void set_outcome(replay *p, int dead_cause)
 }
 
 /* Each rank's result, and the totals over them. */
-static void rank_results(replay *p, const ms_model *model)
+static void rank_results(replay *p)
 {
     double sum = 0;
     for (int i = 0; i < p->n; i++) {
         rrank *r = &p->r[i];
         ms_replay_rank_result *o = &p->res->ranks[i];
-        ms_rank_stats st;
-        memset(&st, 0, sizeof st);
-        ms_model_rank_stats(model, i, &st);
+        ms_report_rank rr;
+        memset(&rr, 0, sizeof rr);
+        ms_driver_report_rank(p->drv, i, &rr);
         o->virtual_end_ps = r->finalized ? r->fin_t : r->clock;
         o->compute_ps = r->compute;
         o->mpi_ps = o->virtual_end_ps - r->compute;
         o->calls = r->calls;
-        o->msgs_sent = st.msgs_sent;
-        o->bytes_sent = st.bytes_sent;
-        o->msgs_recv = st.msgs_recv;
-        o->bytes_recv = st.bytes_recv;
-        o->collectives = st.coll_calls;
-        o->rma_ops = st.rma_ops;
-        o->rma_bytes = st.rma_bytes;
-        o->node = ms_model_rank_node(model, i);
+        o->msgs_sent = rr.msgs_sent;
+        o->bytes_sent = rr.bytes_sent;
+        o->msgs_recv = rr.msgs_recv;
+        o->bytes_recv = rr.bytes_recv;
+        o->collectives = rr.collectives;
+        o->rma_ops = rr.rma_ops;
+        o->rma_bytes = rr.rma_bytes;
+        o->node = rr.node;
         o->unmodelled = r->unmodelled;
         ms_rank_state s = ms_driver_state(p->drv, i);
         o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
@@ -714,9 +711,9 @@ static void rank_results(replay *p, const ms_model *model)
         }
         if (o->virtual_end_ps > p->res->virtual_time_ps) p->res->virtual_time_ps = o->virtual_end_ps;
         sum += (double)o->virtual_end_ps;
-        p->res->msgs_sent += st.msgs_sent;
-        p->res->bytes_sent += st.bytes_sent;
-        p->res->collectives += st.coll_calls;
+        p->res->msgs_sent += rr.msgs_sent;
+        p->res->bytes_sent += rr.bytes_sent;
+        p->res->collectives += rr.collectives;
     }
     p->res->mean_end_ps = (int64_t)llround(sum / p->n);
 }
@@ -788,7 +785,7 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         goto out;
     }
     set_outcome(&p, dead_cause);
-    rank_results(&p, ms_driver_model(p.drv));
+    rank_results(&p);
     ms_driver_early_done(p.drv, &res->early_done_end, &res->early_done_peak);
     rc = 0;
 out:
