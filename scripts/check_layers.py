@@ -51,7 +51,7 @@ MAY_USE = {
 }
 GENERATED = {"wrappers_gen.h": "shim", "fn_names_gen.h": "shim"}
 
-# "file -> header" edges that break the layering today (issue 27's list); shrink it, never grow it
+# "file -> header" edges that break the layering today; shrink it, never grow it
 KNOWN = {
     "libmpisim/server/server_internal.h -> fn_names_gen.h",
     "libmpisim/server/server_internal.h -> ms_model.h",
