@@ -281,7 +281,7 @@ int ms_h_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 }
 
 /* ======================================================================================== */
-/* Issue 4: the rest of point-to-point                                                       */
+/* The rest of point-to-point                                                                */
 
 static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
                           ms_fn_id fn)

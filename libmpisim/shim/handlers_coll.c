@@ -228,7 +228,7 @@ int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 }
 
 /* ======================================================================================== */
-/* Issue 4: collectives, blocking and nonblocking                                            */
+/* Collectives, blocking and nonblocking                                                     */
 
 static uint64_t *counts_buf(int n)
 {

@@ -28,7 +28,7 @@
 #define MS_REAL_EAGER_SAFE 1024
 
 /* The wrappers' entry and exit read the rank's clock: hidden, so that the calls between the two
- * readings bind directly inside the library instead of through the PLT (issue 10). */
+ * readings bind directly inside the library instead of through the PLT (no cost charged). */
 #define MS_HIDDEN __attribute__((visibility("hidden")))
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
 MS_HIDDEN int ms_bypass(void);

@@ -298,7 +298,7 @@ static void await_resume(ms_fn_id fn)
     for (unsigned spins = 0; !T.resume_ready; spins++) {
         shim_service_server(shim_wait_ms(spins));
         /* a receive the model matched goes to the real MPI now: its sender may already sit in
-         * its real send, which the model has completed, holding the horizon (issue 11) */
+         * its real send, which the model has completed, holding the horizon (a hang otherwise) */
         if (S.resolve_pending) ms_post_deferred();
         if (!T.resume_ready) ms_progress();
     }

@@ -271,7 +271,7 @@ def runnable_per_cpu():
 
 def test_charged_overhead():
     """A program with nothing between its MPI calls is charged (almost) no computation, at factor 1
-    in the default compute mode, alone and with a CPU-bound job beside it (issue 10)."""
+    in the default compute mode, alone and with a CPU-bound job beside it."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/empty_pingpong.c"), os.path.join(WORK, "empty_pingpong"))
     # the same in Fortran: the bindings convert handles around the C wrapper, inside their stamps
     fexe = mpifort(os.path.join(SRC, "tests/shim/progs/empty_pingpong_f.f90"), os.path.join(WORK, "empty_pingpong_f"))
@@ -317,11 +317,11 @@ def test_charged_overhead():
           f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out, cold baseline {cb['cold_baseline_ns']} ns "
           f"from {cb['cold_trials']} trials; {cb.get('window_gaps', 0)} gaps in the wrapper window); "
           f"Fortran: {falone:.0f} ns alone, {fbeside:.0f} ns beside")
-    # issue 10: <= 50 ns per call, alone and beside. Beside a CPU-bound job half the gaps follow
-    # a switch-out and start cold (docs/architecture.md, "The cold return path"): with the wrapper
+    # the bound: <= 50 ns per call, alone and beside. Beside a CPU-bound job half the gaps follow
+    # a switch-out and start cold (docs/performance.md, "The cold return path"): with the wrapper
     # window and the warm path's probe this test gave 14-19 ns beside (the lower of two runs),
     # and tests/bench/bench_charged.py 21-28 ns over interleaved runs (65 ns for the build
-    # before them, 1500-1700 ns before issue 10); the Fortran program 27-47 ns beside (300-380
+    # before them, 1500-1700 ns when the CPU clock was a system call); the Fortran program 27-47 ns beside (300-380
     # before the Fortran bindings took the stamps)
     if max(alone, beside, falone, fbeside) > 50:
         sys.exit("FAILED: bound 50 ns per call, alone and beside a CPU-bound job, C and Fortran")
@@ -542,7 +542,7 @@ def test_wildcard_virtual_order():
 
 
 def test_wildcard_forms():
-    """Issue 11: wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG, both) of every form (blocking,
+    """Wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG, both) of every form (blocking,
     Irecv+Wait/Test loop/Waitany, Probe+Recv, Iprobe loop, Mprobe/Improbe+Mrecv/Imrecv, Sendrecv)
     at sizes on both sides of the shim's copy limit, Open MPI's eager limits and the model's 16 KiB
     threshold, up to 1 MiB; and receives held back behind an undecided wildcard. They used to hang
@@ -557,7 +557,7 @@ def test_wildcard_forms():
 
 
 def test_stall_watchdog():
-    """Issue 11: a run that waits inside the real MPI while nothing can move stops after
+    """A run that waits inside the real MPI while nothing can move stops after
     shim.stall_timeout with exit 3, each rank's call, peer, tag and call site, report written;
     a rank that merely computes while another waits in the real MPI is no stall."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/stall.c"), os.path.join(WORK, "stall"))
@@ -739,7 +739,7 @@ def rank_pid(launcher_pid, rank):
 
 
 def test_stopped_rank():
-    """Issue 25 item 11: a rank whose process is stopped (SIGSTOP) does not move and cannot say so:
+    """A rank whose process is stopped (SIGSTOP) does not move and cannot say so:
     the stall watchdog finds it after shim.stall_timeout (exit 3, outcome stall, the rank named as
     stopped) and the run ends, the stopped rank with it. Stopped for less than that and continued,
     it is no stall. A SIGTERM to mpisim while a rank is stopped still ends the run promptly."""
@@ -1054,7 +1054,7 @@ def median(v):
 
 
 def test_timed_loop():
-    """Timed loops (issue 24 item 6): {MPI_Wtime; 0.3 us of work; MPI_Wtime} reads within 10 %
+    """Timed loops: {MPI_Wtime; 0.3 us of work; MPI_Wtime} reads within 10 %
     of its native length under --compute cpu, and a compute phase made of such intervals until a
     target (OSU's do_compute_cpu) lasts within 15 % of what it lasts natively (it took 4.7x when
     every clock read that found the clock unmoved advanced it by shim.wtime_stall)."""
@@ -1121,7 +1121,7 @@ def test_stall_rule_says():
 
 
 def test_repeat_gaps():
-    """Repeatable small gaps (issue 24 item 7): IMB's Exchange at 0 B and Alltoall of 4 ranks at
+    """Repeatable small gaps: IMB's Exchange at 0 B and Alltoall of 4 ranks at
     2 KiB, nothing between their MPI calls, give the same virtual times in all of RUNS runs but at most one
     under --compute cpu with a CPU-bound job beside them (each run's measurement noise differs: an
     empty interval charged as measured gave 10.55 / 8.93 / 10.54 us). Stalls of the machine of
@@ -1168,7 +1168,7 @@ def test_repeat_gaps():
 
 
 def test_threads_pingpong():
-    """MPI_THREAD_MULTIPLE (issue 24 item 2): it is granted, and two (four) threads per rank that
+    """MPI_THREAD_MULTIPLE: it is granted, and two (four) threads per rank that
     ping-pong at once each see a latency within 20 % of the single-thread one: each thread has a
     clock of its own and the model blocks it alone (before, the program got SERIALIZED and quit)."""
     exe = os.path.join(BIN, "mt_pingpong")
@@ -1223,7 +1223,7 @@ def omp_build(name, src, cc=None):
 
 
 def test_omp_imbalance():
-    """Hybrid MPI + OpenMP (issue 24 item 3): an unbalanced omp parallel for (a worker thread does
+    """Hybrid MPI + OpenMP: an unbalanced omp parallel for (a worker thread does
     3x the others' work) is charged within 15 % of its longest thread's CPU time, with 2 and with
     4 threads, built with GCC's libgomp and with clang's LLVM libomp (before, the main thread's
     share alone: a third of it)."""
@@ -1327,7 +1327,7 @@ def test_create_group():
     print("MPI_Comm_create_group: same answers natively and under mpisim with 3, 4, 5 ranks")
 
 
-# ---- one-sided communication, intercommunicators, empty collectives, outcomes (issue 24) ----------
+# ---- one-sided communication, intercommunicators, empty collectives, outcomes ---------------------
 
 def rma_table(stdout):
     """apps/rma's CSV as {(op, sync, mode, bytes): (time_s, MBps)} and its p2p latency."""
