@@ -12,6 +12,7 @@
 #include "ms_driver.h"
 #include <jansson.h>
 #include "ms_report.h"
+#include "ms_charge.h"
 
 static double wall_now(void)
 {
@@ -52,6 +53,13 @@ typedef struct rrank {
     int64_t fin_rec_t;
 } rrank;
 
+/* How replay charges a record's computation. */
+typedef enum {
+    COMPUTE_AS_RECORDED,         /* the charge the run recorded */
+    COMPUTE_NONE,                /* nothing (shim.compute = none) */
+    COMPUTE_RECHARGED            /* the raw measured ns under another shim.cpu_factor */
+} replay_compute;
+
 typedef struct replay {
     const ms_trace *t;
     const ms_replay_opts *o;
@@ -60,7 +68,7 @@ typedef struct replay {
     rrank *r;
     int *queue;                  /* runnable ranks (FIFO ring of n) */
     size_t qhead, qlen;
-    int compute_mode;            /* 0 as recorded, 1 none, 2 recompute from raw ns with factor */
+    replay_compute compute_mode;
     double cpu_factor, cpu_scale;
     ms_replay_result *res;
     int stopped;
@@ -255,8 +263,8 @@ static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_
 static int64_t compute_of(const replay *p, const ms_trace_event *e)
 {
     double d;
-    if (p->compute_mode == 1) return 0;
-    if (p->compute_mode == 2) d = (double)e->raw_compute_ns * 1000.0 * p->cpu_factor;
+    if (p->compute_mode == COMPUTE_NONE) return 0;
+    if (p->compute_mode == COMPUTE_RECHARGED) d = ms_charge_ps_exact((double)e->raw_compute_ns, p->cpu_factor);
     else if (p->cpu_scale == 1.0) return e->compute_ps < 0 ? 0 : e->compute_ps;   /* exact, validated */
     else d = (double)e->compute_ps;
     if (p->cpu_scale != 1.0) d *= p->cpu_scale;
@@ -740,10 +748,11 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     char rec[64];
     const char *cm = nm_config_string(cfg, "shim.compute");
     replay_recorded_value(t, "shim.compute", rec, sizeof rec);
-    if (cm && !strcmp(cm, "none") && strcmp(rec, "none")) p.compute_mode = 1;
+    if (cm && !strcmp(cm, "none") && strcmp(rec, "none")) p.compute_mode = COMPUTE_NONE;
     replay_recorded_value(t, "shim.cpu_factor", rec, sizeof rec);
     p.cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
-    if (p.compute_mode == 0 && rec[0] && strtod(rec, NULL) != p.cpu_factor) p.compute_mode = 2;
+    if (p.compute_mode == COMPUTE_AS_RECORDED && rec[0] && strtod(rec, NULL) != p.cpu_factor)
+        p.compute_mode = COMPUTE_RECHARGED;
 
     p.drv = ms_driver_create(cfg, p.n, err, errlen);
     if (!p.drv) goto out;
