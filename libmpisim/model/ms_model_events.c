@@ -134,6 +134,18 @@ static void fill_result(ms_req_result *o, const ms_req *r, int completed)
     }
 }
 
+/* A probe found message g: what its answer reports (and, for a wildcard, how it resolved). */
+static void probe_found(ms_model *m, int rank, waiter *w, const ms_msg *g)
+{
+    w->pfound = 1;
+    w->pf_src = g->src_c;
+    w->pf_tag = g->tag;
+    w->pf_bytes = g->bytes;
+    w->pf_time = g->arrival;
+    if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
+        msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+}
+
 static void do_resume(ms_model *m, int rank, waiter *w, uint64_t gen, ms_time_t T)
 {
     rank_state *rs = &m->ranks[rank];
@@ -189,15 +201,7 @@ static void do_resume(ms_model *m, int rank, waiter *w, uint64_t gen, ms_time_t 
             rs->unexp_first = NEVER;
             if (!w->pfound && w->psrc != MS_PROC_NULL) {
                 ms_msg *g = msm_unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
-                if (g) {
-                    w->pfound = 1;
-                    w->pf_src = g->src_c;
-                    w->pf_tag = g->tag;
-                    w->pf_bytes = g->bytes;
-                    w->pf_time = g->arrival;
-                    if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
-                        msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
-                }
+                if (g) probe_found(m, rank, w, g);
             }
         }
         if (w->pfound) {
@@ -223,13 +227,7 @@ static void do_probe_check(ms_model *m, int rank, waiter *w, ms_time_t t)
     if (!w->blocked || w->wkind != W_PROBE) return;
     ms_msg *g = msm_unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
     if (g) {
-        w->pfound = 1;
-        w->pf_src = g->src_c;
-        w->pf_tag = g->tag;
-        w->pf_bytes = g->bytes;
-        w->pf_time = g->arrival;
-        if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
-            msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+        probe_found(m, rank, w, g);
         msm_schedule_resume(m, rank, w, t);
     } else {
         w->parmed = 1;
