@@ -91,7 +91,7 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
         uint64_t cls = ORDER_CLASS(e->k);
         ms_time_t b = cls == CLS_INTERNAL ? e->t : e->t + lat;
         if (b < q) q = b;
-        for (size_t c = CM_HEAP_ARITY * i + 1; c <= CM_HEAP_ARITY * i + CM_HEAP_ARITY && c < h->n; c++) {
+        for (size_t c = ms_evq_arity * i + 1; c <= ms_evq_arity * i + ms_evq_arity && c < h->n; c++) {
             if (sp == sizeof stack / sizeof stack[0]) return q < h->e[0].t ? q : h->e[0].t;   /* too deep: the next event */
             stack[sp++] = c;
         }

@@ -40,7 +40,7 @@ typedef struct ms_event {   /* 32 bytes: the heap moves fewer bytes */
     void *p;
     uint64_t a;       /* the user's: ms_model packs its argument and the event type in it */
 } ms_event;
-CM_HEAP_DEFINE(ms_evq, ms_event, CM_HEAP_NO_HOOK)
+CM_HEAP_DEFINE(ms_evq, ms_event, 4, CM_HEAP_NO_HOOK)   /* 4-ary: hundreds of events of 32 bytes */
 typedef ms_evq_heap ms_heap;
 
 /* ---- pool with indices ----------------------------------------------------------------------- */

@@ -101,7 +101,7 @@ typedef struct { int w; uint32_t gen; nm_time_t dl; } mtout;
 typedef struct { nm_time_t t; uint64_t k; int ent; } hslot;
 /* the event heap of entities (cm_heap.h), indexed: pos[ent] is ent's slot, -1 when unscheduled */
 #define MYR_POS_HOOK(pos, slot, i) ((pos)[(slot).ent] = (int)(i))
-CM_HEAP_DEFINE_CTX(myr_evq, hslot, int, MYR_POS_HOOK)
+CM_HEAP_DEFINE_CTX(myr_evq, hslot, 2, int, MYR_POS_HOOK)
 
 typedef struct {
     const nm_topology *topo;

@@ -21,7 +21,7 @@ typedef struct pev {
     uint64_t k;                 /* the sequence number: equal times in scheduling order */
     int type, idx, arg;
 } pev;
-CM_HEAP_DEFINE(pe_evq, pev, CM_HEAP_NO_HOOK)
+CM_HEAP_DEFINE(pe_evq, pev, 2, CM_HEAP_NO_HOOK)
 
 typedef struct server {
     double bps;                 /* bit rate; the time of b bytes is round(8e12 b / bps) */

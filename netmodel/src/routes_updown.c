@@ -95,7 +95,7 @@ int rt_auto_root(const nm_topology *t, const int *dist_all)
  * generation stamp: a unit costs what its search visits, not the size of the network. */
 typedef struct { int64_t t; uint64_t k; } udslot;   /* key, state */
 #define UD_POS_HOOK(pos, slot, i) ((pos)[(slot).k] = (int)(i))
-CM_HEAP_DEFINE_CTX(ud_evq, udslot, int, UD_POS_HOOK)
+CM_HEAP_DEFINE_CTX(ud_evq, udslot, 2, int, UD_POS_HOOK)
 typedef struct udheap {
     int64_t *dist;
     ud_evq_heap q;     /* room for every state: pushes never grow it */

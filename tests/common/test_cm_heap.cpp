@@ -20,15 +20,17 @@ struct Ev {
     uint64_t k;
     int id;
 };
-CM_HEAP_DEFINE(evq, Ev, CM_HEAP_NO_HOOK)
+CM_HEAP_DEFINE(evq, Ev, 4, CM_HEAP_NO_HOOK)
+CM_HEAP_DEFINE(bq, Ev, 2, CM_HEAP_NO_HOOK)   // binary
 
 // An indexed heap: pos[id] = the element's index, as engines keep it for removal by handle.
 #define POS_HOOK(ctx, elem, i) ((ctx)[(elem).id] = (int)(i))
-CM_HEAP_DEFINE_CTX(idq, Ev, int, POS_HOOK)
+CM_HEAP_DEFINE_CTX(idq, Ev, 4, int, POS_HOOK)
+CM_HEAP_DEFINE_CTX(idbq, Ev, 2, int, POS_HOOK)
 
-bool heap_ordered(const Ev *e, size_t n) {
+bool heap_ordered(const Ev *e, size_t n, size_t arity) {
     for (size_t i = 1; i < n; i++)
-        if (evq_less(&e[i], &e[(i - 1) / CM_HEAP_ARITY])) return false;
+        if (evq_less(&e[i], &e[(i - 1) / arity])) return false;
     return true;
 }
 
@@ -92,7 +94,7 @@ TEST(CmHeap, GrowsFromEmptyAndKeepsEverything) {
     for (int i = 0; i < N; i++) ASSERT_EQ(evq_push(&h, Ev{(int64_t)((i * 7919) % N), (uint64_t)i, i}), 0);
     EXPECT_EQ(h.n, (size_t)N);
     EXPECT_GE(h.cap, (size_t)N);
-    EXPECT_TRUE(heap_ordered(h.e, h.n));
+    EXPECT_TRUE(heap_ordered(h.e, h.n, evq_arity));
     int64_t prev = -1;
     for (int i = 0; i < N; i++) {
         Ev e;
@@ -128,41 +130,52 @@ TEST(CmHeap, ReplaceTopIsPopThenPush) {
     free(b.e);
 }
 
-// Random operations against std::set of (t, k, id): every pop is the set's least.
-TEST(CmHeap, RandomOperationsAgreeWithASortedReference) {
+// Random operations on an indexed heap against std::set of (t, k, id): every pop is the set's
+// least, the places stay right.
+template <class H>
+struct IdOps {
+    size_t arity;
+    int (*push)(H *, Ev, int *);
+    void (*update)(H *, size_t, Ev, int *);
+    void (*remove)(H *, size_t, int *);
+    void (*pop)(H *, Ev *, int *);
+};
+
+template <class H>
+void random_against_reference(const IdOps<H> &op) {
     for (uint64_t seed = 1; seed <= 20; seed++) {
         std::mt19937_64 rng(seed);
         const int ids = 300;
         std::vector<int> pos(ids, -1);
-        idq_heap h = {};
+        H h = {};
         std::set<std::tuple<int64_t, uint64_t, int>> ref;
         std::vector<std::tuple<int64_t, uint64_t>> key(ids);
         uint64_t seq = 0;
         int64_t tspan = 1 + (int64_t)(rng() % 40);   // small: many equal times
         for (int step = 0; step < 20000; step++) {
-            int op = (int)(rng() % 10), id = (int)(rng() % ids);
+            int what = (int)(rng() % 10), id = (int)(rng() % ids);
             Ev x{(int64_t)(rng() % tspan) - tspan / 2, seq++, id};
-            if (op < 4) {   // schedule id (push, or change its key)
+            if (what < 4) {   // schedule id (push, or change its key)
                 if (pos[id] < 0) {
-                    ASSERT_EQ(idq_push_ctx(&h, x, pos.data()), 0);
+                    ASSERT_EQ(op.push(&h, x, pos.data()), 0);
                 } else {
                     ref.erase({std::get<0>(key[id]), std::get<1>(key[id]), id});
-                    idq_update_at_ctx(&h, (size_t)pos[id], x, pos.data());
+                    op.update(&h, (size_t)pos[id], x, pos.data());
                 }
                 key[id] = {x.t, x.k};
                 ref.insert({x.t, x.k, id});
-            } else if (op < 6) {   // unschedule id by its handle
+            } else if (what < 6) {   // unschedule id by its handle
                 if (pos[id] >= 0) {
                     size_t i = (size_t)pos[id];
                     pos[id] = -1;
-                    idq_remove_at_ctx(&h, i, pos.data());
+                    op.remove(&h, i, pos.data());
                     ref.erase({std::get<0>(key[id]), std::get<1>(key[id]), id});
                 }
             } else if (h.n) {   // pop
                 Ev e;
                 int top = h.e[0].id;
                 pos[top] = -1;
-                idq_pop_ctx(&h, &e, pos.data());
+                op.pop(&h, &e, pos.data());
                 ASSERT_FALSE(ref.empty());
                 auto least = *ref.begin();
                 ref.erase(ref.begin());
@@ -172,12 +185,20 @@ TEST(CmHeap, RandomOperationsAgreeWithASortedReference) {
             }
             ASSERT_EQ(h.n, ref.size());
             if (step % 997 == 0) {
-                ASSERT_TRUE(heap_ordered(h.e, h.n));
+                ASSERT_TRUE(heap_ordered(h.e, h.n, op.arity));
                 for (size_t i = 0; i < h.n; i++) ASSERT_EQ(pos[h.e[i].id], (int)i);
             }
         }
         free(h.e);
     }
+}
+
+TEST(CmHeap, RandomOperationsAgreeWithASortedReference) {
+    random_against_reference<idq_heap>({idq_arity, idq_push_ctx, idq_update_at_ctx, idq_remove_at_ctx, idq_pop_ctx});
+}
+
+TEST(CmHeap, BinaryRandomOperationsAgreeWithASortedReference) {
+    random_against_reference<idbq_heap>({idbq_arity, idbq_push_ctx, idbq_update_at_ctx, idbq_remove_at_ctx, idbq_pop_ctx});
 }
 
 TEST(CmHeap, HeapifyRestoresOrderAfterKeysChangedInPlace) {
@@ -187,13 +208,34 @@ TEST(CmHeap, HeapifyRestoresOrderAfterKeysChangedInPlace) {
     for (size_t i = 0; i < h.n; i++)
         if (h.e[i].id % 3 == 0) h.e[i].t += 500;   // as a train's jump shifts all but one event
     evq_heapify(&h);
-    EXPECT_TRUE(heap_ordered(h.e, h.n));
+    EXPECT_TRUE(heap_ordered(h.e, h.n, evq_arity));
     std::vector<std::pair<int64_t, uint64_t>> want;
     for (size_t i = 0; i < h.n; i++) want.push_back({h.e[i].t, h.e[i].k});
     std::sort(want.begin(), want.end());
     for (auto &w : want) {
         Ev e;
         evq_pop(&h, &e);
+        ASSERT_EQ(e.t, w.first);
+        ASSERT_EQ(e.k, w.second);
+    }
+    free(h.e);
+}
+
+TEST(CmHeap, BinaryReplaceTopAndHeapifyKeepTheOrder) {
+    bq_heap h = {};
+    std::mt19937_64 rng(11);
+    std::vector<std::pair<int64_t, uint64_t>> want;
+    for (int i = 0; i < 2000; i++) ASSERT_EQ(bq_push(&h, Ev{(int64_t)(rng() % 300), (uint64_t)i, i}), 0);
+    for (int i = 2000; i < 4000; i++) bq_replace_top(&h, Ev{h.e[0].t + (int64_t)(rng() % 100), (uint64_t)i, i});
+    for (size_t i = 0; i < h.n; i++)
+        if (h.e[i].id % 5 == 0) h.e[i].t -= 50;
+    bq_heapify(&h);
+    ASSERT_TRUE(heap_ordered(h.e, h.n, bq_arity));
+    for (size_t i = 0; i < h.n; i++) want.push_back({h.e[i].t, h.e[i].k});
+    std::sort(want.begin(), want.end());
+    for (auto &w : want) {
+        Ev e;
+        bq_pop(&h, &e);
         ASSERT_EQ(e.t, w.first);
         ASSERT_EQ(e.k, w.second);
     }
