@@ -305,7 +305,7 @@ void ms_model_destroy(ms_model *m)
     ms_host_destroy(m->host);
     ms_hmap_free(&m->conns);
     ms_pool_free(&m->connpool);
-    ms_heap_free(&m->heap);
+    free(m->heap.e);
     free(m->tev);
     ms_hmap_free(&m->reqs);
     ms_hmap_free(&m->comms);
