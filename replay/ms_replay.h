@@ -41,7 +41,7 @@ typedef enum { MS_RR_FINALIZED = 0, MS_RR_DIED, MS_RR_BLOCKED, MS_RR_RUNNING, MS
 typedef struct ms_replay_rank_result {
     int64_t virtual_end_ps, compute_ps, mpi_ps;
     uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives, unmodelled;
-    uint64_t rma_ops, rma_bytes;   /* one-sided operations (ms_rank_stats) */
+    uint64_t rma_ops, rma_bytes;   /* one-sided operations (ms_driver_report_rank) */
     int status;                    /* ms_replay_rank_status */
     int recorded_end_known;        /* the trace has this rank's FINALIZE with its virtual end */
     int64_t recorded_end_ps;

@@ -11,8 +11,8 @@
 
 #include "ms_driver.h"
 #include <jansson.h>
-#include "ms_model.h"
 #include "ms_report.h"
+#include "ms_charge.h"
 
 static double wall_now(void)
 {
@@ -53,6 +53,13 @@ typedef struct rrank {
     int64_t fin_rec_t;
 } rrank;
 
+/* How replay charges a record's computation. */
+typedef enum {
+    COMPUTE_AS_RECORDED,         /* the charge the run recorded */
+    COMPUTE_NONE,                /* nothing (shim.compute = none) */
+    COMPUTE_RECHARGED            /* the raw measured ns under another shim.cpu_factor */
+} replay_compute;
+
 typedef struct replay {
     const ms_trace *t;
     const ms_replay_opts *o;
@@ -61,7 +68,7 @@ typedef struct replay {
     rrank *r;
     int *queue;                  /* runnable ranks (FIFO ring of n) */
     size_t qhead, qlen;
-    int compute_mode;            /* 0 as recorded, 1 none, 2 recompute from raw ns with factor */
+    replay_compute compute_mode;
     double cpu_factor, cpu_scale;
     ms_replay_result *res;
     int stopped;
@@ -256,8 +263,8 @@ static void on_resume(void *user, int rank, int thread, int64_t t, const ms_req_
 static int64_t compute_of(const replay *p, const ms_trace_event *e)
 {
     double d;
-    if (p->compute_mode == 1) return 0;
-    if (p->compute_mode == 2) d = (double)e->raw_compute_ns * 1000.0 * p->cpu_factor;
+    if (p->compute_mode == COMPUTE_NONE) return 0;
+    if (p->compute_mode == COMPUTE_RECHARGED) d = ms_charge_ps_exact((double)e->raw_compute_ns, p->cpu_factor);
     else if (p->cpu_scale == 1.0) return e->compute_ps < 0 ? 0 : e->compute_ps;   /* exact, validated */
     else d = (double)e->compute_ps;
     if (p->cpu_scale != 1.0) d *= p->cpu_scale;
@@ -419,7 +426,6 @@ static void records_ended(replay *p, int rank)
 static inline __attribute__((always_inline)) void play_records(replay *p, int rank, const int streamed)
 {
     rrank *r = &p->r[rank];
-    const ms_model *model = ms_driver_model(p->drv);
     const int recorded = p->o->wildcards == MS_WILDCARDS_RECORDED;
     if (!playing(p, rank)) return;   /* queued again while it played (a rejoin resumes at once) */
     /* its next records, asked for together rather than one miss at a time as the loop reaches them */
@@ -455,7 +461,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, MS_EV_ISEND, r->clock);
             ev.buf = e->callsite;   /* the user's buffer (ms_trace_event) */
             feed(p, rank, k, &ev);
-            r->clock += ms_model_isend_cost(model, e->bytes);
+            r->clock += ms_driver_isend_cost(p->drv, e->bytes);
             break;
         case MS_TRACE_IRECV:
             ev = event_of(e, MS_EV_IRECV, r->clock);
@@ -466,7 +472,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
                 ev.tag = e->matched_tag;
             }
             feed(p, rank, k, &ev);
-            r->clock += ms_model_irecv_cost(model, e->bytes);
+            r->clock += ms_driver_irecv_cost(p->drv, e->bytes);
             break;
         case MS_TRACE_CANCEL:
         case MS_TRACE_FREE:
@@ -477,7 +483,7 @@ static inline __attribute__((always_inline)) void play_records(replay *p, int ra
             ev = event_of(e, MS_EV_RMA, r->clock);
             ev.bytes_out = e->callsite;   /* the result's bytes (ms_trace_event) */
             feed(p, rank, k, &ev);
-            r->clock += ms_model_isend_cost(model, e->bytes);   /* as the shim charged it */
+            r->clock += ms_driver_isend_cost(p->drv, e->bytes);   /* as the shim charged it */
             break;
         case MS_TRACE_ICOLL:
             ev = event_of(e, MS_EV_ICOLL, r->clock);
@@ -616,7 +622,7 @@ static int play_all(replay *p)
             p->res->outcome = 1;
             snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "%s", aerr);
             break;
-        } else if (!p->qlen && ms_model_next_time(ms_driver_model(p->drv)) == NM_TIME_NEVER) {
+        } else if (!p->qlen && ms_driver_next_time(p->drv) == NM_TIME_NEVER) {
             /* cannot happen: with nothing pending and no rank resumed the driver reports a stall */
             p->stopped = 1;
             snprintf(p->stop, sizeof p->stop, "the model resumed no rank and has nothing pending");
@@ -673,8 +679,7 @@ static void set_outcome(replay *p, int dead_cause)
                  p->t->ranks[dead].missing ? " (it left no records)" : p->t->ranks[dead].truncated ? " (its file was cut)" : "",
                  nm ? "; ranks without records: " : "", nm ? missing : "");
     }
-    const ms_model *model = ms_driver_model(p->drv);
-    const char *me = ms_model_last_error(model, &p->res->model_errors);
+    const char *me = ms_driver_model_error(p->drv, &p->res->model_errors);
     if (me && p->res->outcome == 0) {
         p->res->outcome = 2;
         snprintf(p->res->outcome_text, sizeof p->res->outcome_text, "the model reported %llu errors, the last: %s",
@@ -698,27 +703,27 @@ static void set_outcome(replay *p, int dead_cause)
 }
 
 /* Each rank's result, and the totals over them. */
-static void rank_results(replay *p, const ms_model *model)
+static void rank_results(replay *p)
 {
     double sum = 0;
     for (int i = 0; i < p->n; i++) {
         rrank *r = &p->r[i];
         ms_replay_rank_result *o = &p->res->ranks[i];
-        ms_rank_stats st;
-        memset(&st, 0, sizeof st);
-        ms_model_rank_stats(model, i, &st);
+        ms_report_rank rr;
+        memset(&rr, 0, sizeof rr);
+        ms_driver_report_rank(p->drv, i, &rr);
         o->virtual_end_ps = r->finalized ? r->fin_t : r->clock;
         o->compute_ps = r->compute;
         o->mpi_ps = o->virtual_end_ps - r->compute;
         o->calls = r->calls;
-        o->msgs_sent = st.msgs_sent;
-        o->bytes_sent = st.bytes_sent;
-        o->msgs_recv = st.msgs_recv;
-        o->bytes_recv = st.bytes_recv;
-        o->collectives = st.coll_calls;
-        o->rma_ops = st.rma_ops;
-        o->rma_bytes = st.rma_bytes;
-        o->node = ms_model_rank_node(model, i);
+        o->msgs_sent = rr.msgs_sent;
+        o->bytes_sent = rr.bytes_sent;
+        o->msgs_recv = rr.msgs_recv;
+        o->bytes_recv = rr.bytes_recv;
+        o->collectives = rr.collectives;
+        o->rma_ops = rr.rma_ops;
+        o->rma_bytes = rr.rma_bytes;
+        o->node = rr.node;
         o->unmodelled = r->unmodelled;
         ms_rank_state s = ms_driver_state(p->drv, i);
         o->status = s == MS_RANK_FINISHED ? MS_RR_FINALIZED
@@ -738,9 +743,9 @@ static void rank_results(replay *p, const ms_model *model)
         }
         if (o->virtual_end_ps > p->res->virtual_time_ps) p->res->virtual_time_ps = o->virtual_end_ps;
         sum += (double)o->virtual_end_ps;
-        p->res->msgs_sent += st.msgs_sent;
-        p->res->bytes_sent += st.bytes_sent;
-        p->res->collectives += st.coll_calls;
+        p->res->msgs_sent += rr.msgs_sent;
+        p->res->bytes_sent += rr.bytes_sent;
+        p->res->collectives += rr.collectives;
     }
     p->res->mean_end_ps = (int64_t)llround(sum / p->n);
 }
@@ -767,10 +772,11 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
     char rec[64];
     const char *cm = nm_config_string(cfg, "shim.compute");
     replay_recorded_value(t, "shim.compute", rec, sizeof rec);
-    if (cm && !strcmp(cm, "none") && strcmp(rec, "none")) p.compute_mode = 1;
+    if (cm && !strcmp(cm, "none") && strcmp(rec, "none")) p.compute_mode = COMPUTE_NONE;
     replay_recorded_value(t, "shim.cpu_factor", rec, sizeof rec);
     p.cpu_factor = nm_config_double(cfg, "shim.cpu_factor");
-    if (p.compute_mode == 0 && rec[0] && strtod(rec, NULL) != p.cpu_factor) p.compute_mode = 2;
+    if (p.compute_mode == COMPUTE_AS_RECORDED && rec[0] && strtod(rec, NULL) != p.cpu_factor)
+        p.compute_mode = COMPUTE_RECHARGED;
 
     p.drv = ms_driver_create(cfg, p.n, err, errlen);
     if (!p.drv) goto out;
@@ -812,7 +818,7 @@ static int run(const ms_trace *t, ms_trace_stream *src, const nm_config *cfg, co
         goto out;
     }
     set_outcome(&p, dead_cause);
-    rank_results(&p, ms_driver_model(p.drv));
+    rank_results(&p);
     ms_driver_early_done(p.drv, &res->early_done_end, &res->early_done_peak);
     rc = 0;
 out:

@@ -34,11 +34,11 @@ int ms_replay_write_report(FILE *f, const ms_trace *t, const char *trace_path, c
         const ms_replay_rank_result *o = &res->ranks[i];
         ms_report_rank rr = {i, t->ranks[i].pid, t->ranks[i].hostname, NULL, status_name(o->status), o->virtual_end_ps,
                              o->compute_ps, o->mpi_ps, o->calls, o->msgs_sent, o->bytes_sent, o->msgs_recv,
-                             o->bytes_recv, o->collectives, o->rma_ops, o->rma_bytes};
+                             o->bytes_recv, o->collectives, o->rma_ops, o->rma_bytes, o->node};
         ms_report_rank_open(f, &rr);
         if (o->unmodelled) fprintf(f, "\"(recorded)\": %llu", (unsigned long long)o->unmodelled);
         fputs("}", f);
-        fprintf(f, ", \"node\": %d", o->node);
+        ms_report_rank_node(f, &rr);
         if (o->recorded_end_known) fprintf(f, ", \"recorded_virtual_end_ps\": %lld", (long long)o->recorded_end_ps);
         ms_report_rank_close(f, i + 1 == res->nranks);
     }

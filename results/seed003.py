@@ -49,7 +49,7 @@ if not os.path.exists(MPISIM):
 
 PROFILE = "seed003-ecard"
 SIZES = "1,4,16,64,256,512,1k,2k,4k,8k,16383,16384,32k,64k,128k,256k,512k,1M"
-TOL = 0.15   # every number of sec 4-5 (issue 22: within 15 % or the miss explained)
+TOL = 0.15   # every number of sec 4-5 (within 15 % or the miss explained)
 # the model at GM level (sec 4): MPI's overheads and copies off, every message eager
 GM_LEVEL = ("mpi.send_overhead=0", "mpi.recv_overhead=0", "host.send_copy_rate=0", "host.recv_copy_rate=0",
             "mpi.eager_threshold=1GiB", "host.touch_cost_per_page=0")
@@ -208,7 +208,7 @@ on_uni = curve("on", "uni")
 peak_uni = max(b for _, b in on_uni)
 peak_at = max(on_uni, key=lambda x: x[1])[0]
 sc.num("003-onnode-uni", "sec 5.2 Fig. 3", "on node: unidirectional bandwidth (peak)", 672, peak_uni, "MB/s", 0.10,
-       profile=P, note=f"peak at {peak_at} B (issue 22: within 10 %)")
+       profile=P, note=f"peak at {peak_at} B (within 10 %)")
 sc.num("003-onnode-bi", "sec 5.2 Fig. 3", "on node: bidirectional bandwidth (peak)", 702,
        max(b for _, b in curve("on", "bi")), "MB/s", TOL, profile=P)
 sc.num("003-onnode-both", "sec 5.2 Fig. 3", "on node: both-way bandwidth (peak)", 870,
@@ -490,7 +490,7 @@ with open(os.path.join(out, "seed003.md"), "w") as f:
             "ranks over the 8 nodes for sec 5.6-5.7). Seed: `003_99118bf692f3fa3b.txt`, section given per row. The "
             "profile's values and where each comes from: `configs/seed003-ecard.ini`, calibrated by "
             "`results/calibrate_seed003.py` from the rows of kind *calibration* below; every other row is a "
-            "prediction. Tolerance: 15 % for every number (10 % for the on-node peak, issue 22).\n\n")
+            "prediction. Tolerance: 15 % for every number (10 % for the on-node peak).\n\n")
     if args.set:
         f.write(f"With `--set {' '.join(args.set)}` (not the profile as it is).\n\n")
     if args.compute != "none":   # measured computation: the figures depend on what ran beside

@@ -279,7 +279,7 @@ points, slower on a loaded machine). The link saturation tests of sec 3.2 and 4.
   construction, not by fitting: a request that goes k hops on a unidirectional ring and its echo
   that goes the remaining r - k load every link once, so the busiest link carries eq. 1's packets
   of request + echo bytes, and every request and echo crosses the B-Links that eq. 2 counts. The
-  few percent below are queueing at a finite offered load. The issue's criterion (8:1, 4:2, 3:3
+  few percent below are queueing at a finite offered load. The criterion (8:1, 4:2, 3:3
   within 10 %) is the test `netmodel.fabric_sci`.
 - **Myrinet: the engine delivers a fraction of eq. 12** (table above). The equations assume every
   link carries its share of an all-to-all at full rate at once, i.e. perfect scheduling. The

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Check the sizes the codebase keeps to (issue 27, "Done when"): no C source or header over
+"""Check the sizes the codebase keeps to (CONTRIBUTING.md, "Files a reader can hold"): no C source or header over
 MAX_FILE_LINES lines, no C function over MAX_FUNCTION_LINES lines (from the line of its name to
 its closing brace).
 

@@ -856,7 +856,38 @@ ms_rank_state ms_driver_thread_state(const ms_driver *d, int rank, int thread)
 }
 int64_t ms_driver_clock(const ms_driver *d, int rank) { return d->r[rank].clock; }
 int ms_driver_wait_fn(const ms_driver *d, int rank) { return d->r[rank].wait_fn; }
-ms_model *ms_driver_model(const ms_driver *d) { return d->model; }
+int64_t ms_driver_isend_cost(const ms_driver *d, uint64_t bytes) { return ms_model_isend_cost(d->model, bytes); }
+int64_t ms_driver_irecv_cost(const ms_driver *d, uint64_t bytes) { return ms_model_irecv_cost(d->model, bytes); }
+int64_t ms_driver_poll_cost(const ms_driver *d)
+{
+    ms_model_params mp;
+    ms_model_get_params(d->model, &mp);
+    return mp.poll_cost;
+}
+int ms_driver_local_send(const ms_driver *d, double *copy_ps_per_byte, int *recv_moves_cpu)
+{
+    return ms_model_local_send(d->model, copy_ps_per_byte, recv_moves_cpu);
+}
+int64_t ms_driver_cpu_free(const ms_driver *d, int rank) { return ms_model_cpu_free(d->model, rank); }
+int64_t ms_driver_next_time(const ms_driver *d) { return ms_model_next_time(d->model); }
+int64_t ms_driver_now(const ms_driver *d) { return ms_model_now(d->model); }
+const char *ms_driver_model_error(const ms_driver *d, uint64_t *count) { return ms_model_last_error(d->model, count); }
+
+void ms_driver_report_rank(const ms_driver *d, int rank, ms_report_rank *r)
+{
+    ms_rank_stats st;
+    memset(&st, 0, sizeof st);
+    ms_model_rank_stats(d->model, rank, &st);
+    r->msgs_sent = st.msgs_sent;
+    r->bytes_sent = st.bytes_sent;
+    r->msgs_recv = st.msgs_recv;
+    r->bytes_recv = st.bytes_recv;
+    r->collectives = st.coll_calls;
+    r->rma_ops = st.rma_ops;
+    r->rma_bytes = st.rma_bytes;
+    r->node = ms_model_rank_node(d->model, rank);
+}
+
 nm_network *ms_driver_network(const ms_driver *d) { return d->net; }
 const nm_topology *ms_driver_topology(const ms_driver *d) { return d->topo; }
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ms_model.h"
+#include "ms_report.h"
 #include "netmodel.h"
 
 #ifdef __cplusplus
@@ -222,7 +223,28 @@ int ms_driver_waiting(const ms_driver *d, int rank);     /* BLOCKED or HELD */
 int ms_driver_any_waiting(const ms_driver *d);
 int ms_driver_wait_fn(const ms_driver *d, int rank);     /* MPI function of its last wait or probe */
 
-ms_model *ms_driver_model(const ms_driver *d);
+/* What the front ends ask of the model (they make no ms_model call themselves). */
+/* The host CPU cost of posting a send or a receive of `bytes` (ms_model_isend_cost): what the shim
+ * adds to the rank's clock (its WELCOME says how), and replay with it. */
+int64_t ms_driver_isend_cost(const ms_driver *d, uint64_t bytes);
+int64_t ms_driver_irecv_cost(const ms_driver *d, uint64_t bytes);
+/* The rest of the WELCOME: what a Test or Iprobe answered by the shim costs (mpi.poll_cost), and
+ * whether the shim may complete eager standard sends itself (ms_model_local_send). */
+int64_t ms_driver_poll_cost(const ms_driver *d);
+int ms_driver_local_send(const ms_driver *d, double *copy_ps_per_byte, int *recv_moves_cpu);
+/* When the rank's CPU is free in the model, or -1 (ms_model_cpu_free). */
+int64_t ms_driver_cpu_free(const ms_driver *d, int rank);
+/* The model's next pending event (NM_TIME_NEVER: none) and its present time. */
+int64_t ms_driver_next_time(const ms_driver *d);
+int64_t ms_driver_now(const ms_driver *d);
+/* Errors the model met while running: NULL if none, else the last one, and the count in *count if
+ * given (ms_model_last_error). */
+const char *ms_driver_model_error(const ms_driver *d, uint64_t *count);
+/* The model's part of the rank's report object (ms_report.h): messages and bytes both ways,
+ * collectives, one-sided operations, and the node the host model placed it on; the caller fills
+ * the rest. */
+void ms_driver_report_rank(const ms_driver *d, int rank, ms_report_rank *r);
+
 nm_network *ms_driver_network(const ms_driver *d);
 const nm_topology *ms_driver_topology(const ms_driver *d);
 

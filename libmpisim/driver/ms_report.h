@@ -20,10 +20,13 @@ typedef struct ms_report_rank {
     int64_t end_ps, compute_ps, mpi_ps;
     uint64_t calls, msgs_sent, bytes_sent, msgs_recv, bytes_recv, collectives;
     uint64_t rma_ops, rma_bytes;  /* one-sided operations it started (locks included), their bytes both ways */
+    int node;                     /* the host model's node of the rank (host.ranks_per_node, host.map_by); -1: unknown */
 } ms_report_rank;
 /* One rank's object, open inside "unmodelled": {...: the caller writes the entries, closes it
- * with "}", may add fields, and ends the object with ms_report_rank_close. */
+ * with "}", writes ms_report_rank_node, may add fields, and ends the object with ms_report_rank_close.
+ * The counts and the node are the model's: ms_driver_report_rank. */
 void ms_report_rank_open(FILE *f, const ms_report_rank *r);
+void ms_report_rank_node(FILE *f, const ms_report_rank *r);   /* "node" (none when -1) */
 void ms_report_rank_close(FILE *f, int last);
 
 /* A run's or replay's outcome: the report's summary.outcome ("ok", "deadlock", "error", "stall",

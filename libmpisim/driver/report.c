@@ -46,6 +46,11 @@ void ms_report_rank_open(FILE *f, const ms_report_rank *r)
             (unsigned long long)r->rma_ops, (unsigned long long)r->rma_bytes);
 }
 
+void ms_report_rank_node(FILE *f, const ms_report_rank *r)
+{
+    if (r->node >= 0) fprintf(f, ", \"node\": %d", r->node);
+}
+
 void ms_report_rank_close(FILE *f, int last) { fprintf(f, "}%s\n", last ? "" : ","); }
 
 const char *ms_outcome_name(int outcome)

@@ -113,6 +113,7 @@ typedef struct node_state {
     int64_t proc_free;         /* the NIC's processor (LANai: sends and receives) is busy until */
     int64_t mem_free;          /* intra-node copies hold the memory until */
     int64_t *port_free;        /* each port's wire is busy until (payload+framing, route bytes aside) */
+    int64_t *port_char_ps;     /* each port's link: ps per character (0: not paced) */
 } node_state;
 
 /* A registration in a rank's cache: its page range, LRU links (pool indices, UINT32_MAX = none). */
@@ -135,10 +136,10 @@ struct ms_host {
     int64_t rndv_handling;
     int *node_of;              /* per rank */
     node_state *n;
-    int64_t *port_free_all;
+    int64_t *port_free_all, *port_char_ps_all;
     int64_t c_tx, c_rx, dma_setup, shm_lat, bsend, bsend_pb, rsend;
     double read_ps_pb, write_ps_pb, shm_copy_ps_pb, shm_mem_ps_pb;   /* ps per byte, 0 = free */
-    int64_t wire_ps_pb, framing;   /* host link: ps per character, type+CRC+GAP characters */
+    int64_t framing;           /* characters a packet adds on the host link: type+CRC+GAP */
     double send_copy_ps_pb, recv_copy_ps_pb;
     int64_t reg_cost, reg_pp, reg_page;
     uint64_t reg_cache;
@@ -161,30 +162,32 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-static int64_t cfg_int(const nm_config *cfg, const char *k, int64_t dflt)
-{
-    return nm_config_has(cfg, k) ? nm_config_int(cfg, k) : dflt;
-}
 /* ps per byte of a rate in bit/s; 0 (not modelled) stays 0 */
 static double ps_per_byte(const nm_config *cfg, const char *k)
 {
-    double r = nm_config_has(cfg, k) ? nm_config_double(cfg, k) : 0.0;
+    double r = nm_config_double(cfg, k);
     return r > 0 ? 8e12 / r : 0.0;
 }
 
-/* Nodes of the machine: host.nodes, or as many as the ranks need. */
-static int64_t machine_nodes(const nm_config *cfg, int nranks)
+/* Where ranks live: the [host] keys read once, for the topology's size and the mapping. */
+typedef struct host_layout {
+    int64_t ranks_per_node, nodes, ports;
+    int by_node;               /* host.map_by = node (else slot) */
+} host_layout;
+
+static host_layout read_layout(const nm_config *cfg, int nranks)
 {
-    int64_t rpn = cfg_int(cfg, "host.ranks_per_node", 1), nodes = cfg_int(cfg, "host.nodes", 0);
-    if (rpn < 1) rpn = 1;
-    return nodes > 0 ? nodes : (nranks + rpn - 1) / rpn;
+    host_layout L = {nm_config_int(cfg, "host.ranks_per_node"), nm_config_int(cfg, "host.nodes"),
+                     nm_config_int(cfg, "host.ports"), !strcmp(nm_config_string(cfg, "host.map_by"), "node")};
+    if (L.ranks_per_node < 1) L.ranks_per_node = 1;
+    if (L.nodes <= 0) L.nodes = (nranks + L.ranks_per_node - 1) / L.ranks_per_node;   /* as many as needed */
+    return L;
 }
 
 int ms_host_topology_hosts(const nm_config *cfg, int nranks)
 {
-    int64_t ports = cfg_int(cfg, "host.ports", 1);
-    if (ports < 1) ports = 1;
-    return (int)(machine_nodes(cfg, nranks) * ports);
+    host_layout L = read_layout(cfg, nranks);
+    return (int)(L.nodes * (L.ports < 1 ? 1 : L.ports));
 }
 
 ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_node, char *err, size_t errlen)
@@ -192,12 +195,13 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
     ms_host *h = calloc(1, sizeof *h);
     if (!h) { set_err(err, errlen, "out of memory"); return NULL; }
     h->nranks = nranks;
-    h->ports = (int)cfg_int(cfg, "host.ports", 1);
-    if (h->ports < 1 || h->ports > 64) {
-        set_err(err, errlen, "host.ports = %d: want 1..64", h->ports);
+    host_layout L = read_layout(cfg, nranks);
+    if (L.ports < 1 || L.ports > 64) {
+        set_err(err, errlen, "host.ports = %lld: want 1..64", (long long)L.ports);
         free(h);
         return NULL;
     }
+    h->ports = (int)L.ports;
     h->node_of = calloc((size_t)nranks, sizeof *h->node_of);
     if (!h->node_of) goto oom;
     int maxn = -1;
@@ -213,68 +217,63 @@ ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_nod
         }
         h->nodes = maxn + 1;
     } else {
-        int rpn = (int)cfg_int(cfg, "host.ranks_per_node", 1);
-        if (rpn < 1) rpn = 1;
-        int64_t nodes = machine_nodes(cfg, nranks);
-        if ((int64_t)nranks > nodes * rpn) {
+        int rpn = (int)L.ranks_per_node;
+        if ((int64_t)nranks > L.nodes * rpn) {
             set_err(err, errlen, "%d ranks do not fit on host.nodes = %lld nodes of host.ranks_per_node = %d", nranks,
-                    (long long)nodes, rpn);
+                    (long long)L.nodes, rpn);
             ms_host_destroy(h);
             return NULL;
         }
-        h->nodes = (int)nodes;
-        const char *by = nm_config_has(cfg, "host.map_by") ? nm_config_string(cfg, "host.map_by") : "slot";
-        int by_node = by && !strcmp(by, "node");
+        h->nodes = (int)L.nodes;
+        int by_node = L.by_node;
         for (int r = 0; r < nranks; r++) h->node_of[r] = by_node ? r % h->nodes : r / rpn;
     }
     h->n = calloc((size_t)h->nodes, sizeof *h->n);
     h->port_free_all = calloc((size_t)h->nodes * (size_t)h->ports, sizeof *h->port_free_all);
-    if (!h->n || !h->port_free_all) goto oom;
-    for (int i = 0; i < h->nodes; i++) h->n[i].port_free = h->port_free_all + (size_t)i * (size_t)h->ports;
-    h->c_tx = cfg_int(cfg, "host.nic_send_cost", 0);
-    h->c_rx = cfg_int(cfg, "host.nic_recv_cost", 0);
-    h->dma_setup = cfg_int(cfg, "host.dma_setup", 0);
+    h->port_char_ps_all = calloc((size_t)h->nodes * (size_t)h->ports, sizeof *h->port_char_ps_all);
+    if (!h->n || !h->port_free_all || !h->port_char_ps_all) goto oom;
+    for (int i = 0; i < h->nodes; i++) {
+        h->n[i].port_free = h->port_free_all + (size_t)i * (size_t)h->ports;
+        h->n[i].port_char_ps = h->port_char_ps_all + (size_t)i * (size_t)h->ports;
+    }
+    h->c_tx = nm_config_int(cfg, "host.nic_send_cost");
+    h->c_rx = nm_config_int(cfg, "host.nic_recv_cost");
+    h->dma_setup = nm_config_int(cfg, "host.dma_setup");
     h->read_ps_pb = ps_per_byte(cfg, "host.dma_read_rate");
     h->write_ps_pb = ps_per_byte(cfg, "host.dma_write_rate");
-    h->shm_lat = cfg_int(cfg, "host.shm_latency", 0);
+    h->shm_lat = nm_config_int(cfg, "host.shm_latency");
     h->shm_copy_ps_pb = ps_per_byte(cfg, "host.shm_copy_rate");
     h->shm_mem_ps_pb = ps_per_byte(cfg, "host.shm_memory_rate");
-    h->shm_cache = (uint64_t)cfg_int(cfg, "host.shm_cache", 0);
+    h->shm_cache = (uint64_t)nm_config_int(cfg, "host.shm_cache");
     h->shm_uncached_ps_pb = ps_per_byte(cfg, "host.shm_uncached_rate");
-    h->touch_pp = cfg_int(cfg, "host.touch_cost_per_page", 0);
+    h->touch_pp = nm_config_int(cfg, "host.touch_cost_per_page");
     h->touched = calloc((size_t)nranks, sizeof *h->touched);
     if (!h->touched) goto oom;
     h->send_copy_ps_pb = ps_per_byte(cfg, "host.send_copy_rate");
     h->recv_copy_ps_pb = ps_per_byte(cfg, "host.recv_copy_rate");
-    h->reg_cost = cfg_int(cfg, "host.reg_cost", 0);
-    h->reg_pp = cfg_int(cfg, "host.reg_cost_per_page", 0);
-    h->reg_page = cfg_int(cfg, "host.reg_page", 4096);
+    h->reg_cost = nm_config_int(cfg, "host.reg_cost");
+    h->reg_pp = nm_config_int(cfg, "host.reg_cost_per_page");
+    h->reg_page = nm_config_int(cfg, "host.reg_page");
     if (h->reg_page < 1) h->reg_page = 4096;
-    h->reg_cache = (uint64_t)cfg_int(cfg, "host.reg_cache", 0);
+    h->reg_cache = (uint64_t)nm_config_int(cfg, "host.reg_cache");
     ms_pool_init(&h->regpool, sizeof(reg_entry));
     h->lru = malloc((size_t)nranks * sizeof *h->lru);
     if (!h->lru) goto oom;
     for (int r = 0; r < nranks; r++) h->lru[r] = (reg_lru){REG_NONE, REG_NONE, 0};
-    h->bsend = cfg_int(cfg, "host.bsend_overhead", 0);
-    h->bsend_pb = cfg_int(cfg, "host.bsend_overhead_per_byte", 0);
-    h->rsend = cfg_int(cfg, "host.rsend_overhead", 0);
-    const char *sp = nm_config_has(cfg, "host.sync_protocol") ? nm_config_string(cfg, "host.sync_protocol") : "";
+    h->bsend = nm_config_int(cfg, "host.bsend_overhead");
+    h->bsend_pb = nm_config_int(cfg, "host.bsend_overhead_per_byte");
+    h->rsend = nm_config_int(cfg, "host.rsend_overhead");
+    const char *sp = nm_config_string(cfg, "host.sync_protocol");
     h->sync_rndv = sp && !strcmp(sp, "rendezvous");
-    h->rndv_fin = (int)cfg_int(cfg, "host.rndv_fin", 0);
-    const char *rp = nm_config_has(cfg, "host.rndv_progress") ? nm_config_string(cfg, "host.rndv_progress") : "";
+    h->rndv_fin = (int)nm_config_int(cfg, "host.rndv_fin");
+    const char *rp = nm_config_string(cfg, "host.rndv_progress");
     h->rndv_in_call = rp && !strcmp(rp, "in_call");
-    const char *ra = nm_config_has(cfg, "host.rma_progress") ? nm_config_string(cfg, "host.rma_progress") : "";
+    const char *ra = nm_config_string(cfg, "host.rma_progress");
     h->rma_in_call = ra && !strcmp(ra, "in_call");
-    h->rndv_handling = cfg_int(cfg, "host.rndv_handling", 0);
-    /* Port pacing: a packet holds its port for its payload and framing characters. The route
-     * bytes (one per switch) are left out and the character time rounded down, so the NIC never
-     * paces slower than the network engine's link: the network's own serialisation, not this
-     * estimate, gives the delivery times (README.md: timing contract). */
-    double rate = nm_config_has(cfg, "network.host_link_rate") ? nm_config_double(cfg, "network.host_link_rate") : 0.0;
-    if (!(rate > 0)) rate = nm_config_has(cfg, "network.link_rate") ? nm_config_double(cfg, "network.link_rate") : 0.0;
-    h->wire_ps_pb = rate > 0 ? (int64_t)floor(8e12 / rate) : 0;
-    h->framing = cfg_int(cfg, "network.type_bytes", 4) + cfg_int(cfg, "network.crc_bytes", 1) +
-                 cfg_int(cfg, "network.gap_bytes", 1);
+    h->rndv_handling = nm_config_int(cfg, "host.rndv_handling");
+    /* the ports' link rates come from the network (ms_host_pace_ports) */
+    h->framing = nm_config_int(cfg, "network.type_bytes") + nm_config_int(cfg, "network.crc_bytes") +
+                 nm_config_int(cfg, "network.gap_bytes");
     return h;
 oom:
     set_err(err, errlen, "out of memory");
@@ -288,6 +287,7 @@ void ms_host_destroy(ms_host *h)
     free(h->node_of);
     free(h->n);
     free(h->port_free_all);
+    free(h->port_char_ps_all);
     ms_hmap_free(&h->regs);
     if (h->touched)
         for (int r = 0; r < h->nranks; r++) free(h->touched[r].v);
@@ -295,6 +295,19 @@ void ms_host_destroy(ms_host *h)
     ms_pool_free(&h->regpool);
     free(h->lru);
     free(h);
+}
+
+/* Port pacing: a packet holds its port for its payload and framing characters at the rate of the
+ * port's link in the topology. The route bytes (one per switch) are left out and the character
+ * time rounded down, so the NIC never paces slower than the network engine's link: the network's
+ * own serialisation, not this estimate, gives the delivery times (README.md: timing contract). */
+void ms_host_pace_ports(ms_host *h, const nm_network *net)
+{
+    for (int node = 0; node < h->nodes; node++)
+        for (int p = 0; p < h->ports; p++) {
+            double rate = nm_network_host_link_rate(net, ms_host_port_host(h, node, p));
+            h->n[node].port_char_ps[p] = rate > 0 ? (int64_t)floor(8e12 / rate) : 0;
+        }
 }
 
 int ms_host_nodes(const ms_host *h) { return h->nodes; }
@@ -330,7 +343,7 @@ int64_t ms_host_tx_packet(ms_host *h, int node, uint64_t payload, int64_t t, int
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < n->port_free[p]) p = i;
     int64_t w = i64max(dma_end, n->port_free[p]);
-    n->port_free[p] = w + ((int64_t)payload + h->framing) * h->wire_ps_pb;
+    n->port_free[p] = w + ((int64_t)payload + h->framing) * n->port_char_ps[p];
     *wire_at = w;
     *port = p;
     int64_t first_free = n->port_free[0];
@@ -389,7 +402,7 @@ int64_t ms_host_tx_nic_ack(ms_host *h, int node, uint64_t payload, int64_t t, in
     for (int i = 1; i < h->ports; i++)
         if (n->port_free[i] < n->port_free[p]) p = i;
     int64_t w = i64max(t, n->port_free[p]);
-    n->port_free[p] = w + ((int64_t)payload + h->framing) * h->wire_ps_pb;
+    n->port_free[p] = w + ((int64_t)payload + h->framing) * n->port_char_ps[p];
     *wire_at = w;
     *port = p;
     return t;

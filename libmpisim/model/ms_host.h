@@ -30,6 +30,8 @@ int ms_host_topology_hosts(const nm_config *cfg, int nranks);
 /* rank_to_node: NULL to map by the [host] keys (ranks_per_node, map_by). */
 ms_host *ms_host_create(const nm_config *cfg, int nranks, const int *rank_to_node, char *err, size_t errlen);
 void ms_host_destroy(ms_host *h);
+/* Paces each NIC port at the rate of its link in the network's topology (without: ports not paced). */
+void ms_host_pace_ports(ms_host *h, const nm_network *net);
 
 int ms_host_nodes(const ms_host *h);
 int ms_host_ports(const ms_host *h);

@@ -218,6 +218,7 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
         ms_model_destroy(m);
         return NULL;
     }
+    ms_host_pace_ports(m->host, net);
     for (int r = 0; r < nranks; r++) {
         m->ranks[r].host = ms_host_node_of(m->host, r);
         m->ranks[r].w0.sched = NEVER;
@@ -304,7 +305,7 @@ void ms_model_destroy(ms_model *m)
     ms_host_destroy(m->host);
     ms_hmap_free(&m->conns);
     ms_pool_free(&m->connpool);
-    ms_heap_free(&m->heap);
+    free(m->heap.e);
     free(m->tev);
     ms_hmap_free(&m->reqs);
     ms_hmap_free(&m->comms);

@@ -8,7 +8,7 @@ static void push_ev(ms_model *m, ms_time_t t, uint64_t order, uint32_t type, int
 {
     (void)rank;
     ms_event e = {t, order, p, (a << EV_TYPE_BITS) | type};
-    if (ms_heap_push(&m->heap, &e) != 0) model_error(m, "out of memory (event queue)");
+    if (ms_evq_push(&m->heap, e) != 0) model_error(m, "out of memory (event queue)");
 }
 void msm_push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint64_t a)
 {
@@ -16,7 +16,7 @@ void msm_push_internal(ms_model *m, ms_time_t t, uint32_t type, void *p, uint64_
 }
 static inline int ev_before(const ms_event *a, const ms_event *b)
 {
-    return a->t < b->t || (a->t == b->t && a->order < b->order);
+    return a->t < b->t || (a->t == b->t && a->k < b->k);
 }
 /* An EV_NIC that takes a packet already in the network as part of a train: ordered with the other
  * events exactly as push_internal's, but kept aside so that the network may run past it. */
@@ -43,7 +43,7 @@ void msm_tev_remove(ms_model *m, size_t i)
 /* The model's next event, trains' EV_NICs included; *tidx its index in m->tev or -1. */
 const ms_event *msm_next_event(const ms_model *m, long *tidx)
 {
-    const ms_event *e = ms_heap_top(&m->heap);
+    const ms_event *e = ms_evq_top(&m->heap);
     long i = tev_first(m);
     *tidx = -1;
     if (i >= 0 && (!e || ev_before(&m->tev[i], e))) { *tidx = i; return &m->tev[i]; }
@@ -51,7 +51,7 @@ const ms_event *msm_next_event(const ms_model *m, long *tidx)
 }
 void msm_pop_event(ms_model *m, long tidx, ms_event *out)
 {
-    if (tidx < 0) { ms_heap_pop(&m->heap, out); return; }
+    if (tidx < 0) { ms_evq_pop(&m->heap, out); return; }
     *out = m->tev[tidx];
     msm_tev_remove(m, (size_t)tidx);
 }
@@ -60,9 +60,9 @@ void msm_pop_event(ms_model *m, long tidx, ms_event *out)
  * taken, which may come after the network has run past it). */
 ms_time_t msm_network_bound(const ms_model *m, ms_time_t bound)
 {
-    const ms_event *e = ms_heap_top(&m->heap);
+    const ms_event *e = ms_evq_top(&m->heap);
     if (e) {
-        ms_time_t b = ORDER_CLASS(e->order) == CLS_RESUME ? e->t + 1 : e->t;
+        ms_time_t b = ORDER_CLASS(e->k) == CLS_RESUME ? e->t + 1 : e->t;
         if (b < bound) bound = b;
     }
     for (size_t i = 0; i < m->ntev; i++) {
@@ -134,6 +134,18 @@ static void fill_result(ms_req_result *o, const ms_req *r, int completed)
     }
 }
 
+/* A probe found message g: what its answer reports (and, for a wildcard, how it resolved). */
+static void probe_found(ms_model *m, int rank, waiter *w, const ms_msg *g)
+{
+    w->pfound = 1;
+    w->pf_src = g->src_c;
+    w->pf_tag = g->tag;
+    w->pf_bytes = g->bytes;
+    w->pf_time = g->arrival;
+    if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
+        msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+}
+
 static void do_resume(ms_model *m, int rank, waiter *w, uint64_t gen, ms_time_t T)
 {
     rank_state *rs = &m->ranks[rank];
@@ -189,15 +201,7 @@ static void do_resume(ms_model *m, int rank, waiter *w, uint64_t gen, ms_time_t 
             rs->unexp_first = NEVER;
             if (!w->pfound && w->psrc != MS_PROC_NULL) {
                 ms_msg *g = msm_unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
-                if (g) {
-                    w->pfound = 1;
-                    w->pf_src = g->src_c;
-                    w->pf_tag = g->tag;
-                    w->pf_bytes = g->bytes;
-                    w->pf_time = g->arrival;
-                    if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
-                        msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
-                }
+                if (g) probe_found(m, rank, w, g);
             }
         }
         if (w->pfound) {
@@ -223,13 +227,7 @@ static void do_probe_check(ms_model *m, int rank, waiter *w, ms_time_t t)
     if (!w->blocked || w->wkind != W_PROBE) return;
     ms_msg *g = msm_unexp_find(m, w->pctx, rank, w->psrc, w->ptag);
     if (g) {
-        w->pfound = 1;
-        w->pf_src = g->src_c;
-        w->pf_tag = g->tag;
-        w->pf_bytes = g->bytes;
-        w->pf_time = g->arrival;
-        if (w->psrc == MS_ANY_SOURCE || w->ptag == MS_ANY_TAG)
-            msm_push_resolution(m, rank, MS_RESOLUTION_PROBE, g->src_c, g->tag, g->bytes);
+        probe_found(m, rank, w, g);
         msm_schedule_resume(m, rank, w, t);
     } else {
         w->parmed = 1;
@@ -240,7 +238,7 @@ static void do_probe_check(ms_model *m, int rank, waiter *w, ms_time_t t)
 
 void msm_process(ms_model *m, const ms_event *e)
 {
-    if (ORDER_CLASS(e->order) == CLS_POST) {   /* the rank is inside an MPI call at e->t */
+    if (ORDER_CLASS(e->k) == CLS_POST) {   /* the rank is inside an MPI call at e->t */
         rank_state *rs = &m->ranks[EV_RANK(e)];
         if (EV_TYPE(e) == EV_PROGRESS) rs->progress_pending = 0;
         if (rs->nturns) msm_rndv_progress(m, EV_RANK(e), e->t);
@@ -288,7 +286,7 @@ void msm_on_deliver(void *user, const nm_delivery *d)
     for (;;) {
         long ti;
         const ms_event *e = msm_next_event(m, &ti);
-        if (!e || e->t > d->deliver_time || ORDER_CLASS(e->order) == CLS_RESUME) break;
+        if (!e || e->t > d->deliver_time || ORDER_CLASS(e->k) == CLS_RESUME) break;
         ms_event ev;
         msm_pop_event(m, ti, &ev);
         msm_process(m, &ev);

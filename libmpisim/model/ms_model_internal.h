@@ -358,7 +358,7 @@ static inline int seg_ack(const ms_model *m, uint64_t b)
 #define EV_TYPE_BITS 4
 #define EV_TYPE(e) ((uint32_t)((e)->a & ((1u << EV_TYPE_BITS) - 1)))
 #define EV_ARG(e) ((e)->a >> EV_TYPE_BITS)
-#define EV_RANK(e) ((int)(((e)->order >> RANK_SHIFT) & (uint64_t)(MAX_RANKS - 1)))
+#define EV_RANK(e) ((int)(((e)->k >> RANK_SHIFT) & (uint64_t)(MAX_RANKS - 1)))
 #define REQ_WIN 64
 #define MQ_LIMIT_MIN 4096
 enum { RMA_NONE = 0, RMA_OP, RMA_RESP };

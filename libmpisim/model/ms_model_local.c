@@ -88,10 +88,10 @@ ms_time_t ms_model_quiet_until(const ms_model *m, int rank, ms_time_t t, const u
         size_t i = stack[--sp];
         const ms_event *e = &h->e[i];
         if (e->t >= q) continue;   /* children are no earlier */
-        uint64_t cls = ORDER_CLASS(e->order);
+        uint64_t cls = ORDER_CLASS(e->k);
         ms_time_t b = cls == CLS_INTERNAL ? e->t : e->t + lat;
         if (b < q) q = b;
-        for (size_t c = MS_HEAP_ARITY * i + 1; c <= MS_HEAP_ARITY * i + MS_HEAP_ARITY && c < h->n; c++) {
+        for (size_t c = ms_evq_arity * i + 1; c <= ms_evq_arity * i + ms_evq_arity && c < h->n; c++) {
             if (sp == sizeof stack / sizeof stack[0]) return q < h->e[0].t ? q : h->e[0].t;   /* too deep: the next event */
             stack[sp++] = c;
         }
@@ -115,7 +115,7 @@ int ms_model_run_until(ms_model *m, ms_time_t limit)
             m->tn_valid = 1;
         }
         ms_time_t tm = e ? e->t : NEVER, tn = m->tn_cache;
-        if (e && tm < m->stop && (ORDER_CLASS(e->order) == CLS_RESUME ? tm < tn : tm <= tn)) {
+        if (e && tm < m->stop && (ORDER_CLASS(e->k) == CLS_RESUME ? tm < tn : tm <= tn)) {
             ms_event ev;
             msm_pop_event(m, ti, &ev);
             if (ev.t > m->now) m->now = ev.t;

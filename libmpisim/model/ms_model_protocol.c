@@ -350,7 +350,7 @@ void msm_train_cut(ms_model *m, int node)
         if ((int)EV_ARG(&m->tev[i]) == node) {
             ms_event ev = m->tev[i];
             msm_tev_remove(m, i);
-            if (ms_heap_push(&m->heap, &ev) != 0) model_error(m, "out of memory (event queue)");
+            if (ms_evq_push(&m->heap, ev) != 0) model_error(m, "out of memory (event queue)");
             break;
         }
 }

@@ -1,11 +1,13 @@
 /* Small containers for the MPI layer model: an open-addressing hash map keyed by two 64-bit
- * words, a 4-ary heap of events keyed by (time, order), and a chunked object pool whose
+ * words, the event heap (cm_heap.h) of events keyed by (time, order), and a chunked object pool whose
  * objects have stable 32-bit indices (packet cookies name messages by index). Internal. */
 #ifndef MS_UTIL_H
 #define MS_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cm_heap.h"
 
 /* ---- hash map (k1, k2) -> void* -------------------------------------------------------------- */
 typedef struct ms_hslot {
@@ -31,24 +33,15 @@ typedef struct ms_hhint {
 void *ms_hmap_get_hint(const ms_hmap *h, uint64_t k1, uint64_t k2, ms_hhint *hint);
 int ms_hmap_put_hint(ms_hmap *h, uint64_t k1, uint64_t k2, void *v, const ms_hhint *hint);
 
-/* ---- event heap ------------------------------------------------------------------------------ */
+/* ---- event heap (common/cm_heap.h) ----------------------------------------------------------- */
 typedef struct ms_event {   /* 32 bytes: the heap moves fewer bytes */
     int64_t t;
-    uint64_t order;   /* tie-break within one time: class in the top 2 bits, then a sequence */
+    uint64_t k;       /* tie-break within one time: class in the top 2 bits, then a sequence */
     void *p;
     uint64_t a;       /* the user's: ms_model packs its argument and the event type in it */
 } ms_event;
-/* e[i]'s children are e[MS_HEAP_ARITY * i + 1 ..  MS_HEAP_ARITY * i + MS_HEAP_ARITY], none earlier than e[i] */
-#define MS_HEAP_ARITY 4
-typedef struct ms_heap {
-    ms_event *e;
-    size_t n, cap;
-} ms_heap;
-
-int ms_heap_push(ms_heap *h, const ms_event *ev);
-void ms_heap_pop(ms_heap *h, ms_event *out);
-static inline const ms_event *ms_heap_top(const ms_heap *h) { return h->n ? &h->e[0] : NULL; }
-void ms_heap_free(ms_heap *h);
+CM_HEAP_DEFINE(ms_evq, ms_event, 4, CM_HEAP_NO_HOOK)   /* 4-ary: hundreds of events of 32 bytes */
+typedef ms_evq_heap ms_heap;
 
 /* ---- pool with indices ----------------------------------------------------------------------- */
 #define MS_POOL_CHUNK_BITS 10

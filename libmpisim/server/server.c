@@ -45,7 +45,7 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     if (!s->drv) return -1;
     static const ms_driver_ops ops = {srv_on_resume, srv_on_resolve};
     ms_driver_set_ops(s->drv, &ops, s);
-    ms_driver_set_fn_names(s->drv, ms_fn_name_table, MS_FN_NAME_COUNT);
+    ms_driver_set_fn_names(s->drv, ms_fn_names, MS_FN_NAME_COUNT);
     const nm_network *net = ms_driver_network(s->drv);
     const nm_topology *topo = ms_driver_topology(s->drv);
     if (nm_network_may_deadlock(net)) {   /* before the run: it may stop in a network deadlock */
@@ -55,7 +55,6 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
                 "network.routing=auto or updown avoids it\n", ri.routing, nm_topology_name(topo),
                 nm_network_engine_name(net), ri.check_message);
     }
-    const ms_model *model = ms_driver_model(s->drv);
     s->ranks = calloc((size_t)nranks, sizeof *s->ranks);
     if (!s->ranks) return fail(err, errlen, "out of memory");
     for (int i = 0; i < nranks; i++) {
@@ -71,10 +70,10 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
 
     ms_msg_welcome *w = &s->welcome;
     memset(w, 0, sizeof *w);
-    w->isend_cost_base_ps = ms_model_isend_cost(model, 0);
-    w->isend_cost_per_byte_ps = ms_model_isend_cost(model, 1) - w->isend_cost_base_ps;
-    w->irecv_cost_base_ps = ms_model_irecv_cost(model, 0);
-    w->irecv_cost_per_byte_ps = ms_model_irecv_cost(model, 1) - w->irecv_cost_base_ps;
+    w->isend_cost_base_ps = ms_driver_isend_cost(s->drv, 0);
+    w->isend_cost_per_byte_ps = ms_driver_isend_cost(s->drv, 1) - w->isend_cost_base_ps;
+    w->irecv_cost_base_ps = ms_driver_irecv_cost(s->drv, 0);
+    w->irecv_cost_per_byte_ps = ms_driver_irecv_cost(s->drv, 1) - w->irecv_cost_base_ps;
     w->eager_threshold = nm_config_int(cfg, "mpi.eager_threshold");
     const char *cm = nm_config_string(cfg, "shim.compute");
     w->compute_mode = !strcmp(cm, "wall") ? MS_COMPUTE_WALL : !strcmp(cm, "none") ? MS_COMPUTE_NONE : MS_COMPUTE_CPU;
@@ -115,14 +114,12 @@ int ms_server_configure(ms_server *s, const nm_config *cfg, int nranks, int argc
     s->local_answers = !strcmp(nm_config_string(cfg, "shim.local_answers"), "on");
     int moves = 0;
     double copy = 0;
-    if (s->local_answers && ms_model_local_send(model, &copy, &moves)) {
+    if (s->local_answers && ms_driver_local_send(s->drv, &copy, &moves)) {
         w->local_send = 1;
         w->local_copy_ps_per_byte = copy;
     }
     w->recv_moves_cpu = moves;
-    ms_model_params mp;
-    ms_model_get_params(model, &mp);
-    w->poll_cost_ps = mp.poll_cost;
+    w->poll_cost_ps = ms_driver_poll_cost(s->drv);
     return 0;
 }
 
@@ -685,7 +682,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
             /* MPISIM_DEBUG: the server's view once a second, to diagnose a stuck run */
             s->next_debug = now + 1.0;
             fprintf(stderr, "mpisim-debug: H=%lld next=%lld net_now=%lld", (long long)ms_driver_horizon(s->drv),
-                    (long long)ms_model_next_time(ms_driver_model(s->drv)),
+                    (long long)ms_driver_next_time(s->drv),
                     (long long)nm_network_now(ms_driver_network(s->drv)));
             for (int i = 0; i < s->nranks; i++) {
                 fprintf(stderr, " | r%d %s t=%lld", i, ms_driver_state_name(ms_driver_state(s->drv, i)),

@@ -28,12 +28,11 @@
 #include <unistd.h>
 
 #include "ms_driver.h"
-#include "ms_model.h"
 #include "protocol.h"
 #include "ms_report.h"
 #include "ms_shm.h"
 #include "ms_proc.h"
-#include "fn_names_gen.h"
+#include "ms_fn_names_gen.h"
 
 
 typedef struct buf {

@@ -131,7 +131,7 @@ void srv_on_resume(void *user, int rank, int thread, int64_t t, const ms_req_res
     int negative = ri->quiet_ask != 0 && s->local_answers;
     for (size_t i = 0; i < n && negative; i++)
         if (results[i].completed) negative = 0;
-    ms_msg_hint hint = {0, 0, s->local_answers ? ms_model_cpu_free(ms_driver_model(s->drv), rank) : -1};
+    ms_msg_hint hint = {0, 0, s->local_answers ? ms_driver_cpu_free(s->drv, rank) : -1};
     srv_send_msg(ri, MS_MSG_HINT, &hint, sizeof hint, NULL, 0);
     ri->hint_at = negative && ri->out.len >= sizeof hint ? (long)(ri->out.len - sizeof hint) : -1;
     ri->hint_probe = ri->quiet_ask == 2;

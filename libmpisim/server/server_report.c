@@ -299,19 +299,16 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     fprintf(f, ",\n  \"ranks\": [\n");
     for (int i = 0; i < s->nranks; i++) {
         const rank_info *r = &s->ranks[i];
-        ms_rank_stats st;
-        memset(&st, 0, sizeof st);
-        if (s->drv) ms_model_rank_stats(ms_driver_model(s->drv), i, &st);
         int64_t end = r->finalized ? r->fin.t : s->drv ? ms_driver_clock(s->drv, i) : 0;
         if (end > vmax) vmax = end;
-        msgs += st.msgs_sent;
-        bytes += st.bytes_sent;
         const char *state = s->drv ? ms_driver_state_name(ms_driver_state(s->drv, i)) : "never_connected";
         /* a rank that never finalized: its totals at its last PROGRESS (a second old at most) */
         const ms_msg_finalize *fin = r->finalized || !r->has_progress ? &r->fin : &r->progress;
         ms_report_rank rr = {i, r->pid, r->host, r->binding, state, end, fin->compute_ps, fin->mpi_ps,
-                             fin->calls, st.msgs_sent, st.bytes_sent, st.msgs_recv, st.bytes_recv, st.coll_calls,
-                             st.rma_ops, st.rma_bytes};
+                             fin->calls, .node = -1};
+        if (s->drv) ms_driver_report_rank(s->drv, i, &rr);
+        msgs += rr.msgs_sent;
+        bytes += rr.bytes_sent;
         ms_report_rank_open(f, &rr);
         for (size_t k = 0; k < r->n_unmodelled; k++) {
             if (k) fputs(", ", f);
@@ -320,7 +317,7 @@ int ms_server_write_report(const ms_server *s, FILE *f)
         }
         fputs("}", f);
         /* where the host model placed it (host.ranks_per_node, host.map_by); "host" is the real one */
-        if (s->drv) fprintf(f, ", \"node\": %d", ms_model_rank_node(ms_driver_model(s->drv), i));
+        ms_report_rank_node(f, &rr);
         if (r->finalized || r->has_progress) {
             write_charging(f, &fin->charging);
             /* its threads: the level it was given, how many called MPI, calls made while another was
@@ -363,7 +360,7 @@ int ms_server_write_report(const ms_server *s, FILE *f)
     for (size_t k = 0; order && k < nsites; k++) {
         const site_total *t = &sites[order[k]];
         fprintf(f, "%s\n    {\"call\": ", k ? "," : "");
-        ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_name_table[t->fn] : "?");
+        ms_report_str(f, (t->fn >= 0 && (size_t)t->fn < MS_FN_NAME_COUNT) ? ms_fn_names[t->fn] : "?");
         fputs(", \"site\": ", f);
         ms_report_str(f, t->text);
         fprintf(f,
@@ -405,13 +402,13 @@ int ms_server_write_summary(const ms_server *s, FILE *f, const char *report_path
     uint64_t msgs = 0, bytes = 0, unmod = 0;
     for (int i = 0; i < s->nranks; i++) {
         const rank_info *r = &s->ranks[i];
-        ms_rank_stats st;
-        memset(&st, 0, sizeof st);
-        ms_model_rank_stats(ms_driver_model(s->drv), i, &st);
+        ms_report_rank rr;
+        memset(&rr, 0, sizeof rr);
+        ms_driver_report_rank(s->drv, i, &rr);
         int64_t end = r->finalized ? r->fin.t : ms_driver_clock(s->drv, i);
         if (end > vmax) vmax = end;
-        msgs += st.msgs_sent;
-        bytes += st.bytes_sent;
+        msgs += rr.msgs_sent;
+        bytes += rr.bytes_sent;
         for (size_t k = 0; k < r->n_unmodelled; k++) unmod += r->unmodelled[k].count;
     }
     fprintf(f, "mpisim: %d ranks on %s (%s engine): virtual time %.9f s, %llu messages, %llu bytes; wall %.2f s",

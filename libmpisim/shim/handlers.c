@@ -17,8 +17,8 @@ uint64_t ms_type_bytes(MPI_Datatype dt, int count)
 
 static int peer_to_model(int peer)
 {
-    if (peer == MPI_ANY_SOURCE) return MS_ANY_SOURCE;
-    if (peer == MPI_PROC_NULL) return MS_PROC_NULL;
+    if (peer == MPI_ANY_SOURCE) return MS_WIRE_ANY_SOURCE;
+    if (peer == MPI_PROC_NULL) return MS_WIRE_PROC_NULL;
     return peer;
 }
 
@@ -41,9 +41,9 @@ void mh_empty_status(MPI_Status *st)
 static int post_real_send(ms_rq *r, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                           MPI_Comm comm, uint64_t bytes, int mode)
 {
-    int sync = mode == MS_SEND_SYNC;
+    int sync = mode == MS_WIRE_SEND_SYNC;
     /* buffered sends complete locally in the real MPI too (the attached buffer) */
-    if (mode == MS_SEND_BUFFERED) {
+    if (mode == MS_WIRE_SEND_BUFFERED) {
         r->real_posted = 1;
         return PMPI_Ibsend(buf, count, dt, dest, tag, comm, &r->real);
     }
@@ -142,7 +142,7 @@ static ms_rq *start_send(const void *buf, int count, MPI_Datatype dt, int dest, 
     int me = -1;
     if (dest != MPI_PROC_NULL && !inter) PMPI_Comm_rank(comm, &me);   /* an intercommunicator has no self */
     /* an intercommunicator's remote rank dest is its union's roff + dest in the model */
-    ms_report_isend(r, dest == MPI_PROC_NULL ? MS_PROC_NULL : dest + roff, tag, bytes, mode, dest == me, fn);
+    ms_report_isend(r, dest == MPI_PROC_NULL ? MS_WIRE_PROC_NULL : dest + roff, tag, bytes, mode, dest == me, fn);
     ms_advance(ms_isend_cost(bytes));
     return r;
 }
@@ -164,7 +164,7 @@ static ms_rq *start_recv(void *buf, int count, MPI_Datatype dt, int src, int tag
     if (src == MPI_PROC_NULL) {
         mh_empty_status(&r->status);
         r->resolved = 1;
-        ms_report_irecv(r, MS_PROC_NULL, tag, bytes, fn);
+        ms_report_irecv(r, MS_WIRE_PROC_NULL, tag, bytes, fn);
         return r;
     }
     /* Capture only: no model to decide wildcards, the real MPI does. Co-simulation: a wildcard
@@ -194,10 +194,10 @@ int ms_h_send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 {
     if (dest == MPI_PROC_NULL) return PMPI_Send(buf, count, dt, dest, tag, comm);
     int rc;
-    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_SEND_STANDARD, MS_FN_MPI_Send, &rc);
+    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_STANDARD, MS_FN_MPI_Send, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Send);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Send);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 
@@ -208,7 +208,7 @@ int ms_h_recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     ms_rq *r = start_recv(buf, count, dt, src, tag, comm, MS_FN_MPI_Recv, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Recv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Recv);
     return mh_finish(r, status);
 }
 
@@ -244,7 +244,7 @@ void ms_give_handle(ms_rq *r, MPI_Request *request)
 int ms_h_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     int rc;
-    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_SEND_STANDARD, MS_FN_MPI_Isend, &rc);
+    ms_rq *r = start_send(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_STANDARD, MS_FN_MPI_Isend, &rc);
     if (!r) return rc;
     give_handle(r, request);
     return MPI_SUCCESS;
@@ -269,19 +269,19 @@ int ms_h_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
     int rc;
     ms_rq *rr = start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm, MS_FN_MPI_Sendrecv, &rc);
     if (!rr) return rc;
-    ms_rq *sr = start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, MS_SEND_STANDARD, MS_FN_MPI_Sendrecv,
+    ms_rq *sr = start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, MS_WIRE_SEND_STANDARD, MS_FN_MPI_Sendrecv,
                            &rc);
     if (!sr) return rc;
     ms_rq *both[2] = {rr, sr};
     ms_msg_result res[2];
-    ms_model_wait_for(MS_WAIT_ALL, 2, both, res, MS_FN_MPI_Sendrecv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 2, both, res, MS_FN_MPI_Sendrecv);
     rc = mh_finish(rr, status);
     int rc2 = mh_finish(sr, MPI_STATUS_IGNORE);
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 
 /* ======================================================================================== */
-/* Issue 4: the rest of point-to-point                                                       */
+/* The rest of point-to-point                                                                */
 
 static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
                           ms_fn_id fn)
@@ -291,7 +291,7 @@ static int send_mode_call(const void *buf, int count, MPI_Datatype dt, int dest,
     ms_rq *r = start_send(buf, count, dt, dest, tag, comm, mode, fn, &rc);
     if (!r) return rc;
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 
@@ -307,27 +307,27 @@ static int isend_mode_call(const void *buf, int count, MPI_Datatype dt, int dest
 
 int ms_h_ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_SYNC, MS_FN_MPI_Ssend);
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_SYNC, MS_FN_MPI_Ssend);
 }
 int ms_h_bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_BUFFERED, MS_FN_MPI_Bsend);
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_BUFFERED, MS_FN_MPI_Bsend);
 }
 int ms_h_rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    return send_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_READY, MS_FN_MPI_Rsend);
+    return send_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_READY, MS_FN_MPI_Rsend);
 }
 int ms_h_issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_SYNC, MS_FN_MPI_Issend, request);
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_SYNC, MS_FN_MPI_Issend, request);
 }
 int ms_h_ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_BUFFERED, MS_FN_MPI_Ibsend, request);
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_BUFFERED, MS_FN_MPI_Ibsend, request);
 }
 int ms_h_irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_SEND_READY, MS_FN_MPI_Irsend, request);
+    return isend_mode_call(buf, count, dt, dest, tag, comm, MS_WIRE_SEND_READY, MS_FN_MPI_Irsend, request);
 }
 
 int ms_h_sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int sendtag, int source, int recvtag,
@@ -383,10 +383,10 @@ static int make_persistent(ms_rq *r, int is_send, int mode, const void *buf, int
         r->user = *request;                                                                                        \
         return make_persistent(r, 1, mode, buf, count, dt, dest, tag, comm);                                       \
     }
-PERSISTENT_SEND(send_init, MS_FN_MPI_Send_init, MS_SEND_STANDARD)
-PERSISTENT_SEND(ssend_init, MS_FN_MPI_Ssend_init, MS_SEND_SYNC)
-PERSISTENT_SEND(bsend_init, MS_FN_MPI_Bsend_init, MS_SEND_BUFFERED)
-PERSISTENT_SEND(rsend_init, MS_FN_MPI_Rsend_init, MS_SEND_READY)
+PERSISTENT_SEND(send_init, MS_FN_MPI_Send_init, MS_WIRE_SEND_STANDARD)
+PERSISTENT_SEND(ssend_init, MS_FN_MPI_Ssend_init, MS_WIRE_SEND_SYNC)
+PERSISTENT_SEND(bsend_init, MS_FN_MPI_Bsend_init, MS_WIRE_SEND_BUFFERED)
+PERSISTENT_SEND(rsend_init, MS_FN_MPI_Rsend_init, MS_WIRE_SEND_READY)
 
 int ms_h_recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
@@ -471,7 +471,7 @@ static int is_foreign(MPI_Request h) { return h != MPI_REQUEST_NULL && !ms_rq_fi
 static inline int foreign_done_now(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
                                    MPI_Status *statuses, int one_status, int *done)
 {
-    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int any = mode == MS_WIRE_WAIT_ANY || mode == MS_WIRE_TEST_ANY, some = mode == MS_WIRE_WAIT_SOME || mode == MS_WIRE_TEST_SOME;
     int nforeign = 0;
     for (int i = 0; i < count; i++) {
         if (!is_foreign(reqs[i])) continue;
@@ -479,7 +479,7 @@ static inline int foreign_done_now(int mode, int count, MPI_Request reqs[], int 
         if (any && *index != MPI_UNDEFINED) continue;
         int f = 0;
         MPI_Status st;
-        if (mode == MS_TEST_ALL) continue;
+        if (mode == MS_WIRE_TEST_ALL) continue;
         PMPI_Test(&reqs[i], &f, &st);
         if (!f) continue;
         MPI_Status *dst = STATUS_FOR(i);
@@ -496,8 +496,8 @@ static inline int foreign_done_now(int mode, int count, MPI_Request reqs[], int 
 static void foreign_wait(int mode, int count, MPI_Request reqs[], int *index, int *outcount, int indices[],
                          MPI_Status *statuses, int one_status, int *done)
 {
-    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
-    int is_test = mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME;
+    int any = mode == MS_WIRE_WAIT_ANY || mode == MS_WIRE_TEST_ANY, some = mode == MS_WIRE_WAIT_SOME || mode == MS_WIRE_TEST_SOME;
+    int is_test = mode == MS_WIRE_TEST_ALL || mode == MS_WIRE_TEST_ANY || mode == MS_WIRE_TEST_SOME;
     ms_real_wait w = {0};
     for (;;) {
         int pending = 0;
@@ -535,8 +535,8 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     int *at = big ? malloc(sizeof *at * (size_t)count) : small_i;
     ms_msg_result *res = big ? malloc(sizeof *res * (size_t)count) : small_r;
     if (!ts || !os || !at || !res) ms_fatal("out of memory");
-    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
-    int is_test = mode == MS_TEST_ALL || mode == MS_TEST_ANY || mode == MS_TEST_SOME;
+    int any = mode == MS_WIRE_WAIT_ANY || mode == MS_WIRE_TEST_ANY, some = mode == MS_WIRE_WAIT_SOME || mode == MS_WIRE_TEST_SOME;
+    int is_test = mode == MS_WIRE_TEST_ALL || mode == MS_WIRE_TEST_ANY || mode == MS_WIRE_TEST_SOME;
     int rc = MPI_SUCCESS, done = 0;
     if (!one_status && statuses != MPI_STATUSES_IGNORE && !any && !some)
         for (int i = 0; i < count; i++) mh_empty_status(&statuses[i]);
@@ -576,7 +576,7 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     }
     int mdone = 0;
     if (n > 0) {
-        ms_model_wait_for(mode, n, ts, res, fn);
+        shim_wait_for(mode, n, ts, res, fn);
         for (int k = 0; k < n; k++) {
             if (!res[k].completed) continue;
             int i = at[k];
@@ -589,12 +589,12 @@ static int wait_generic(int mode, int count, MPI_Request reqs[], int *index, int
     }
     done += mdone;
     /* foreign requests still pending: the real MPI completes them */
-    if (nforeign && (mode == MS_WAIT_ALL || (mode == MS_TEST_ALL && mdone == n) || ((any || some) && !done)))
+    if (nforeign && (mode == MS_WIRE_WAIT_ALL || (mode == MS_WIRE_TEST_ALL && mdone == n) || ((any || some) && !done)))
         foreign_wait(mode, count, reqs, index, outcount, indices, statuses, one_status, &done);
 #undef STATUS_FOR
     if (flag) {
         int total = n + nforeign;
-        if (mode == MS_TEST_ALL) *flag = mdone == n && done >= total;
+        if (mode == MS_WIRE_TEST_ALL) *flag = mdone == n && done >= total;
         else *flag = done > 0 || !is_test;
     }
     if (!done && is_test) ms_post_deferred();
@@ -610,24 +610,24 @@ out:
 
 int ms_h_waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    return wait_generic(MS_WAIT_ANY, count, reqs, index, NULL, NULL, NULL, status, 1, MS_FN_MPI_Waitany);
+    return wait_generic(MS_WIRE_WAIT_ANY, count, reqs, index, NULL, NULL, NULL, status, 1, MS_FN_MPI_Waitany);
 }
 int ms_h_waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    return wait_generic(MS_WAIT_SOME, incount, reqs, NULL, outcount, indices, NULL, statuses, 0, MS_FN_MPI_Waitsome);
+    return wait_generic(MS_WIRE_WAIT_SOME, incount, reqs, NULL, outcount, indices, NULL, statuses, 0, MS_FN_MPI_Waitsome);
 }
 int ms_h_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    return wait_generic(MS_TEST_ALL, count, reqs, NULL, NULL, NULL, flag, statuses, 0, MS_FN_MPI_Testall);
+    return wait_generic(MS_WIRE_TEST_ALL, count, reqs, NULL, NULL, NULL, flag, statuses, 0, MS_FN_MPI_Testall);
 }
 int ms_h_testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
-    return wait_generic(MS_TEST_ANY, count, reqs, index, NULL, NULL, flag, status, 1, MS_FN_MPI_Testany);
+    return wait_generic(MS_WIRE_TEST_ANY, count, reqs, index, NULL, NULL, flag, status, 1, MS_FN_MPI_Testany);
 }
 int ms_h_testsome(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     int dummy;
-    return wait_generic(MS_TEST_SOME, incount, reqs, NULL, outcount, indices, &dummy, statuses, 0,
+    return wait_generic(MS_WIRE_TEST_SOME, incount, reqs, NULL, outcount, indices, &dummy, statuses, 0,
                         MS_FN_MPI_Testsome);
 }
 
@@ -713,7 +713,7 @@ int ms_h_probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     if (source == MPI_PROC_NULL) return PMPI_Probe(source, tag, comm, status);
     ms_msg_result res;
-    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 1, &res, MS_FN_MPI_Probe);
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_WIRE_ANY_TAG : tag, 1, &res, MS_FN_MPI_Probe);
     if (!ms_has_server()) {
         if (status != MPI_STATUS_IGNORE) {
             /* capture only: the real probe already ran; probe again (non-destructive) for the status */
@@ -729,7 +729,7 @@ int ms_h_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *statu
 {
     if (source == MPI_PROC_NULL) return PMPI_Iprobe(source, tag, comm, flag, status);
     ms_msg_result res;
-    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 0, &res, MS_FN_MPI_Iprobe);
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_WIRE_ANY_TAG : tag, 0, &res, MS_FN_MPI_Iprobe);
     *flag = res.completed;
     if (!res.completed) return MPI_SUCCESS;
     if (!ms_has_server()) {
@@ -787,7 +787,7 @@ int ms_h_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_St
 {
     if (source == MPI_PROC_NULL) return PMPI_Mprobe(source, tag, comm, message, status);
     ms_msg_result res;
-    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 1, &res, MS_FN_MPI_Mprobe);
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_WIRE_ANY_TAG : tag, 1, &res, MS_FN_MPI_Mprobe);
     real_improbe(&res, comm, message, status);
     remember_probed(*message, res.source, res.tag, comm);
     return MPI_SUCCESS;
@@ -797,7 +797,7 @@ int ms_h_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mes
 {
     if (source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, comm, flag, message, status);
     ms_msg_result res;
-    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_ANY_TAG : tag, 0, &res, MS_FN_MPI_Improbe);
+    ms_block_probe(comm, peer_to_model(source), tag == MPI_ANY_TAG ? MS_WIRE_ANY_TAG : tag, 0, &res, MS_FN_MPI_Improbe);
     *flag = res.completed;
     if (!res.completed) return MPI_SUCCESS;
     real_improbe(&res, comm, message, status);
@@ -837,7 +837,7 @@ int ms_h_mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_
     if (rc != MPI_SUCCESS) ms_fatal("MPI_Mrecv failed in the real MPI (error %d)", rc);
     r->real_posted = 1;
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Mrecv);
     return mh_finish(r, status);
 }
 
@@ -855,13 +855,13 @@ int ms_h_imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI
 
 int ms_h_wait(MPI_Request *request, MPI_Status *status)
 {
-    return wait_generic(MS_WAIT_ALL, 1, request, NULL, NULL, NULL, NULL, status, 1, MS_FN_MPI_Wait);
+    return wait_generic(MS_WIRE_WAIT_ALL, 1, request, NULL, NULL, NULL, NULL, status, 1, MS_FN_MPI_Wait);
 }
 int ms_h_waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
 {
-    return wait_generic(MS_WAIT_ALL, count, reqs, NULL, NULL, NULL, NULL, statuses, 0, MS_FN_MPI_Waitall);
+    return wait_generic(MS_WIRE_WAIT_ALL, count, reqs, NULL, NULL, NULL, NULL, statuses, 0, MS_FN_MPI_Waitall);
 }
 int ms_h_test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    return wait_generic(MS_TEST_ALL, 1, request, NULL, NULL, NULL, flag, status, 1, MS_FN_MPI_Test);
+    return wait_generic(MS_WIRE_TEST_ALL, 1, request, NULL, NULL, NULL, flag, status, 1, MS_FN_MPI_Test);
 }

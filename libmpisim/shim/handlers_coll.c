@@ -19,7 +19,7 @@ static int coll_vx(int kind, int root, uint64_t bytes, const uint64_t *counts, i
      * other members may have entered, while the real one can wait for them: it has no output, so
      * the shim completes it later, as an eager send's copy (a barrier and neighbourhood
      * collectives are never empty) */
-    int empty = ms_has_server() && bytes == 0 && kind != MS_COLL_BARRIER && kind != MS_COLL_NEIGHBOR;
+    int empty = ms_has_server() && bytes == 0 && kind != MS_WIRE_COLL_BARRIER && kind != MS_WIRE_COLL_NEIGHBOR;
     for (int i = 0; empty && counts && i < ncounts; i++) empty = counts[i] == 0;
     if (empty) r->detached_copy = 1;
     ms_report_icoll_inter(r, kind, root, bytes, counts, ncounts, inter_low, fn);
@@ -28,7 +28,7 @@ static int coll_vx(int kind, int root, uint64_t bytes, const uint64_t *counts, i
         return MPI_SUCCESS;
     }
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 /* Capture only (no model) and a blocking call: the real blocking collective (Open MPI's tuned
@@ -53,7 +53,7 @@ static int coll_done(int kind, int root, uint64_t bytes, ms_fn_id fn, int rc, ms
     r->real = MPI_REQUEST_NULL;
     ms_report_icoll_inter(r, kind, root, bytes, NULL, 0, 0, fn);
     ms_msg_result res;
-    ms_model_wait_for(MS_WAIT_ALL, 1, &r, &res, fn);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &r, &res, fn);
     return mh_finish(r, MPI_STATUS_IGNORE);
 }
 static int coll_v(int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts, ms_fn_id fn, int rc,
@@ -70,21 +70,21 @@ ms_rq *mh_coll_rq(MPI_Comm comm)
 }
 
 /* Intercommunicators (comms.c): the root as the model's union rank (MPI_ROOT: this rank;
- * MPI_PROC_NULL: the root's group's other members, MS_COLL_ROOT_NONE; else a remote rank). */
+ * MPI_PROC_NULL: the root's group's other members, MS_WIRE_COLL_ROOT_NONE; else a remote rank). */
 static int inter_root(const ms_inter *x, int root)
 {
     if (root == MPI_ROOT) return x->urank;
-    if (root == MPI_PROC_NULL) return MS_COLL_ROOT_NONE;
+    if (root == MPI_PROC_NULL) return MS_WIRE_COLL_ROOT_NONE;
     return x->roff + root;
 }
 
 int ms_h_barrier(MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     ms_inter x;
-    if (capture_blocking(comm, request)) return coll_done(MS_COLL_BARRIER, 0, 0, fn, PMPI_Barrier(comm), mh_coll_rq(comm));
+    if (capture_blocking(comm, request)) return coll_done(MS_WIRE_COLL_BARRIER, 0, 0, fn, PMPI_Barrier(comm), mh_coll_rq(comm));
     int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = mh_coll_rq(comm);
-    return coll_vx(MS_COLL_BARRIER, 0, 0, NULL, 0, low, fn, PMPI_Ibarrier(comm, &r->real), r, request);
+    return coll_vx(MS_WIRE_COLL_BARRIER, 0, 0, NULL, 0, low, fn, PMPI_Ibarrier(comm, &r->real), r, request);
 }
 
 int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
@@ -92,11 +92,11 @@ int ms_h_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 {
     ms_inter x;
     if (capture_blocking(comm, request))
-        return coll_done(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), fn,
+        return coll_done(MS_WIRE_COLL_ALLREDUCE, 0, type_bytes(dt, count), fn,
                          PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm), mh_coll_rq(comm));
     int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = mh_coll_rq(comm);
-    return coll_vx(MS_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, low, fn,
+    return coll_vx(MS_WIRE_COLL_ALLREDUCE, 0, type_bytes(dt, count), NULL, 0, low, fn,
                    PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &r->real), r, request);
 }
 
@@ -126,18 +126,18 @@ int ms_h_bcast(void *buffer, int count, MPI_Datatype dt, int root, MPI_Comm comm
                ms_fn_id fn)
 {
     if (capture_blocking(comm, request))
-        return coll_done(MS_COLL_BCAST, root, type_bytes(dt, count), fn, PMPI_Bcast(buffer, count, dt, root, comm),
+        return coll_done(MS_WIRE_COLL_BCAST, root, type_bytes(dt, count), fn, PMPI_Bcast(buffer, count, dt, root, comm),
                          mh_coll_rq(comm));
     ms_rq *r = mh_coll_rq(comm);
     void *buf = buffer;
     ms_inter x;
     if (ms_comm_inter(comm, &x)) {   /* the root (MPI_ROOT) has no output; its group's others take no part */
         if (root == MPI_ROOT) buf = (void *)input_copy(r, buffer, count, dt);
-        return coll_vx(MS_COLL_BCAST, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
+        return coll_vx(MS_WIRE_COLL_BCAST, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
                        PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
     }
     if (mh_comm_rank_of(comm) == root) buf = (void *)input_copy(r, buffer, count, dt);
-    return coll_v(MS_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, fn,
+    return coll_v(MS_WIRE_COLL_BCAST, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ibcast(buf, count, dt, root, comm, &r->real), r, request);
 }
 
@@ -145,18 +145,18 @@ int ms_h_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, 
                 MPI_Comm comm, MPI_Request *request, ms_fn_id fn)
 {
     if (capture_blocking(comm, request))
-        return coll_done(MS_COLL_REDUCE, root, type_bytes(dt, count), fn,
+        return coll_done(MS_WIRE_COLL_REDUCE, root, type_bytes(dt, count), fn,
                          PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm), mh_coll_rq(comm));
     ms_rq *r = mh_coll_rq(comm);
     const void *in = sendbuf;
     ms_inter x;
     if (ms_comm_inter(comm, &x)) {   /* the remote group sends (no output); the root receives */
         if (root >= 0) in = input_copy(r, sendbuf, count, dt);
-        return coll_vx(MS_COLL_REDUCE, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
+        return coll_vx(MS_WIRE_COLL_REDUCE, inter_root(&x, root), type_bytes(dt, count), NULL, 0, x.nlow, fn,
                        PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
     }
     if (mh_comm_rank_of(comm) != root) in = input_copy(r, sendbuf, count, dt);
-    return coll_v(MS_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, fn,
+    return coll_v(MS_WIRE_COLL_REDUCE, root, type_bytes(dt, count), NULL, 0, fn,
                   PMPI_Ireduce(in, recvbuf, count, dt, op, root, comm, &r->real), r, request);
 }
 
@@ -176,13 +176,13 @@ int ms_h_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     if (ms_comm_inter(comm, &x)) {   /* the root receives a block of each remote member */
         uint64_t block = root == MPI_ROOT ? type_bytes(recvtype, recvcount) : type_bytes(sendtype, sendcount);
         if (root >= 0) in = input_copy(r, sendbuf, sendcount, sendtype);
-        return coll_vx(MS_COLL_GATHER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
+        return coll_vx(MS_WIRE_COLL_GATHER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
                        PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                        request);
     }
     uint64_t block = gather_block(comm, root, sendbuf, sendcount, sendtype, recvcount, recvtype);
     if (mh_comm_rank_of(comm) != root) in = input_copy(r, sendbuf, sendcount, sendtype);
-    return coll_v(MS_COLL_GATHER, root, block, NULL, 0, fn,
+    return coll_v(MS_WIRE_COLL_GATHER, root, block, NULL, 0, fn,
                   PMPI_Igather(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                   request);
 }
@@ -213,7 +213,7 @@ int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     if (ms_comm_inter(comm, &x)) {   /* the root sends a block to each remote member, receives none */
         uint64_t block = root == MPI_ROOT ? type_bytes(sendtype, sendcount) : type_bytes(recvtype, recvcount);
         if (root == MPI_ROOT) in = input_copy(r, sendbuf, sendcount * x.rsize, sendtype);
-        return coll_vx(MS_COLL_SCATTER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
+        return coll_vx(MS_WIRE_COLL_SCATTER, inter_root(&x, root), block, NULL, 0, x.nlow, fn,
                        PMPI_Iscatter(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                        request);
     }
@@ -222,13 +222,13 @@ int ms_h_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     if (me == root)
         in = scatter_root_prepare(r, sendbuf, sendcount * mh_comm_size_of(comm), sendtype, (MPI_Aint)sendcount * root,
                                   sendcount, &recvbuf, recvcount, recvtype);
-    return coll_v(MS_COLL_SCATTER, root, block, NULL, 0, fn,
+    return coll_v(MS_WIRE_COLL_SCATTER, root, block, NULL, 0, fn,
                   PMPI_Iscatter(in, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real), r,
                   request);
 }
 
 /* ======================================================================================== */
-/* Issue 4: collectives, blocking and nonblocking                                            */
+/* Collectives, blocking and nonblocking                                                     */
 
 static uint64_t *counts_buf(int n)
 {
@@ -269,7 +269,7 @@ int ms_h_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     ms_inter x;
     int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = mh_coll_rq(comm);
-    return coll_vx(MS_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
+    return coll_vx(MS_WIRE_COLL_ALLGATHER, 0, allgather_block(sendbuf, sendcount, sendtype, recvcount, recvtype), NULL, 0,
                    low, fn, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real),
                    r, request);
 }
@@ -286,7 +286,7 @@ int ms_h_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
     ms_rq *r = mh_coll_rq(comm);
     int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r->real);
     uint64_t own = inter ? type_bytes(sendtype, sendcount) : c[mh_comm_rank_of(comm)];
-    return coll_vx(MS_COLL_ALLGATHERV, 0, own, c, n, inter ? x.nlow : 0, fn, rc, r, request);
+    return coll_vx(MS_WIRE_COLL_ALLGATHERV, 0, own, c, n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -296,7 +296,7 @@ int ms_h_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     ms_inter x;
     int low = ms_comm_inter(comm, &x) ? x.nlow : 0;
     ms_rq *r = mh_coll_rq(comm);
-    return coll_vx(MS_COLL_ALLTOALL, 0, block, NULL, 0, low, fn,
+    return coll_vx(MS_WIRE_COLL_ALLTOALL, 0, block, NULL, 0, low, fn,
                    PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r->real), r,
                    request);
 }
@@ -316,7 +316,7 @@ int ms_h_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
     ms_rq *r = mh_coll_rq(comm);
     int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
                              &r->real);
-    return coll_vx(MS_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
+    return coll_vx(MS_WIRE_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -335,7 +335,7 @@ int ms_h_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
     ms_rq *r = mh_coll_rq(comm);
     int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
                              &r->real);
-    return coll_vx(MS_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
+    return coll_vx(MS_WIRE_COLL_ALLTOALLV, 0, 0, c, 2 * n, inter ? x.nlow : 0, fn, rc, r, request);
 }
 
 int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -352,7 +352,7 @@ int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         ms_rq *r = mh_coll_rq(comm);
         const void *in = root >= 0 ? input_copy(r, sendbuf, sendcount, sendtype) : sendbuf;
         int rc = PMPI_Igatherv(in, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
-        return coll_vx(MS_COLL_GATHERV, inter_root(&x, root), root >= 0 ? type_bytes(sendtype, sendcount) : 0, c,
+        return coll_vx(MS_WIRE_COLL_GATHERV, inter_root(&x, root), root >= 0 ? type_bytes(sendtype, sendcount) : 0, c,
                        c ? x.rsize : 0, x.nlow, fn, rc, r, request);
     }
     int n = mh_comm_size_of(comm), me = mh_comm_rank_of(comm);
@@ -368,7 +368,7 @@ int ms_h_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     ms_rq *r = mh_coll_rq(comm);
     const void *in = me == root ? sendbuf : input_copy(r, sendbuf, sendcount, sendtype);
     int rc = PMPI_Igatherv(in, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r->real);
-    return coll_v(MS_COLL_GATHERV, root, own, c, nc, fn, rc, r, request);
+    return coll_v(MS_WIRE_COLL_GATHERV, root, own, c, nc, fn, rc, r, request);
 }
 
 int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
@@ -390,7 +390,7 @@ int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[
             in = input_copy(r, sendbuf, span, sendtype);
         }
         int rc = PMPI_Iscatterv(in, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
-        return coll_vx(MS_COLL_SCATTERV, inter_root(&x, root), root >= 0 ? type_bytes(recvtype, recvcount) : 0, c,
+        return coll_vx(MS_WIRE_COLL_SCATTERV, inter_root(&x, root), root >= 0 ? type_bytes(recvtype, recvcount) : 0, c,
                        c ? x.rsize : 0, x.nlow, fn, rc, r, request);
     }
     int n = mh_comm_size_of(comm), me = mh_comm_rank_of(comm);
@@ -413,7 +413,7 @@ int ms_h_scatterv(const void *sendbuf, const int sendcounts[], const int displs[
                                   recvtype);
     }
     int rc = PMPI_Iscatterv(in, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r->real);
-    return coll_v(MS_COLL_SCATTERV, root, own, c, nc, fn, rc, r, request);
+    return coll_v(MS_WIRE_COLL_SCATTERV, root, own, c, nc, fn, rc, r, request);
 }
 
 int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype dt, MPI_Op op,
@@ -427,7 +427,7 @@ int ms_h_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
     for (int i = 0; i < n; i++) total += c[i] = type_bytes(dt, recvcounts[i]);
     ms_rq *r = mh_coll_rq(comm);
     int rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm, &r->real);
-    return coll_vx(MS_COLL_REDUCE_SCATTER, 0, total, c, n, low, fn, rc, r, request);
+    return coll_vx(MS_WIRE_COLL_REDUCE_SCATTER, 0, total, c, n, low, fn, rc, r, request);
 }
 
 int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
@@ -441,7 +441,7 @@ int ms_h_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     for (int i = 0; i < n; i++) c[i] = b;
     ms_rq *r = mh_coll_rq(comm);
     int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &r->real);
-    return coll_vx(MS_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, low, fn, rc, r, request);
+    return coll_vx(MS_WIRE_COLL_REDUCE_SCATTER, 0, b * (uint64_t)n, c, n, low, fn, rc, r, request);
 }
 
 static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -449,30 +449,30 @@ static int do_scan(int kind, const void *sendbuf, void *recvbuf, int count, MPI_
 {
     ms_inter x;
     if (ms_comm_inter(comm, &x)) {   /* no intercommunicator form: the real MPI says so (an error) */
-        if (request) return kind == MS_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, request)
+        if (request) return kind == MS_WIRE_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, request)
                                                  : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, request);
-        return kind == MS_COLL_SCAN ? PMPI_Scan(sendbuf, recvbuf, count, dt, op, comm)
+        return kind == MS_WIRE_COLL_SCAN ? PMPI_Scan(sendbuf, recvbuf, count, dt, op, comm)
                                     : PMPI_Exscan(sendbuf, recvbuf, count, dt, op, comm);
     }
     ms_rq *r = mh_coll_rq(comm);
-    int rc = kind == MS_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real)
+    int rc = kind == MS_WIRE_COLL_SCAN ? PMPI_Iscan(sendbuf, recvbuf, count, dt, op, comm, &r->real)
                                   : PMPI_Iexscan(sendbuf, recvbuf, count, dt, op, comm, &r->real);
     return coll_v(kind, 0, type_bytes(dt, count), NULL, 0, fn, rc, r, request);
 }
 int ms_h_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
               MPI_Request *request, ms_fn_id fn)
 {
-    return do_scan(MS_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
+    return do_scan(MS_WIRE_COLL_SCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
 }
 int ms_h_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                 MPI_Request *request, ms_fn_id fn)
 {
-    return do_scan(MS_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
+    return do_scan(MS_WIRE_COLL_EXSCAN, sendbuf, recvbuf, count, dt, op, comm, request, fn);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* neighbourhood collectives (MPI-3): the model plays them as MPICH does, every receive and send
- * to the topology's neighbours posted at once (MS_COLL_NEIGHBOR) */
+ * to the topology's neighbours posted at once (MS_WIRE_COLL_NEIGHBOR) */
 
 /* The neighbours of comm's process topology in the order MPI defines (MPI-3.1 sec. 7.6): a
  * Cartesian topology lists, per dimension, the negative then the positive direction, for
@@ -541,7 +541,7 @@ static int do_neighbor(nb_variant v, int sendcount, const int sendcounts[], MPI_
     int *in, *out, nin, nout;
     if (rc != MPI_SUCCESS || topo_neighbors(comm, &in, &nin, &out, &nout) < 0) {
         if (rc == MPI_SUCCESS) ms_fatal("%s on a communicator without a process topology", ms_fn_names[fn]);
-        return coll_v(MS_COLL_NEIGHBOR, 0, 0, NULL, 0, fn, rc, r, request);
+        return coll_v(MS_WIRE_COLL_NEIGHBOR, 0, 0, NULL, 0, fn, rc, r, request);
     }
     uint64_t *c = counts_buf(2 + 2 * (nin + nout));
     uint64_t ni = 0, no = 0, total = 0;
@@ -567,7 +567,7 @@ static int do_neighbor(nb_variant v, int sendcount, const int sendcounts[], MPI_
     }
     free(in);
     free(out);
-    return coll_v(MS_COLL_NEIGHBOR, 0, total, c, (int)(2 + 2 * (ni + no)), fn, MPI_SUCCESS, r, request);
+    return coll_v(MS_WIRE_COLL_NEIGHBOR, 0, total, c, (int)(2 + 2 * (ni + no)), fn, MPI_SUCCESS, r, request);
 }
 
 int ms_h_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -623,7 +623,7 @@ int ms_h_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const M
 }
 
 /* MPI_Request_get_status: MPI_Test that leaves the request to a later wait. The model is asked
- * with MS_TEST_PEEK (it keeps a completed request); a completed receive's real data must be in
+ * with MS_WIRE_TEST_PEEK (it keeps a completed request); a completed receive's real data must be in
  * before its status can be given. */
 int ms_h_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
@@ -637,7 +637,7 @@ int ms_h_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
     }
     if (!t->model_done) {
         ms_msg_result res;
-        ms_model_wait_for(MS_TEST_PEEK, 1, &t, &res, MS_FN_MPI_Request_get_status);
+        shim_wait_for(MS_WIRE_TEST_PEEK, 1, &t, &res, MS_FN_MPI_Request_get_status);
         if (!res.completed) {
             *flag = 0;
             ms_post_deferred();

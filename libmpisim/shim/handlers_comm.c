@@ -9,8 +9,8 @@
 static void comm_sync(MPI_Comm comm, ms_fn_id fn)
 {
     ms_rq *r = mh_coll_rq(comm);
-    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, fn);
-    ms_model_wait_sync(r, fn);
+    ms_report_icoll(r, MS_WIRE_COLL_ALLREDUCE, 0, 16, NULL, 0, fn);
+    shim_wait_sync(r, fn);
     ms_rq_free(r);
 }
 
@@ -59,8 +59,8 @@ int ms_h_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
     uint64_t id = ms_comm_prepare_group(comm, group, tag);
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
     r->comm_id = id;
-    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Comm_create_group);
-    ms_model_wait_sync(r, MS_FN_MPI_Comm_create_group);
+    ms_report_icoll(r, MS_WIRE_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Comm_create_group);
+    shim_wait_sync(r, MS_FN_MPI_Comm_create_group);
     ms_rq_free(r);
     int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
     if (rc == MPI_SUCCESS) ms_comm_attach(*newcomm, id);
@@ -110,18 +110,18 @@ int ms_h_intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge
                           MPI_Comm *newintercomm)
 {
     ms_rq *r = mh_coll_rq(local_comm);
-    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_create);
+    ms_report_icoll(r, MS_WIRE_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_create);
     icc_args a = {local_comm, bridge_comm, MPI_COMM_NULL, local_leader, remote_leader, tag, 0, newintercomm};
     ms_msg_result res;
-    int rc = ms_model_wait_around(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_create, real_intercomm_create, &a);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_create, real_intercomm_create, &a);
     ms_rq_free(r);
     if (rc != MPI_SUCCESS) return rc;
     ms_comm_register_intercomm(*newintercomm, tag);
     ms_inter x;
     ms_comm_inter(*newintercomm, &x);
     ms_rq *e = mh_coll_rq(*newintercomm);
-    ms_report_icoll_inter(e, MS_COLL_ALLGATHER, 0, 4, NULL, 0, x.nlow, MS_FN_MPI_Intercomm_create);
-    ms_model_wait_for(MS_WAIT_ALL, 1, &e, &res, MS_FN_MPI_Intercomm_create);
+    ms_report_icoll_inter(e, MS_WIRE_COLL_ALLGATHER, 0, 4, NULL, 0, x.nlow, MS_FN_MPI_Intercomm_create);
+    shim_wait_for(MS_WIRE_WAIT_ALL, 1, &e, &res, MS_FN_MPI_Intercomm_create);
     ms_rq_free(e);
     return rc;
 }
@@ -130,10 +130,10 @@ int ms_h_intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge
 int ms_h_intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
     ms_rq *r = mh_coll_rq(intercomm);
-    ms_report_icoll(r, MS_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_merge);
+    ms_report_icoll(r, MS_WIRE_COLL_ALLREDUCE, 0, 16, NULL, 0, MS_FN_MPI_Intercomm_merge);
     icc_args a = {MPI_COMM_NULL, MPI_COMM_NULL, intercomm, 0, 0, 0, high, newintracomm};
     ms_msg_result res;
-    int rc = ms_model_wait_around(MS_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_merge, real_intercomm_merge, &a);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, 1, &r, &res, MS_FN_MPI_Intercomm_merge, real_intercomm_merge, &a);
     ms_rq_free(r);
     if (rc == MPI_SUCCESS) ms_comm_register(intercomm, *newintracomm);
     return rc;

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ms_coll.h"   /* MS_COLL_ROOT_NONE */
-#include "ms_model.h"
 #include "shim.h"
 
 #define type_bytes ms_type_bytes

@@ -17,6 +17,7 @@
  * (threads.c), and such a thread waits idle between regions. */
 #define _GNU_SOURCE
 #include "shim_state.h"
+#include "ms_charge.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -63,7 +64,7 @@ static int64_t cpu_now(void)
     return c;
 }
 
-static int64_t ps_of(int64_t ns) { return (int64_t)((double)ns * 1000.0 * S.params.cpu_factor + 0.5); }
+static int64_t ps_of(int64_t ns) { return ms_charge_ps(ns, S.params.cpu_factor); }
 
 /* The thread's progress in the region's function so far: its CPU since it entered, and what
  * nested regions and barriers added (T.adjust_ps). */

@@ -14,12 +14,11 @@
  *   - lock and unlock are operations on the target's lock (ms_model_rma: granted in arrival order,
  *     shared together, exclusive alone), unlock after the operations to that target are done.
  * A real call that waits for other ranks (fence, start, complete, wait, unlock, flush, free) is
- * made while the model holds the rank (ms_model_wait_around), never while the rank holds the
+ * made while the model holds the rank (shim_wait_around), never while the rank holds the
  * horizon back; a real lock is taken after the model has granted it, so that the real and the
  * modelled order of exclusive locks cannot wait on each other. */
 #include <stdlib.h>
 #include <string.h>
-#include "ms_model.h"
 #include "shim.h"
 
 #define TAG_POST 0
@@ -79,8 +78,8 @@ static void win_meet(MPI_Comm comm, ms_fn_id fn)
 {
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
     r->comm_id = ms_comm_id(comm);
-    ms_report_icoll(r, MS_COLL_ALLGATHER, 0, 24, NULL, 0, fn);
-    ms_model_wait_sync(r, fn);
+    ms_report_icoll(r, MS_WIRE_COLL_ALLGATHER, 0, 24, NULL, 0, fn);
+    shim_wait_sync(r, fn);
     ms_rq_free(r);
 }
 
@@ -199,8 +198,8 @@ static int complete_ops(ms_win *w, int target, ms_fn_id fn, real_arg *real)
      * end is the latest completion either way */
     for (size_t off = 0; off < n; off += MS_MAX_WAIT_REQS) {
         int m = (int)(n - off < MS_MAX_WAIT_REQS ? n - off : MS_MAX_WAIT_REQS);
-        if (real && off + (size_t)m == n) rc = ms_model_wait_around(MS_WAIT_ALL, m, rqs + off, res, fn, call_real, real);
-        else ms_model_wait_for(MS_WAIT_ALL, m, rqs + off, res, fn);
+        if (real && off + (size_t)m == n) rc = shim_wait_around(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn, call_real, real);
+        else shim_wait_for(MS_WIRE_WAIT_ALL, m, rqs + off, res, fn);
     }
     if (res != small) free(res);
     free(stand);
@@ -274,7 +273,7 @@ int ms_h_put(const void *origin_addr, int origin_count, MPI_Datatype origin_data
                      : PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
                                 target_datatype, win);
     if (request) *request = real;
-    return issue(w, target_rank, MS_RMA_PUT, ms_type_bytes(origin_datatype, origin_count), 0, rc, request, fn);
+    return issue(w, target_rank, MS_WIRE_RMA_PUT, ms_type_bytes(origin_datatype, origin_count), 0, rc, request, fn);
 }
 
 int ms_h_get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
@@ -287,7 +286,7 @@ int ms_h_get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
                      : PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
                                 target_datatype, win);
     if (request) *request = real;
-    return issue(w, target_rank, MS_RMA_GET, 0, ms_type_bytes(origin_datatype, origin_count), rc, request, fn);
+    return issue(w, target_rank, MS_WIRE_RMA_GET, 0, ms_type_bytes(origin_datatype, origin_count), rc, request, fn);
 }
 
 int ms_h_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
@@ -301,7 +300,7 @@ int ms_h_accumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
                      : PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                        target_count, target_datatype, op, win);
     if (request) *request = real;
-    return issue(w, target_rank, MS_RMA_ACCUMULATE, ms_type_bytes(origin_datatype, origin_count), 0, rc, request, fn);
+    return issue(w, target_rank, MS_WIRE_RMA_ACCUMULATE, ms_type_bytes(origin_datatype, origin_count), 0, rc, request, fn);
 }
 
 int ms_h_get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr,
@@ -320,7 +319,7 @@ int ms_h_get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
     if (request) *request = real;
     /* MPI_NO_OP: a get (nothing goes to the target but the request) */
     uint64_t in = is_no_op(op) ? 0 : ms_type_bytes(origin_datatype, origin_count);
-    return issue(w, target_rank, MS_RMA_GET_ACCUMULATE, in, ms_type_bytes(result_datatype, result_count), rc, request,
+    return issue(w, target_rank, MS_WIRE_RMA_GET_ACCUMULATE, in, ms_type_bytes(result_datatype, result_count), rc, request,
                  fn);
 }
 
@@ -330,7 +329,7 @@ int ms_h_fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype d
     ms_win *w = win_find(win, MS_FN_MPI_Fetch_and_op);
     int rc = PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
     uint64_t b = ms_type_bytes(datatype, 1);
-    return issue(w, target_rank, MS_RMA_FETCH_AND_OP, is_no_op(op) ? 0 : b, b, rc, NULL, MS_FN_MPI_Fetch_and_op);
+    return issue(w, target_rank, MS_WIRE_RMA_FETCH_AND_OP, is_no_op(op) ? 0 : b, b, rc, NULL, MS_FN_MPI_Fetch_and_op);
 }
 
 int ms_h_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype,
@@ -339,7 +338,7 @@ int ms_h_compare_and_swap(const void *origin_addr, const void *compare_addr, voi
     ms_win *w = win_find(win, MS_FN_MPI_Compare_and_swap);
     int rc = PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
     uint64_t b = ms_type_bytes(datatype, 1);
-    return issue(w, target_rank, MS_RMA_COMPARE_AND_SWAP, 2 * b, b, rc, NULL, MS_FN_MPI_Compare_and_swap);
+    return issue(w, target_rank, MS_WIRE_RMA_COMPARE_AND_SWAP, 2 * b, b, rc, NULL, MS_FN_MPI_Compare_and_swap);
 }
 
 /* ---- active target: fence ---------------------------------------------------------------- */
@@ -354,10 +353,10 @@ int ms_h_win_fence(int assert, MPI_Win win)
     complete_ops(w, -1, MS_FN_MPI_Win_fence, NULL);
     ms_rq *b = ms_rq_new(MS_RQ_COLL);
     b->comm_id = w->comm;
-    ms_report_icoll(b, MS_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_fence);
+    ms_report_icoll(b, MS_WIRE_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_fence);
     real_arg ra = {real_fence, win, NULL, assert, 0, MPI_GROUP_NULL, NULL};
     ms_msg_result res;
-    int rc = ms_model_wait_around(MS_WAIT_ALL, 1, &b, &res, MS_FN_MPI_Win_fence, call_real, &ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, 1, &b, &res, MS_FN_MPI_Win_fence, call_real, &ra);
     ms_rq_free(b);
     return rc;
 }
@@ -383,7 +382,7 @@ static ms_rq *notice_send(ms_win *w, int dst, int tag, ms_fn_id fn)
     r->comm_id = w->comm;
     r->src = dst;
     r->tag = tag;
-    ms_report_isend(r, dst, tag, 0, MS_SEND_STANDARD, dst == w->me, fn);
+    ms_report_isend(r, dst, tag, 0, MS_WIRE_SEND_STANDARD, dst == w->me, fn);
     ms_advance(ms_isend_cost(0));
     return r;
 }
@@ -433,7 +432,7 @@ static int notices_around(ms_win *w, int send, int tag, ms_fn_id fn, real_arg *r
     if (!r || !res) ms_fatal("out of memory (one-sided communication)");
     for (int i = 0; i < w->ntargets; i++)
         r[i] = send ? notice_send(w, w->targets[i], tag, fn) : notice_recv(w, w->targets[i], tag, fn);
-    int rc = ms_model_wait_around(MS_WAIT_ALL, w->ntargets, r, res, fn, call_real, ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, w->ntargets, r, res, fn, call_real, ra);
     for (int i = 0; i < w->ntargets; i++) ms_rq_free(r[i]);
     free(r);
     free(res);
@@ -485,7 +484,7 @@ int ms_h_win_wait(MPI_Win win)
     if (w->nnotices == 0) return real_wait(&ra);
     ms_msg_result *res = malloc(sizeof *res * (size_t)w->nnotices);
     if (!res) ms_fatal("out of memory (one-sided communication)");
-    int rc = ms_model_wait_around(MS_WAIT_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_wait, call_real, &ra);
+    int rc = shim_wait_around(MS_WIRE_WAIT_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_wait, call_real, &ra);
     free(res);
     notices_done(w);
     return rc;
@@ -499,7 +498,7 @@ int ms_h_win_test(MPI_Win win, int *flag)
     if (w->nnotices) {
         ms_msg_result *res = malloc(sizeof *res * (size_t)w->nnotices);
         if (!res) ms_fatal("out of memory (one-sided communication)");
-        ms_model_wait_for(MS_TEST_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_test);
+        shim_wait_for(MS_WIRE_TEST_ALL, w->nnotices, w->notices, res, MS_FN_MPI_Win_test);
         int all = res[0].completed;
         free(res);
         if (!all) {
@@ -532,8 +531,8 @@ static int lock_ops(ms_win *w, const int *targets, int n, int kind, ms_fn_id fn,
         ms_report_rma(r[i]->id, w->comm, targets[i], kind, 0, 0, fn);
         ms_advance(ms_isend_cost(0));
     }
-    int rc = real ? ms_model_wait_around(MS_WAIT_ALL, n, r, res, fn, call_real, real)
-                  : (ms_model_wait_for(MS_WAIT_ALL, n, r, res, fn), MPI_SUCCESS);
+    int rc = real ? shim_wait_around(MS_WIRE_WAIT_ALL, n, r, res, fn, call_real, real)
+                  : (shim_wait_for(MS_WIRE_WAIT_ALL, n, r, res, fn), MPI_SUCCESS);
     for (int i = 0; i < n; i++) ms_rq_free(r[i]);
     free(r);
     free(res);
@@ -546,7 +545,7 @@ int ms_h_win_lock(int lock_type, int rank, int assert, MPI_Win win)
     if (rank == MPI_PROC_NULL) return PMPI_Win_lock(lock_type, rank, assert, win);
     /* MPI_MODE_NOCHECK: no conflicting lock exists, the implementation skips the protocol */
     if (!(assert & MPI_MODE_NOCHECK) && rank >= 0 && rank < w->size) {
-        int kind = lock_type == MPI_LOCK_EXCLUSIVE ? MS_RMA_LOCK_EXCLUSIVE : MS_RMA_LOCK_SHARED;
+        int kind = lock_type == MPI_LOCK_EXCLUSIVE ? MS_WIRE_RMA_LOCK_EXCLUSIVE : MS_WIRE_RMA_LOCK_SHARED;
         lock_ops(w, &rank, 1, kind, MS_FN_MPI_Win_lock, NULL);   /* granted in the model first */
         w->locked[rank] = 1;
     }
@@ -563,7 +562,7 @@ int ms_h_win_unlock(int rank, MPI_Win win)
     if (!w->locked[rank]) return complete_ops(w, rank, MS_FN_MPI_Win_unlock, &ra);
     complete_ops(w, rank, MS_FN_MPI_Win_unlock, NULL);
     w->locked[rank] = 0;
-    return lock_ops(w, &rank, 1, MS_RMA_UNLOCK, MS_FN_MPI_Win_unlock, &ra);
+    return lock_ops(w, &rank, 1, MS_WIRE_RMA_UNLOCK, MS_FN_MPI_Win_unlock, &ra);
 }
 
 static int *all_ranks(const ms_win *w)
@@ -580,7 +579,7 @@ int ms_h_win_lock_all(int assert, MPI_Win win)
     ms_win *w = win_find(win, MS_FN_MPI_Win_lock_all);
     if (!(assert & MPI_MODE_NOCHECK)) {
         int *t = all_ranks(w);
-        lock_ops(w, t, w->size, MS_RMA_LOCK_SHARED, MS_FN_MPI_Win_lock_all, NULL);
+        lock_ops(w, t, w->size, MS_WIRE_RMA_LOCK_SHARED, MS_FN_MPI_Win_lock_all, NULL);
         free(t);
         w->all_locked = 1;
     }
@@ -597,7 +596,7 @@ int ms_h_win_unlock_all(MPI_Win win)
     complete_ops(w, -1, MS_FN_MPI_Win_unlock_all, NULL);
     w->all_locked = 0;
     int *t = all_ranks(w);
-    int rc = lock_ops(w, t, w->size, MS_RMA_UNLOCK, MS_FN_MPI_Win_unlock_all, &ra);
+    int rc = lock_ops(w, t, w->size, MS_WIRE_RMA_UNLOCK, MS_FN_MPI_Win_unlock_all, &ra);
     free(t);
     return rc;
 }
@@ -640,8 +639,8 @@ int ms_h_win_free(MPI_Win *win)
     complete_ops(w, -1, MS_FN_MPI_Win_free, NULL);
     ms_rq *r = ms_rq_new(MS_RQ_COLL);
     r->comm_id = w->comm;
-    ms_report_icoll(r, MS_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_free);
-    ms_model_wait_sync(r, MS_FN_MPI_Win_free);
+    ms_report_icoll(r, MS_WIRE_COLL_BARRIER, 0, 0, NULL, 0, MS_FN_MPI_Win_free);
+    shim_wait_sync(r, MS_FN_MPI_Win_free);
     ms_rq_free(r);
     int rc = PMPI_Win_free(win);
     forget_win(w);

@@ -5,6 +5,7 @@
  * own files (shim_state.h). */
 #define _GNU_SOURCE
 #include "shim_internal.h"
+#include "ms_charge.h"
 
 ms_state ms_shim_state = {.tp.fd = -1, .comm_keyval = MPI_KEYVAL_INVALID, .trace_fd = -1};
 __thread ms_window ms_wrapper_window;
@@ -110,7 +111,7 @@ void ms_enter_at(ms_fn_id fn, void *callsite, uint64_t entry_tsc)
         if (S.params.compute_mode != MS_COMPUTE_NONE) {
             if (mono - S.progress_mono_ns > 1000000000LL) S.progress_due = 1;
             d = clock_gap(now, mono, callsite, window);
-            ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5);
+            ps = ms_charge_ps(d, S.params.cpu_factor);
             if (__builtin_expect(T.adjust_ps != 0, 0)) {   /* OpenMP regions, joins: their critical paths */
                 int64_t a = ps + T.adjust_ps < 0 ? -ps : T.adjust_ps;
                 ps += a;

@@ -28,7 +28,7 @@
 #define MS_REAL_EAGER_SAFE 1024
 
 /* The wrappers' entry and exit read the rank's clock: hidden, so that the calls between the two
- * readings bind directly inside the library instead of through the PLT (issue 10). */
+ * readings bind directly inside the library instead of through the PLT (no cost charged). */
 #define MS_HIDDEN __attribute__((visibility("hidden")))
 /* Is this call to be passed straight to the real MPI (re-entry, or the shim is not active)? */
 MS_HIDDEN int ms_bypass(void);
@@ -149,17 +149,17 @@ void ms_report_icoll(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_
 /* An intercommunicator's collective, on the model's union of its groups (ms_coll_args.inter_low). */
 void ms_report_icoll_inter(ms_rq *r, int kind, int root, uint64_t bytes, const uint64_t *counts, int ncounts,
                            int inter_low, ms_fn_id fn);
-/* Block in the model until the requests complete (mode: ms_wait_mode values of ms_model.h).
+/* Block in the model until the requests complete (mode: ms_wire_wait_mode, protocol.h).
  * On return the clock is the resume time and results[i] tells about reqs[i]. */
-void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
+void shim_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn);
 /* The same, for a collective whose members must all leave at the same virtual time. */
-void ms_model_wait_sync(ms_rq *r, ms_fn_id fn);
-/* ms_model_wait_for around a real blocking call: real(arg) runs once the WAIT has gone to the
+void shim_wait_sync(ms_rq *r, ms_fn_id fn);
+/* shim_wait_for around a real blocking call: real(arg) runs once the WAIT has gone to the
  * server (the model holds the rank, which no longer holds the horizon back) and before the
  * resume is awaited, so that a real call waiting for other ranks never waits on a rank that the
  * model cannot move while this one holds its clock (docs/architecture.md "Keeping the real MPI
  * moving"). Returns what real returned. */
-int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+int shim_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
                          int (*real)(void *arg), void *arg);
 /* A one-sided operation (ms_model_rma): request id, the window's communicator, target, kind. */
 void ms_report_rma(uint64_t id, uint64_t win_comm, int target, int kind, uint64_t bytes, uint64_t result_bytes,

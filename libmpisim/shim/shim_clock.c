@@ -328,7 +328,7 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * (a new pair's first gaps run cold code). The window is long so that a stretch of noise (the
  * longest seen: ~100 calls) does not make an empty pair look busy; the prior and the window bound
  * what real work that is sometimes there and sometimes not can lose (at most gap_noise_max per
- * gap; docs/architecture.md). A stall of the machine in an empty gap (steal time of the virtual
+ * gap; docs/performance.md). A stall of the machine in an empty gap (steal time of the virtual
  * machine or an interrupt, counted by every clock the shim can read, task-clock, TSC and thread
  * CPU time alike: 5-46 us seen, in about one run in three of an empty loop beside a CPU-bound job,
  * several in a run, even two in one pair's window)

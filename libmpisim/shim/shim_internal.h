@@ -3,7 +3,6 @@
 #ifndef MS_SHIM_INTERNAL_H
 #define MS_SHIM_INTERNAL_H
 
-#include "ms_model.h"   /* the wait modes */
 #include "shim_state.h"
 #include "warm_path.h"
 #include "gate.h"

@@ -298,7 +298,7 @@ static void await_resume(ms_fn_id fn)
     for (unsigned spins = 0; !T.resume_ready; spins++) {
         shim_service_server(shim_wait_ms(spins));
         /* a receive the model matched goes to the real MPI now: its sender may already sit in
-         * its real send, which the model has completed, holding the horizon (issue 11) */
+         * its real send, which the model has completed, holding the horizon (a hang otherwise) */
         if (S.resolve_pending) ms_post_deferred();
         if (!T.resume_ready) ms_progress();
     }
@@ -306,18 +306,18 @@ static void await_resume(ms_fn_id fn)
     T.clock_ps = T.resume_t > T.clock_ps ? T.resume_t : T.clock_ps;
 }
 
-void ms_model_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
+void shim_wait_for(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn)
 {
     shim_wait_common(mode, n, reqs, results, fn, 0, NULL);
 }
 
-void ms_model_wait_sync(ms_rq *r, ms_fn_id fn)
+void shim_wait_sync(ms_rq *r, ms_fn_id fn)
 {
     ms_msg_result res;
     shim_wait_common(0, 1, &r, &res, fn, MS_WAIT_FLAG_SYNC, NULL);
 }
 
-int ms_model_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
+int shim_wait_around(int mode, int n, ms_rq *const *reqs, ms_msg_result *results, ms_fn_id fn,
                          int (*real)(void *arg), void *arg)
 {
     real_call rc = {real, arg, MPI_SUCCESS};
@@ -385,8 +385,8 @@ static void wait_real_block(int all, int any, int n, ms_rq *const *reqs)
 /* Capture only: the real MPI decides; the trace gets what it said (RESUME with time 0). */
 static void wait_real(int mode, int n, ms_rq *const *reqs, ms_msg_result *results)
 {
-    int is_test = mode >= MS_TEST_ALL;
-    int any = mode == MS_WAIT_ANY || mode == MS_TEST_ANY, some = mode == MS_WAIT_SOME || mode == MS_TEST_SOME;
+    int is_test = mode >= MS_WIRE_TEST_ALL;
+    int any = mode == MS_WIRE_WAIT_ANY || mode == MS_WIRE_TEST_ANY, some = mode == MS_WIRE_WAIT_SOME || mode == MS_WIRE_TEST_SOME;
     int all = !any && !some;
     int done = 0;
     for (unsigned spins = 0;; spins++) {
@@ -465,7 +465,7 @@ static void local_chores(void)
  * have sent, so that replay asks the model and checks it. Returns 1 if answered. */
 static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t *ids, ms_msg_result *results)
 {
-    int mode = w->mode, is_test = mode >= MS_TEST_ALL;
+    int mode = w->mode, is_test = mode >= MS_WIRE_TEST_ALL;
     if (!S.server || w->flags || n <= 0) return 0;
     int known = 0;
     for (int i = 0; i < n; i++) known += reqs[i]->local_known;
@@ -484,7 +484,7 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
         if (d > last) last = d;
     }
     if (is_test) R = t + S.params.poll_cost_ps;
-    else if (mode == MS_WAIT_ALL) R = at = last;
+    else if (mode == MS_WIRE_WAIT_ALL) R = at = last;
     else R = at = first > t ? first : t;
     int all = 1;
     int best = n;
@@ -498,8 +498,8 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
         int64_t d = r->local_known ? r->local_done : never;
         int c;
         switch (mode) {
-        case MS_WAIT_ALL: case MS_TEST_ALL: case MS_TEST_PEEK: c = all; break;
-        case MS_WAIT_ANY: case MS_TEST_ANY: c = i == best; break;
+        case MS_WIRE_WAIT_ALL: case MS_WIRE_TEST_ALL: case MS_WIRE_TEST_PEEK: c = all; break;
+        case MS_WIRE_WAIT_ANY: case MS_WIRE_TEST_ANY: c = i == best; break;
         default: c = d <= at; break;
         }
         ms_msg_result *o = &results[i];
@@ -512,7 +512,7 @@ static int wait_local(ms_msg_wait *w, int n, ms_rq *const *reqs, const uint64_t 
         o->complete_time = c ? d : never;
         if (c) {
             r->model_done = 1;
-            r->model_forgotten = mode != MS_TEST_PEEK;
+            r->model_forgotten = mode != MS_WIRE_TEST_PEEK;
             /* the model still holds it: it drops a freed send once complete (never traced) */
             if (r->model_forgotten) {
                 ms_msg_cancel m = {0};
@@ -554,7 +554,7 @@ void shim_wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
     }
     put_msg(MS_MSG_WAIT, &w, sizeof w, ids, sizeof *ids * (size_t)n);
     S.quiet_kind = 0;
-    if (S.server && mode >= MS_TEST_ALL && !flags && n <= 16) {
+    if (S.server && mode >= MS_WIRE_TEST_ALL && !flags && n <= 16) {
         /* what a lookahead window given with a negative answer will hold for */
         S.quiet_kind = 1;
         S.quiet_mode = mode;
@@ -583,7 +583,7 @@ void shim_wait_common(int mode, int n, ms_rq *const *reqs, ms_msg_result *result
         results[i] = T.results[i];
         if (T.results[i].completed) {
             reqs[i]->model_done = 1;
-            reqs[i]->model_forgotten = mode != MS_TEST_PEEK;
+            reqs[i]->model_forgotten = mode != MS_WIRE_TEST_PEEK;
             if (T.results[i].cancelled) {
                 reqs[i]->model_cancelled = 1;
                 reqs[i]->resolved = 1;   /* decided: it no longer holds later receives back */
@@ -757,7 +757,7 @@ void ms_real_wait_end(ms_real_wait *w)
 static void local_send(ms_rq *r, int to_self, uint64_t bytes, int mode)
 {
     if (!S.server) return;
-    if (mode == MS_SEND_STANDARD && !to_self && r->src != MPI_PROC_NULL && S.params.local_send && S.cpu_free >= 0 &&
+    if (mode == MS_WIRE_SEND_STANDARD && !to_self && r->src != MPI_PROC_NULL && S.params.local_send && S.cpu_free >= 0 &&
         (int64_t)bytes < S.params.eager_threshold) {
         double pb = S.params.local_copy_ps_per_byte;
         int64_t copy = pb > 0 ? (int64_t)llround(pb * (double)bytes) : 0;   /* ms_host.c bytes_ps */

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "shim_state.h"
 #include "gate.h"
+#include "ms_charge.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -101,7 +102,7 @@ int64_t ms_thread_vt_now(void)
     int64_t mono, now = T.slot >= 0 ? clock_now(&mono) : thread_now();
     int64_t d = now - T.last_exit_ns;
     if (d < 0) d = 0;
-    return base + (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5) + T.adjust_ps;
+    return base + ms_charge_ps(d, S.params.cpu_factor) + T.adjust_ps;
 }
 
 /* ---- registration ------------------------------------------------------------------------------ */
@@ -206,7 +207,7 @@ int64_t ms_thread_park(int idle, const char *why)
     if (S.params.compute_mode != MS_COMPUTE_NONE) {
         int64_t mono, now = clock_now(&mono);
         int64_t d = clock_gap(now, mono, __builtin_return_address(0), 0);
-        int64_t ps = (int64_t)((double)d * 1000.0 * S.params.cpu_factor + 0.5) + T.adjust_ps;
+        int64_t ps = ms_charge_ps(d, S.params.cpu_factor) + T.adjust_ps;
         if (ps < 0) ps = 0;
         S.critical_path_ps += T.adjust_ps;
         T.adjust_ps = 0;

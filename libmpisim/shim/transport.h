@@ -1,5 +1,5 @@
 /* The shim's connection to the model server: a TCP socket, or the rank's slot in the server's
- * shared segment (libmpisim/server/ms_shm.h) when the rank runs on the server's host. Both carry
+ * shared segment (libmpisim/wire/ms_shm.h) when the rank runs on the server's host. Both carry
  * the same protocol.h byte stream; this file only moves bytes. No MPI, no globals: the unit
  * tests (tests/shim) drive it in one process. */
 #ifndef MS_TRANSPORT_H

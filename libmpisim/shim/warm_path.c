@@ -1,7 +1,7 @@
 /* The way back into the program after a switched-out MPI call (warm_path.h).
  *
  * Beside a CPU-bound job, an empty gap that follows an MPI call during which the rank was
- * switched out took 150-290 ns instead of 30-60 (median; docs/architecture.md): whatever ran
+ * switched out took 150-290 ns instead of 30-60 (median; docs/performance.md): whatever ran
  * meanwhile evicted the lines the way back runs. That way is known before the gap starts: the
  * program's code from the call's return address to its next MPI call (the same as last time, in a
  * loop), the PLT stub and GOT slot that call goes through, the next wrapper's entry. Touching

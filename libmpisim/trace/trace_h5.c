@@ -18,9 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef MS_TRACE_HAVE_FN_NAMES
-#include "fn_names_gen.h"
-#endif
+#include "ms_fn_names_gen.h"
 
 #ifndef MPISIM_VERSION
 #define MPISIM_VERSION "unknown"
@@ -524,12 +522,10 @@ int ms_trace_convert_at(int dfd, const char *raw_dir, const char *h5_path, ms_tr
 {
     ms_trace *t = ms_trace_read_dirfd(dfd, raw_dir, err, errlen);
     if (!t) return -1;
-#ifdef MS_TRACE_HAVE_FN_NAMES
-    if (ms_trace_set_fn_names(t, ms_fn_name_table, MS_FN_NAME_COUNT) < 0) {
+    if (ms_trace_set_fn_names(t, ms_fn_names, MS_FN_NAME_COUNT) < 0) {
         ms_trace_free(t);
         return ms_trace_fail(err, errlen, "out of memory");
     }
-#endif
     int rc = ms_trace_write_h5(t, h5_path, err, errlen) < 0 ? -2 : 0;
     ms_trace_ends e;
     ms_trace_ends_of(t, &e);

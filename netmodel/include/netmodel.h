@@ -288,6 +288,10 @@ int nm_network_run_instants(nm_network *net, nm_time_t limit);
 void nm_network_stop_before(nm_network *net, nm_time_t t);
 nm_time_t nm_network_now(const nm_network *net);
 const char *nm_network_engine_name(const nm_network *net);
+/* The data rate (bit/s) of the link at `host`'s port, as the topology set it (a rate the topology
+ * file gives, else network.host_link_rate, else network.link_rate); 0 for a host out of range or
+ * not connected. The host model paces its NIC ports by it. */
+double nm_network_host_link_rate(const nm_network *net, int host);
 /* 1 when packets can deadlock on this network: an engine whose blocked packets hold their
  * channels (myrinet, analytic) and routes that failed the deadlock checker; 0 otherwise (the
  * packet engines ethernet, avici and sci queue whole packets and cannot). Say so before a run. */

@@ -23,6 +23,8 @@
  * scheduled, so equal times resolve in scheduling order and runs are bit-reproducible. */
 #include "nm_internal.h"
 
+#include "cm_heap.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +38,11 @@ enum { EV_INJECT, EV_HEAD, EV_ARRIVE, EV_DELIVER };
 #define PKT_MAX (1 << PKT_BITS)
 #define SEQ_MAX (UINT64_C(1) << (64 - PKT_BITS))   /* 1.1e12 events: days of a run */
 typedef struct ev {
-    nm_time_t time;
-    uint64_t sp;         /* seq << PKT_BITS | packet */
+    nm_time_t t;
+    uint64_t k;          /* seq << PKT_BITS | packet */
 } ev;
-static inline int ev_pkt(const ev *e) { return (int)(e->sp & (PKT_MAX - 1)); }
+static inline int ev_pkt(const ev *e) { return (int)(e->k & (PKT_MAX - 1)); }
+CM_HEAP_DEFINE(an_evq, ev, 2, CM_HEAP_NO_HOOK)   /* binary: a replaced top stays near the top */
 
 /* 64 bytes, in a pool aligned to 64: one cache line per packet. */
 typedef struct pkt {
@@ -72,8 +75,7 @@ typedef struct analytic {
     /* state */
     nm_time_t now;
     uint64_t seq;
-    ev *heap;
-    size_t nheap, capheap;
+    an_evq_heap heap;
     pkt *pk;
     int npk, cappk, free_pk;
     chan *ch;                          /* per directed channel */
@@ -82,62 +84,16 @@ typedef struct analytic {
     nm_stats st;
 } analytic;
 
-/* ---- binary heap keyed (time, seq) ------------------------------------------------------ */
-
-/* (time, seq) as one 128-bit number: one compare-and-borrow instead of two compares and a branch
- * (time the signed high half, seq the unsigned low half: the same order as comparing time, then seq). */
-__extension__ typedef __int128 ev_key;
-static inline ev_key key_of(const ev *e) { return (ev_key)((__extension__(unsigned __int128)(uint64_t)e->time << 64) | e->sp); }
-
-static inline int ev_less(const ev *a, const ev *b) { return key_of(a) < key_of(b); }
-
-/* The same; kept apart because which of two children is earlier must not become a branch. */
-static inline size_t ev_less_nb(const ev *a, const ev *b) { return (size_t)(key_of(a) < key_of(b)); }
+/* ---- event heap keyed (time, seq) (cm_heap.h) ------------------------------------------ */
 
 static int heap_push(analytic *A, nm_time_t time, int type, int pkt)
 {
     if (A->seq >= SEQ_MAX) return -1;
-    if (A->nheap == A->capheap) {
-        size_t nc = A->capheap ? 2 * A->capheap : 256;
-        ev *nh = realloc(A->heap, nc * sizeof *nh);
-        if (!nh) return -1;
-        A->heap = nh;
-        A->capheap = nc;
-    }
-    ev e = {time, (A->seq++ << PKT_BITS) | (uint64_t)pkt};
+    ev e = {time, (A->seq << PKT_BITS) | (uint64_t)pkt};
+    if (an_evq_push(&A->heap, e) != 0) return -1;
+    A->seq++;
     A->pk[pkt].etype = type;
-    size_t i = A->nheap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!ev_less(&e, &A->heap[p])) break;
-        A->heap[i] = A->heap[p];
-        i = p;
-    }
-    A->heap[i] = e;
     return 0;
-}
-
-/* Put x into the hole at the root and sift it down (n = A->nheap entries, the root included). */
-static void sift_down(analytic *A, ev x)
-{
-    ev *h = A->heap;
-    size_t n = A->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c + 1 < n) c += ev_less_nb(&h[c + 1], &h[c]);
-        else if (c >= n) break;
-        if (!ev_less(&h[c], &x)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-/* Remove the root (the event being processed). */
-static void heap_pop_top(analytic *A)
-{
-    ev last = A->heap[--A->nheap];
-    if (A->nheap) sift_down(A, last);
 }
 
 /* Replace the root (the event being processed) by the packet's next event: one sift-down instead of
@@ -148,7 +104,7 @@ static void heap_replace_top(analytic *A, nm_time_t time, int type, int pkt)
     /* past SEQ_MAX the numbers would wrap into the packet bits: an_run_* fails first */
     ev e = {time, (A->seq++ << PKT_BITS) | (uint64_t)pkt};
     A->pk[pkt].etype = type;
-    sift_down(A, e);
+    an_evq_replace_top(&A->heap, e);
 }
 
 /* ---- packets ---------------------------------------------------------------------------- */
@@ -185,7 +141,7 @@ static void an_destroy(void *e)
 {
     analytic *A = e;
     if (!A) return;
-    free(A->heap);
+    free(A->heap.e);
     free(A->pk);
     free(A->ch);
     free(A->nic_send_free);
@@ -258,7 +214,7 @@ static int an_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, u
 static nm_time_t an_next_time(const void *e)
 {
     const analytic *A = e;
-    return A->nheap ? A->heap[0].time : NM_TIME_NEVER;
+    return A->heap.n ? A->heap.e[0].t : NM_TIME_NEVER;
 }
 
 static nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
@@ -272,7 +228,7 @@ static int process(analytic *A, const ev *E)
     if (A->seq >= SEQ_MAX) return -1;   /* the next sequence number would not fit */
     switch (p->etype) {
     case EV_INJECT: {
-        nm_time_t a0 = tmax(E->time, A->nic_send_free[p->src]) + A->nic_send;
+        nm_time_t a0 = tmax(E->t, A->nic_send_free[p->src]) + A->nic_send;
         A->nic_send_free[p->src] = a0;
         heap_replace_top(A, a0, EV_HEAD, i);
         return 0;
@@ -284,7 +240,7 @@ static int process(analytic *A, const ev *E)
         int64_t h = p->h;   /* header bytes: switches (+ in-transit hosts) */
         int64_t body = A->type_bytes + (int64_t)p->payload + A->crc_bytes;
         int64_t W = (h - p->hop) + body + A->gap_bytes;
-        nm_time_t s = tmax(E->time, C->free);
+        nm_time_t s = tmax(E->t, C->free);
         C->free = s + W * p->tau;
         C->busy += W * p->tau;
         A->st.char_hops += (uint64_t)(W - A->gap_bytes);
@@ -304,17 +260,17 @@ static int process(analytic *A, const ev *E)
         return 0;
     }
     case EV_ARRIVE: {
-        nm_time_t dl = tmax(E->time, A->nic_recv_free[p->dst]) + A->nic_recv;
+        nm_time_t dl = tmax(E->t, A->nic_recv_free[p->dst]) + A->nic_recv;
         A->nic_recv_free[p->dst] = dl;
-        if (dl > E->time) {
+        if (dl > E->t) {
             heap_replace_top(A, dl, EV_DELIVER, i);
             return 0;
         }
         __attribute__((fallthrough));  /* no receive cost: deliver now */
     }
     case EV_DELIVER: {
-        nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->time, p->cookie, 0};
-        heap_pop_top(A);  /* before the callback, which may inject */
+        nm_delivery d = {p->src, p->dst, p->payload, p->inject, E->t, p->cookie, 0};
+        an_evq_pop(&A->heap, NULL);  /* before the callback, which may inject */
         pkt_free(A, i);   /* before the callback, which may inject and move the pool */
         if (A->timeout > 0 && d.deliver_time - d.inject_time > A->timeout) {
             A->st.packets_dropped++;
@@ -327,7 +283,7 @@ static int process(analytic *A, const ev *E)
         return 0;
     }
     }
-    heap_pop_top(A);
+    an_evq_pop(&A->heap, NULL);
     return -1;
 }
 
@@ -337,9 +293,9 @@ static int an_run_until(void *e, nm_time_t limit)
     if (A->running) return -1;  /* no re-entry from a callback */
     A->running = 1;
     int rc = 0;
-    while (A->nheap && A->heap[0].time < limit) {
-        ev E = A->heap[0];   /* stays at the root until process() replaces or removes it */
-        A->now = E.time;  /* never backwards: heap order and injections at >= now */
+    while (A->heap.n && A->heap.e[0].t < limit) {
+        ev E = A->heap.e[0];   /* stays at the root until process() replaces or removes it */
+        A->now = E.t;  /* never backwards: heap order and injections at >= now */
         A->st.events++;
         if (process(A, &E) != 0) { rc = -1; break; }
     }
@@ -356,10 +312,10 @@ static int an_run_instants(void *e, nm_time_t limit, const nm_time_t *stop)
     A->running = 1;
     int rc = 0, any = 0;
     nm_time_t last = 0;
-    while (A->nheap) {
-        nm_time_t t = A->heap[0].time;
+    while (A->heap.n) {
+        nm_time_t t = A->heap.e[0].t;
         if (t >= limit || t >= *stop) break;
-        ev E = A->heap[0];
+        ev E = A->heap.e[0];
         A->now = t;
         last = t;
         any = 1;

@@ -52,47 +52,15 @@
 
 /* ---------------------------------------------------------------- event heap */
 
-/* Indexed binary heap of entities, keyed (time, class << 56 | sequence): keys are unique, so the
- * order of events does not depend on the heap's shape. A slot carries its key, so comparisons
- * read the heap array only. */
-static void hsift_up(meng *e, int i, hslot x)
-{
-    hslot *H = e->heap;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!hs_less(&x, &H[p])) break;
-        H[i] = H[p];
-        e->pos[H[i].ent] = i;
-        i = p;
-    }
-    H[i] = x;
-    e->pos[x.ent] = i;
-}
-void myr_hsift_down(meng *e, int i, hslot x)
-{
-    hslot *H = e->heap;
-    int n = e->hn;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && hs_less(&H[c + 1], &H[c])) c++;
-        if (!hs_less(&H[c], &x)) break;
-        H[i] = H[c];
-        e->pos[H[i].ent] = i;
-        i = c;
-    }
-    H[i] = x;
-    e->pos[x.ent] = i;
-}
+/* The heap (cm_heap.h) is keyed (time, class << 56 | sequence): keys are unique, so the order of
+ * events does not depend on the heap's shape. A slot carries its key, so comparisons read the heap
+ * array only; pos[] is each entity's slot, for removal and rescheduling. */
 void myr_hremove(meng *e, int ent)
 {
     int i = e->pos[ent];
     if (i < 0) return;
     e->pos[ent] = -1;
-    hslot last = e->heap[--e->hn];
-    if (i == e->hn) return;
-    if (i > 0 && hs_less(&last, &e->heap[(i - 1) / 2])) hsift_up(e, i, last);
-    else myr_hsift_down(e, i, last);
+    myr_evq_remove_at_ctx(&e->heap, (size_t)i, e->pos);
 }
 /* (Re)schedule entity `ent` at t in class cl; NM_TIME_NEVER unschedules. An unchanged
  * (time, class) keeps its sequence number, so re-evaluating a state does not reorder ties. */
@@ -100,11 +68,10 @@ void myr_sched(meng *e, int ent, nm_time_t t, int cl)
 {
     if (t == NM_TIME_NEVER) { myr_hremove(e, ent); return; }
     int i = e->pos[ent];
-    if (i >= 0 && e->heap[i].t == t && (int)(e->heap[i].k >> 56) == cl) return;
+    if (i >= 0 && e->heap.e[i].t == t && (int)(e->heap.e[i].k >> 56) == cl) return;
     hslot x = {t, ((uint64_t)cl << 56) | (e->seq++ & 0x00ffffffffffffffULL), ent};
-    if (i < 0) hsift_up(e, e->hn++, x);
-    else if (hs_less(&x, &e->heap[i])) hsift_up(e, i, x);
-    else myr_hsift_down(e, i, x);
+    if (i >= 0) myr_evq_update_at_ctx(&e->heap, (size_t)i, x, e->pos);
+    else (void)myr_evq_push_ctx(&e->heap, x, e->pos);   /* never grows: room for every entity */
 }
 
 /* ---------------------------------------------------------------- segments */
@@ -290,8 +257,9 @@ static void *eng_create(const nm_config *cfg, const nm_topology *topo, nm_networ
     e->dirty = calloc((size_t)e->nch + 1, sizeof *e->dirty);
     e->nent = e->nch * EK_PER_CH + 2 * e->nhost + 2;
     e->pos = malloc((size_t)e->nent * sizeof *e->pos);
-    e->heap = malloc((size_t)e->nent * sizeof *e->heap);
-    if (!e->ch || !e->host || !e->dirty || !e->pos || !e->heap) {
+    e->heap.e = malloc((size_t)e->nent * sizeof *e->heap.e);
+    e->heap.cap = e->heap.e ? (size_t)e->nent : 0;
+    if (!e->ch || !e->host || !e->dirty || !e->pos || !e->heap.e) {
         snprintf(err, errlen, "out of memory");
         eng_destroy(e);
         return NULL;
@@ -394,7 +362,7 @@ static void eng_destroy(void *p)
     free(e->host);
     free(e->dirty);
     free(e->pos);
-    free(e->heap);
+    free(e->heap.e);
     free(e->to);
     free(e->sbuf);
     free(e->tw);

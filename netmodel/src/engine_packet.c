@@ -15,49 +15,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-/* ---- heap --------------------------------------------------------------------------------- */
-
-static inline int pev_less(const pev *a, const pev *b)
-{
-    return a->time < b->time || (a->time == b->time && a->seq < b->seq);
-}
+/* ---- heap (cm_heap.h) -------------------------------------------------------------------- */
 
 static int push(pengine *E, nm_time_t time, int type, int idx, int arg)
 {
-    if (E->nheap == E->capheap) {
-        size_t nc = E->capheap ? 2 * E->capheap : 256;
-        pev *nh = realloc(E->heap, nc * sizeof *nh);
-        if (!nh) return -1;
-        E->heap = nh;
-        E->capheap = nc;
-    }
-    pev e = {time, E->seq++, type, idx, arg};
-    size_t i = E->nheap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!pev_less(&e, &E->heap[p])) break;
-        E->heap[i] = E->heap[p];
-        i = p;
-    }
-    E->heap[i] = e;
+    pev e = {time, E->seq, type, idx, arg};
+    if (pe_evq_push(&E->heap, e) != 0) return -1;
+    E->seq++;
     return 0;
-}
-
-static pev pop(pengine *E)
-{
-    pev top = E->heap[0];
-    pev x = E->heap[--E->nheap];
-    size_t n = E->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && pev_less(&E->heap[c + 1], &E->heap[c])) c++;
-        if (!pev_less(&E->heap[c], &x)) break;
-        E->heap[i] = E->heap[c];
-        i = c;
-    }
-    if (n) E->heap[i] = x;
-    return top;
 }
 
 /* ---- pools -------------------------------------------------------------------------------- */
@@ -581,7 +546,7 @@ static int pe_inject_multicast(void *e, int src, int n, const int *dst, const ui
 static nm_time_t pe_next_time(const void *e)
 {
     const pengine *E = e;
-    return E->nheap ? E->heap[0].time : NM_TIME_NEVER;
+    return E->heap.n ? E->heap.e[0].t : NM_TIME_NEVER;
 }
 
 static int pe_run_until(void *e, nm_time_t limit)
@@ -590,18 +555,19 @@ static int pe_run_until(void *e, nm_time_t limit)
     if (E->running) return -1;
     E->running = 1;
     int rc = 0;
-    while (E->nheap && E->heap[0].time < limit) {
-        pev ev = pop(E);
-        E->now = ev.time;
+    while (E->heap.n && E->heap.e[0].t < limit) {
+        pev ev;
+        pe_evq_pop(&E->heap, &ev);
+        E->now = ev.t;
         E->st.events++;
         if (ev.type == EV_ARRIVE) {
-            if (unit_arrive(E, ev.idx, ev.time) != 0) { rc = -1; break; }
+            if (unit_arrive(E, ev.idx, ev.t) != 0) { rc = -1; break; }
         } else if (ev.type == EV_DONE) {
-            if (server_done(E, ev.idx, ev.time) != 0) { rc = -1; break; }
+            if (server_done(E, ev.idx, ev.t) != 0) { rc = -1; break; }
         } else {
             server *S = &E->sv[ev.idx];
             S->paused = ev.arg;
-            if (!S->paused && !S->busy && server_start(E, ev.idx, ev.time) != 0) { rc = -1; break; }
+            if (!S->paused && !S->busy && server_start(E, ev.idx, ev.t) != 0) { rc = -1; break; }
         }
     }
     if (rc == 0 && limit != NM_TIME_NEVER && limit > E->now) E->now = limit;

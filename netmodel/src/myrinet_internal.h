@@ -16,6 +16,7 @@
 #define MYRINET_INTERNAL_H
 
 #include "nm_internal.h"
+#include "cm_heap.h"
 
 #include <stdint.h>
 
@@ -98,6 +99,9 @@ typedef struct {
 
 typedef struct { int w; uint32_t gen; nm_time_t dl; } mtout;
 typedef struct { nm_time_t t; uint64_t k; int ent; } hslot;
+/* the event heap of entities (cm_heap.h), indexed: pos[ent] is ent's slot, -1 when unscheduled */
+#define MYR_POS_HOOK(pos, slot, i) ((pos)[(slot).ent] = (int)(i))
+CM_HEAP_DEFINE_CTX(myr_evq, hslot, 2, int, MYR_POS_HOOK)
 
 typedef struct {
     const nm_topology *topo;
@@ -112,9 +116,9 @@ typedef struct {
     mhost *host;
     mworm *w;
     int nw, capw, freew;
-    /* indexed binary heap of entities */
-    int nent, hn;
-    hslot *heap;
+    /* the event heap of entities */
+    int nent;
+    myr_evq_heap heap;
     int *pos;
     uint64_t seq;
     mtout *to;
@@ -151,7 +155,6 @@ typedef struct {
 /* engine_myrinet.c: the event heap */
 void myr_sched(meng *e, int ent, nm_time_t t, int cl);
 void myr_hremove(meng *e, int ent);
-void myr_hsift_down(meng *e, int i, hslot x);
 
 /* engine_myrinet.c: segments and planning */
 int32_t myr_cnt_upto(mhop *hp, nm_time_t tau, nm_time_t t, int *lo, int32_t *locnt, nm_time_t lim);
@@ -204,10 +207,6 @@ int myr_run_instants(void *p, nm_time_t limit, const nm_time_t *stop);
 static inline nm_time_t tmax(nm_time_t a, nm_time_t b) { return a > b ? a : b; }
 static inline nm_time_t tmin(nm_time_t a, nm_time_t b) { return a < b ? a : b; }
 
-static inline int hs_less(const hslot *a, const hslot *b)
-{
-    return a->t < b->t || (a->t == b->t && a->k < b->k);
-}
 static inline int ent_ch(int c, int k) { return c * EK_PER_CH + k; }
 static inline int ent_nictx(const meng *e, int h) { return e->nch * EK_PER_CH + 2 * h; }
 static inline int ent_nicrx(const meng *e, int h) { return e->nch * EK_PER_CH + 2 * h + 1; }

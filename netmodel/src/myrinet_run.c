@@ -7,7 +7,7 @@
 /* Packets in flight and nothing but BEAT / timeout left to happen: a deadlock. */
 static void watchdog(meng *e)
 {
-    int others = e->hn - (e->pos[ent_beat(e)] >= 0) - (e->pos[ent_timeout(e)] >= 0);
+    int others = (int)e->heap.n - (e->pos[ent_beat(e)] >= 0) - (e->pos[ent_timeout(e)] >= 0);
     if (e->nlive > 0 && others == 0) {
         if (!e->stuck) {
             if (e->st.deadlocks == 0) e->st.deadlock_time = e->now;
@@ -60,20 +60,20 @@ static void dispatch(meng *e, int ent)
 nm_time_t myr_next_time(const void *p)
 {
     const meng *e = p;
-    if (e->hn == 0 || (e->hn == 1 && e->heap[0].ent == ent_beat(e))) return NM_TIME_NEVER;   /* idle */
-    return e->heap[0].t;
+    if (e->heap.n == 0 || (e->heap.n == 1 && e->heap.e[0].ent == ent_beat(e))) return NM_TIME_NEVER;   /* idle */
+    return e->heap.e[0].t;
 }
 
 int myr_run_until(void *p, nm_time_t limit)
 {
     meng *e = p;
     uint64_t over0 = e->overflow, oom0 = e->oom, dl0 = e->st.deadlocks;
-    while (e->hn > 0) {
-        int ent = e->heap[0].ent;
-        nm_time_t t = e->heap[0].t;
+    while (e->heap.n > 0) {
+        int ent = e->heap.e[0].ent;
+        nm_time_t t = e->heap.e[0].t;
         if (t >= limit) break;
         /* only the BEAT clock left: the network is idle */
-        if (limit == NM_TIME_NEVER && e->hn == 1 && ent == ent_beat(e)) break;
+        if (limit == NM_TIME_NEVER && e->heap.n == 1 && ent == ent_beat(e)) break;
         myr_hremove(e, ent);
         e->now = t;
         dispatch(e, ent);
@@ -84,9 +84,9 @@ int myr_run_until(void *p, nm_time_t limit)
             e->tr_host = -1;
             myr_train_jump(e, h, limit);
         }
-        if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+        if ((e->nlive > 0 && e->heap.n <= 2) || e->stuck) watchdog(e);
     }
-    if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+    if ((e->nlive > 0 && e->heap.n <= 2) || e->stuck) watchdog(e);
     if (limit != NM_TIME_NEVER && limit > e->now) e->now = limit;
     if (e->oom != oom0) return -2;
     if (e->overflow != over0) return -1;
@@ -101,12 +101,12 @@ int myr_run_instants(void *p, nm_time_t limit, const nm_time_t *stop)
     uint64_t over0 = e->overflow, oom0 = e->oom, dl0 = e->st.deadlocks;
     int any = 0;
     nm_time_t last = 0;
-    while (e->hn > 0) {
-        int ent = e->heap[0].ent;
-        nm_time_t t = e->heap[0].t;
+    while (e->heap.n > 0) {
+        int ent = e->heap.e[0].ent;
+        nm_time_t t = e->heap.e[0].t;
         if (any && t > last && (e->oom != oom0 || e->overflow != over0 || e->st.deadlocks != dl0)) break;
         if (t >= limit || t >= *stop) break;
-        if (e->hn == 1 && ent == ent_beat(e)) break;   /* only the BEAT clock: idle */
+        if (e->heap.n == 1 && ent == ent_beat(e)) break;   /* only the BEAT clock: idle */
         myr_hremove(e, ent);
         e->now = t;
         last = t;
@@ -119,9 +119,9 @@ int myr_run_instants(void *p, nm_time_t limit, const nm_time_t *stop)
             e->tr_host = -1;
             if (myr_train_jump(e, h, tmin(limit, *stop))) last = e->now;
         }
-        if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+        if ((e->nlive > 0 && e->heap.n <= 2) || e->stuck) watchdog(e);
     }
-    if ((e->nlive > 0 && e->hn <= 2) || e->stuck) watchdog(e);
+    if ((e->nlive > 0 && e->heap.n <= 2) || e->stuck) watchdog(e);
     if (any && last + 1 > e->now) e->now = last + 1;
     if (e->oom != oom0) return -2;
     if (e->overflow != over0) return -1;

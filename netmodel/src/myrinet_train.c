@@ -132,8 +132,8 @@ static int train_sign(meng *e, int hid, const mworm *w0)
     }
     /* pending events in their order (time, class, sequence), each one of the stream's */
     size_t h0 = e->sn;
-    for (int i = 0; i < e->hn; i++) {
-        const hslot *x = &e->heap[i];
+    for (size_t i = 0; i < e->heap.n; i++) {
+        const hslot *x = &e->heap.e[i];
         int ent = x->ent;
         if (ent == ent_beat(e)) continue;
         if (ent < e->nch * EK_PER_CH) { if (!on_path(rt, ent / EK_PER_CH)) return -1; }
@@ -148,11 +148,11 @@ static int train_sign(meng *e, int hid, const mworm *w0)
     for (size_t i = 1; i < nv; i++) {   /* insertion sort: a handful of events */
         int64_t c = v[i];
         size_t j = i;
-        while (j > 0 && hs_less(&e->heap[c], &e->heap[v[j - 1]])) { v[j] = v[j - 1]; j--; }
+        while (j > 0 && myr_evq_less(&e->heap.e[c], &e->heap.e[v[j - 1]])) { v[j] = v[j - 1]; j--; }
         v[j] = c;
     }
     for (size_t i = 0; i < nv; i++) {
-        const hslot *x = &e->heap[e->sbuf[h0 + i]];
+        const hslot *x = &e->heap.e[e->sbuf[h0 + i]];
         PUT(x->ent); PUT(x->t - now); PUT((int64_t)(x->k >> 56));
     }
 #undef REL
@@ -217,9 +217,9 @@ int myr_train_jump(meng *e, int hid, nm_time_t lim)
                 c->chars_final += (uint64_t)m * (c->chars_final - tr->chars[k]);
             }
             for (size_t i = 0; i < e->ton; i++) e->to[(e->toh + i) & (e->tocap - 1)].dl += D;
-            for (int i = 0; i < e->hn; i++)
-                if (e->heap[i].ent != ent_beat(e)) e->heap[i].t += D;
-            for (int i = e->hn / 2 - 1; i >= 0; i--) myr_hsift_down(e, i, e->heap[i]);   /* the BEAT stayed */
+            for (size_t i = 0; i < e->heap.n; i++)
+                if (e->heap.e[i].ent != ent_beat(e)) e->heap.e[i].t += D;
+            myr_evq_heapify_ctx(&e->heap, e->pos);   /* the BEAT stayed */
             e->st.packets_delivered += (uint64_t)m;
             e->st.payload_bytes_delivered += (uint64_t)m * wq->payload;
             for (int64_t j = 0; j < m; j++) {   /* Q_1..Q_m were run as the shifted packets */

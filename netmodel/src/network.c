@@ -217,6 +217,13 @@ nm_time_t nm_network_now(const nm_network *net) { return net ? net->ops->now(net
 
 const char *nm_network_engine_name(const nm_network *net) { return net ? net->ops->id.name : ""; }
 
+double nm_network_host_link_rate(const nm_network *net, int host)
+{
+    if (!net || !net->topo || host < 0 || host >= net->topo->nhosts) return 0.0;
+    int l = net->topo->hosts[host].link;
+    return l >= 0 && l < net->topo->nlinks ? net->topo->links[l].rate_bps : 0.0;
+}
+
 int nm_network_failure_reason(const nm_network *net, char *buf, size_t len)
 {
     if (!net || !net->ops->failure_reason || !len) return 0;

@@ -8,6 +8,7 @@
 #define PACKET_INTERNAL_H
 
 #include "nm_internal.h"
+#include "cm_heap.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,10 +17,11 @@ enum { KIND_ETHERNET, KIND_AVICI, KIND_SCI };
 enum { EV_ARRIVE, EV_DONE, EV_PAUSE };
 
 typedef struct pev {
-    nm_time_t time;
-    uint64_t seq;
+    nm_time_t t;
+    uint64_t k;                 /* the sequence number: equal times in scheduling order */
     int type, idx, arg;
 } pev;
+CM_HEAP_DEFINE(pe_evq, pev, 2, CM_HEAP_NO_HOOK)
 
 typedef struct server {
     double bps;                 /* bit rate; the time of b bytes is round(8e12 b / bps) */
@@ -106,8 +108,7 @@ typedef struct pengine {
     /* state */
     nm_time_t now;
     uint64_t seq;
-    pev *heap;
-    size_t nheap, capheap;
+    pe_evq_heap heap;
     packet *pk;
     step *paths;                /* maxpath steps per packet, then maxpath for the echo */
     int maxpath;

@@ -185,7 +185,7 @@ void pkt_pe_destroy(void *e)
     free(E->sv);
     free(E->ing_xoff);
     free(E->ing_bytes);
-    free(E->heap);
+    free(E->heap.e);
     free(E->pk);
     free(E->paths);
     free(E->un);

@@ -2,6 +2,7 @@
  * explains them). */
 #include "routes_internal.h"
 #include "cm_grow.h"
+#include "cm_heap.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -88,51 +89,28 @@ int rt_auto_root(const nm_topology *t, const int *dist_all)
 
 /* ---- updown: legal routes balanced on weighted links (GM simple_routes) --------------------- */
 
-/* A search over (switch, phase) states with an indexed heap ordered by (key, state), key = the
- * distance so far plus a lower bound of what is left (A*; the bound 0 makes it Dijkstra). Every
- * state is in the heap at most once (decrease-key). Arrays are reset lazily by a generation
- * stamp: a unit costs what its search visits, not the size of the network. */
+/* A search over (switch, phase) states with an indexed heap (cm_heap.h) ordered by (key, state),
+ * key = the distance so far plus a lower bound of what is left (A*; the bound 0 makes it
+ * Dijkstra). Every state is in the heap at most once (decrease-key). Arrays are reset lazily by a
+ * generation stamp: a unit costs what its search visits, not the size of the network. */
+typedef struct { int64_t t; uint64_t k; } udslot;   /* key, state */
+#define UD_POS_HOOK(pos, slot, i) ((pos)[(slot).k] = (int)(i))
+CM_HEAP_DEFINE_CTX(ud_evq, udslot, 2, int, UD_POS_HOOK)
 typedef struct udheap {
-    int64_t *dist, *key;
-    int *heap, *pos;
+    int64_t *dist;
+    ud_evq_heap q;     /* room for every state: pushes never grow it */
+    int *pos;          /* a state's slot while it is in q (also the hop search's scratch queue) */
     uint32_t *seen, *fin, gen;
-    int n;
 } udheap;
 
-static inline int ud_less(const udheap *H, int a, int b)
-{
-    return H->key[a] < H->key[b] || (H->key[a] == H->key[b] && a < b);
-}
-static void ud_up(udheap *H, int i)
-{
-    int x = H->heap[i];
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!ud_less(H, x, H->heap[p])) break;
-        H->heap[i] = H->heap[p];
-        H->pos[H->heap[i]] = i;
-        i = p;
-    }
-    H->heap[i] = x;
-    H->pos[x] = i;
-}
+/* State x is reached with key `key`: into the heap, or moved up in it (a lower key). */
+static void ud_push(udheap *H, int x, int64_t key) { (void)ud_evq_push_ctx(&H->q, (udslot){key, (uint64_t)x}, H->pos); }
+static void ud_lower(udheap *H, int x, int64_t key) { ud_evq_update_at_ctx(&H->q, (size_t)H->pos[x], (udslot){key, (uint64_t)x}, H->pos); }
 static int ud_pop(udheap *H)
 {
-    int top = H->heap[0], x = H->heap[--H->n], i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = l;
-        if (l >= H->n) break;
-        if (r < H->n && ud_less(H, H->heap[r], H->heap[l])) m = r;
-        if (!ud_less(H, H->heap[m], x)) break;
-        H->heap[i] = H->heap[m];
-        H->pos[H->heap[i]] = i;
-        i = m;
-    }
-    if (H->n > 0) {
-        H->heap[i] = x;
-        H->pos[x] = i;
-    }
-    return top;
+    udslot top;
+    ud_evq_pop_ctx(&H->q, &top, H->pos);
+    return (int)top.k;
 }
 
 #define UD_HOPS_INF 0xFFFFu
@@ -178,15 +156,13 @@ static int64_t ud_search(const sgraph *g, udheap *H, const int *up, const int64_
         H->gen = 1;
     }
     const uint32_t gen = H->gen;
-    H->n = 0;
+    H->q.n = 0;
     H->dist[2 * a] = 0;
-    H->key[2 * a] = hb ? base * hb[2 * a] : 0;
     H->seen[2 * a] = gen;
-    H->heap[H->n++] = 2 * a;
-    H->pos[2 * a] = 0;
+    ud_push(H, 2 * a, hb ? base * hb[2 * a] : 0);
     int64_t cstar = -1;   /* the least distance to b found */
-    while (H->n > 0) {
-        if (cstar >= 0 && H->key[H->heap[0]] > cstar) break;
+    while (H->q.n > 0) {
+        if (cstar >= 0 && H->q.e[0].t > cstar) break;
         int x = ud_pop(H);
         H->fin[x] = gen;
         int u = x / 2, ph = x % 2;
@@ -208,13 +184,10 @@ static int64_t ud_search(const sgraph *g, udheap *H, const int *up, const int64_
             if (H->seen[vs] != gen) {
                 H->seen[vs] = gen;
                 H->dist[vs] = nd;
-                H->key[vs] = nd + hv;
-                H->heap[H->n] = vs;
-                ud_up(H, H->n++);
+                ud_push(H, vs, nd + hv);
             } else if (nd < H->dist[vs]) {
                 H->dist[vs] = nd;
-                H->key[vs] = nd + hv;
-                ud_up(H, H->pos[vs]);
+                ud_lower(H, vs, nd + hv);
             }
         }
     }
@@ -263,17 +236,16 @@ static int ud_dest_tree(const sgraph *g, udheap *H, const signed char *edge_up, 
         H->gen = 1;
     }
     const uint32_t gen = H->gen;
-    H->n = 0;
+    H->q.n = 0;
     for (int ph = 0; ph < 2; ph++) {
         int v = 2 * b + ph;
         H->dist[v] = 0;
         H->seen[v] = gen;
         nxt[v] = -1;
-        H->heap[H->n] = v;
-        ud_up(H, H->n++);
+        ud_push(H, v, 0);
     }
     int no = 0;
-    while (H->n > 0) {
+    while (H->q.n > 0) {
         int v = ud_pop(H), y = v / 2, phv = v % 2;
         H->fin[v] = gen;
         order[no++] = v;
@@ -291,12 +263,11 @@ static int ud_dest_tree(const sgraph *g, udheap *H, const signed char *edge_up, 
                     H->seen[u] = gen;
                     H->dist[u] = nd;
                     nxt[u] = k;
-                    H->heap[H->n] = u;
-                    ud_up(H, H->n++);
+                    ud_push(H, u, nd);
                 } else if (nd < H->dist[u]) {
                     H->dist[u] = nd;
                     nxt[u] = k;
-                    ud_up(H, H->pos[u]);
+                    ud_lower(H, u, nd);
                 }
             }
         }
@@ -321,9 +292,8 @@ int rt_ud_compute(const nm_topology *t, nm_routing *R)
     size_t nch = 2 * (size_t)t->nlinks;
     int64_t *load = calloc(nch ? nch : 1, sizeof *load);
     /* states: switch*2 + phase (0: may still go up, 1: has gone down) */
-    udheap H = {malloc((size_t)nst * sizeof(int64_t)), malloc((size_t)nst * sizeof(int64_t)),
-                malloc((size_t)nst * sizeof(int)), malloc((size_t)nst * sizeof(int)), calloc((size_t)nst, sizeof(uint32_t)),
-                calloc((size_t)nst, sizeof(uint32_t)), 0, 0};
+    udheap H = {malloc((size_t)nst * sizeof(int64_t)), {malloc((size_t)nst * sizeof(udslot)), 0, (size_t)nst},
+                malloc((size_t)nst * sizeof(int)), calloc((size_t)nst, sizeof(uint32_t)), calloc((size_t)nst, sizeof(uint32_t)), 0};
     int nedges = g->off[ns];
     size_t nunit_max = (size_t)(nh ? nh : 1) * (size_t)(ns ? ns : 1);
     int64_t *units = malloc(nunit_max * sizeof *units);
@@ -337,7 +307,7 @@ int rt_ud_compute(const nm_topology *t, nm_routing *R)
     uint16_t *hops = NULL;
     R->ud_off = malloc(nunit_max * sizeof *R->ud_off);
     int rc = -1;
-    if (!load || !H.dist || !H.key || !H.heap || !H.pos || !H.seen || !H.fin || !units || !path || !up || !esrc ||
+    if (!load || !H.dist || !H.q.e || !H.pos || !H.seen || !H.fin || !units || !path || !up || !esrc ||
         !rin_off || !rin || !hsw || !didx || !R->ud_off)
         goto out;
     for (size_t i = 0; i < nunit_max; i++) R->ud_off[i] = -1;
@@ -358,7 +328,7 @@ int rt_ud_compute(const nm_topology *t, nm_routing *R)
         hops = malloc((size_t)ndest * (size_t)nst * sizeof *hops);
         if (hops)
             for (int b = 0; b < ns; b++)
-                if (didx[b] >= 0) ud_hops_to(g, up, rin_off, rin, esrc, b, &hops[(size_t)didx[b] * (size_t)nst], H.heap);
+                if (didx[b] >= 0) ud_hops_to(g, up, rin_off, rin, esrc, b, &hops[(size_t)didx[b] * (size_t)nst], H.pos);
     }
     /* base cost: mean final load of a switch channel */
     double pairs_len = 0;
@@ -400,7 +370,7 @@ int rt_ud_compute(const nm_topology *t, nm_routing *R)
     }
     rc = 0;
 out:
-    free(load); free(H.dist); free(H.key); free(H.heap); free(H.pos); free(H.seen); free(H.fin);
+    free(load); free(H.dist); free(H.q.e); free(H.pos); free(H.seen); free(H.fin);
     free(units); free(path); free(up); free(esrc); free(rin_off); free(rin); free(hsw); free(didx); free(hops);
     R->ud_state = rc == 0 ? 1 : -1;
     return rc;
@@ -425,10 +395,9 @@ int rt_ud_compute_dest(const nm_topology *t, nm_routing *R, int64_t base)
         if (g->off[x + 1] - g->off[x] > maxdeg) maxdeg = g->off[x + 1] - g->off[x];
     int esz = maxdeg < 0xFF ? 1 : 2;
     int64_t *load = calloc(nch ? nch : 1, sizeof *load), *flow = malloc((size_t)(nst ? nst : 1) * sizeof *flow);
-    udheap H = {malloc((size_t)(nst ? nst : 1) * sizeof(int64_t)), NULL, malloc((size_t)(nst ? nst : 1) * sizeof(int)),
-                malloc((size_t)(nst ? nst : 1) * sizeof(int)), calloc((size_t)(nst ? nst : 1), sizeof(uint32_t)),
-                calloc((size_t)(nst ? nst : 1), sizeof(uint32_t)), 0, 0};
-    H.key = H.dist;   /* plain Dijkstra */
+    size_t nst1 = (size_t)(nst ? nst : 1);
+    udheap H = {malloc(nst1 * sizeof(int64_t)), {malloc(nst1 * sizeof(udslot)), 0, nst1}, malloc(nst1 * sizeof(int)),
+                calloc(nst1, sizeof(uint32_t)), calloc(nst1, sizeof(uint32_t)), 0};
     int *nxt = malloc((size_t)(nst ? nst : 1) * sizeof *nxt), *order = malloc((size_t)(nst ? nst : 1) * sizeof *order);
     int *esrc = malloc((size_t)(nedges ? nedges : 1) * sizeof *esrc);
     int *rin_off = calloc((size_t)ns + 2, sizeof *rin_off), *rin = malloc((size_t)(nedges ? nedges : 1) * sizeof *rin);
@@ -436,7 +405,7 @@ int rt_ud_compute_dest(const nm_topology *t, nm_routing *R, int64_t base)
     R->ud_up = malloc((size_t)(nedges ? nedges : 1));
     R->ud_didx = malloc((size_t)(ns ? ns : 1) * sizeof *R->ud_didx);
     int rc = -1, ndest = 0;
-    if (!load || !flow || !H.dist || !H.heap || !H.pos || !H.seen || !H.fin || !nxt || !order || !esrc || !rin_off ||
+    if (!load || !flow || !H.dist || !H.q.e || !H.pos || !H.seen || !H.fin || !nxt || !order || !esrc || !rin_off ||
         !rin || !dests || !R->ud_up || !R->ud_didx)
         goto out;
     for (int x = 0; x < ns; x++)
@@ -490,7 +459,7 @@ int rt_ud_compute_dest(const nm_topology *t, nm_routing *R, int64_t base)
     R->ud_dest = 1;
     rc = 0;
 out:
-    free(load); free(flow); free(H.dist); free(H.heap); free(H.pos); free(H.seen); free(H.fin);
+    free(load); free(flow); free(H.dist); free(H.q.e); free(H.pos); free(H.seen); free(H.fin);
     free(nxt); free(order); free(esrc); free(rin_off); free(rin); free(dests);
     R->ud_state = rc == 0 ? 1 : -1;
     return rc;

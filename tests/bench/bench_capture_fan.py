@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Capture cost of a whole run (issue 28 item 6): the 64-rank fan captured with `mpisim trace`
+"""Capture cost of a whole run (docs/performance.md, "Capture"): the 64-rank fan captured with `mpisim trace`
 against the same run natively, and against another build's capture in the same session.
 
 Usage: bench_capture_fan.py [--runs R] [--np N] [--reps K] BUILD_DIR [OTHER_BUILD_DIR]
@@ -9,7 +9,7 @@ mpirun and under each build's `mpisim trace`, interleaved, R times each (default
 per variant the median wall seconds and CPU seconds (user + system of the whole process tree:
 mpirun, the ranks, mpisim and its trace writer), the trace's size, and the ratios against the
 native run (and BUILD_DIR against OTHER_BUILD_DIR). SimGrid is not installed here: the figure to
-compare with is issue 28's, SMPI 3.32's time-independent trace of the same run, 7.8 s (under load
+compare with is the reference figure of SMPI 3.32's time-independent trace of the same run, 7.8 s (under load
 10-40, as our 58.7 s then), printed beside ours as a quoted figure, not a measurement.
 """
 import atexit
@@ -92,5 +92,5 @@ if len(builds) > 1:
     w0, c0 = med["trace[0]"]
     w1, c1 = med["trace[1]"]
     print(f"trace[0] / trace[1]: wall x{w0 / w1:.2f} cpu x{c0 / c1:.2f}")
-print("issue 28's figures (not measured here): SMPI 3.32 time-independent trace of the 64-rank fan 7.8 s, "
+print("reference figures (not measured here): SMPI 3.32 time-independent trace of the 64-rank fan 7.8 s, "
       "mpisim's capture then 58.7 s, both at load 10-40")

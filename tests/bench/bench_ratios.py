@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 28's route and replay figures as ratios against another build, measured interleaved.
+"""The route and replay figures of docs/performance.md as ratios against another build, measured interleaved.
 
 Usage: bench_ratios.py [--runs R] [--routes SPEC,SPEC] [--limit S] BUILD_DIR OTHER_BUILD_DIR [OTHER_SRC_DIR]
 
@@ -10,7 +10,7 @@ Routes: each build's bench_routes on the given specs (default auto:4096,torus2d:
 per run, with a limit per spec (default 300 s); prints the best set-up wall of each and the ratio.
 OTHER's bench_routes is compiled from this source tree's tests/bench/bench_routes.c against
 OTHER_BUILD/lib/libnetmodel.a and OTHER_SRC_DIR/netmodel/include when it has none (it uses only
-netmodel calls older than issue 28).
+netmodel calls that older builds have too).
 """
 import os
 import re

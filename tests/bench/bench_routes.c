@@ -1,4 +1,4 @@
-/* bench_routes: route set-up at scale (issue 28 item 4).
+/* bench_routes: route set-up at scale (docs/performance.md, "Routes at scale").
  *
  *   bench_routes [-p PROFILE] [-t LIMIT_S] [-s KEY=VALUE]... [SPEC...]
  *       (defaults: profile default, limit 600 s, specs auto:4096 torus2d:32:16:8 torus2d:64:64:1
@@ -9,8 +9,8 @@
  * and a case over the limit is stopped without losing the others. Prints one line per spec: hosts,
  * switches, wall seconds of the load (what a replay or run waits for) and of the routing statistics
  * after it (what mpisim-net adds), CPU seconds of both, the child's peak RSS, the routing and the checker's
- * verdict. Only public netmodel calls that predate issue 28, so the same source builds against an
- * older libnetmodel for ratios against the previous build (bench_ratios.py). */
+ * verdict. Only public netmodel calls that older builds have too, so the same source builds
+ * against an older libnetmodel for ratios against the previous build (bench_ratios.py). */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>

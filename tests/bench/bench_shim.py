@@ -2,7 +2,7 @@
 """Shim benchmark: median wall-clock cost the shim adds to one blocking ping-pong round trip.
 
 Usage: bench_shim.py [BUILD_DIR [PREVIOUS_BUILD_DIR]] [--round-trips N] [--rounds R]   (default
-../../build, 3000 round trips, 5 rounds; issue 28's figure: --round-trips 100000)
+../../build, 3000 round trips, 5 rounds; docs/performance.md's figure: --round-trips 100000)
 Runs bin/bench_shim_rtt natively under mpirun and under `mpisim run --compute none` with the
 shared-memory transport (shim.transport=shm, the default), with TCP (shim.transport=tcp, as ranks
 on other hosts use), with waiting loops that sleep at once (shim.spin_polls=0) and with every

@@ -59,7 +59,7 @@ def flows(tl):
     return s, f
 
 
-def timeline_and_report():
+def test_timeline_and_report():
     prog = build_prog("pcontrol")
     tl, rep, kept = (os.path.join(WORK, x) for x in ("t.json", "r.json", "kept.h5"))
     p = run([MPISIM, "run", "--compute", "none", "--timeline", tl, "--trace", kept, "--report", rep,
@@ -139,7 +139,7 @@ def timeline_and_report():
           "a capture-only trace gives a real-time timeline with its 10 messages")
 
 
-def help_():
+def test_help():
     # every subcommand's --help exits 0 and documents its own options (and only its own usage)
     own = {"run": ["--np", "--mpirun-arg", "--routing", "--timeline"], "trace": ["--output", "--np"],
            "replay": ["--cpu-scale", "--wildcards", "--report", "--quiet", "--routing"],
@@ -226,7 +226,7 @@ def help_():
     check(p.returncode == 2 and "did you mean" not in p.stderr, "no suggestion for a name like no key")
 
 
-def install():
+def test_install():
     prefix = os.path.join(WORK, "prefix")
     run(["cmake", "--install", BUILD, "--prefix", prefix])
     files = []
@@ -340,7 +340,7 @@ def install():
           f"the installed mpisim runs the study with libexec's matmul ({rp['program'][0]})")
 
 
-def study():
+def test_study():
     out1, out2 = os.path.join(WORK, "s1"), os.path.join(WORK, "s2")
     desc = "it's \"quoted\"; $(touch pwned) `x`"
     # one pass over the grid (--runs 1): the repetitions of a point are not this test's subject, and
@@ -393,7 +393,7 @@ def study():
           f"a point whose computation was taken for noise is refused: exit {p.returncode}\n{p.stdout}{p.stderr[-1500:]}")
 
 
-def exit_codes():
+def test_exit_codes():
     synth = os.path.join(BUILD, "bin", "synth_tool")
     nowhere = os.path.join(WORK, "no", "such", "dir")
 
@@ -459,5 +459,6 @@ def exit_codes():
     code(["nosuchcommand"], 2, "an unknown command")
 
 
-{"timeline_and_report": timeline_and_report, "exit_codes": exit_codes, "help": help_, "install": install, "study": study}[NAME]()
+TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+TESTS[NAME]()
 print("PASSED", NAME)

@@ -113,7 +113,7 @@ def case_seed003(compute="none"):
             check(f"sec 5.3: {f[:-2]} at {b} B (us; ~5 -> ~70 at 16 KB)", float(lp[b][f]) * US, want)
 
 
-def suites():
+def test_suites():
     exe = os.path.join(WORK, "suites")
     subprocess.run(["mpicc", "-O1", "-o", exe, os.path.join(SRC, "tests/shim/progs/suites.c")], check=True)
     res = {}
@@ -138,7 +138,7 @@ def suites():
     print(f"osu_bibw / osu_bw at 1 MiB: {r:.2f} (the PCI-X bus carries both directions: 873 MB/s, sec 3)")
 
 
-def bothway():
+def test_bothway():
     d = sendmodes(profile="default", sizes="1048576")
     one = float(d[("uni", "send", 1 << 20)]["bandwidth_MBps"])
     two = float(d[("both", "send", 1 << 20)]["bandwidth_MBps"])
@@ -149,7 +149,7 @@ def bothway():
         failures.append("both-way")
 
 
-def case_cpu():
+def test_cpu():
     """The default compute mode: the bandwidths must hold; the microsecond latencies also carry
     the computation the shim charges per MPI call (its own overhead included, which grows beside
     other jobs), so they are printed, not checked."""
@@ -158,6 +158,11 @@ def case_cpu():
     case_seed003("cpu")
 
 
-{"seed003": case_seed003, "cpu": case_cpu, "suites": suites, "bothway": bothway}[CASE]()
+def test_seed003():
+    case_seed003()
+
+
+TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+TESTS[CASE]()
 if failures:
     sys.exit(f"FAILED: {', '.join(failures)}")

@@ -24,6 +24,7 @@
 #include <vector>
 
 extern "C" {
+#include "ms_coll.h"
 #include "ms_driver.h"
 #include "ms_replay.h"
 #include "ms_server.h"
@@ -31,6 +32,24 @@ extern "C" {
 #include "protocol.h"
 #include "synth_trace.h"
 }
+
+// The wire's values of the model's fields (protocol.h: MS_WIRE_X for the model's MS_X): the server
+// hands the messages' modes, kinds and peers to the driver as they are, so they must be the same.
+#define SAME_AS_MODEL(x) static_assert((long long)MS_WIRE_##x == (long long)MS_##x, "protocol.h: MS_WIRE_" #x)
+SAME_AS_MODEL(ANY_SOURCE); SAME_AS_MODEL(ANY_TAG); SAME_AS_MODEL(PROC_NULL); SAME_AS_MODEL(COLL_ROOT_NONE);
+SAME_AS_MODEL(WAIT_ALL); SAME_AS_MODEL(WAIT_ANY); SAME_AS_MODEL(WAIT_SOME); SAME_AS_MODEL(TEST_ALL);
+SAME_AS_MODEL(TEST_ANY); SAME_AS_MODEL(TEST_SOME); SAME_AS_MODEL(TEST_PEEK); SAME_AS_MODEL(SEND_STANDARD);
+SAME_AS_MODEL(SEND_SYNC); SAME_AS_MODEL(SEND_READY); SAME_AS_MODEL(SEND_BUFFERED); SAME_AS_MODEL(COLL_BARRIER);
+SAME_AS_MODEL(COLL_BCAST); SAME_AS_MODEL(COLL_REDUCE); SAME_AS_MODEL(COLL_ALLREDUCE); SAME_AS_MODEL(COLL_GATHER);
+SAME_AS_MODEL(COLL_SCATTER); SAME_AS_MODEL(COLL_ALLGATHER); SAME_AS_MODEL(COLL_ALLTOALL);
+SAME_AS_MODEL(COLL_REDUCE_SCATTER); SAME_AS_MODEL(COLL_SCAN); SAME_AS_MODEL(COLL_EXSCAN); SAME_AS_MODEL(COLL_GATHERV);
+SAME_AS_MODEL(COLL_SCATTERV); SAME_AS_MODEL(COLL_ALLGATHERV); SAME_AS_MODEL(COLL_ALLTOALLV);
+SAME_AS_MODEL(COLL_NEIGHBOR); SAME_AS_MODEL(COLL_COUNT); SAME_AS_MODEL(RMA_PUT); SAME_AS_MODEL(RMA_GET);
+SAME_AS_MODEL(RMA_ACCUMULATE); SAME_AS_MODEL(RMA_GET_ACCUMULATE); SAME_AS_MODEL(RMA_FETCH_AND_OP);
+SAME_AS_MODEL(RMA_COMPARE_AND_SWAP); SAME_AS_MODEL(RMA_LOCK_SHARED); SAME_AS_MODEL(RMA_LOCK_EXCLUSIVE);
+SAME_AS_MODEL(RMA_UNLOCK); SAME_AS_MODEL(RMA_KIND_COUNT);
+static_assert(MS_COMM_WORLD_ID == MS_COMM_WORLD && MS_COMM_SELF_ID == MS_COMM_SELF, "protocol.h: MS_COMM_*_ID");
+#undef SAME_AS_MODEL
 
 namespace {
 
@@ -687,11 +706,11 @@ TEST(Driver, RejoinIsNeverBeforeTheModelsTime)
     uint64_t q = 1;
     x.apply(1, wait_on(1000000, &q, 1));
     x.advance();
-    ASSERT_GE(ms_model_now(ms_driver_model(x.d)), 1000000) << "the model ran past the untimed rank";
+    ASSERT_GE(ms_driver_now(x.d), 1000000) << "the model ran past the untimed rank";
     x.apply(0, wait_on(600, nullptr, 0, MS_EV_FLAG_REJOIN));
     ASSERT_EQ(x.resumes.size(), 1u);
     EXPECT_EQ(x.resumes[0].first, 0);
-    EXPECT_GE(x.resumes[0].second, ms_model_now(ms_driver_model(x.d)));
+    EXPECT_GE(x.resumes[0].second, ms_driver_now(x.d));
     EXPECT_EQ(ms_driver_horizon(x.d), x.resumes[0].second) << "the rank holds the horizon from its rejoin time";
     ASSERT_EQ(x.apply(0, event(MS_EV_ISEND, x.resumes[0].second, 1, 1, 8)), 0) << "its next post is accepted";
     x.apply(0, wait_on(x.resumes[0].second, &q, 1));
@@ -836,7 +855,7 @@ TEST(Driver, StallWaitsForTheModel)
     x.apply(1, wait_on(0, &q, 1));
     x.apply(0, event(MS_EV_CLOCK, 1000000000));   // rank 0 far ahead: the message arrives below its clock
     ms_driver_rank_stalled(x.d, 0, "MPI_Wait waits in the real MPI for a request mpisim does not time");
-    EXPECT_TRUE(ms_model_next_time(ms_driver_model(x.d)) < ms_driver_clock(x.d, 0));
+    EXPECT_TRUE(ms_driver_next_time(x.d) < ms_driver_clock(x.d, 0));
     EXPECT_EQ(ms_driver_stuck(x.d), 0) << "the model can still deliver the message";
     EXPECT_EQ(x.advance(), 0) << "the model ran, rank 1 is resumed and runs";
     ASSERT_EQ(x.resumes.size(), 1u);

@@ -79,14 +79,20 @@ def run(args):
 
 # the profiles of the source tree, whatever MPISIM_PROFILE_PATH the caller has
 os.environ.pop("MPISIM_PROFILE_PATH", None)
-if NAME == "replay":
+def test_replay():
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
         run([MPISIM, "replay", os.path.join(HERE, "data", "collectives_np4.h5"), "--report", report, "--quiet"])
         with open(report) as fh:
             compare(strip(json.load(fh)), "replay_collectives_np4.json")
-elif NAME == "config":
+
+
+def test_config():
     compare(strip(json.loads(run([MPISIM, "config", "--json"]))), "config_default.json")
-else:
+
+
+TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+if NAME not in TESTS:
     sys.exit(f"unknown golden test {NAME}")
+TESTS[NAME]()
 print("PASSED", NAME)

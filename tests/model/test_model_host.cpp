@@ -1,6 +1,8 @@
 // The host model under the MPI model (libmpisim/model/ms_host.c, README.md "Host model"):
 // full-duplex rendezvous, NIC/bus costs, ports, nodes with several ranks, the intra-node path.
 #include "model_test_util.h"
+#include <unistd.h>
+#include <cstdio>
 
 using namespace mt;
 
@@ -590,4 +592,33 @@ TEST(ModelHost, PacketTrainsGiveTheSameResults)
                         (unsigned long long)seed, (unsigned long long)a.events, (unsigned long long)b.events);
             if (which == 0) { EXPECT_LT(b.events * 20, a.events) << "1 MiB ping-pong: trains should take few events"; }
         }
+}
+
+// A NIC port is paced at the rate of its own link in the topology (a rate the topology file gives
+// that link, not the profile's network.link_rate): with a 1.28 Gb/s and a 320 Mb/s port, a
+// rendezvous message's packets go to whichever port is free first, so the fast port carries most
+// of them; paced both alike, half would wait for the slow link.
+TEST(ModelHost, PortPacedAtItsLinksRateFromATopologyFile)
+{
+    char path[256];
+    std::snprintf(path, sizeof path, "model_host_paced_%d.topo", (int)getpid());
+    FILE *f = std::fopen(path, "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("switch S0 ports 8\nhost H0\nhost H1\nhost H2\nhost H3\n"
+               "link H0:0 S0:0 rate=1.28Gb/s\nlink H1:0 S0:1 rate=320Mb/s\n"
+               "link H2:0 S0:2 rate=1.28Gb/s\nlink H3:0 S0:3 rate=1.28Gb/s\n", f);
+    std::fclose(f);
+    const uint64_t B = 1 << 20;
+    Sim s(2, {"host.ports=2", "network.link_rate=1.28Gb/s"}, path);
+    s.prog[0] = {isend(1, 1, 0, B), wait({1})};
+    s.prog[1] = {irecv(1, 0, 0, B), wait({1})};
+    s.run();
+    std::remove(path);
+    // both links at once, each carrying bytes in proportion to its rate; paced alike (both at
+    // network.link_rate) half the bytes take the slow link: 13.1 ms; unpaced all take the fast
+    // one: 6.55 ms
+    double proportional_ps = (double)B * 8e12 / (1.28e9 + 320e6);
+    EXPECT_LT((double)s.clock[1], 1.05 * proportional_ps) << "a port was not paced at its link's rate";
+    EXPECT_GT((double)s.clock[1], proportional_ps);
+    std::printf("1 MiB over a 1.28 Gb/s and a 320 Mb/s port: %.3f ms (both links at once: %.3f ms)\n", s.clock[1] / 1e9, proportional_ps / 1e9);
 }

@@ -166,7 +166,7 @@ sub.Free()
 all_lines = comm.gather(lines, root=0)
 nerr = comm.allreduce(errors, op=MPI.SUM)
 if rank == 0:
-    # the thread level may differ under a tool (mpisim before issue 24 granted MPI_THREAD_SERIALIZED): a comment
+    # the thread level may differ under a tool (one may grant less than asked): a comment
     print(f"# thread_level={MPI.Query_thread()}")
     print(f"procs={size}")
     for ls in all_lines:

@@ -141,5 +141,6 @@ def test_defaults():
         check(p.returncode == 0, "the same replay with the default routing completes: " + p.stderr.strip()[:200])
 
 
-{"sci": test_sci, "fan": test_fan, "defaults": test_defaults}[NAME]()
+TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+TESTS[NAME]()
 sys.exit(1 if failed else 0)

@@ -57,7 +57,7 @@ def setup(build, extra_env=None, timeout=200):
     return p, time.monotonic() - t0
 
 
-def setup_lock():
+def test_setup_lock():
     # every package but one is installed; the stand-in cmake does nothing
     tool("dpkg-query", 'for a; do p=$a; done; [ "$p" = hpcc ] && { echo -n "deinstall ok config-files"; exit 0; }; '
                        'echo -n "install ok installed"')
@@ -105,7 +105,7 @@ def compile_commands(build):
             if re.search(r"(^|[/ ])(cc|c\+\+|gcc|g\+\+|gfortran|mpicc|mpifort|clang)( |$)| -c |gen_wrappers\.py", l)]
 
 
-def setup_no_rebuild():
+def test_setup_no_rebuild():
     tool("dpkg-query", 'echo -n "install ok installed"')
     tool("apt-get", "exit 1")
     tool("cmake", 'exec /usr/bin/cmake "$@"')
@@ -130,7 +130,8 @@ def setup_no_rebuild():
 
 if __name__ == "__main__":
     try:
-        {"setup_lock": setup_lock, "setup_no_rebuild": setup_no_rebuild}[NAME]()
+        TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+        TESTS[NAME]()
     finally:
         shutil.rmtree(WORK, True)
     print("PASSED", NAME)

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Computation charged and the clocks: CPU time charged, the shim's own cost kept out, programs that wait on the clock, the compute gate and the waiting ranks' spinning."""
 # the helpers, the build and the scratch directory (BUILD, SRC, WORK, MPISIM), and the modules they use
 from cosim_common import *  # noqa: F401,F403
@@ -84,7 +85,7 @@ def runnable_per_cpu():
 
 def test_charged_overhead():
     """A program with nothing between its MPI calls is charged (almost) no computation, at factor 1
-    in the default compute mode, alone and with a CPU-bound job beside it (issue 10)."""
+    in the default compute mode, alone and with a CPU-bound job beside it."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/empty_pingpong.c"), os.path.join(WORK, "empty_pingpong"))
     # the same in Fortran: the bindings convert handles around the C wrapper, inside their stamps
     fexe = mpifort(os.path.join(SRC, "tests/shim/progs/empty_pingpong_f.f90"), os.path.join(WORK, "empty_pingpong_f"))
@@ -130,11 +131,11 @@ def test_charged_overhead():
           f"{cb['woken_gaps']} of {cb['gaps']} gaps followed a switch-out, cold baseline {cb['cold_baseline_ns']} ns "
           f"from {cb['cold_trials']} trials; {cb.get('window_gaps', 0)} gaps in the wrapper window); "
           f"Fortran: {falone:.0f} ns alone, {fbeside:.0f} ns beside")
-    # issue 10: <= 50 ns per call, alone and beside. Beside a CPU-bound job half the gaps follow
-    # a switch-out and start cold (docs/architecture.md, "The cold return path"): with the wrapper
+    # the bound: <= 50 ns per call, alone and beside. Beside a CPU-bound job half the gaps follow
+    # a switch-out and start cold (docs/performance.md, "The cold return path"): with the wrapper
     # window and the warm path's probe this test gave 14-19 ns beside (the lower of two runs),
     # and tests/bench/bench_charged.py 21-28 ns over interleaved runs (65 ns for the build
-    # before them, 1500-1700 ns before issue 10); the Fortran program 27-47 ns beside (300-380
+    # before them, 1500-1700 ns when the CPU clock was a system call); the Fortran program 27-47 ns beside (300-380
     # before the Fortran bindings took the stamps)
     if max(alone, beside, falone, fbeside) > 50:
         sys.exit("FAILED: bound 50 ns per call, alone and beside a CPU-bound job, C and Fortran")
@@ -339,7 +340,7 @@ def median(v):
 
 
 def test_timed_loop():
-    """Timed loops (issue 24 item 6): {MPI_Wtime; 0.3 us of work; MPI_Wtime} reads within 10 %
+    """Timed loops: {MPI_Wtime; 0.3 us of work; MPI_Wtime} reads within 10 %
     of its native length under --compute cpu, and a compute phase made of such intervals until a
     target (OSU's do_compute_cpu) lasts within 15 % of what it lasts natively (it took 4.7x when
     every clock read that found the clock unmoved advanced it by shim.wtime_stall)."""
@@ -375,7 +376,7 @@ def test_timed_loop():
 
 
 def test_repeat_gaps():
-    """Repeatable small gaps (issue 24 item 7): IMB's Exchange at 0 B and Alltoall of 4 ranks at
+    """Repeatable small gaps: IMB's Exchange at 0 B and Alltoall of 4 ranks at
     2 KiB, nothing between their MPI calls, give the same virtual times in all of RUNS runs but at most one
     under --compute cpu with a CPU-bound job beside them (each run's measurement noise differs: an
     empty interval charged as measured gave 10.55 / 8.93 / 10.54 us). Stalls of the machine of
@@ -419,3 +420,7 @@ def test_repeat_gaps():
     _, rep = mpisim_run(2, [bexe, "3000000"], compute="cpu", sets=["shim.cpu_factor=1"])
     if rep["ranks"][0]["compute_ps"] < 10**9:
         sys.exit(f"FAILED: burn's computation was not charged: {rep['ranks'][0]['compute_ps']} ps")
+
+
+if __name__ == "__main__":
+    run_named(globals())

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""What the co-simulation tests (cosim_*.py, run by test_cosim.py) share: the build, the scratch
-directory, running mpisim and compiling the programs."""
+"""What the co-simulation tests share (cosim_*.py, one file per topic, each run as
+`cosim_TOPIC.py BUILD_DIR SOURCE_DIR TEST_NAME`): the build, the scratch directory, running mpisim
+and compiling the programs, and run_named, which runs the test a file was asked for."""
 import atexit
 import json
 import math
@@ -148,3 +149,12 @@ def same_answers(exe, cases, args=(), ordered=True, outcome="ok", code=0, sets=(
                      f"(expected {code}), outcome not {outcome}\n{native[:2000]}\n---\n"
                      f"{p.stdout[:2000]}\n{rep['summary']}\n{p.stderr[-3000:]}")
         yield n, native, rep, p
+
+
+def run_named(names):
+    """Runs the test NAME (the command line's third argument) of a test file's globals `names`: its
+    `def test_NAME`. Each test prints what it checked and exits 0 on success."""
+    tests = {k[5:]: v for k, v in names.items() if k.startswith("test_")}
+    if NAME not in tests:
+        sys.exit(f"unknown test {NAME}; known: {', '.join(tests)}")
+    tests[NAME]()

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Runs that fail or are stopped: what mpisim says and exits with (unmodelled calls, bad profiles, deadlocks, crashes, killed and stalled ranks, timeouts)."""
 # the helpers, the build and the scratch directory (BUILD, SRC, WORK, MPISIM), and the modules they use
 from cosim_common import *  # noqa: F401,F403
@@ -33,7 +34,7 @@ def test_bad_profile():
 
 
 def test_stall_watchdog():
-    """Issue 11: a run that waits inside the real MPI while nothing can move stops after
+    """A run that waits inside the real MPI while nothing can move stops after
     shim.stall_timeout with exit 3, each rank's call, peer, tag and call site, report written;
     a rank that merely computes while another waits in the real MPI is no stall."""
     exe = mpicc(os.path.join(SRC, "tests/shim/progs/stall.c"), os.path.join(WORK, "stall"))
@@ -215,7 +216,7 @@ def rank_pid(launcher_pid, rank):
 
 
 def test_stopped_rank():
-    """Issue 25 item 11: a rank whose process is stopped (SIGSTOP) does not move and cannot say so:
+    """A rank whose process is stopped (SIGSTOP) does not move and cannot say so:
     the stall watchdog finds it after shim.stall_timeout (exit 3, outcome stall, the rank named as
     stopped) and the run ends, the stopped rank with it. Stopped for less than that and continued,
     it is no stall. A SIGTERM to mpisim while a rank is stopped still ends the run promptly."""
@@ -440,3 +441,7 @@ def test_exit_causes():
             or "shutdown" in p.stderr or "program's own" not in rep["launcher"].get("note", "")):
         sys.exit(f"FAILED: exit {p.returncode}, {rep['summary']}, {rep.get('launcher')}\n{p.stderr}")
     print("exit 7 after MPI_Finalize:", [l for l in p.stderr.splitlines() if "own" in l][0])
+
+
+if __name__ == "__main__":
+    run_named(globals())

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Fortran programs (mpif.h, the mpi module, mpi_f08)."""
 # the helpers, the build and the scratch directory (BUILD, SRC, WORK, MPISIM), and the modules they use
 from cosim_common import *  # noqa: F401,F403
@@ -59,3 +60,7 @@ def test_fortran_unmodelled():
     """The Fortran binding of an unmodelled call stops the run, or forwards to Open MPI's own."""
     exe = mpifort(os.path.join(SRC, "tests/shim/progs/funmodelled.f90"), os.path.join(WORK, "funmodelled"))
     check_unmodelled_port(exe, "Fortran")
+
+
+if __name__ == "__main__":
+    run_named(globals())

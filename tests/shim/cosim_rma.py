@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """One-sided communication: windows, synchronisation, capture and replay."""
 # the helpers, the build and the scratch directory (BUILD, SRC, WORK, MPISIM), and the modules they use
 from cosim_common import *  # noqa: F401,F403
@@ -177,3 +178,7 @@ def test_rma_fortran():
         if not want <= calls or unm:
             sys.exit(f"FAILED: Fortran one-sided calls not all modelled: missing {want - calls}, untimed {unm}")
     print("Fortran one-sided calls: same answers natively and under mpisim with 2 and 3 ranks, every call timed")
+
+
+if __name__ == "__main__":
+    run_named(globals())

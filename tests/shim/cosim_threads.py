@@ -1,10 +1,11 @@
+#!/usr/bin/python3
 """Threads: MPI_THREAD_MULTIPLE programs, the thread levels, OpenMP regions between MPI calls."""
 # the helpers, the build and the scratch directory (BUILD, SRC, WORK, MPISIM), and the modules they use
 from cosim_common import *  # noqa: F401,F403
 
 
 def test_threads_pingpong():
-    """MPI_THREAD_MULTIPLE (issue 24 item 2): it is granted, and two (four) threads per rank that
+    """MPI_THREAD_MULTIPLE: it is granted, and two (four) threads per rank that
     ping-pong at once each see a latency within 20 % of the single-thread one: each thread has a
     clock of its own and the model blocks it alone (before, the program got SERIALIZED and quit)."""
     exe = os.path.join(BIN, "mt_pingpong")
@@ -59,7 +60,7 @@ def omp_build(name, src, cc=None):
 
 
 def test_omp_imbalance():
-    """Hybrid MPI + OpenMP (issue 24 item 3): an unbalanced omp parallel for (a worker thread does
+    """Hybrid MPI + OpenMP: an unbalanced omp parallel for (a worker thread does
     3x the others' work) is charged within 15 % of its longest thread's CPU time, with 2 and with
     4 threads, built with GCC's libgomp and with clang's LLVM libomp (before, the main thread's
     share alone: a third of it)."""
@@ -121,3 +122,7 @@ def test_omp_regions():
         for c in ("nested", "barrier", "pthread"):
             if c not in best or not 0.85 <= best[c] <= 1.15:
                 sys.exit(f"FAILED: {c}: should be charged within 15 % of its critical path (best {best.get(c)})")
+
+
+if __name__ == "__main__":
+    run_named(globals())

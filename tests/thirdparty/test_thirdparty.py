@@ -68,7 +68,7 @@ def simulated(n, prog, both=False):
     return (p.stdout + p.stderr if both else p.stdout), r
 
 
-def netpipe():
+def test_netpipe():
     exe = shutil.which("NPopenmpi", path="/usr/bin")
     if not exe:
         print("NPopenmpi not installed (netpipe-openmpi): skipped")
@@ -99,7 +99,7 @@ def netpipe():
           ", ".join(f"{k} B {np[k] * 1e6:.3f} / {v * 1e6:.3f} us" for k, v in sorted(model.items())))
 
 
-def mpi4py_ring():
+def test_mpi4py_ring():
     if run(["/usr/bin/python3", "-c", "import mpi4py.bench"]).returncode != 0:
         print("mpi4py not installed (python3-mpi4py): skipped")
         sys.exit(77)
@@ -115,7 +115,7 @@ def mpi4py_ring():
           f"virtual time {rep['summary']['virtual_time_ps'] / 1e6:.3f} us")
 
 
-def hpcc():
+def test_hpcc():
     exe = shutil.which("hpcc", path="/usr/bin")
     example = "/usr/share/doc/hpcc/examples/_hpccinf.txt"
     if not exe or not os.path.exists(example):
@@ -173,7 +173,7 @@ run 250
 """
 
 
-def lammps():
+def test_lammps():
     exe = shutil.which("lmp", path="/usr/bin")
     if not exe:
         print("lmp not installed (package lammps): skipped")
@@ -202,4 +202,5 @@ def lammps():
           f"(run {vt:.6f} s); calls {calls}")
 
 
-{"netpipe": netpipe, "mpi4py_ring": mpi4py_ring, "hpcc": hpcc, "lammps": lammps}[CASE]()
+TESTS = {n[len("test_"):]: f for n, f in globals().items() if n.startswith("test_")}
+TESTS[CASE]()

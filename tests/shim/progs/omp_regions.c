@@ -1,4 +1,4 @@
-/* OpenMP regions beyond a plain parallel loop (issue 24 item 3), each between two MPI_Wtime reads
+/* OpenMP regions beyond a plain parallel loop, each between two MPI_Wtime reads
  * on the main thread, each with the critical path the program measures itself (its threads' CPU
  * time, CLOCK_THREAD_CPUTIME_ID):
  *

@@ -1,5 +1,5 @@
 /* Kernels with nothing between their MPI calls, written as IMB writes them: under --compute cpu
- * their virtual times must repeat exactly from run to run (issue 24 item 7), whatever runs
+ * their virtual times must repeat exactly from run to run, whatever runs
  * beside them, since the measurement's noise (a few tens of ns per gap) would otherwise reorder
  * near-simultaneous messages.
  *

@@ -1,4 +1,4 @@
-/* MPI calls from several threads of a rank (issue 24 item 2), at the thread level asked for.
+/* MPI calls from several threads of a rank, at the thread level asked for.
  *
  *   thread_calls LEVEL concurrent   two threads per rank ping-pong with the other rank's at once
  *                                   (correct under multiple; under single, funneled or serialized

@@ -1,4 +1,4 @@
-/* Timed loops, as overlap benchmarks write them (issue 24 item 6): short intervals of real work
+/* Timed loops, as overlap benchmarks write them: short intervals of real work
  * read with MPI_Wtime must read their own length, and a compute phase made of them (OSU's
  * do_compute_cpu: {t1 = MPI_Wtime(); work; t2 = MPI_Wtime(); elapsed += t2 - t1} until the
  * target) must last what it does natively, not be stretched by the clock reads.

@@ -28,6 +28,31 @@
 #define MS_PROTO_MAX_CLOCK_PS (INT64_C(1) << 62)
 #define MS_COMM_WORLD_ID 0ULL        /* the same ids as ms_model.h */
 #define MS_COMM_SELF_ID 1ULL
+/* Values of payload fields that the model defines (libmpisim/model/ms_model.h, ms_coll.h): the
+ * same numbers, MS_WIRE_X for the model's MS_X, so that the shim needs no model header. The server
+ * hands them to the driver as they are (tests/driver/test_driver.cpp checks that they agree). */
+#define MS_WIRE_ANY_SOURCE (-1)      /* ms_msg_irecv.src, ms_msg_probe.src */
+#define MS_WIRE_ANY_TAG (-1)         /* .tag */
+#define MS_WIRE_PROC_NULL (-2)       /* a peer, a target */
+#define MS_WIRE_COLL_ROOT_NONE (-2)  /* ms_msg_icoll.root at the root group's other members (intercommunicators) */
+typedef enum {                       /* ms_msg_wait.mode */
+    MS_WIRE_WAIT_ALL = 0, MS_WIRE_WAIT_ANY, MS_WIRE_WAIT_SOME, MS_WIRE_TEST_ALL, MS_WIRE_TEST_ANY, MS_WIRE_TEST_SOME,
+    MS_WIRE_TEST_PEEK   /* MPI_Request_get_status: as MS_WIRE_TEST_ALL, but a completed request stays */
+} ms_wire_wait_mode;
+typedef enum {                       /* ms_msg_isend.mode */
+    MS_WIRE_SEND_STANDARD = 0, MS_WIRE_SEND_SYNC, MS_WIRE_SEND_READY, MS_WIRE_SEND_BUFFERED
+} ms_wire_send_mode;
+typedef enum {                       /* ms_msg_icoll.kind */
+    MS_WIRE_COLL_BARRIER = 0, MS_WIRE_COLL_BCAST, MS_WIRE_COLL_REDUCE, MS_WIRE_COLL_ALLREDUCE, MS_WIRE_COLL_GATHER,
+    MS_WIRE_COLL_SCATTER, MS_WIRE_COLL_ALLGATHER, MS_WIRE_COLL_ALLTOALL, MS_WIRE_COLL_REDUCE_SCATTER,
+    MS_WIRE_COLL_SCAN, MS_WIRE_COLL_EXSCAN, MS_WIRE_COLL_GATHERV, MS_WIRE_COLL_SCATTERV, MS_WIRE_COLL_ALLGATHERV,
+    MS_WIRE_COLL_ALLTOALLV, MS_WIRE_COLL_NEIGHBOR, MS_WIRE_COLL_COUNT
+} ms_wire_coll_kind;
+typedef enum {                       /* ms_msg_rma.kind */
+    MS_WIRE_RMA_PUT = 0, MS_WIRE_RMA_GET, MS_WIRE_RMA_ACCUMULATE, MS_WIRE_RMA_GET_ACCUMULATE, MS_WIRE_RMA_FETCH_AND_OP,
+    MS_WIRE_RMA_COMPARE_AND_SWAP, MS_WIRE_RMA_LOCK_SHARED, MS_WIRE_RMA_LOCK_EXCLUSIVE, MS_WIRE_RMA_UNLOCK,
+    MS_WIRE_RMA_KIND_COUNT
+} ms_wire_rma_kind;
 /* ms_msg_wait.flags */
 #define MS_WAIT_FLAG_SYNC 1          /* all members of the collective leave together (comm creation) */
 #define MS_WAIT_FLAG_UNTIMED 2       /* back from an untimed call: resume at once, at the model's time */
@@ -163,7 +188,7 @@ typedef struct ms_msg_icoll {
 typedef struct ms_msg_rma {
     int64_t t;
     uint64_t req, comm, bytes, result_bytes;   /* comm: the window's communicator */
-    int32_t target, kind, fn, pad;             /* kind: ms_rma_kind */
+    int32_t target, kind, fn, pad;             /* kind: ms_wire_rma_kind */
 } ms_msg_rma;
 
 typedef struct ms_msg_exit {
@@ -304,7 +329,7 @@ typedef struct ms_msg_tr_call {
     int64_t raw_compute_ns;  /* the same, as measured (before cpu_factor) */
     int64_t real_entry_ns;   /* CLOCK_MONOTONIC at entry */
     uint64_t callsite;       /* return address into the program */
-    int32_t fn;              /* ms_fn_id (names: fn_names_gen.h) */
+    int32_t fn;              /* ms_fn_id (names: ms_fn_names_gen.h) */
     int32_t pad;
 } ms_msg_tr_call;
 
