@@ -2,7 +2,7 @@
  * with an allocation between them whose size changes from run to run (read from /dev/urandom), as
  * the real MPI's own allocations change with its message timing. In one run a new buffer lands on
  * memory a freed one had used, in another elsewhere: what the host model charges for a new
- * buffer (first touches, registration) must not depend on that (test_cosim.py buffer_identities).
+ * buffer (first touches, registration) must not depend on that (cosim_runs.py buffer_identities).
  * Prints nothing but "freebufs: ok" (rank 0); the report's virtual times are the result. */
 #include <mpi.h>
 #include <stdio.h>
