@@ -81,8 +81,8 @@ static const nm_key_def shim_keys[] = {
      NULL, NM_KEY_NONNEG},
     {"shim.spin_polls", NM_KEY_INT, "", "400", "measured (tests/bench/bench_shim.py: 164 -> 31 us per round trip)",
      "polls without sleeping (yielding the CPU in between) before a waiting rank or the model server "
-     "sleeps (over shim.transport = shm a rank polls a quarter of them and the server none: a doorbell "
-     "wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
+     "sleeps (over shim.transport = shm a rank polls a quarter of them, the server all of them while a "
+     "rank waits; then a doorbell wakes them); 0 sleeps at once, which is kinder to computing ranks when ranks outnumber cores",
      "0..1e9", 0},
     {"shim.spin_oversubscribed", NM_KEY_STRING, "", "sleep",
      "measured (tests/bench/bench_cosim_wall.py --only many on 2 cores, load 4-8, 3 runs each: the 16-rank "

@@ -524,12 +524,15 @@ static long poll_set(ms_server *s, struct pollfd **pfds, int **who, size_t *cap,
 
 enum { POLL_FAILED = -2 };   /* poll(2) itself returns -1 when interrupted */
 
-/* Ranks on this host write their rings and ring one doorbell: read what they wrote, then sleep on
- * the doorbell (a futex; 1 ms at most while a TCP connection is open, whose sockets are polled
- * between). The server does not spin: the waiting ranks do, briefly, and with more processes than
- * cores a spinning server only delays the report it waits for (bench_shim.py: spinning 400 rounds
- * gave no faster round trip and twice the context switches). The sockets ready, or POLL_FAILED. */
-static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, char *err, size_t errlen)
+/* Ranks on this host write their rings and ring one doorbell: read what they wrote; while a rank
+ * waits for an answer, poll again (yielding the CPU to the ranks) for shim.spin_polls rounds
+ * after the last traffic, since the report it needs usually follows within microseconds and a
+ * sleeping server costs a futex wake-up per message (on this project's virtual machine a
+ * blocking round trip took 40-56 us sleeping, 7 us spinning: bench_shim.py); then, or while
+ * every rank computes, sleep on the doorbell (a futex; 1 ms at most while a TCP connection is
+ * open, whose sockets are polled between). The sockets ready, or POLL_FAILED. */
+static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, unsigned *idle_polls, char *err,
+                    size_t errlen)
 {
     ms_shm_header *hdr = s->shm;
     uint32_t seen = ms_bell_seq(&hdr->server_bell);
@@ -542,7 +545,12 @@ static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, c
         fail(err, errlen, "poll failed: %s", strerror(errno));
         return POLL_FAILED;
     }
-    if (!got && n <= 0) {
+    if (got || n > 0) {
+        *idle_polls = 0;
+    } else if (*idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv)) {
+        (*idle_polls)++;
+        sched_yield();
+    } else {
         int tcp_open = nf > 1;
         s->shm_waits++;
         ms_bell_wait(&hdr->server_bell, seen, (int64_t)(tcp_open ? 1 : idle_ms) * 1000000, NULL, NULL);
@@ -672,7 +680,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         if (set < 0) return -1;
         size_t nf = (size_t)set;
         int idle_ms = child_done ? 200 : 20;
-        int n = s->shm ? wait_shm(s, pfds, nf, idle_ms, err, errlen)
+        int n = s->shm ? wait_shm(s, pfds, nf, idle_ms, &idle_polls, err, errlen)
                        : wait_sockets(s, pfds, nf, idle_ms, &idle_polls, err, errlen);
         if (n == POLL_FAILED) return -1;
         if (n > 0) read_ready(s, pfds, who, nf);
