@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ms_host.h"
-#include "ms_util.h"   /* the model's hash map: the requests a lenient wait leaves out */
+#include "cm_hmap.h"   /* the requests a lenient wait leaves out */
 
 /* A lane: a rank's thread 0 (lane = rank) or one of its other threads (lanes nranks..). */
 typedef struct drank {
@@ -57,7 +57,7 @@ struct ms_driver {
     /* lenient: requests the model reported complete while the recorded run had not completed them
      * yet, by (rank, id); kept until the call in which the recording completed them, after which
      * the trace never names them again */
-    ms_hmap done;
+    cm_hmap done;
     uint64_t done_peak;
     uint64_t *ids;
     size_t ids_cap;
@@ -264,7 +264,7 @@ static void on_model_resume(void *user, int rank, int thread, ms_time_t t, const
         for (size_t i = 0; i < n; i++)
             if (results[i].completed && results[i].req &&
                 !recorded_done(r->rec_done, r->nrec_done, results[i].req, &cur) &&
-                ms_hmap_put(&d->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
+                cm_hmap_put(&d->done, (uint64_t)rank, results[i].req, (void *)1) != 0)
                 d->out_of_memory = 1;
         if (d->done.n > d->done_peak) d->done_peak = d->done.n;
     }
@@ -343,7 +343,7 @@ void ms_driver_destroy(ms_driver *d)
     ms_model_destroy(d->model);
     nm_network_destroy(d->net);
     nm_topology_destroy(d->topo);
-    ms_hmap_free(&d->done);
+    cm_hmap_free(&d->done);
     for (int i = 0; d->r && i < d->nl; i++) free(d->r[i].stall_text);
     for (int i = 0; d->tl && i < d->n; i++) free(d->tl[i]);
     free(d->tl);
@@ -488,9 +488,9 @@ static const uint64_t *wait_ids(ms_driver *d, int rank, const ms_driver_event *e
     }
     size_t k = 0, cur = 0;
     for (size_t i = 0; i < e->nlist; i++) {
-        if (!ms_hmap_get(&d->done, (uint64_t)rank, e->list[i])) d->ids[k++] = e->list[i];
+        if (!cm_hmap_get(&d->done, (uint64_t)rank, e->list[i])) d->ids[k++] = e->list[i];
         else if (recorded_done(e->recorded_done, e->nrecorded_done, e->list[i], &cur))
-            ms_hmap_del(&d->done, (uint64_t)rank, e->list[i]);
+            cm_hmap_del(&d->done, (uint64_t)rank, e->list[i]);
     }
     *n = k;
     return d->ids;

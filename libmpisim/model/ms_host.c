@@ -147,7 +147,7 @@ struct ms_host {
     double shm_uncached_ps_pb; /* ps per byte beyond it (0: as shm_copy_ps_pb) */
     int64_t touch_pp;          /* first write to a receive buffer's page */
     span_set *touched;         /* per rank: the bytes it has received into or registered */
-    ms_hmap regs;              /* (rank, first page) -> reg_entry */
+    cm_hmap regs;              /* (rank, first page) -> reg_entry */
     ms_pool regpool;
     reg_lru *lru;              /* per rank */
 };
@@ -288,7 +288,7 @@ void ms_host_destroy(ms_host *h)
     free(h->n);
     free(h->port_free_all);
     free(h->port_char_ps_all);
-    ms_hmap_free(&h->regs);
+    cm_hmap_free(&h->regs);
     if (h->touched)
         for (int r = 0; r < h->nranks; r++) free(h->touched[r].v);
     free(h->touched);
@@ -545,7 +545,7 @@ static void reg_drop(ms_host *h, reg_lru *l, reg_entry *e)
 {
     lru_unlink(h, l, e);
     l->bytes -= e->bytes;
-    ms_hmap_del(&h->regs, (uint64_t)e->rank, e->addr);
+    cm_hmap_del(&h->regs, (uint64_t)e->rank, e->addr);
     ms_pool_release(&h->regpool, e->idx);
 }
 
@@ -558,7 +558,7 @@ int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
     if (h->reg_cache == 0) return cost;   /* registered and deregistered around every transfer */
     if (addr == 0) return 0;              /* buffer unknown (collective steps, old traces): taken as reused */
     reg_lru *l = &h->lru[rank];
-    reg_entry *e = ms_hmap_get(&h->regs, (uint64_t)rank, addr);
+    reg_entry *e = cm_hmap_get(&h->regs, (uint64_t)rank, addr);
     if (e && e->bytes >= bytes) {         /* found: most recently used now */
         lru_unlink(h, l, e);
         lru_push_front(h, l, e);
@@ -569,7 +569,7 @@ int64_t ms_host_register(ms_host *h, int rank, uint64_t addr, uint64_t bytes)
     if (bytes > h->reg_cache) return cost; /* larger than the cache: registered for this transfer only */
     uint32_t idx;
     e = ms_pool_alloc(&h->regpool, &idx);
-    if (!e || ms_hmap_put(&h->regs, (uint64_t)rank, addr, e) != 0) {
+    if (!e || cm_hmap_put(&h->regs, (uint64_t)rank, addr, e) != 0) {
         if (e) ms_pool_release(&h->regpool, idx);
         return cost;                      /* out of memory: not cached, still correct in time */
     }

@@ -303,20 +303,20 @@ void ms_model_destroy(ms_model *m)
     }
     free(m->nic);
     ms_host_destroy(m->host);
-    ms_hmap_free(&m->conns);
+    cm_hmap_free(&m->conns);
     ms_pool_free(&m->connpool);
     free(m->heap.e);
     free(m->tev);
-    ms_hmap_free(&m->reqs);
-    ms_hmap_free(&m->comms);
-    ms_hmap_free(&m->cranks);
-    ms_hmap_free(&m->mqs);
+    cm_hmap_free(&m->reqs);
+    cm_hmap_free(&m->comms);
+    cm_hmap_free(&m->cranks);
+    cm_hmap_free(&m->mqs);
     for (size_t i = 0; i < m->locks.cap; i++) {
         rma_lock *l = m->locks.s ? m->locks.s[i].v : NULL;
         if (l) free(l->q);
         free(l);
     }
-    ms_hmap_free(&m->locks);
+    cm_hmap_free(&m->locks);
     ms_pool_free(&m->msgs);
     ms_pool_free(&m->reqpool);
     ms_pool_free(&m->mqpool);

@@ -247,13 +247,13 @@ struct ms_model {
     ms_host *host;
     nic_state *nic;           /* per node */
     int ports;
-    ms_hmap conns;
+    cm_hmap conns;
     ms_pool connpool;
     ms_resume_fn resume;
     void *user;
     ms_heap heap;
     uint64_t seq0, post_seq;
-    ms_hmap reqs, comms, cranks, mqs;   /* reqs: the active requests no rank's window holds */
+    cm_hmap reqs, comms, cranks, mqs;   /* reqs: the active requests no rank's window holds */
     size_t nreqs;                       /* active user requests */
     size_t mq_limit;          /* match queues kept (empty ones too) before a sweep of the empty ones */
     int tn_valid;             /* in ms_model_run_until: tn_cache = nm_network_next_time (no inject or run since) */
@@ -271,7 +271,7 @@ struct ms_model {
     int trains_ok;            /* mpi.packet_trains, and the network and hosts allow them */
     ms_event *tev;            /* EV_NICs of trains (nic_state), at most one per node */
     size_t ntev, captev;
-    ms_hmap locks;            /* one-sided locks by (window's context, target world rank): rma_lock */
+    cm_hmap locks;            /* one-sided locks by (window's context, target world rank): rma_lock */
     int rma_in_call;          /* host.rma_progress = in_call */
 };
 

@@ -6,7 +6,7 @@
 ms_comm *msm_comm_get(const ms_model *m, uint64_t id)
 {
     if (id == MS_COMM_WORLD && m->ncomms > 0) return m->commv[0];   /* created first, in ms_model_create */
-    return ms_hmap_get(&m->comms, id, 0);
+    return cm_hmap_get(&m->comms, id, 0);
 }
 
 /* comm rank of world rank w in c, -1 if not a member */
@@ -14,7 +14,7 @@ int msm_comm_rank_of(const ms_model *m, const ms_comm *c, int w)
 {
     if (c->id == MS_COMM_WORLD) return w >= 0 && w < m->nranks ? w : -1;
     if (c->self) return 0;
-    void *v = ms_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)w);
+    void *v = cm_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)w);
     return v ? (int)((intptr_t)v - 1) : -1;
 }
 /* world rank of comm rank r in c, seen by world rank `me` */
@@ -46,7 +46,7 @@ ms_comm *msm_comm_new(ms_model *m, uint64_t id, int size, int self, size_t nseq)
     c->size = size;
     c->self = self;
     c->idx = (int)m->ncomms;
-    if (ms_hmap_put(&m->comms, id, 0, c) != 0) {
+    if (cm_hmap_put(&m->comms, id, 0, c) != 0) {
         free(c->coll_seq);
         free(c);
         return NULL;
@@ -87,12 +87,12 @@ int ms_model_comm_add(ms_model *m, uint64_t comm, int size, const int *world_ran
     if (!c->members) { set_err(err, errlen, "out of memory"); return -1; }
     memcpy(c->members, world_ranks, (size_t)size * sizeof(int));
     for (int i = 0; i < size; i++) {
-        if (ms_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i])) {
+        if (cm_hmap_get(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i])) {
             set_err(err, errlen, "communicator %" PRIu64 ": world rank %d listed twice", comm, world_ranks[i]);
             /* leave the comm registered but unusable members are harmless; report the error */
             return -1;
         }
-        if (ms_hmap_put(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i], (void *)(intptr_t)(i + 1)) != 0) {
+        if (cm_hmap_put(&m->cranks, (uint64_t)c->idx, (uint64_t)world_ranks[i], (void *)(intptr_t)(i + 1)) != 0) {
             set_err(err, errlen, "out of memory");
             return -1;
         }
@@ -131,7 +131,7 @@ ms_req *msm_req_find(const ms_model *m, int rank, uint64_t id)
     ms_req **w = m->ranks[rank].win;
     ms_req *r = w ? w[id & (REQ_WIN - 1)] : NULL;
     if (r && r->id == id) return r;
-    return m->reqs.n ? ms_hmap_get(&m->reqs, (uint64_t)rank, id) : NULL;
+    return m->reqs.n ? cm_hmap_get(&m->reqs, (uint64_t)rank, id) : NULL;
 }
 int msm_req_index(ms_model *m, int rank, ms_req *r)
 {
@@ -139,7 +139,7 @@ int msm_req_index(ms_model *m, int rank, ms_req *r)
     if (!rs->win && !(rs->win = calloc(REQ_WIN, sizeof *rs->win))) return -1;
     ms_req **slot = &rs->win[r->id & (REQ_WIN - 1)];
     if (!*slot) *slot = r;
-    else if (ms_hmap_put(&m->reqs, (uint64_t)rank, r->id, r) != 0) return -1;
+    else if (cm_hmap_put(&m->reqs, (uint64_t)rank, r->id, r) != 0) return -1;
     m->nreqs++;
     return 0;
 }
@@ -147,7 +147,7 @@ void msm_req_unindex(ms_model *m, ms_req *r)
 {
     ms_req **slot = &m->ranks[r->rank].win[r->id & (REQ_WIN - 1)];
     if (*slot == r) *slot = NULL;
-    else ms_hmap_del(&m->reqs, (uint64_t)r->rank, r->id);
+    else cm_hmap_del(&m->reqs, (uint64_t)r->rank, r->id);
     m->nreqs--;
 }
 
@@ -157,7 +157,7 @@ static uint64_t mq_k2(int dst, int src) { return ((uint64_t)(uint32_t)dst << 32)
 
 ms_mq *msm_mq_find(const ms_model *m, int32_t ctx, int dst, int src)
 {
-    return ms_hmap_get(&m->mqs, (uint64_t)ctx, mq_k2(dst, src));
+    return cm_hmap_get(&m->mqs, (uint64_t)ctx, mq_k2(dst, src));
 }
 ms_mq *msm_mq_get(ms_model *m, int32_t ctx, int dst, int src)
 {
@@ -170,7 +170,7 @@ ms_mq *msm_mq_get(ms_model *m, int32_t ctx, int dst, int src)
     q->k1 = (uint64_t)ctx;
     q->k2 = mq_k2(dst, src);
     q->any = src == MS_ANY_SOURCE;
-    if (ms_hmap_put(&m->mqs, q->k1, q->k2, q) != 0) {
+    if (cm_hmap_put(&m->mqs, q->k1, q->k2, q) != 0) {
         ms_pool_release(&m->mqpool, idx);
         return NULL;
     }
@@ -196,7 +196,7 @@ void msm_mq_sweep(ms_model *m)
             if (q && !q->ph && !q->uh) empty[n++] = q;
         }
         for (size_t i = 0; i < n; i++) {
-            ms_hmap_del(&m->mqs, empty[i]->k1, empty[i]->k2);
+            cm_hmap_del(&m->mqs, empty[i]->k1, empty[i]->k2);
             ms_pool_release(&m->mqpool, empty[i]->pidx);
         }
         free(empty);
@@ -419,13 +419,13 @@ void msm_arrival(ms_model *m, ms_msg *g, ms_time_t d)
 
 ms_conn *msm_conn_get(ms_model *m, int sn, int dn)
 {
-    ms_conn *c = ms_hmap_get(&m->conns, (uint64_t)sn, (uint64_t)dn);
+    ms_conn *c = cm_hmap_get(&m->conns, (uint64_t)sn, (uint64_t)dn);
     if (c) return c;
     uint32_t idx;
     c = ms_pool_alloc(&m->connpool, &idx);
     if (!c) return NULL;
     c->pidx = idx;
-    if (ms_hmap_put(&m->conns, (uint64_t)sn, (uint64_t)dn, c) != 0) {
+    if (cm_hmap_put(&m->conns, (uint64_t)sn, (uint64_t)dn, c) != 0) {
         ms_pool_release(&m->connpool, idx);
         return NULL;
     }

@@ -24,12 +24,12 @@ static int rma_reduces(int k)
 
 static rma_lock *lock_get(ms_model *m, int32_t ctx, int target)
 {
-    rma_lock *l = ms_hmap_get(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target);
+    rma_lock *l = cm_hmap_get(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target);
     if (l) return l;
     l = calloc(1, sizeof *l);
     if (!l) return NULL;
     l->excl = -1;
-    if (ms_hmap_put(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target, l) != 0) {
+    if (cm_hmap_put(&m->locks, (uint64_t)(uint32_t)ctx, (uint64_t)target, l) != 0) {
         free(l);
         return NULL;
     }

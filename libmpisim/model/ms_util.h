@@ -1,5 +1,4 @@
-/* Small containers for the MPI layer model: an open-addressing hash map keyed by two 64-bit
- * words, the event heap (cm_heap.h) of events keyed by (time, order), and a chunked object pool whose
+/* Small containers for the MPI layer model: the event heap (cm_heap.h) of events keyed by (time, order), and a chunked object pool whose
  * objects have stable 32-bit indices (packet cookies name messages by index). Internal. */
 #ifndef MS_UTIL_H
 #define MS_UTIL_H
@@ -8,30 +7,7 @@
 #include <stdint.h>
 
 #include "cm_heap.h"
-
-/* ---- hash map (k1, k2) -> void* -------------------------------------------------------------- */
-typedef struct ms_hslot {
-    uint64_t k1, k2;
-    void *v;          /* NULL = empty slot */
-    uint64_t h;       /* hash of (k1, k2): probes compare it first, deletion and growth reuse it */
-} ms_hslot;
-typedef struct ms_hmap {
-    ms_hslot *s;
-    size_t cap, n;    /* cap is a power of two */
-} ms_hmap;
-
-void *ms_hmap_get(const ms_hmap *h, uint64_t k1, uint64_t k2);
-int ms_hmap_put(ms_hmap *h, uint64_t k1, uint64_t k2, void *v);    /* replaces; 0 or -1 (memory) */
-void *ms_hmap_del(ms_hmap *h, uint64_t k1, uint64_t k2);           /* returns the removed value */
-void ms_hmap_free(ms_hmap *h);
-/* A lookup that also remembers where an absent key would go; ms_hmap_put_hint inserts there when
- * the map has not changed since (else it is ms_hmap_put). */
-typedef struct ms_hhint {
-    uint64_t h;
-    size_t i, cap, n;
-} ms_hhint;
-void *ms_hmap_get_hint(const ms_hmap *h, uint64_t k1, uint64_t k2, ms_hhint *hint);
-int ms_hmap_put_hint(ms_hmap *h, uint64_t k1, uint64_t k2, void *v, const ms_hhint *hint);
+#include "cm_hmap.h"   /* the hash map the model keys messages and requests by */
 
 /* ---- event heap (common/cm_heap.h) ----------------------------------------------------------- */
 typedef struct ms_event {   /* 32 bytes: the heap moves fewer bytes */
