@@ -524,6 +524,13 @@ static long poll_set(ms_server *s, struct pollfd **pfds, int **who, size_t *cap,
 
 enum { POLL_FAILED = -2 };   /* poll(2) itself returns -1 when interrupted */
 
+/* Poll again rather than sleep: within shim.spin_polls idle passes while a rank waits for an answer
+ * (both transports). */
+static inline int spin_now(const ms_server *s, unsigned idle_polls)
+{
+    return idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
+}
+
 /* Ranks on this host write their rings and ring one doorbell: read what they wrote; while a rank
  * waits for an answer, poll again (yielding the CPU to the ranks) for shim.spin_polls rounds
  * after the last traffic, since the report it needs usually follows within microseconds and a
@@ -547,7 +554,7 @@ static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, u
     }
     if (got || n > 0) {
         *idle_polls = 0;
-    } else if (*idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv)) {
+    } else if (spin_now(s, *idle_polls)) {
         (*idle_polls)++;
         sched_yield();
     } else {
@@ -573,14 +580,17 @@ static int wait_shm(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, u
 static int wait_sockets(ms_server *s, struct pollfd *pfds, size_t nf, int idle_ms, unsigned *idle_polls, char *err,
                         size_t errlen)
 {
-    int spin = *idle_polls < (unsigned)s->welcome.spin_polls && ms_driver_any_waiting(s->drv);
+    int spin = spin_now(s, *idle_polls);
     int n = poll(pfds, nf, spin ? 0 : idle_ms);
     if (n < 0 && errno != EINTR) {
         fail(err, errlen, "poll failed: %s", strerror(errno));
         return POLL_FAILED;
     }
     if (n > 0) *idle_polls = 0;
-    else if (spin && (*idle_polls)++ < (unsigned)s->welcome.spin_polls) sched_yield();
+    else if (spin) {
+        (*idle_polls)++;
+        sched_yield();
+    }
     return n;
 }
 
