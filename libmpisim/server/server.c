@@ -455,16 +455,38 @@ static void reap_launcher(ms_server *s, pid_t child, int *child_done, int *child
     }
 }
 
-/* Every rank has gone but the launcher has not: Open MPI can hang in its own shutdown (seen under
- * --enable-recovery with a dead peer, ranks inside PMPI_Finalize). Nothing is left to model, so
- * after a generous grace the launcher is asked to end (SIGKILL 5 s later), rather than mpisim
- * waiting for ever and leaving it behind when someone kills mpisim. */
+/* Every rank has gone, or has finalized and is still inside PMPI_Finalize, but the launcher has
+ * not ended: Open MPI can hang in its own shutdown (seen under --enable-recovery with a dead peer:
+ * the ranks idle in PMPI_Finalize's fence for ever). Nothing is left to model, so after a generous
+ * grace the launcher is asked to end (SIGKILL 5 s later), rather than mpisim waiting for ever. A
+ * rank whose PMPI_Finalize returned runs the program's own code, however long: it is let be. */
+static int held_in_shutdown(const ms_server *s, int *inside)
+{
+    *inside = 0;
+    for (int i = 0; i < s->nranks; i++) {
+        const rank_info *r = &s->ranks[i];
+        if (!srv_rank_live(r)) continue;
+        if (!r->finalized || r->fin_returned) return 0;
+        ++*inside;
+    }
+    return 1;
+}
+
 static void end_lingering_launcher(ms_server *s, pid_t child)
 {
+    int inside;
+    if (!held_in_shutdown(s, &inside)) {
+        if (s->kill_launcher_at == 0) s->ranks_gone_at = 0;
+        return;
+    }
     if (s->ranks_gone_at == 0) s->ranks_gone_at = wall_now();
     else if (s->kill_launcher_at == 0 && wall_now() > s->ranks_gone_at + 60.0) {
-        fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; "
-                        "ending it\n");
+        if (inside)
+            fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
+                            "library's shutdown) and the launcher running after 60 s; ending it (the report is "
+                            "complete)\n", inside, inside == 1 ? "is" : "are");
+        else
+            fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; ending it\n");
         kill(child, SIGTERM);
         s->kill_launcher_at = wall_now();
     }
@@ -671,7 +693,7 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
         for (int i = 0; i < s->nranks; i++)
             if (srv_rank_live(&s->ranks[i])) live++;
         if (child_done && !live) break;
-        if (!child_done && !live && child > 0 && connected_all(s)) end_lingering_launcher(s, child);
+        if (!child_done && child > 0 && connected_all(s)) end_lingering_launcher(s, child);
 
         srv_take_stop_signal(s, child, child_done);
         if (s->forward_at > 0 && wall_now() >= s->forward_at) {

@@ -72,6 +72,7 @@ typedef struct rank_info {
     char binding[64];
     ms_msg_finalize fin;
     int finalized;
+    int fin_returned;            /* its PMPI_Finalize has returned (MS_MSG_FIN_RETURNED) */
     int exit_known, exit_code, exit_after_fin;   /* its process's own exit (ms_msg_exit) */
     ms_msg_finalize progress;    /* its totals at its last PROGRESS (a rank that never finalizes) */
     int has_progress;
@@ -163,7 +164,7 @@ struct ms_server {
     double last_connect;         /* wall time of the run's start or of the last rank's hello */
     double connect_timeout_s;    /* shim.connect_timeout */
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
-    double ranks_gone_at;        /* every rank connected and has gone (finalized, died), launcher still running */
+    double ranks_gone_at;        /* since every rank has gone (or is held in PMPI_Finalize), launcher running */
     double next_watch;           /* next look at the unconnected ranks' processes */
     /* idle time, not wall time (ms_proc.h): the connect timeout's clock over the launcher's
      * processes (running counts as progress) and the stall watchdog's over the ranks' (only

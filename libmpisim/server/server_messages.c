@@ -530,6 +530,9 @@ static void handle(ms_server *s, int rank, uint32_t type, const char *p, uint32_
         if (!m.finalized) ms_driver_rank_exit_code(s->drv, rank, m.code);
         break;
     }
+    case MS_MSG_FIN_RETURNED:
+        r->fin_returned = 1;
+        break;
     case MS_MSG_RMA: {
         ms_msg_rma m;
         if (len < sizeof m) break;

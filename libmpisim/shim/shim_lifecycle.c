@@ -456,5 +456,12 @@ int MPI_Finalize(void)
     S.trace_fd = -1;
     PMPI_Comm_free(&S.progress_comm);
     shim_clock_stop();
-    return PMPI_Finalize();
+    int rc = PMPI_Finalize();
+    /* the server tells a program that runs its own code after MPI_Finalize (let be) from ranks
+     * held inside Open MPI's shutdown (seen with a dead peer: the launcher is ended) */
+    if (S.server && !S.exit_sent && (S.tp.fd >= 0 || S.tp.shm)) {
+        wire_put(MS_MSG_FIN_RETURNED, NULL, 0, NULL, 0);
+        ms_tp_flush(&S.tp);
+    }
+    return rc;
 }

@@ -83,6 +83,8 @@ typedef enum {
     MS_MSG_RMA,            /* ms_msg_rma: a one-sided operation (ms_model_rma) */
     MS_MSG_EXIT,           /* ms_msg_exit: the process exits (exit() or a return from main) with this code,
                             * before or after MPI_Finalize (traced when before: the trace is closed after) */
+    MS_MSG_FIN_RETURNED,   /* no payload: PMPI_Finalize returned, the program's own code runs again (a rank
+                            * that never says so is held in the MPI library's shutdown; never traced) */
     MS_MSG_THREAD = 30,    /* ms_msg_thread: the rank's threads (MPI_THREAD_MULTIPLE; docs/architecture.md
                             * "Threads"): the messages that follow come from thread `slot`, or it parks,
                             * ends, or threads called MPI at once under a level that forbids it */
@@ -386,6 +388,7 @@ static inline int ms_proto_rank_msg_bounds(uint32_t type, uint32_t *lo, uint32_t
     case MS_MSG_PROBE: *lo = *hi = sizeof(ms_msg_probe); return 1;
     case MS_MSG_RMA: *lo = *hi = sizeof(ms_msg_rma); return 1;
     case MS_MSG_EXIT: *lo = *hi = sizeof(ms_msg_exit); return 1;
+    case MS_MSG_FIN_RETURNED: *lo = *hi = 0; return 1;
     case MS_MSG_THREAD: *lo = *hi = sizeof(ms_msg_thread); return 1;
     case MS_MSG_FINALIZE:
     case MS_MSG_PROGRESS: *lo = *hi = sizeof(ms_msg_finalize); return 1;
