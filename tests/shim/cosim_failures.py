@@ -430,9 +430,18 @@ def test_stall_rule_says():
     if share > 0.01 and not warned:
         sys.exit(f"FAILED: the stall rule dropped {100 * share:.1f} % of rank 0's virtual time without a warning")
     # the work is ~20 x 28 us: it is either charged or named as dropped (under load the pair may see
-    # three long intervals in 256 and no longer look empty: then it is charged)
+    # three long intervals in 256 and no longer look empty: then it is charged). The reference is
+    # CPU time, which load only inflates (beside a CPU-bound job once 6.7 ms for 1.3 ms, the
+    # shim's issue, not this rule's): a reference that looks too large is measured again, the
+    # smallest kept
+    for _ in range(2):
+        if charged + c["stall_dropped_ns"] >= 0.5 * work:
+            break
+        _, again = mpisim_run(2, [exe, "2000", "100", str(units)], compute="cpu", sets=["shim.gap_noise_max=0"],
+                              report=os.path.join(WORK, "rare0.json"))
+        work = min(work, again["ranks"][0]["compute_ps"] / 1e3)
     if charged + c["stall_dropped_ns"] < 0.5 * work:
-        sys.exit("FAILED: rank 0's rare work was neither charged nor reported as dropped")
+        sys.exit(f"FAILED: rank 0's rare work ({work / 1e3:.0f} us) was neither charged nor reported as dropped")
 
 
 def test_exit_causes():
