@@ -229,11 +229,13 @@ def test_return_path_growing():
         b, cb = min(switched, key=lambda t: t[0])
         if k >= 2 and b >= 0.95 * a:
             break
-    comp = max(c["return_comp_ns"] for _, c in switched)
+    # the least a run took off: a mistaken compensation is in every run; one run's cold spell is
+    # not (a quiet CI-like run: 1055 us over 152 gaps once, beside runs of tens of us)
+    comp = min(c["return_comp_ns"] for _, c in switched)
     woken = min(c["woken_gaps"] for _, c in switched)
     print(f"rank 0 charged {a / 1e6:.3f} ms without switches, {b / 1e6:.3f} ms with its later calls switched out "
           f"(ratio {b / a:.3f}; {woken} of {cb['gaps']} gaps followed a switch; the return path's compensation "
-          f"took off at most {comp / 1e3:.1f} us in a run; {len(plain)} rounds)")
+          f"took off at least {comp / 1e3:.1f} us in a run; {len(plain)} rounds)")
     if woken < 50:
         sys.exit("FAILED: the sleeps did not switch rank 0 out: the test tests nothing")
     # the compensation takes off the measured cold excess: 0.3-3.8 us per switched gap in the runs
