@@ -460,27 +460,14 @@ static void reap_launcher(ms_server *s, pid_t child, int *child_done, int *child
  * the ranks idle in PMPI_Finalize's fence for ever). Nothing is left to model, so after a generous
  * grace the launcher is asked to end (SIGKILL 5 s later), rather than mpisim waiting for ever. A
  * rank whose PMPI_Finalize returned runs the program's own code, however long: it is let be. */
-static int held_in_shutdown(const ms_server *s, int *inside)
+static void end_lingering_launcher(ms_server *s, pid_t child, int live, int inside)
 {
-    *inside = 0;
-    for (int i = 0; i < s->nranks; i++) {
-        const rank_info *r = &s->ranks[i];
-        if (!srv_rank_live(r)) continue;
-        if (!r->finalized || r->fin_returned) return 0;
-        ++*inside;
-    }
-    return 1;
-}
-
-static void end_lingering_launcher(ms_server *s, pid_t child)
-{
-    int inside;
-    if (!held_in_shutdown(s, &inside)) {
-        if (s->kill_launcher_at == 0) s->ranks_gone_at = 0;
+    if (live > inside) {   /* some rank is running, its own code or MPI's */
+        if (s->kill_launcher_at == 0) s->shutdown_since = 0;
         return;
     }
-    if (s->ranks_gone_at == 0) s->ranks_gone_at = wall_now();
-    else if (s->kill_launcher_at == 0 && wall_now() > s->ranks_gone_at + 60.0) {
+    if (s->shutdown_since == 0) s->shutdown_since = wall_now();
+    else if (s->kill_launcher_at == 0 && wall_now() > s->shutdown_since + 60.0) {
         if (inside)
             fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
                             "library's shutdown) and the launcher running after 60 s; ending it (the report is "
@@ -689,11 +676,14 @@ int ms_server_run(ms_server *s, pid_t child, int *child_status, char *err, size_
     double next_reap = 0;
     for (;;) {
         reap_launcher(s, child, &child_done, child_status, &next_reap);
-        int live = 0;
+        int live = 0, inside = 0;   /* inside: finalized, still in PMPI_Finalize */
         for (int i = 0; i < s->nranks; i++)
-            if (srv_rank_live(&s->ranks[i])) live++;
+            if (srv_rank_live(&s->ranks[i])) {
+                live++;
+                inside += s->ranks[i].finalized && !s->ranks[i].fin_returned;
+            }
         if (child_done && !live) break;
-        if (!child_done && child > 0 && connected_all(s)) end_lingering_launcher(s, child);
+        if (!child_done && child > 0 && connected_all(s)) end_lingering_launcher(s, child, live, inside);
 
         srv_take_stop_signal(s, child, child_done);
         if (s->forward_at > 0 && wall_now() >= s->forward_at) {

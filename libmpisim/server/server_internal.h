@@ -164,7 +164,7 @@ struct ms_server {
     double last_connect;         /* wall time of the run's start or of the last rank's hello */
     double connect_timeout_s;    /* shim.connect_timeout */
     double kill_launcher_at;     /* the launcher was asked to end (connect timeout): SIGKILL after a grace */
-    double ranks_gone_at;        /* since every rank has gone (or is held in PMPI_Finalize), launcher running */
+    double shutdown_since;       /* every rank has gone or is held in PMPI_Finalize since, launcher running */
     double next_watch;           /* next look at the unconnected ranks' processes */
     /* idle time, not wall time (ms_proc.h): the connect timeout's clock over the launcher's
      * processes (running counts as progress) and the stall watchdog's over the ranks' (only
