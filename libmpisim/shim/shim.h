@@ -61,12 +61,30 @@ typedef struct ms_window {
 } ms_window;
 MS_HIDDEN extern __thread ms_window ms_wrapper_window __attribute__((tls_model("initial-exec")));
 
+/* The stamps are ordered (the SDM's lfence around rdtsc; the kernel's rdtsc_ordered): a bare
+ * rdtsc executes out of order, before the program's last instructions have finished and after
+ * its next ones have begun, so a latency-bound loop between two stamps (a dependent chain of
+ * multiply-adds) read 180 ns for 250 ns of work: the out-of-order window, up to a few hundred
+ * cycles, went uncharged at every gap. An entry stamp waits for the program's instructions
+ * before it (lfence; rdtsc); an exit stamp holds the program's next ones back (rdtsc; lfence). */
 static inline uint64_t ms_tsc(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_ia32_lfence();
     return __builtin_ia32_rdtsc();
 #else
     return 0;   /* no stamps: every gap is measured between the shim's readings */
+#endif
+}
+
+static inline uint64_t ms_tsc_exit(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t t = __builtin_ia32_rdtsc();
+    __builtin_ia32_lfence();
+    return t;
+#else
+    return 0;
 #endif
 }
 
@@ -76,7 +94,7 @@ static inline void ms_window_exit(void)
     const volatile uint32_t *lock = ms_wrapper_window.lock;
     if (lock) {
         ms_wrapper_window.exit_lock = *lock;
-        ms_wrapper_window.exit_tsc = ms_tsc();
+        ms_wrapper_window.exit_tsc = ms_tsc_exit();
     }
 }
 

@@ -135,7 +135,7 @@ static __attribute__((noinline)) int calib_wrapper(int x)
     if (ms_bypass()) return x;
     ms_enter_at(MS_FN_Wtime, __builtin_return_address(0), entry_tsc);
     ms_exit(MS_FN_Wtime, x);
-    S.calib_exit_tsc = ms_tsc();
+    S.calib_exit_tsc = ms_tsc_exit();
     return x;
 }
 static int (*volatile calib_wrapper_fn)(int) = calib_wrapper;   /* called like a PLT call */
@@ -179,7 +179,7 @@ void shim_clock_woken(const void *wrapper_ret)
     T.calibrating = 1;
     int64_t exit_side = S.calib_exit_ns = clock_now(&S.calib_mono);
     uint32_t seq = T.ck_seq_now;
-    uint64_t exit_tsc = ms_tsc();
+    uint64_t exit_tsc = ms_tsc_exit();
     calib_wrapper_fn(0);
     T.calibrating = 0;
     if (T.ck_seq_now == seq && seq != 1) {   /* not switched out during the trial, nor read by system call */
@@ -214,7 +214,7 @@ static void clock_calibrate(void)
     int64_t d[FAST], dt[FAST];
     T.calibrating = 1;
     S.calib_exit_ns = clock_now(&S.calib_mono);
-    S.calib_exit_tsc = ms_tsc();
+    S.calib_exit_tsc = ms_tsc_exit();
     for (int i = 0; i < FAST; i++) {
         int64_t exit_side = S.calib_exit_ns;
         uint64_t exit_tsc = S.calib_exit_tsc;
