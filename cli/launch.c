@@ -32,6 +32,7 @@
 #endif
 #include "ms_outfile.h"
 #include "ms_trace.h"
+#include "trace_raw.h"
 #include "replay_cli.h"
 #include "report_text.h"
 #include "timeline.h"
@@ -177,6 +178,57 @@ int launch_parse_run(int argc, char **argv, run_opts *o, int capture_only)
 static volatile sig_atomic_t stop_signal, stop_signal_from_tty;
 static ms_server *volatile stop_server;
 
+/* Capture only: the server's rule for a launcher that outlives its ranks (server.c,
+ * end_lingering_launcher), from what the ranks leave in the trace directory. A rank's process is
+ * the pid in its raw file's header (on this host only: a rank elsewhere cannot be seen, and the
+ * rule is off); it is held in the MPI library's shutdown while its rank-R.fin exists (the shim
+ * makes it before PMPI_Finalize and removes it once that returned). Every rank gone or held for
+ * MS_LAUNCHER_GRACE_S: the launcher is asked to end; 1 then. */
+typedef struct linger_watch {
+    int *pid;          /* per rank: 0 not read yet, -1 not seen from here */
+    double since;      /* every rank gone or held since (0: not so) */
+    char host[64];
+} linger_watch;
+
+static int linger_look(linger_watch *lw, const trace_dir *td, int nranks, double now)
+{
+    int held = 0, running = 0;
+    for (int r = 0; r < nranks; r++) {
+        char name[64];
+        if (lw->pid[r] == 0) {
+            ms_trace_file_header h;
+            snprintf(name, sizeof name, "rank-%06d.mstrace", r);
+            int fd = openat(td->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            ssize_t n = fd >= 0 ? pread(fd, &h, sizeof h, 0) : -1;
+            if (fd >= 0) close(fd);
+            if (n != (ssize_t)sizeof h) {   /* not written yet: look again */
+                running++;
+                continue;
+            }
+            h.hostname[sizeof h.hostname - 1] = 0;
+            lw->pid[r] = h.pid > 0 && !strcmp(h.hostname, lw->host) ? h.pid : -1;
+        }
+        if (lw->pid[r] < 0) return lw->since = 0, 0;
+        ms_proc_sample ps;
+        if (ms_proc_read(lw->pid[r], &ps) < 0 || ps.state == 'Z') continue;   /* gone */
+        struct stat st;
+        snprintf(name, sizeof name, "rank-%06d.fin", r);
+        if (fstatat(td->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) held++;
+        else running++;
+    }
+    if (running) return lw->since = 0, 0;
+    if (lw->since == 0) lw->since = now;
+    if (now - lw->since <= MS_LAUNCHER_GRACE_S) return 0;
+    if (held)
+        fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
+                        "library's shutdown) and the launcher running after %.0f s; ending it (the trace is "
+                        "complete)\n", held, held == 1 ? "is" : "are", MS_LAUNCHER_GRACE_S);
+    else
+        fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after %.0f s; ending it\n",
+                MS_LAUNCHER_GRACE_S);
+    return 1;
+}
+
 /* Capture only (no model server to say who connected): each rank creates its raw file in
  * MPI_Init. When some have not after shim.connect_timeout of idle time (the launcher's processes
  * on this host neither ran nor waited for a CPU: ms_proc.h) without a new one appearing, the
@@ -190,9 +242,12 @@ static int capture_wait(pid_t pid, int *status, const trace_dir *td, int nranks,
     int seen = 0, stalled = 0, cap = 2 * nranks + 64;
     int *tree = malloc(sizeof *tree * (size_t)cap);
     ms_idle_clock idle = {0};
+    linger_watch lw = {calloc((size_t)nranks, sizeof *lw.pid), 0, ""};
+    gethostname(lw.host, sizeof lw.host - 1);
     for (;;) {
         pid_t w = waitpid(pid, status, WNOHANG);
         if (w == pid || (w < 0 && errno != EINTR)) {
+            free(lw.pid);
             free(tree);
             ms_idle_clock_free(&idle);
             return stalled ? -1 : 0;
@@ -228,6 +283,12 @@ static int capture_wait(pid_t pid, int *status, const trace_dir *td, int nranks,
                 kill(pid, SIGTERM);
                 killed_at = now;
                 stalled = 1;
+            }
+        } else if (seen == nranks && !killed_at && lw.pid && now >= next_look) {   /* once a second */
+            next_look = now + 1.0;
+            if (linger_look(&lw, td, nranks, now)) {
+                kill(pid, SIGTERM);
+                killed_at = now;
             }
         }
         /* a signal that ends the run reaches the launcher a second later, unless it came from the

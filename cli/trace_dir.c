@@ -96,7 +96,9 @@ static int raw_trace_name(const char *n)
     if (!strcmp(n, "meta.json") || !strcmp(n, "meta.json.tmp") || !strcmp(n, TRACE_ID_FILE)) return 1;
     if (strncmp(n, "rank-", 5)) return 0;
     size_t d = strspn(n + 5, "0123456789");
-    return d > 0 && (!strcmp(n + 5 + d, ".mstrace") || !strcmp(n + 5 + d, ".binding")) && 5 + d < len;
+    /* rank-R.fin: a rank that died inside PMPI_Finalize (the shim's mark, shim_state.h) */
+    return d > 0 && (!strcmp(n + 5 + d, ".mstrace") || !strcmp(n + 5 + d, ".binding") || !strcmp(n + 5 + d, ".fin")) &&
+           5 + d < len;
 }
 
 /* Remove the raw trace directory `leaf` of `parent`: only the names mpisim writes (a link is

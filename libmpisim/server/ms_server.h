@@ -21,6 +21,10 @@ extern "C" {
 
 typedef struct ms_server ms_server;
 
+/* How long a launcher may outlive its ranks (every one gone, or held inside PMPI_Finalize, the
+ * MPI library's shutdown) before mpisim ends it: far above any shutdown's own time. */
+#define MS_LAUNCHER_GRACE_S 60.0
+
 ms_server *ms_server_create(void);
 /* cfg: the resolved configuration (the server reads it, does not own it); nranks: job size;
  * argv: the program and its arguments, for the report. */

@@ -467,13 +467,14 @@ static void end_lingering_launcher(ms_server *s, pid_t child, int live, int insi
         return;
     }
     if (s->shutdown_since == 0) s->shutdown_since = wall_now();
-    else if (s->kill_launcher_at == 0 && wall_now() > s->shutdown_since + 60.0) {
+    else if (s->kill_launcher_at == 0 && wall_now() > s->shutdown_since + MS_LAUNCHER_GRACE_S) {
         if (inside)
             fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
-                            "library's shutdown) and the launcher running after 60 s; ending it (the report is "
-                            "complete)\n", inside, inside == 1 ? "is" : "are");
+                            "library's shutdown) and the launcher running after %.0f s; ending it (the report is "
+                            "complete)\n", inside, inside == 1 ? "is" : "are", MS_LAUNCHER_GRACE_S);
         else
-            fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after 60 s; ending it\n");
+            fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after %.0f s; ending it\n",
+                    MS_LAUNCHER_GRACE_S);
         kill(child, SIGTERM);
         s->kill_launcher_at = wall_now();
     }

@@ -225,6 +225,22 @@ void trace_open(void)
     }
 }
 
+void trace_mark_finalizing(int inside)
+{
+    const char *dir = getenv("MPISIM_TRACE_DIR");
+    char why[256], name[64];
+    int dfd = dir && *dir ? trace_dir_open(dir, why, sizeof why) : -1;
+    if (dfd < 0) return;   /* no directory of this run's: nothing to tell (the rule is off) */
+    snprintf(name, sizeof name, "rank-%06d.fin", S.rank);
+    if (inside) {
+        int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    } else {
+        unlinkat(dfd, name, 0);
+    }
+    close(dfd);
+}
+
 /* Capture only: what the model would have answered, from the real MPI (times 0). */
 void ms_trace_resolution(const ms_rq *r)
 {

@@ -452,11 +452,14 @@ int MPI_Finalize(void)
     /* the connection stays for the process's exit code (report_exit); the trace is complete */
     if (!S.server) ms_tp_close(&S.tp);
     trace_flush();
+    int captured = S.trace_fd >= 0 && !S.server;
     if (S.trace_fd >= 0) close(S.trace_fd);   /* trace_flush checked it is still ours */
     S.trace_fd = -1;
     PMPI_Comm_free(&S.progress_comm);
     shim_clock_stop();
+    if (captured) trace_mark_finalizing(1);
     int rc = PMPI_Finalize();
+    if (captured) trace_mark_finalizing(0);
     /* the server tells a program that runs its own code after MPI_Finalize (let be) from ranks
      * held inside Open MPI's shutdown (seen with a dead peer: the launcher is ended) */
     if (S.server && !S.exit_sent && (S.tp.fd >= 0 || S.tp.shm)) {

@@ -212,6 +212,10 @@ MS_HIDDEN int64_t mono_ns(void);
 MS_HIDDEN void trace_flush(void);
 MS_HIDDEN void trace_put(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 MS_HIDDEN void trace_open(void);
+/* Capture only (no model server): rank-R.fin in the trace directory while the rank is inside
+ * PMPI_Finalize (1 before it, 0 once it returned), so that `mpisim trace` can tell ranks held in
+ * the MPI library's shutdown from ranks running the program's own code. */
+MS_HIDDEN void trace_mark_finalizing(int inside);
 /* The rank is ended from outside (a signal, the model server's ABORT): its records so far, then
  * an UNMODELLED record "STOP <why>", written now. Async-signal-safe. */
 MS_HIDDEN void trace_stop(const char *why);

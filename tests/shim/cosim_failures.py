@@ -113,6 +113,29 @@ def test_finalize_hang():
     print(f"held in MPI_Finalize: statuses {st}, launcher ended, exit {p.returncode}")
 
 
+def test_trace_finalize_hang():
+    """The same under `mpisim trace` (no model server): the shim marks a rank held inside
+    PMPI_Finalize in the trace directory, and the launcher is ended after the same grace; the
+    trace is complete (it replays with both ranks finalized) and the raw directory is gone."""
+    exe = mpicc(os.path.join(SRC, "tests/shim/progs/finalize_hang.c"), os.path.join(WORK, "finalize_hang"))
+    h5 = os.path.join(WORK, "finalize_hang.h5")
+    for f in (h5, h5 + ".raw"):
+        if os.path.isfile(f):
+            os.remove(f)
+    p = run([MPISIM, "trace", "-o", h5, "-n", "2", "--", exe], check=False)
+    if "still inside MPI_Finalize" not in p.stderr or p.returncode == 0 or not os.path.isfile(h5):
+        sys.exit(f"FAILED: exit {p.returncode}, trace written: {os.path.isfile(h5)}\n{p.stdout}\n{p.stderr}")
+    if os.path.exists(h5 + ".raw"):
+        sys.exit(f"FAILED: the raw directory {h5}.raw was left: {os.listdir(h5 + '.raw')}")
+    report = os.path.join(WORK, "finalize_hang_replay.json")
+    run([MPISIM, "replay", h5, "--report", report])
+    with open(report) as f:
+        st = [r["status"] for r in json.load(f)["ranks"]]
+    if st != ["finalized", "finalized"]:
+        sys.exit(f"FAILED: the trace replays with statuses {st}")
+    print(f"held in MPI_Finalize under mpisim trace: launcher ended, exit {p.returncode}; replayed: {st}")
+
+
 def terminate_after_barriers(exe, report, count):
     """mpisim run of slow_barriers, sent SIGTERM once its rank 0 has passed count barriers (0.1 s
     apart: by then each rank has sent its totals about once a second), whatever the start-up took
