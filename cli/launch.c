@@ -219,13 +219,7 @@ static int linger_look(linger_watch *lw, const trace_dir *td, int nranks, double
     if (running) return lw->since = 0, 0;
     if (lw->since == 0) lw->since = now;
     if (now - lw->since <= MS_LAUNCHER_GRACE_S) return 0;
-    if (held)
-        fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
-                        "library's shutdown) and the launcher running after %.0f s; ending it (the trace is "
-                        "complete)\n", held, held == 1 ? "is" : "are", MS_LAUNCHER_GRACE_S);
-    else
-        fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after %.0f s; ending it\n",
-                MS_LAUNCHER_GRACE_S);
+    ms_server_say_lingering(held, "trace");
     return 1;
 }
 

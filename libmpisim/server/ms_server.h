@@ -24,6 +24,9 @@ typedef struct ms_server ms_server;
 /* How long a launcher may outlive its ranks (every one gone, or held inside PMPI_Finalize, the
  * MPI library's shutdown) before mpisim ends it: far above any shutdown's own time. */
 #define MS_LAUNCHER_GRACE_S 60.0
+/* The message on stderr when mpisim ends such a launcher: `inside` ranks held in PMPI_Finalize (0:
+ * every rank gone); `complete` names what is complete all the same ("report", "trace"). */
+void ms_server_say_lingering(int inside, const char *complete);
 
 ms_server *ms_server_create(void);
 /* cfg: the resolved configuration (the server reads it, does not own it); nranks: job size;

@@ -455,6 +455,17 @@ static void reap_launcher(ms_server *s, pid_t child, int *child_done, int *child
     }
 }
 
+void ms_server_say_lingering(int inside, const char *complete)
+{
+    if (inside)
+        fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
+                        "library's shutdown) and the launcher running after %.0f s; ending it (the %s is complete)\n",
+                inside, inside == 1 ? "is" : "are", MS_LAUNCHER_GRACE_S, complete);
+    else
+        fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after %.0f s; ending it\n",
+                MS_LAUNCHER_GRACE_S);
+}
+
 /* Every rank has gone, or has finalized and is still inside PMPI_Finalize, but the launcher has
  * not ended: Open MPI can hang in its own shutdown (seen under --enable-recovery with a dead peer:
  * the ranks idle in PMPI_Finalize's fence for ever). Nothing is left to model, so after a generous
@@ -468,13 +479,7 @@ static void end_lingering_launcher(ms_server *s, pid_t child, int live, int insi
     }
     if (s->shutdown_since == 0) s->shutdown_since = wall_now();
     else if (s->kill_launcher_at == 0 && wall_now() > s->shutdown_since + MS_LAUNCHER_GRACE_S) {
-        if (inside)
-            fprintf(stderr, "mpisim: every rank has finalized or gone, but %d %s still inside MPI_Finalize (the MPI "
-                            "library's shutdown) and the launcher running after %.0f s; ending it (the report is "
-                            "complete)\n", inside, inside == 1 ? "is" : "are", MS_LAUNCHER_GRACE_S);
-        else
-            fprintf(stderr, "mpisim: every rank has left, but the launcher is still running after %.0f s; ending it\n",
-                    MS_LAUNCHER_GRACE_S);
+        ms_server_say_lingering(inside, "report");
         kill(child, SIGTERM);
         s->kill_launcher_at = wall_now();
     }
