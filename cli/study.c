@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exit_codes.h"
 #include "ms_outfile.h"
 #include "nm_cmdline.h"
@@ -214,6 +216,30 @@ static int repetitions(int n)
     return reps < 5 ? 5 : reps > 50 ? 50 : (int)reps;
 }
 
+/* The slowest of ranks 1..p-1 of a matmul run, in this machine's ns per multiply-add of their
+ * charged computation (the report's compute_ps over all repetitions: between their calls they
+ * only multiply their rows), and which rank; -1 when the report cannot say (no ranks, too little
+ * work to measure a rate). */
+static double slowest_other_rank(const char *report, int p, int n, int reps, double cpu_factor, int *which)
+{
+    json_t *root = json_load_file(report, 0, NULL);
+    json_t *ranks = root ? json_object_get(root, "ranks") : NULL;
+    double worst = -1;
+    size_t k;
+    json_t *r;
+    json_array_foreach(ranks, k, r) {
+        json_int_t rank = json_integer_value(json_object_get(r, "rank"));
+        double comp_ps = json_number_value(json_object_get(r, "compute_ps"));
+        if (rank < 1 || rank >= p || comp_ps <= 0) continue;
+        double rows = n / p + (rank < n % p ? 1 : 0), macs = rows * n * n;
+        if (macs < SLOW_MIN_MACS || cpu_factor <= 0) continue;
+        double ns = comp_ps * 1e-3 / cpu_factor / (macs * reps);
+        if (ns > worst) worst = ns, *which = (int)rank;
+    }
+    json_decref(root);
+    return worst;
+}
+
 /* This machine's CPU time per multiply-add of matmul: its own P = 1 run at factor 1, the
  * fastest of CAL_RUNS x CAL_REPEAT repetitions of N = CAL_N (a loaded machine only slows a
  * repetition down). */
@@ -305,6 +331,8 @@ typedef struct {
     double *t;
     double *t2;                /* each point's second fastest run (0: none) */
     double *rate;              /* rank 0's ns per multiply-add in each point's fastest run (0: not known) */
+    double *slow;              /* a point whose every run was slow: its counted run's slowest rank's rate over
+                                * the calibrated one (0: a run at the calibrated rate counted) */
 } study_run;
 
 /* The options into s; -1 to go on, else the exit code (0 after --help). */
@@ -484,7 +512,8 @@ static int write_attempt_files(study_run *s)
 
 /* Point (i, j) in pass `run`: its time into best / next (the fastest and second fastest so far),
  * or, for a run of a slow machine, into slow_best. */
-static void run_grid_point(study_run *s, int i, int j, int run, double *best, double *next, double *slow_best)
+static void run_grid_point(study_run *s, int i, int j, int run, double *best, double *next, double *slow_best,
+                           double *slow_ratio)
 {
     char report[PATH_MAX + 64];
     int runs = s->runs, p = s->procs[i], n = s->sizes[j];
@@ -503,11 +532,19 @@ static void run_grid_point(study_run *s, int i, int j, int run, double *best, do
      * rate to be the kernel's and not its cold start's */
     int slow_run = v >= 0 && rate > 0 && nominal > 0 && rate > SLOW_RUN * nominal &&
                    (double)rows0 * n * n >= SLOW_MIN_MACS;
+    int slow_rank = 0;
+    if (!slow_run && v >= 0 && nominal > 0 && !s->program && p > 1) {
+        /* the point's time waits for its slowest rank: the others' rows count as much as rank 0's
+         * (one vCPU can be slow while the other is not) */
+        double worst = slowest_other_rank(report, p, n, repetitions(n), cpu_factor, &slow_rank);
+        if (worst > SLOW_RUN * nominal) slow_run = 1, rate = worst;
+        else slow_rank = 0;
+    }
     if (slow_run) {
-        fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms: rank 0 computed at %.4f ns per multiply-add, "
+        fprintf(stderr, "  P=%-3d N=%-4d time %.6f ms: rank %d computed at %.4f ns per multiply-add, "
                 "%.2fx the calibration: the machine was slow, the run counts only if no other does\n",
-                p, n, v * 1e3, rate, rate / nominal);
-        if (!*slow_best || *slow_best > v) *slow_best = v;
+                p, n, v * 1e3, slow_rank, rate, rate / nominal);
+        if (!*slow_best || *slow_best > v) *slow_best = v, *slow_ratio = rate / nominal;
         if (run == 0) *best = -1;
         return;
     }
@@ -544,6 +581,12 @@ static void run_grid(study_run *s)
     double *second = s->t2;   /* second fastest so far */
     memset(second, 0, (size_t)(np * ns) * sizeof *second);
     double *slow_best = calloc((size_t)(np * ns), sizeof *slow_best);   /* runs of a slow machine */
+    double *slow_ratio = calloc((size_t)(np * ns), sizeof *slow_ratio);
+    if (!slow_best || !slow_ratio) {   /* without them a slow run's point would fail: refuse none */
+        free(slow_best);
+        free(slow_ratio);
+        slow_best = slow_ratio = NULL;
+    }
     for (int run = 0; run < max_runs; run++)
         for (int j = 0; j < ns; j++)
             for (int i = 0; i < np; i++) {
@@ -551,15 +594,20 @@ static void run_grid(study_run *s)
                 int confirmed = *best > 0 && *next > 0 && *next <= *best * (1 + CONFIRM);
                 int small = s->procs[i] == 1 || (*best > 0 && *best < SMALL_POINT_S);
                 if (run >= runs && !small && confirmed) continue;
-                run_grid_point(s, i, j, run, best, next, &slow_best[i * ns + j]);
+                double ignored_best = 0, ignored_ratio = 0;
+                run_grid_point(s, i, j, run, best, next, slow_best ? &slow_best[i * ns + j] : &ignored_best,
+                               slow_ratio ? &slow_ratio[i * ns + j] : &ignored_ratio);
             }
-    for (int k = 0; k < np * ns; k++)
+    memset(s->slow, 0, (size_t)(np * ns) * sizeof *s->slow);
+    for (int k = 0; slow_best && k < np * ns; k++)
         if (t[k] < 0 && slow_best[k] > 0) {
             t[k] = slow_best[k];
+            s->slow[k] = slow_ratio[k];
             fprintf(stderr, "mpisim study: warning: P=%d N=%d: every run computed at a slow rate; its time is the "
                             "fastest of them and overstated\n", s->procs[k / ns], s->sizes[k % ns]);
         }
     free(slow_best);
+    free(slow_ratio);
 }
 
 /* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
@@ -656,7 +704,12 @@ static void recheck_superlinear(study_run *s)
             fprintf(stderr, "mpisim study: N=%d: a speedup above P: its one-rank point runs again (%d of %d)\n",
                     s->sizes[j], extra + 1, RECHECK_RUNS);
             /* the one-rank run only: another run of the point could only make it faster */
-            run_grid_point(s, base, j, 1 + extra, &s->t[base * ns + j], &s->t2[base * ns + j], &dummy);
+            int k = base * ns + j;
+            double held = s->t[k], ratio = 0;
+            if (s->slow[k] > 0) s->t[k] = -1;   /* a point standing on slow runs: a run at the calibrated rate replaces them */
+            run_grid_point(s, base, j, 1 + extra, &s->t[k], &s->t2[k], &dummy, &ratio);
+            if (s->t[k] < 0) s->t[k] = held;
+            else s->slow[k] = 0;
         }
         if (!any) return;
     }
@@ -679,7 +732,7 @@ static int print_study(study_run *s)
         return MS_EXIT_OUTPUT;
     }
     FILE *csv = csv_out.f;
-    fprintf(csv, "P,N,time_s,speedup,efficiency,superlinear\n");
+    fprintf(csv, "P,N,time_s,speedup,efficiency,superlinear,slow_host\n");
     printf("Matrix multiply on the modelled network (seed 000 section 3.2), profile %s, compute %s",
            s->o.profile ? s->o.profile : "default", s->o.compute);
     if (s->cpu_factor > 0) printf(" x %.2f (%s)", s->cpu_factor, s->source);
@@ -687,7 +740,7 @@ static int print_study(study_run *s)
                            s->o.distribute ? s->o.distribute : "");
     else printf(", matmul --distribute %s\n", s->o.distribute ? s->o.distribute : "p2p");
     printf("%6s %6s %14s %9s %11s\n", "P", "N", "time (ms)", "speedup", "efficiency");
-    int failures = 0, superlinear = 0;
+    int failures = 0, superlinear = 0, slow_points = 0;
     for (int i = 0; i < np; i++)
         for (int j = 0; j < ns; j++) {
             double tp = t[i * ns + j];
@@ -715,8 +768,17 @@ static int print_study(study_run *s)
                 printf("  (above P: the one-rank run computes too briefly for its rate to be trusted)");
             else if (s->procs[i] > 1 && t1 > 0 && sp > s->procs[i]) printf("  (above P, within %.1f %%: caches, noise)", tol * 100);
             if (uncharged) printf("  computation not charged in full: rank 0 at %.3f ns per multiply-add", rate);
+            /* only against this machine's own calibration: a factor given by hand says nothing of
+             * this machine's rate */
+            int slow = s->here > 0 && s->slow[i * ns + j] > 0;
+            if (slow) {
+                slow_points++;
+                printf("  slow host: every run computed at over %.2fx the calibrated rate (the counted one at %.2fx): "
+                       "overstated", SLOW_RUN, s->slow[i * ns + j]);
+            }
             printf("\n");
-            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f,%d\n", s->procs[i], s->sizes[j], tp, sp, eff, over || uncharged);
+            fprintf(csv, "%d,%d,%.12e,%.6f,%.6f,%d,%d\n", s->procs[i], s->sizes[j], tp, sp, eff, over || uncharged,
+                    slow);
             if (over) {
                 superlinear++;
                 fprintf(stderr, "mpisim study: P=%d N=%d: speedup %.3f exceeds P = %d by more than the host's caches and "
@@ -741,6 +803,11 @@ static int print_study(study_run *s)
         printf("Outcome: superlinear: %d point%s with a speedup above P beyond the caches and the noise of their runs, "
                "or whose computation was not charged in full; their times (or their one-rank points') cannot be "
                "right\n", superlinear, superlinear > 1 ? "s" : "");
+    if (slow_points)
+        printf("Outcome: slow host: %d point%s whose every run computed at over %.2fx this machine's calibrated rate "
+               "(a slow spell of the host: on a shared virtual machine its cores change speed by 2x within minutes): %s computation, "
+               "charged as the CPU time it took, is overstated; run the study again on a quieter machine\n",
+               slow_points, slow_points > 1 ? "s" : "", SLOW_RUN, slow_points > 1 ? "their" : "its");
     printf("CSV: %s\n", s->csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];
@@ -748,7 +815,7 @@ static int print_study(study_run *s)
     snprintf(png, sizeof png, "%s/speedup.png", s->out);
     char *const plot[] = {"/usr/bin/python3", plot_py, s->csv_path, png, NULL};
     if (access("/usr/bin/python3", X_OK) == 0 && run_captured(plot, msg, sizeof msg) == 0) printf("Plot: %s\n", png);
-    return failures ? 1 : superlinear ? MS_EXIT_SUPERLINEAR : 0;
+    return failures ? 1 : superlinear ? MS_EXIT_SUPERLINEAR : slow_points ? MS_EXIT_SLOW_HOST : 0;
 }
 
 /* parse -> validate (configuration, programs, output folder, CPU factor) -> run the grid (again
@@ -762,7 +829,8 @@ static int study_speedup(study_run *s, int argc, char **argv)
     s->t = calloc((size_t)(s->np * s->ns), sizeof *s->t);
     s->t2 = calloc((size_t)(s->np * s->ns), sizeof *s->t2);
     s->rate = calloc((size_t)(s->np * s->ns), sizeof *s->rate);
-    if (!s->t || !s->t2 || !s->rate) {
+    s->slow = calloc((size_t)(s->np * s->ns), sizeof *s->slow);
+    if (!s->t || !s->t2 || !s->rate || !s->slow) {
         fprintf(stderr, "mpisim study: out of memory\n");
         return MS_EXIT_NO_MEMORY;
     }
@@ -788,6 +856,7 @@ int mpisim_study_main(int argc, char **argv)
     free(s.t);
     free(s.t2);
     free(s.rate);
+    free(s.slow);
     free(s.o.sets);
     return rc;
 }

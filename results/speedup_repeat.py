@@ -42,7 +42,10 @@ try:
     for k in (1, 2):
         d = os.path.join(out, f"run{k}")
         t0 = time.monotonic()
-        subprocess.run([mpisim, "study", "speedup", "--procs", "1,2,4,8", "--out", d] + extra, check=True)
+        # exit 9 (outcome slow host): the table stands, with the points a slow host overstated marked
+        rc = subprocess.run([mpisim, "study", "speedup", "--procs", "1,2,4,8", "--out", d] + extra).returncode
+        if rc not in (0, 9):
+            sys.exit(f"speedup_repeat.py: the study exited {rc}")
         walls.append(time.monotonic() - t0)
         rows = {(int(r["P"]), int(r["N"])): r for r in csv.DictReader(open(os.path.join(d, "speedup.csv")))}
         tables.append(rows)
@@ -68,8 +71,10 @@ for key in sorted(a):
     bound = 3 if n >= 64 else 5
     ok = abs(ea - eb) <= bound
     worst_ok &= ok
+    slow = [k for k, t in ((1, a), (2, b)) if t[key].get("slow_host") == "1" or t[(1, n)].get("slow_host") == "1"]
     lines.append(f"| {p} | {n} | {1e3 * float(a[key]['time_s']):.3f} | {1e3 * float(b[key]['time_s']):.3f} | "
-                 f"{ea:.1f} % | {eb:.1f} % | {ea - eb:+.1f} | {bound}{'' if ok else ' **exceeded**'} |")
+                 f"{ea:.1f} % | {eb:.1f} % | {ea - eb:+.1f} | {bound}{'' if ok else ' **exceeded**'}"
+                 f"{'; slow host in run ' + ' and '.join(map(str, slow)) if slow else ''} |")
 lines += ["", "All points within their bound." if worst_ok else "Some points exceed their bound (marked)."]
 open(os.path.join(out, "speedup_repeat.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -253,9 +253,21 @@ def study_superlinear():
                        prog("superlinear", "tests/cli/progs")])
     rows = open(os.path.join(out, "speedup.csv")).read().splitlines()
     if rc == 8 and ("superlinear" not in so or "Outcome: superlinear: 1 point" not in so or
-                    "speedup 4.000 exceeds P = 2" not in err or rows[0].split(",")[-1] != "superlinear" or
-                    [r.split(",")[-1] for r in rows[1:]] != ["0", "1"]):
+                    "speedup 4.000 exceeds P = 2" not in err or "superlinear" not in rows[0].split(",") or
+                    [r.split(",")[rows[0].split(",").index("superlinear")] for r in rows[1:]] != ["0", "1"]):
         return -1, f"exit 8 but the table, CSV or stderr do not say which point:\n{so}\n{err}\n{rows}"
+    return rc, err
+
+
+def study_slow_host():
+    """Exit 9 with the P = 2 point marked slow host in the table and the CSV; the P = 1 row not."""
+    out = work("stslow")
+    rc, so, err = run([MPISIM, "study", "speedup", "--out", out, "--runs", "1", "--procs", "1,2", "--sizes", "64",
+                       "--program", prog("slowhost", "tests/cli/progs")])
+    rows = open(os.path.join(out, "speedup.csv")).read().splitlines()
+    if rc == 9 and ("Outcome: slow host: 1 point" not in so or "(the counted one at 2.00x)" not in so or
+                    rows[0].split(",")[-1] != "slow_host" or [r.split(",")[-1] for r in rows[1:]] != ["0", "1"]):
+        return -1, f"exit 9 but the table or CSV do not say which point:\n{so}\n{err}\n{rows}"
     return rc, err
 
 
@@ -371,6 +383,7 @@ CASES = [
                                           env=dict(os.environ, MPISIM_SHIM=work("no-shim.so")))), 1),
     ("study", "2", "a NaN factor file", lambda: study_factor("nan\n"), 2),
     ("study", "8", "a speedup above P (a program whose time falls as 1 / P^2)", study_superlinear, 8),
+    ("study", "9", "every run of a point computed at 2x the calibrated rate (a stand-in program)", study_slow_host, 9),
     ("study", "5", "its table cannot be written",
      lambda: mpisim("study", "speedup", "--out", "/dev/null", "--compute", "none", "--cpu-factor", "1", "--runs",
                     "1", "--procs", "1", "--sizes", "32"), 5),
