@@ -232,6 +232,7 @@ static double slowest_other_rank(const char *report, int p, int n, int reps, dou
         double comp_ps = json_number_value(json_object_get(r, "compute_ps"));
         if (rank < 1 || rank >= p || comp_ps <= 0) continue;
         double rows = n / p + (rank < n % p ? 1 : 0), macs = rows * n * n;
+        /* as rank 0's: a share computing for microseconds between two calls has no rate to trust */
         if (macs < SLOW_MIN_MACS || cpu_factor <= 0) continue;
         double ns = comp_ps * 1e-3 / cpu_factor / (macs * reps);
         if (ns > worst) worst = ns, *which = (int)rank;
@@ -771,11 +772,23 @@ static int print_study(study_run *s)
             /* only against this machine's own calibration: a factor given by hand says nothing of
              * this machine's rate */
             int slow = s->here > 0 && s->slow[i * ns + j] > 0;
+            /* a point's rank 0 computes a share of the one-rank point's work, in less memory: per
+             * multiply-add it is never slower on one machine. Slower by more than SLOW_RUN, the
+             * host changed speed between the two runs, and the efficiency compares its speeds */
+            double r1 = base >= 0 ? s->rate[base * ns + j] : 0;
+            long rows0 = s->sizes[j] / s->procs[i] + (s->sizes[j] % s->procs[i] ? 1 : 0);
+            double n2 = (double)s->sizes[j] * s->sizes[j];
+            int drift = !slow && s->here > 0 && s->procs[i] > 1 && rate > 0 && r1 > 0 && rate > SLOW_RUN * r1 &&
+                        rows0 * n2 >= SLOW_MIN_MACS && s->sizes[j] * n2 >= SLOW_MIN_MACS;   /* rates, not cold starts */
             if (slow) {
-                slow_points++;
                 printf("  slow host: every run computed at over %.2fx the calibrated rate (the counted one at %.2fx): "
                        "overstated", SLOW_RUN, s->slow[i * ns + j]);
+            } else if (drift) {
+                printf("  slow host: rank 0 computed at %.3f ns per multiply-add, the one-rank run at %.3f: the host "
+                       "changed speed between them", rate, r1);
             }
+            slow_points += slow || drift;
+            slow |= drift;
             printf("\n");
             fprintf(csv, "%d,%d,%.12e,%.6f,%.6f,%d,%d\n", s->procs[i], s->sizes[j], tp, sp, eff, over || uncharged,
                     slow);
@@ -804,10 +817,11 @@ static int print_study(study_run *s)
                "or whose computation was not charged in full; their times (or their one-rank points') cannot be "
                "right\n", superlinear, superlinear > 1 ? "s" : "");
     if (slow_points)
-        printf("Outcome: slow host: %d point%s whose every run computed at over %.2fx this machine's calibrated rate "
-               "(a slow spell of the host: on a shared virtual machine its cores change speed by 2x within minutes): %s computation, "
-               "charged as the CPU time it took, is overstated; run the study again on a quieter machine\n",
-               slow_points, slow_points > 1 ? "s" : "", SLOW_RUN, slow_points > 1 ? "their" : "its");
+        printf("Outcome: slow host: %d point%s whose every run computed at over %.2fx this machine's calibrated rate, "
+               "or whose rank 0 computed at over %.2fx the one-rank run's (a slow spell of the host: on a shared "
+               "virtual machine its cores change speed by 2x within minutes): %s computation, charged as the CPU "
+               "time it took, is overstated; run the study again on a quieter machine\n",
+               slow_points, slow_points > 1 ? "s" : "", SLOW_RUN, SLOW_RUN, slow_points > 1 ? "their" : "its");
     printf("CSV: %s\n", s->csv_path);
     /* the plot is drawn by the results/ script with Debian's matplotlib, when it is there */
     char script[PATH_MAX], plot_py[PATH_MAX + 32], png[PATH_MAX + 32], msg[1024];

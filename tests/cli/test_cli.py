@@ -334,26 +334,28 @@ def test_install():
     out = os.path.join(WORK, "inst-study")
     p = run([var["mpisim"], "study", "speedup", "--procs", "1,2", "--sizes", "32,48", "--runs", "1", "--out", out],
             cwd="/", env=env, check=False)
-    check_slow_host(p, os.path.join(out, "speedup.csv"))
+    # this test is about finding matmul: a slow spell of the host may still mark points (exit 9), or
+    # make the calibration too slow for a one-rank point (exit 8, "not charged in full")
+    check_slow_host(p, os.path.join(out, "speedup.csv"), also=(8,))
     table = [l for l in p.stdout.splitlines() if l.strip()[:1].isdigit()]
     rp = json.load(open(os.path.join(out, "report-P2-N48.json")))
     check(len(table) == 4 and "failed" not in p.stdout and os.path.realpath(rp["program"][0]) == os.path.realpath(os.path.join(var["appdir"], "matmul")),
           f"the installed mpisim runs the study with libexec's matmul ({rp['program'][0]})")
 
 
-def check_slow_host(p, csv_path):
+def check_slow_host(p, csv_path, also=()):
     """A study against its own calibration exits 0, or 9 (outcome slow host) exactly when a point is
     marked so in the table and in the CSV's slow_host column (every run of it computed at over 1.1x
     the calibrated rate: a slow spell of a busy machine)."""
     import csv
     marked = [r for r in csv.DictReader(open(csv_path)) if r["slow_host"] == "1"]
-    in_table = [l for l in p.stdout.splitlines() if "slow host: every run" in l]
+    in_table = [l for l in p.stdout.splitlines() if "  slow host: " in l]
     if p.returncode == 9:
         check(marked and len(in_table) == len(marked) and "Outcome: slow host" in p.stdout,
               f"a study with points of a slow host says so in the table, the CSV and its outcome\n{p.stdout}")
         print(f"this machine was slow for {len(marked)} point(s): outcome slow host, exit 9")
     else:
-        check(p.returncode == 0 and not marked and not in_table,
+        check((p.returncode == 0 or p.returncode in also) and not marked and not in_table,
               f"the study exited {p.returncode} (0, or 9 with points marked slow host)\n{p.stdout}{p.stderr[-2000:]}")
 
 
