@@ -46,6 +46,7 @@
  *
  * The engine's parts and its types: myrinet_internal.h. */
 #include "myrinet_internal.h"
+#include "cm_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,12 +109,9 @@ static int seg_append(meng *e, mhop *hp, nm_time_t t0, int32_t k0, int32_t n, nm
             return 0;
         }
     }
-    if (hp->nseg == hp->cap) {
-        int nc = hp->cap ? 2 * hp->cap : 4;
-        mseg *ns = realloc(hp->seg, (size_t)nc * sizeof *ns);
-        if (!ns) { e->oom++; return -1; }
-        hp->seg = ns;
-        hp->cap = nc;
+    if (cm_grow((void **)&hp->seg, &hp->cap, (size_t)hp->nseg + 1, sizeof *hp->seg, 4) < 0) {
+        e->oom++;
+        return -1;
     }
     hp->seg[hp->nseg++] = (mseg){t0, k0, n};
     hp->nplan += n;

@@ -11,6 +11,7 @@
  * finishing before its tail arrived. Times are integer picoseconds; events are ordered by
  * (time, sequence) so runs are bit-reproducible. Rules and keys: netmodel/README.md. */
 #include "packet_internal.h"
+#include "cm_grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,13 +98,7 @@ static int unit_alloc(pengine *E)
         E->free_un = E->un[i].next;
         return i;
     }
-    if (E->nun == E->capun) {
-        int nc = E->capun ? 2 * E->capun : 256;
-        unit *nu = realloc(E->un, (size_t)nc * sizeof *nu);
-        if (!nu) return -1;
-        E->un = nu;
-        E->capun = nc;
-    }
+    if (cm_grow((void **)&E->un, &E->capun, (size_t)E->nun + 1, sizeof *E->un, 256) < 0) return -1;
     return E->nun++;
 }
 
@@ -464,13 +459,7 @@ static int pe_inject(void *e, int src, int dst, uint64_t payload, nm_time_t t, u
 
 static int mc_node(mcast *mc, step st, int parent, int dst)
 {
-    if (mc->nnode == mc->capnode) {
-        int nc = mc->capnode ? 2 * mc->capnode : 16;
-        mnode *nn = realloc(mc->node, (size_t)nc * sizeof *nn);
-        if (!nn) return -1;
-        mc->node = nn;
-        mc->capnode = nc;
-    }
+    if (cm_grow((void **)&mc->node, &mc->capnode, (size_t)mc->nnode + 1, sizeof *mc->node, 16) < 0) return -1;
     int x = mc->nnode++;
     mc->node[x] = (mnode){st, parent, -1, -1, dst};
     if (parent >= 0) {   /* append as the parent's last child */

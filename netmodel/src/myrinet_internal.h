@@ -33,7 +33,8 @@ typedef struct {
     int ch;
     int32_t len, nplan;        /* characters on this hop; planned so far */
     mseg *seg;
-    int nseg, cap;
+    int nseg;
+    size_t cap;
     int alo, slo;              /* first segment not yet fully arrived / fully sent before now */
     int32_t alocnt, slocnt;
     nm_time_t avail;           /* earliest start of the first character */
@@ -69,7 +70,8 @@ typedef struct {
     int stopped;
     nm_time_t ctrl_end, wake;
     whref *req;
-    int nreq, capreq, rr_last;
+    int nreq, rr_last;
+    size_t capreq;
     mctrl cq[CQ_CAP];          /* control characters on the wire toward the receiving end */
     int cqh, cqn;
     /* receiving slack buffer */
@@ -115,7 +117,8 @@ typedef struct {
     mchan *ch;
     mhost *host;
     mworm *w;
-    int nw, capw, freew;
+    int nw, freew;
+    size_t capw;
     /* the event heap of entities */
     int nent;
     myr_evq_heap heap;
@@ -147,7 +150,8 @@ typedef struct {
     int64_t *sbuf;
     size_t sn, scap;
     int *tw;
-    int ntw, captw;
+    int ntw;
+    size_t captw;
 } meng;
 
 /* ---------------------------------------------------------------- shared functions */

@@ -4,6 +4,7 @@
  * queue, nic_recv_cost) and delivery, the timeout and the drop. The model is explained in
  * engine_myrinet.c. */
 #include "myrinet_internal.h"
+#include "cm_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,10 @@ static int worm_alloc(meng *e, int nh)
         wi = e->freew;
         e->freew = e->w[wi].qnext;
     } else {
-        if (e->nw == e->capw) {
-            int nc = e->capw ? 2 * e->capw : 64;
-            mworm *nw = realloc(e->w, (size_t)nc * sizeof *nw);
-            if (!nw) return -1;
-            memset(nw + e->capw, 0, (size_t)(nc - e->capw) * sizeof *nw);
-            e->w = nw;
-            e->capw = nc;
-        }
+        size_t oc = e->capw;
+        if (cm_grow((void **)&e->w, &e->capw, (size_t)e->nw + 1, sizeof *e->w, 64) < 0) return -1;
+        /* hop arrays of worms not used yet must start empty (caphop 0, hop NULL) */
+        if (e->capw > oc) memset(e->w + oc, 0, (e->capw - oc) * sizeof *e->w);
         wi = e->nw++;
     }
     mworm *w = &e->w[wi];
@@ -291,12 +288,9 @@ void myr_head_event(meng *e, int c)
         hp->rb_dep = e->now;
         int oc = w->hop[r.h + 1].ch;
         mchan *ox = &e->ch[oc];
-        if (ox->nreq == ox->capreq) {
-            int nc = ox->capreq ? 2 * ox->capreq : 4;
-            whref *nr = realloc(ox->req, (size_t)nc * sizeof *nr);
-            if (!nr) { e->oom++; return; }
-            ox->req = nr;
-            ox->capreq = nc;
+        if (cm_grow((void **)&ox->req, &ox->capreq, (size_t)ox->nreq + 1, sizeof *ox->req, 4) < 0) {
+            e->oom++;
+            return;
         }
         ox->req[ox->nreq++] = (whref){r.w, r.h + 1};
         if (ox->owner < 0) myr_sched(e, ent_ch(oc, EK_ARB), e->now, CL_ARB);

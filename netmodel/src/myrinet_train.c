@@ -4,6 +4,7 @@
  * once (exactly: see below). Also the train's injection and its cut (nm_network_train_cut).
  * The model is explained in engine_myrinet.c. */
 #include "myrinet_internal.h"
+#include "cm_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,25 +35,13 @@ typedef struct mtrain {
 
 static int sput(meng *e, int64_t v)
 {
-    if (e->sn == e->scap) {
-        size_t nc = e->scap ? 2 * e->scap : 256;
-        int64_t *nb = realloc(e->sbuf, nc * sizeof *nb);
-        if (!nb) return -1;
-        e->sbuf = nb;
-        e->scap = nc;
-    }
+    if (cm_grow((void **)&e->sbuf, &e->scap, e->sn + 1, sizeof *e->sbuf, 256) < 0) return -1;
     e->sbuf[e->sn++] = v;
     return 0;
 }
 static int tw_push(meng *e, int wi)
 {
-    if (e->ntw == e->captw) {
-        int nc = e->captw ? 2 * e->captw : 16;
-        int *nt = realloc(e->tw, (size_t)nc * sizeof *nt);
-        if (!nt) return -1;
-        e->tw = nt;
-        e->captw = nc;
-    }
+    if (cm_grow((void **)&e->tw, &e->captw, (size_t)e->ntw + 1, sizeof *e->tw, 16) < 0) return -1;
     e->tw[e->ntw++] = wi;
     return 0;
 }

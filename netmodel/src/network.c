@@ -1,6 +1,7 @@
 /* Network facade: picks the engine named by network.engine and forwards to it; checks the
  * arguments every engine would otherwise check; relays deliveries and drops to the user. */
 #include "nm_internal.h"
+#include "cm_grow.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -131,13 +132,7 @@ int nm_network_inject_train(nm_network *net, int src, int dst, uint64_t payload,
     if (t < net->ops->now(net->eng)) return -4;
     if (period > 0 && (NM_TIME_NEVER - t) / period < (nm_time_t)count) return -2;
     if (net->ops->inject_train) return net->ops->inject_train(net->eng, src, dst, payload, count, t, period, cookie);
-    if (net->nheld == net->capheld) {
-        size_t nc = net->capheld ? 2 * net->capheld : 8;
-        struct held_train *nh = realloc(net->held, nc * sizeof *nh);
-        if (!nh) return -6;
-        net->held = nh;
-        net->capheld = nc;
-    }
+    if (cm_grow((void **)&net->held, &net->capheld, net->nheld + 1, sizeof *net->held, 8) < 0) return -6;
     for (uint32_t i = 0; i < count; i++) {
         int rc = net->ops->inject(net->eng, src, dst, payload, t + (nm_time_t)i * period, cookie);
         if (rc < 0) return rc;   /* only the first can fail: the arguments are the same */

@@ -63,7 +63,8 @@ typedef struct mnode {
 
 typedef struct mcast {
     mnode *node;
-    int nnode, capnode;
+    int nnode;
+    size_t capnode;
     int ndst, dst_left;         /* destinations, and those not yet finished */
     int *dst, *left;            /* per destination: host, frames still to arrive */
     uint64_t *cookie;
@@ -114,7 +115,8 @@ typedef struct pengine {
     int maxpath;
     int npk, cappk, free_pk;
     unit *un;
-    int nun, capun, free_un;
+    int nun, free_un;
+    size_t capun;
     int running;
     nm_stats st;
 } pengine;

@@ -1,6 +1,7 @@
 /* Topology generators: the testbeds and studied networks of the seeds. Wiring is documented
  * in netmodel/README.md; every generator names hosts H0.. and switches S0.. in order. */
 #include "nm_internal.h"
+#include "cm_grow.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -22,20 +23,15 @@ typedef struct gen {
     nm_topology *t;
     const nm_config *cfg;
     slot *slots;
-    int nslots, cap;
+    int nslots;
+    size_t cap;
     char *err;
     size_t errlen;
 } gen;
 
 static int add_slot(gen *g, int sw, int port)
 {
-    if (g->nslots == g->cap) {
-        int nc = g->cap ? 2 * g->cap : 64;
-        slot *ns = realloc(g->slots, (size_t)nc * sizeof *ns);
-        if (!ns) return -1;
-        g->slots = ns;
-        g->cap = nc;
-    }
+    if (cm_grow((void **)&g->slots, &g->cap, (size_t)g->nslots + 1, sizeof *g->slots, 64) < 0) return -1;
     g->slots[g->nslots].sw = sw;
     g->slots[g->nslots].port = port;
     g->nslots++;
