@@ -8,6 +8,7 @@
 #include "netmodel.h"
 #include "nm_internal.h"
 #include "nm_cmdline.h"
+#include "cm_grow.h"
 
 #include <limits.h>
 #include <math.h>
@@ -48,12 +49,9 @@ static void on_deliver(void *u, const nm_delivery *d)
         r->win_pkts++;
     }
     if (d->inject_time >= r->w0 && d->inject_time < r->w1) {
-        if (r->nlat == r->caplat) {
-            size_t nc = r->caplat ? 2 * r->caplat : 4096;
-            nm_time_t *nl = realloc(r->lat, nc * sizeof *nl);
-            if (!nl) { r->oom = 1; return; }
-            r->lat = nl;
-            r->caplat = nc;
+        if (cm_grow((void **)&r->lat, &r->caplat, r->nlat + 1, sizeof *r->lat, 4096) < 0) {
+            r->oom = 1;
+            return;
         }
         r->lat[r->nlat++] = d->deliver_time - d->inject_time;
     }
