@@ -3,6 +3,7 @@
 #include "ms_host.h"
 #include "ms_model.h"
 #include "ms_util.h"
+#include "cm_grow.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -472,13 +473,7 @@ static uint64_t span_add(span_set *s, uint64_t a, uint64_t len)
         if (s->v[m].e > ne) ne = s->v[m].e;
     }
     if (m == k) {   /* no span merged: insert one */
-        if (s->n == s->cap) {
-            size_t nc = s->cap ? 2 * s->cap : 16;
-            span *v = realloc(s->v, nc * sizeof *v);
-            if (!v) return 0;
-            s->v = v;
-            s->cap = nc;
-        }
+        if (cm_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v, 16) < 0) return 0;
         memmove(s->v + k + 1, s->v + k, (s->n - k) * sizeof *s->v);
         s->n++;
     } else if (m > k + 1) {   /* several merged into one */

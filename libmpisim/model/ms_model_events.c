@@ -1,6 +1,7 @@
 /* The model's event queue, completion of requests, resumption of waiting ranks, and the loop that
  * drives events and network deliveries. */
 #include "ms_model_internal.h"
+#include "cm_grow.h"
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
@@ -22,12 +23,9 @@ static inline int ev_before(const ms_event *a, const ms_event *b)
  * events exactly as push_internal's, but kept aside so that the network may run past it. */
 void msm_push_train_nic(ms_model *m, ms_time_t t, int node)
 {
-    if (m->ntev == m->captev) {
-        size_t nc = m->captev ? 2 * m->captev : 8;
-        ms_event *nt = realloc(m->tev, nc * sizeof *nt);
-        if (!nt) { model_error(m, "out of memory (event queue)"); return; }
-        m->tev = nt;
-        m->captev = nc;
+    if (cm_grow((void **)&m->tev, &m->captev, m->ntev + 1, sizeof *m->tev, 8) < 0) {
+        model_error(m, "out of memory (event queue)");
+        return;
     }
     ms_event ev = {t, (CLS_INTERNAL << 62) | (m->seq0++ & ((1ULL << 62) - 1)), NULL,
                    ((uint64_t)node << EV_TYPE_BITS) | EV_NIC};

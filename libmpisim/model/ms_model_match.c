@@ -1,5 +1,6 @@
 /* Communicators, requests, match queues, messages and matching (eager and rendezvous start). */
 #include "ms_model_internal.h"
+#include "cm_grow.h"
 
 /* ---- communicators --------------------------------------------------------------------------- */
 
@@ -31,13 +32,7 @@ uint64_t *msm_coll_seq_slot(ms_comm *c, int crank, int world)
 
 ms_comm *msm_comm_new(ms_model *m, uint64_t id, int size, int self, size_t nseq)
 {
-    if (m->ncomms == m->capcomms) {
-        size_t nc = m->capcomms ? m->capcomms * 2 : 16;
-        ms_comm **n = realloc(m->commv, nc * sizeof *n);
-        if (!n) return NULL;
-        m->commv = n;
-        m->capcomms = nc;
-    }
+    if (cm_grow((void **)&m->commv, &m->capcomms, m->ncomms + 1, sizeof *m->commv, 16) < 0) return NULL;
     ms_comm *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->coll_seq = calloc(nseq ? nseq : 1, sizeof *c->coll_seq);
@@ -300,12 +295,9 @@ void msm_push_resolution(ms_model *m, int rank, uint64_t req, int src, int64_t t
 {
     rank_state *rs = &m->ranks[rank];
     if (rs->rhead > 0 && rs->rhead == rs->rn) rs->rhead = rs->rn = 0;
-    if (rs->rn == rs->rcap) {
-        size_t nc = rs->rcap ? rs->rcap * 2 : 8;
-        ms_resolution *n = realloc(rs->resol, nc * sizeof *n);
-        if (!n) { model_error(m, "out of memory (resolutions)"); return; }
-        rs->resol = n;
-        rs->rcap = nc;
+    if (cm_grow((void **)&rs->resol, &rs->rcap, rs->rn + 1, sizeof *rs->resol, 8) < 0) {
+        model_error(m, "out of memory (resolutions)");
+        return;
     }
     ms_resolution *x = &rs->resol[rs->rn++];
     x->req = req;

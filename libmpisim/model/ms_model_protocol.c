@@ -1,6 +1,7 @@
 /* The point-to-point protocol below matching: host-driven rendezvous, packets, NIC queues and
  * trains, injection into the network, and posting sends, receives and cancels. */
 #include "ms_model_internal.h"
+#include "cm_grow.h"
 
 /* how many bytes of [addr, addr + len) were the source of one of rank rs's recent rendezvous
  * sends on its node (the largest overlap with one of them) */
@@ -65,16 +66,10 @@ void msm_do_turn(ms_model *m, ms_msg *g, int kind, ms_time_t t)
 void msm_hold_turn(ms_model *m, int rank, ms_msg *g, int kind, ms_time_t t, ms_time_t from)
 {
     rank_state *rs = &m->ranks[rank];
-    if (rs->nturns == rs->capturns) {
-        size_t nc = rs->capturns ? 2 * rs->capturns : 8;
-        uint64_t *n = realloc(rs->turns, nc * sizeof *n);
-        if (!n) {
-            model_error(m, "out of memory (held turns)");
-            msm_do_turn(m, g, kind, t);
-            return;
-        }
-        rs->turns = n;
-        rs->capturns = nc;
+    if (cm_grow((void **)&rs->turns, &rs->capturns, rs->nturns + 1, sizeof *rs->turns, 8) < 0) {
+        model_error(m, "out of memory (held turns)");
+        msm_do_turn(m, g, kind, t);
+        return;
     }
     g->pending++;   /* held by the turn */
     rs->turns[rs->nturns++] = ((uint64_t)g->idx << PK_BITS) | (uint64_t)kind;

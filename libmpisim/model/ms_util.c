@@ -1,4 +1,5 @@
 #include "ms_util.h"
+#include "cm_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,7 @@ void *ms_pool_alloc(ms_pool *p, uint32_t *idx)
         i = p->next;
         size_t c = i >> MS_POOL_CHUNK_BITS;
         if (c >= p->nchunks) {
-            if (p->nchunks == p->capchunks) {
-                size_t nc = p->capchunks ? p->capchunks * 2 : 16;
-                char **n = realloc(p->chunks, nc * sizeof *n);
-                if (!n) return NULL;
-                p->chunks = n;
-                p->capchunks = nc;
-            }
+            if (cm_grow((void **)&p->chunks, &p->capchunks, p->nchunks + 1, sizeof *p->chunks, 16) < 0) return NULL;
             p->chunks[p->nchunks] = malloc(CHUNK * p->objsize);
             if (!p->chunks[p->nchunks]) return NULL;
             p->nchunks++;
@@ -51,13 +46,8 @@ void *ms_pool_alloc(ms_pool *p, uint32_t *idx)
 
 void ms_pool_release(ms_pool *p, uint32_t idx)
 {
-    if (p->nfree == p->capfree) {
-        size_t nc = p->capfree ? p->capfree * 2 : 256;
-        uint32_t *n = realloc(p->free_idx, nc * sizeof *n);
-        if (!n) return;   /* leak the slot rather than fail */
-        p->free_idx = n;
-        p->capfree = nc;
-    }
+    if (cm_grow((void **)&p->free_idx, &p->capfree, p->nfree + 1, sizeof *p->free_idx, 256) < 0)
+        return;   /* leak the slot rather than fail */
     p->free_idx[p->nfree++] = idx;
 }
 
