@@ -9,6 +9,7 @@
 
 #include "ms_host.h"
 #include "cm_hmap.h"   /* the requests a lenient wait leaves out */
+#include "cm_grow.h"
 
 /* A lane: a rank's thread 0 (lane = rank) or one of its other threads (lanes nranks..). */
 typedef struct drank {
@@ -37,7 +38,8 @@ struct ms_driver {
     ms_model *model;
     int n;                       /* ranks */
     drank *r;                    /* lanes: ranks' thread 0 first (lane = rank), then other threads as seen */
-    int nl, capl;
+    int nl;
+    size_t capl;
     int **tl;                    /* per rank: the lanes of its threads 1.. (NULL: none yet) */
     int *ntl;
     int count[MS_RANK_IDLE + 1];     /* lanes in each state: the horizon and stall tests at no cost per lane */
@@ -199,13 +201,8 @@ static int lane_get(ms_driver *d, int rank, int thread, int64_t t)
         d->tl[rank] = v;
         d->ntl[rank] = thread;
     }
-    if (d->nl == d->capl) {
-        int cap = d->capl * 2;
-        drank *q = realloc(d->r, sizeof *q * (size_t)cap);
-        if (!q) return -1;
-        d->r = q;
-        d->capl = cap;
-    }
+    /* capl starts at nranks (>= 1), so `first` is never used */
+    if (cm_grow((void **)&d->r, &d->capl, (size_t)d->nl + 1, sizeof *d->r, 1) < 0) return -1;
     l = d->nl++;
     drank *r = &d->r[l];
     memset(r, 0, sizeof *r);
@@ -323,7 +320,8 @@ ms_driver *ms_driver_create(const nm_config *cfg, int nranks, char *err, size_t 
         fail(err, errlen, "out of memory");
         goto fail;
     }
-    d->nl = d->capl = nranks;
+    d->nl = nranks;
+    d->capl = (size_t)nranks;
     for (int i = 0; i < nranks; i++) {
         d->r[i].wait_fn = -1;
         d->r[i].rank = i;
@@ -516,13 +514,8 @@ static int apply_comm_add(ms_driver *d, int rank, const ms_driver_event *e, char
     int rc = ms_model_comm_add(d->model, e->comm, e->nmembers, w, merr, sizeof merr);
     if (w != small) free(w);
     if (comm_members(d, e->comm) < 0) {
-        if (d->ncomms == d->cap_comms) {
-            size_t cap = d->cap_comms ? d->cap_comms * 2 : 16;
-            comm_size *q = realloc(d->comms, sizeof *q * cap);
-            if (!q) return refused(err, errlen, "a communicator", "out of memory");
-            d->comms = q;
-            d->cap_comms = cap;
-        }
+        if (cm_grow((void **)&d->comms, &d->cap_comms, d->ncomms + 1, sizeof *d->comms, 16) < 0)
+            return refused(err, errlen, "a communicator", "out of memory");
         d->comms[d->ncomms].id = e->comm;
         d->comms[d->ncomms].size = e->nmembers;
         d->ncomms++;
