@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include "ms_report.h"
 #include "ms_charge.h"
+#include "cm_grow.h"
 
 static double wall_now(void)
 {
@@ -88,13 +89,7 @@ static void note_untimed(replay *p, const char *text)
     size_t i = 0;
     while (i < p->nuntimed && strncmp(p->untimed[i].name, text, sizeof p->untimed[i].name - 1)) i++;
     if (i == p->nuntimed) {
-        if (p->nuntimed == p->capuntimed) {
-            size_t nc = p->capuntimed ? 2 * p->capuntimed : 8;
-            struct untimed *q = realloc(p->untimed, nc * sizeof *q);
-            if (!q) return;
-            p->untimed = q;
-            p->capuntimed = nc;
-        }
+        if (cm_grow((void **)&p->untimed, &p->capuntimed, p->nuntimed + 1, sizeof *p->untimed, 8) < 0) return;
         snprintf(p->untimed[i].name, sizeof p->untimed[i].name, "%.63s", text);
         p->untimed[i].count = 0;
         p->nuntimed++;
