@@ -3,6 +3,7 @@
  * size") and README.md ("Model your own cluster"). */
 #define _GNU_SOURCE
 #include "calib_internal.h"
+#include "cm_grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -64,13 +65,7 @@ int cal_add_sample(cal_data *d, cal_test t, const char *mode, long window, int o
     if (!(seconds >= 0) || !isfinite(seconds) || !(bytes >= 0)) return -1;
     cal_series *s = cal_find(d, t, mode, off_node);
     if (!s) {
-        if (d->ns == d->caps) {
-            int nc = d->caps ? 2 * d->caps : 16;
-            cal_series *ns = realloc(d->s, (size_t)nc * sizeof *ns);
-            if (!ns) return -1;
-            d->s = ns;
-            d->caps = nc;
-        }
+        if (cm_grow((void **)&d->s, &d->caps, (size_t)d->ns + 1, sizeof *d->s, 16) < 0) return -1;
         s = &d->s[d->ns++];
         memset(s, 0, sizeof *s);
         s->test = t;
@@ -83,24 +78,12 @@ int cal_add_sample(cal_data *d, cal_test t, const char *mode, long window, int o
     for (int i = 0; i < s->np && !p; i++)
         if (s->p[i].bytes == bytes) p = &s->p[i];
     if (!p) {
-        if (s->np == s->capp) {
-            int nc = s->capp ? 2 * s->capp : 32;
-            cal_point *np = realloc(s->p, (size_t)nc * sizeof *np);
-            if (!np) return -1;
-            s->p = np;
-            s->capp = nc;
-        }
+        if (cm_grow((void **)&s->p, &s->capp, (size_t)s->np + 1, sizeof *s->p, 32) < 0) return -1;
         p = &s->p[s->np++];
         memset(p, 0, sizeof *p);
         p->bytes = bytes;
     }
-    if (p->nv == p->capv) {
-        int nc = p->capv ? 2 * p->capv : 32;
-        double *nv = realloc(p->v, (size_t)nc * sizeof *nv);
-        if (!nv) return -1;
-        p->v = nv;
-        p->capv = nc;
-    }
+    if (cm_grow((void **)&p->v, &p->capv, (size_t)p->nv + 1, sizeof *p->v, 32) < 0) return -1;
     p->v[p->nv++] = seconds;
     return 0;
 }

@@ -34,7 +34,8 @@ typedef struct cal_point {
     double spread;   /* relative width of the samples kept around it */
     int rejected;    /* samples left out as disturbed */
     double *v;       /* samples */
-    int nv, capv;
+    int nv;
+    size_t capv;
 } cal_point;
 
 typedef struct cal_series {
@@ -44,12 +45,14 @@ typedef struct cal_series {
     int off_node;          /* 0 on one node, 1 between nodes */
     char origin[96];       /* benchmark, as in sources: "calibench pingpong", "OSU osu_latency", ... */
     cal_point *p;          /* sorted by bytes after cal_data_estimate */
-    int np, capp;
+    int np;
+    size_t capp;
 } cal_series;
 
 typedef struct cal_data {
     cal_series *s;
-    int ns, caps;
+    int ns;
+    size_t caps;
     char inputs[512];      /* the files or runs read, for the profile's header */
     int same_host;         /* calibench's report: 1, 0, or -1 unknown */
     double elapsed_s;      /* calibench's measuring time (0 unknown) */

@@ -18,6 +18,7 @@
 #include "ms_outfile.h"
 #include "ms_trace.h"
 #include "nm_cmdline.h"
+#include "cm_grow.h"
 
 /* Everything a subcommand allocates is released when it returns, on every path. */
 typedef struct owned {
@@ -30,13 +31,8 @@ static size_t g_nowned, g_capowned;
 static void *own(void *p, void (*fn)(void *))
 {
     if (!p) return NULL;
-    if (g_nowned == g_capowned) {
-        size_t cap = g_capowned ? g_capowned * 2 : 64;
-        owned *o = realloc(g_owned, cap * sizeof *o);
-        if (!o) return p; /* leaks at worst */
-        g_owned = o;
-        g_capowned = cap;
-    }
+    if (cm_grow((void **)&g_owned, &g_capowned, g_nowned + 1, sizeof *g_owned, 64) < 0)
+        return p; /* leaks at worst */
     g_owned[g_nowned].p = p;
     g_owned[g_nowned].fn = fn;
     g_nowned++;
