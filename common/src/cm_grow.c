@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-int cm_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+int cm_grow_slow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap) return 0;
     size_t nc = *cap ? *cap : first ? first : 1;
