@@ -13,7 +13,8 @@
 #define MS_EXIT_UNTIMED 6      /* complete, but untimed calls could have affected virtual time (outcome untimed) */
 #define MS_EXIT_THREAD_LEVEL 7 /* threads called MPI at once under a thread level that forbids it */
 #define MS_EXIT_SUPERLINEAR 8  /* mpisim study: a speedup above its process count beyond the runs' noise */
-#define MS_EXIT_SLOW_HOST 9    /* mpisim study: a point whose every run computed slower than the calibrated rate */
+#define MS_EXIT_SLOW_HOST 9    /* mpisim study: a point computed at a slow host's rate (every run slower than the
+                                * calibration, or rank 0 slower than the one-rank run) */
 
 /* The exit code for an ms_outcome of ms_server_outcome or a replay (0: the program's own code
  * stands). A stall is the watchdog's deadlock: exit 3 as well. Untimed: 6 (a program's own

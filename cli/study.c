@@ -332,8 +332,9 @@ typedef struct {
     double *t;
     double *t2;                /* each point's second fastest run (0: none) */
     double *rate;              /* rank 0's ns per multiply-add in each point's fastest run (0: not known) */
-    double *slow;              /* a point whose every run was slow: its counted run's slowest rank's rate over
-                                * the calibrated one (0: a run at the calibrated rate counted) */
+    double *slow_best;         /* the fastest of each point's slow runs (0: none) */
+    double *slow;              /* that run's slowest rank's rate over the calibrated one; after the grid, 0
+                                * unless the point stands on slow runs only */
 } study_run;
 
 /* The options into s; -1 to go on, else the exit code (0 after --help). */
@@ -581,13 +582,9 @@ static void run_grid(study_run *s)
     int max_runs = runs > 1 ? 3 * runs : 1;
     double *second = s->t2;   /* second fastest so far */
     memset(second, 0, (size_t)(np * ns) * sizeof *second);
-    double *slow_best = calloc((size_t)(np * ns), sizeof *slow_best);   /* runs of a slow machine */
-    double *slow_ratio = calloc((size_t)(np * ns), sizeof *slow_ratio);
-    if (!slow_best || !slow_ratio) {   /* without them a slow run's point would fail: refuse none */
-        free(slow_best);
-        free(slow_ratio);
-        slow_best = slow_ratio = NULL;
-    }
+    double *slow_best = s->slow_best;   /* runs of a slow machine */
+    memset(slow_best, 0, (size_t)(np * ns) * sizeof *slow_best);
+    memset(s->slow, 0, (size_t)(np * ns) * sizeof *s->slow);
     for (int run = 0; run < max_runs; run++)
         for (int j = 0; j < ns; j++)
             for (int i = 0; i < np; i++) {
@@ -595,20 +592,16 @@ static void run_grid(study_run *s)
                 int confirmed = *best > 0 && *next > 0 && *next <= *best * (1 + CONFIRM);
                 int small = s->procs[i] == 1 || (*best > 0 && *best < SMALL_POINT_S);
                 if (run >= runs && !small && confirmed) continue;
-                double ignored_best = 0, ignored_ratio = 0;
-                run_grid_point(s, i, j, run, best, next, slow_best ? &slow_best[i * ns + j] : &ignored_best,
-                               slow_ratio ? &slow_ratio[i * ns + j] : &ignored_ratio);
+                run_grid_point(s, i, j, run, best, next, &slow_best[i * ns + j], &s->slow[i * ns + j]);
             }
-    memset(s->slow, 0, (size_t)(np * ns) * sizeof *s->slow);
-    for (int k = 0; slow_best && k < np * ns; k++)
+    for (int k = 0; k < np * ns; k++)
         if (t[k] < 0 && slow_best[k] > 0) {
             t[k] = slow_best[k];
-            s->slow[k] = slow_ratio[k];
             fprintf(stderr, "mpisim study: warning: P=%d N=%d: every run computed at a slow rate; its time is the "
                             "fastest of them and overstated\n", s->procs[k / ns], s->sizes[k % ns]);
+        } else {
+            s->slow[k] = 0;   /* a run at the calibrated rate counted */
         }
-    free(slow_best);
-    free(slow_ratio);
 }
 
 /* The calibration can fall into a slow spell of the machine (here once: 0.4109 ns per
@@ -844,7 +837,8 @@ static int study_speedup(study_run *s, int argc, char **argv)
     s->t2 = calloc((size_t)(s->np * s->ns), sizeof *s->t2);
     s->rate = calloc((size_t)(s->np * s->ns), sizeof *s->rate);
     s->slow = calloc((size_t)(s->np * s->ns), sizeof *s->slow);
-    if (!s->t || !s->t2 || !s->rate || !s->slow) {
+    s->slow_best = calloc((size_t)(s->np * s->ns), sizeof *s->slow_best);
+    if (!s->t || !s->t2 || !s->rate || !s->slow || !s->slow_best) {
         fprintf(stderr, "mpisim study: out of memory\n");
         return MS_EXIT_NO_MEMORY;
     }
@@ -871,6 +865,7 @@ int mpisim_study_main(int argc, char **argv)
     free(s.t2);
     free(s.rate);
     free(s.slow);
+    free(s.slow_best);
     free(s.o.sets);
     return rc;
 }

@@ -120,8 +120,8 @@ def calibrate(bindir, out_ini, log):
 def probe(bindir):
     """The machine's speed now, measured as the calibration measures it: calibench's multiply-add
     time on each core and its zero-byte ping-pong (natively, the medians of their samples; half a
-    second). A shared virtual machine's cores change speed from minute to minute (other guests on
-    the same physical cores): both a native run and the CPU time a run under the model is charged
+    second). A shared virtual machine's cores change speed from minute to minute (seen here: 2x):
+    both a native run and the CPU time a run under the model is charged
     follow it, the calibrated latencies do not. Taken before each pair of runs, it says how far the
     machine had moved from the one that was calibrated."""
     o, _ = run(mpirun_base() + [os.path.join(bindir, "calibench"), "--tests", "compute,pingpong",

@@ -346,7 +346,8 @@ def test_install():
 def check_slow_host(p, csv_path, also=()):
     """A study against its own calibration exits 0, or 9 (outcome slow host) exactly when a point is
     marked so in the table and in the CSV's slow_host column (every run of it computed at over 1.1x
-    the calibrated rate: a slow spell of a busy machine)."""
+    the calibrated rate, or its rank 0 at over 1.1x the one-rank run's: a slow spell of a busy
+    machine)."""
     import csv
     marked = [r for r in csv.DictReader(open(csv_path)) if r["slow_host"] == "1"]
     in_table = [l for l in p.stdout.splitlines() if "  slow host: " in l]

@@ -1,7 +1,7 @@
 /* A stand-in for matmul in `mpisim study speedup --program` (tests/cli/test_exit_codes.py): it
  * takes matmul's arguments (N --repeat R [--distribute D]) and prints matmul's result line as if
  * rank 0 computed at 184 ns per multiply-add alone and at twice that when other ranks run beside
- * it (the cores of a busy host slowing each other down). Its one-rank N = 144 run is the study's
+ * it (a slow spell of the host while they run). Its one-rank N = 144 run is the study's
  * calibration (factor 1), so every run of a P > 1 point is slow: the study must say so (exit 9). */
 #include <mpi.h>
 #include <stdio.h>
