@@ -180,6 +180,7 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             "\"window_cold_ns\": %lld, \"counter_ghz\": %.6f, \"probes\": %llu, "
             "\"floor_gaps\": %llu, \"floor_added_ns\": %lld, \"floor_dropped_ns\": %lld, "
             "\"stall_gaps\": %llu, \"stall_dropped_ns\": %lld, "
+            "\"steal_gaps\": %llu, \"steal_ns\": %lld, \"steal_syscalls\": %llu, "
             "\"gate_slots\": %d, \"gate_waits\": %llu, \"gate_wait_ns\": %lld, \"gate_timeouts\": %llu}",
             m, (long long)c->baseline_ns, (unsigned long long)c->page_misses,
             (unsigned long long)c->woken_gaps, (long long)c->woken_raw_ns, (unsigned long long)c->gaps,
@@ -190,7 +191,8 @@ static void write_charging(FILE *f, const ms_msg_charging *c)
             (long long)c->window_cold_ns, c->window_ps_per_tick > 0 ? 1e9 / (double)c->window_ps_per_tick : 0.0,
             (unsigned long long)c->probes,
             (unsigned long long)c->floor_gaps, (long long)c->floor_added_ns, (long long)c->floor_dropped_ns,
-            (unsigned long long)c->stall_gaps, (long long)c->stall_dropped_ns, (int)c->gate_slots,
+            (unsigned long long)c->stall_gaps, (long long)c->stall_dropped_ns, (unsigned long long)c->steal_gaps,
+            (long long)c->steal_ns, (unsigned long long)c->steal_syscalls, (int)c->gate_slots,
             (unsigned long long)c->gate_waits, (long long)c->gate_wait_ns, (unsigned long long)c->gate_timeouts);
 }
 
@@ -200,6 +202,7 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
 {
     double gaps = 0, woken = 0, raw = 0, woken_raw = 0, wall = 0, desched = 0, misses = 0, base = 0;
     double timeouts = 0, charged = 0, woken_charged = 0, rcomp = 0, stalls = 0, stall_ns = 0;
+    double steal = 0;
     double stall_share = 0;   /* the largest share of a rank's virtual time the stall rule did not charge */
     int n = 0, syscall_ranks = 0, slots1 = 0;
     for (int i = 0; i < s->nranks; i++) {
@@ -221,6 +224,7 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
         rcomp += (double)c->return_comp_ns;
         stalls += (double)c->stall_gaps;
         stall_ns += (double)c->stall_dropped_ns;
+        steal += (double)c->steal_ns;
         double t_ns = (double)s->ranks[i].fin.t / 1e3;
         if (t_ns > 0 && (double)c->stall_dropped_ns / t_ns > stall_share) stall_share = (double)c->stall_dropped_ns / t_ns;
         if (c->gate_slots > slots1) slots1 = c->gate_slots;
@@ -271,6 +275,12 @@ int ms_server_measurement_warnings(const ms_server *s, char *buf, size_t len)
              "%.1f %% of a rank's virtual time; rare real work there is lost with them "
              "(shim.gap_noise_max = 0 charges every interval over shim.gap_noise as measured)",
              stalls, stall_ns / 1e3, 100 * stall_share);
+    /* steal is left out (docs/architecture.md "Steal"), but a machine whose hypervisor takes a tenth
+     * of the time is one where the rest of the measurement (caches, clock rates) is shared too */
+    if (raw > 0 && steal / raw > 0.1)
+        WARN("the hypervisor ran other guests during %.0f %% of the ranks' computation as measured (steal, %.1f ms): "
+             "left out of the charge, as the kernel's CPU-time clock leaves it out; the machine is shared",
+             100 * steal / raw, steal / 1e6);
     if (base > 100)
         WARN("a clock reading costs up to %.0f ns (charging baseline): every interval's share of it is estimated, "
              "not measured", base);

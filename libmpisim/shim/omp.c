@@ -34,6 +34,7 @@ typedef struct omp_region {
     void **args;
     ms_thr *forker;              /* the forking thread */
     int64_t fork_ps;             /* its virtual time at the fork */
+    ck_anchor fork_an;           /* its clocks paired at the fork (steal) */
     int64_t crit_ps;             /* the longest team thread: its CPU in the function (x cpu_factor) */
     int64_t end_ps;              /* the latest virtual time a team thread ended the function at */
     int any_mpi;                 /* a thread of the team made an MPI call */
@@ -47,6 +48,7 @@ typedef struct omp_region {
 /* the region whose function the calling thread runs now */
 __thread omp_region *ms_omp_region __attribute__((tls_model("initial-exec")));
 static __thread int64_t tramp_c0;    /* its CPU clock when it entered the function */
+static __thread ck_anchor tramp_an;  /* ... and its clocks paired just before (steal) */
 static __thread int clock_tried;
 
 static int omp_on(void) { return S.active && S.server && S.params.compute_mode != MS_COMPUTE_NONE; }
@@ -68,7 +70,18 @@ static int64_t ps_of(int64_t ns) { return ms_charge_ps(ns, S.params.cpu_factor);
 
 /* The thread's progress in the region's function so far: its CPU since it entered, and what
  * nested regions and barriers added (T.adjust_ps). */
-static int64_t progress_ps(void) { return ps_of(cpu_now() - tramp_c0) + T.adjust_ps; }
+static int64_t progress_ps(void) { return ps_of(clock_unsteal(&tramp_an, cpu_now() - tramp_c0)) + T.adjust_ps; }
+
+/* A measured stretch starts: its clocks paired (the team thread's own clock opened first), then
+ * its reading. */
+static int64_t stretch_start(ck_anchor *an)
+{
+    cpu_now();
+    uint32_t seq = T.ck_seq_now;
+    clock_anchor(an);
+    T.ck_seq_now = seq;
+    return cpu_now();
+}
 
 static void park_forker(omp_region *R);
 
@@ -76,6 +89,7 @@ static void park_forker(omp_region *R);
 typedef struct tramp_state {
     omp_region *outer;
     int64_t adjust, c0;
+    ck_anchor an;
 } tramp_state;
 
 static void tramp_begin(omp_region *R, tramp_state *st)
@@ -83,15 +97,17 @@ static void tramp_begin(omp_region *R, tramp_state *st)
     st->outer = ms_omp_region;
     st->adjust = T.adjust_ps;
     st->c0 = tramp_c0;
+    st->an = tramp_an;
     ms_omp_region = R;
     T.adjust_ps = 0;
     /* a worker that calls MPI waited idle since its last region: it goes on from the fork */
     if (T.slot >= 0 && &T != R->forker && T.parked) ms_thread_unpark(R->fork_ps);
-    tramp_c0 = cpu_now();
+    tramp_c0 = stretch_start(&tramp_an);
     if (T.slot < 0) {   /* should it call MPI in the function, its clock starts at the fork */
         T.born = 1;
         T.birth_ps = R->fork_ps;
         T.last_exit_ns = tramp_c0;
+        T.an_exit = tramp_an;
     }
 }
 
@@ -119,6 +135,7 @@ static void tramp_end(omp_region *R, const tramp_state *st)
     ms_omp_region = st->outer;
     T.adjust_ps = st->adjust;
     tramp_c0 = st->c0;
+    tramp_an = st->an;
     /* a worker that calls MPI waits between regions for the forking thread alone (idle where the
      * model sees that thread) */
     if (T.slot >= 0 && &T != R->forker) ms_thread_park(R->forker->slot >= 0, "OpenMP worker between regions");
@@ -138,12 +155,13 @@ static void fork_begin(omp_region *R, int64_t *c0)
 {
     R->forker = &T;
     R->fork_ps = ms_thread_vt_now();
-    *c0 = cpu_now();
+    *c0 = stretch_start(&R->fork_an);
 }
 
 static void fork_end(omp_region *R, int64_t c0)
 {
-    int64_t own = ps_of(cpu_now() - c0);
+    /* its CPU over the region, less steal as its gap will be: taken off for the critical path */
+    int64_t own = ps_of(clock_unsteal(&R->fork_an, cpu_now() - c0));
     __atomic_add_fetch(&S.omp_regions, 1, __ATOMIC_RELAXED);
     if (T.parked && T.slot >= 0 && R->forker_done) {
         /* parked while it waited for a team that called MPI: it goes on from the latest end of

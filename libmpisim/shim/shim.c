@@ -209,8 +209,7 @@ void ms_exit(ms_fn_id fn, int rc)
                 if (T.ck_page && T.ck_page->lock != T.ck_seq_now) shim_clock_woken(__builtin_return_address(0));
                 shim_window_refine(T.last_exit_mono_ns);   /* before the reading: a gap may be measured from it */
             }
-            T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
-            T.last_exit_seq = T.ck_seq_now;
+            clock_gap_start();
             /* the wrapper's exit stamp follows (ms_window_exit); until it, none */
             ms_wrapper_window.exit_tsc = 0;
             T.window_exit_ok = T.ck_page && T.ck_seq_now != 1;

@@ -73,6 +73,66 @@ int64_t clock_now(int64_t *mono)
     return c;
 }
 
+/* Steal (docs/architecture.md "Steal"). On a virtual machine the hypervisor runs other guests on
+ * a vCPU that the guest thinks busy: the guest does not switch the thread out, so the task clock
+ * and CLOCK_MONOTONIC go on counting. Beside other guests' load the task clock read 1.2-2.2x the
+ * thread's CPU time over 0.22 s of work here, and an OpenMP region was charged 1.5x its longest
+ * thread. The CPU-time system call leaves steal out (the kernel's paravirt steal accounting) but
+ * costs 0.4-0.8 us. So the two clocks are paired (an anchor) at a gap's start, reusing a pairing
+ * taken less than STEAL_EVERY_NS of wall before (steal in an MPI call makes the wall time pass, so
+ * at most that much steal falls between the pairing and the gap; 5 us cost the blocking round
+ * trip 7 % more wall, 20 us nothing measurable), and again at the end of every gap of at least
+ * STEAL_MIN_NS (shorter ones are left to the floor's rules): what the task clock counted beyond the CPU-time clock
+ * between the two is taken off the gap. Both pairings lie outside the gap (before its start
+ * reading, after its end reading), so neither system call is charged. */
+enum { STEAL_EVERY_NS = 20000, STEAL_MIN_NS = 2000 };
+
+static int steal_on(void) { return S.ck.method == MS_CHARGING_TASK_CLOCK && T.ck_page; }
+
+void clock_anchor(ck_anchor *a)
+{
+    uint32_t seq = T.ck_seq_now;   /* a pairing is not one of the gap's readings */
+    int64_t m0, m1;
+    int64_t p0 = clock_now(&m0);
+    struct timespec ts;
+    ms_clock_real(CLOCK_THREAD_CPUTIME_ID, &ts);
+    int64_t p1 = clock_now(&m1);
+    T.ck_seq_now = seq;
+    a->page_ns = p0 + (p1 - p0) / 2;   /* the system call read its clock between the two */
+    a->cpu_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    a->mono_ns = m1;
+    T.an_last = *a;
+    __atomic_add_fetch(&S.ck.steal_syscalls, 1, __ATOMIC_RELAXED);   /* OpenMP team threads too */
+}
+
+/* raw_ns of the task clock, measured from a reading just after the pairing `from` to one just
+ * before now: less the steal between them. */
+int64_t clock_unsteal(const ck_anchor *from, int64_t raw_ns)
+{
+    if (raw_ns < STEAL_MIN_NS || !from->mono_ns || !steal_on()) return raw_ns;
+    ck_anchor now;
+    clock_anchor(&now);
+    int64_t st = (now.page_ns - from->page_ns) - (now.cpu_ns - from->cpu_ns);
+    if (st <= 0) return raw_ns;
+    if (st > raw_ns) st = raw_ns;   /* steal before the gap's start reading (at most STEAL_EVERY_NS) */
+    __atomic_add_fetch(&S.ck.steal_gaps, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&S.ck.steal_ns, st, __ATOMIC_RELAXED);
+    return raw_ns - st;
+}
+
+/* A gap starts (an MPI call returns, a parked thread goes on): the pairing, then the reading. */
+void clock_gap_start(void)
+{
+    if (steal_on()) {
+        if (mono_ns() - T.an_last.mono_ns > STEAL_EVERY_NS) clock_anchor(&T.an_last);
+        T.an_exit = T.an_last;
+    } else {
+        T.an_exit.mono_ns = 0;
+    }
+    T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
+    T.last_exit_seq = T.ck_seq_now;
+}
+
 /* Open the task-clock event with switch records on this thread; 0 on success. Checked, not
  * trusted: after a sleep the page must hold a switch-in record and a new count, or it does not
  * do what clock_now needs (another kernel). */
@@ -328,10 +388,10 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * (a new pair's first gaps run cold code). The window is long so that a stretch of noise (the
  * longest seen: ~100 calls) does not make an empty pair look busy; the prior and the window bound
  * what real work that is sometimes there and sometimes not can lose (at most gap_noise_max per
- * gap; docs/performance.md). A stall of the machine in an empty gap (steal time of the virtual
- * machine or an interrupt, counted by every clock the shim can read, task-clock, TSC and thread
- * CPU time alike: 5-46 us seen, in about one run in three of an empty loop beside a CPU-bound job,
- * several in a run, even two in one pair's window)
+ * gap; docs/performance.md). A stall of the machine in an empty gap (an interrupt, or steal the
+ * pairing missed: it only measures gaps of STEAL_MIN_NS or more; 5-46 us seen before steal was
+ * taken off, in about one run in three of an empty loop beside a CPU-bound job, several in a run,
+ * even two in one pair's window)
  * is longer than gap_noise_max but rare: a pair that does nothing (as above, with at least
  * GF_QUIET_MIN gaps: a pair with work in every gap no longer looks empty by then, so a new pair's
  * first computations are not taken for stalls) and had fewer than GF_STALLS gaps above
@@ -539,10 +599,14 @@ int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window)
     int64_t raw = now - T.last_exit_ns;
     if (raw < 0) raw = 0;
     int64_t wall = mono - T.last_exit_mono_ns;
+    /* a gap whose start was paired (clock_gap_start) loses the steal in it */
+    int64_t cpu = T.an_exit.mono_ns && T.last_exit_mono_ns - T.an_exit.mono_ns <= STEAL_EVERY_NS + 1000
+                      ? clock_unsteal(&T.an_exit, raw) : raw;
+    T.an_exit.mono_ns = 0;
     /* a window gap is measured between the wrappers' stamps, the others between the readings */
     int64_t base = window ? S.ck.window_baseline_ns : S.ck.baseline_ns;
     int64_t cold = window ? S.ck.window_cold_ns : S.ck.cold_baseline_ns;
-    int64_t d = raw > base ? raw - base : 0;
+    int64_t d = cpu > base ? cpu - base : 0;
     int desched = S.ck.method == MS_CHARGING_TASK_CLOCK && T.ck_seq_now != T.last_exit_seq;
     int woken = T.ck_woken;
     T.ck_woken = 0;

@@ -251,8 +251,7 @@ static void start_session(void)
     install_signal_handlers();
     shim_clock_start();
     shim_gate_start();
-    T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
-    T.last_exit_seq = T.ck_seq_now;
+    clock_gap_start();
     if (S.server) {
         S.exit_pid = getpid();
         on_exit(report_exit, NULL);

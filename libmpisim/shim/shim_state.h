@@ -122,6 +122,14 @@ MS_HIDDEN extern ms_state ms_shim_state;
  * thread of a rank has one, docs/architecture.md "Threads"), its CPU clock and the gap it is in,
  * the call it is in, and the reply it waits for. Other threads reach it through the rank's
  * registry (S.thr), under the shim's lock. */
+/* The thread's two CPU clocks read at one moment (clock_anchor): the task clock (clock_now), which
+ * counts the hypervisor's steal, and the CPU-time system call, which does not. */
+typedef struct ck_anchor {
+    int64_t page_ns;             /* clock_now */
+    int64_t cpu_ns;              /* CLOCK_THREAD_CPUTIME_ID */
+    int64_t mono_ns;             /* CLOCK_MONOTONIC (0: no anchor) */
+} ck_anchor;
+
 typedef struct ms_thr {
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int slot;                    /* its number in the rank (0: the thread of MPI_Init); -1: none yet */
@@ -140,6 +148,8 @@ typedef struct ms_thr {
     int64_t call_start_ps;
     int64_t last_exit_ns;        /* its clock reading (clock_now) when its last MPI call returned */
     int64_t last_exit_mono_ns;
+    ck_anchor an_exit;           /* the clocks paired at most STEAL_EVERY_NS before that exit reading */
+    ck_anchor an_last;           /* its latest pairing of them */
     int clock_read;              /* the call being entered is a clock read (ms_read_virtual_clock) */
     /* its CPU clock without a system call (clock_now): a task-clock perf event's page and its
      * ring buffer of switch records */
@@ -232,6 +242,9 @@ MS_HIDDEN int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extr
 MS_HIDDEN int64_t clock_now(int64_t *mono);
 MS_HIDDEN int clock_open_page(void);
 MS_HIDDEN int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window);
+MS_HIDDEN void clock_gap_start(void);
+MS_HIDDEN void clock_anchor(ck_anchor *a);
+MS_HIDDEN int64_t clock_unsteal(const ck_anchor *from, int64_t raw_ns);
 MS_HIDDEN void flush_out(void);
 MS_HIDDEN void ms_rejoin(ms_fn_id fn);                /* a WAIT with MS_WAIT_FLAG_UNTIMED, answered */
 /* threads.c */

@@ -252,10 +252,7 @@ void ms_thread_unpark(int64_t floor)
     ms_unlock();
     if (T.slot == 0 && S.params.compute_mode != MS_COMPUTE_NONE) ms_gate_take(T.clock_ps);
     /* its next gap starts here, measured between readings */
-    if (S.params.compute_mode != MS_COMPUTE_NONE) {
-        T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
-        T.last_exit_seq = T.ck_seq_now;
-    }
+    if (S.params.compute_mode != MS_COMPUTE_NONE) clock_gap_start();
     ms_wrapper_window.exit_tsc = 0;
     T.window_exit_ok = 0;
 }

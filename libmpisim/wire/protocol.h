@@ -260,6 +260,9 @@ typedef struct ms_msg_charging {
     int64_t floor_dropped_ns;    /* ... what they measured above it (noise of an empty pair of call sites) */
     uint64_t stall_gaps;         /* of the floor's gaps, those above shim.gap_noise_max taken for a stall */
     int64_t stall_dropped_ns;    /* ... what they measured above the floor (in floor_dropped_ns too) */
+    uint64_t steal_gaps;         /* gaps the hypervisor's steal was taken off (in compensated_ns too) */
+    int64_t steal_ns;            /* ... what was taken off: the task clock beyond the thread's CPU time */
+    uint64_t steal_syscalls;     /* CPU-time system calls that measured it (clock_anchor; not in syscalls) */
 } ms_msg_charging;
 
 typedef struct ms_msg_finalize {

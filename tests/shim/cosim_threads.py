@@ -99,9 +99,9 @@ def test_omp_regions():
     if not exe:
         print("SKIPPED: mpicc -fopenmp does not build here")
         sys.exit(77)
-    # the program measures its path with CLOCK_THREAD_CPUTIME_ID, which leaves out the time the
-    # hypervisor takes (steal), the shim with the task clock, which does not: a loaded machine's
-    # steal only inflates ours, so each case keeps its best of up to three runs
+    # the program measures its path with CLOCK_THREAD_CPUTIME_ID, the shim with the task clock
+    # less the steal it pairs the two clocks to find (docs/architecture.md "Steal"); a shared
+    # core's caches still only inflate ours, so each case keeps its best of up to three runs
     for n in (2, 3):
         best = {}
         for k in range(3):
