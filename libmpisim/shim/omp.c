@@ -77,9 +77,7 @@ static int64_t progress_ps(void) { return ps_of(clock_unsteal(&tramp_an, cpu_now
 static int64_t stretch_start(ck_anchor *an)
 {
     cpu_now();
-    uint32_t seq = T.ck_seq_now;
     clock_anchor(an);
-    T.ck_seq_now = seq;
     return cpu_now();
 }
 

@@ -126,8 +126,6 @@ void clock_gap_start(void)
     if (steal_on()) {
         if (mono_ns() - T.an_last.mono_ns > STEAL_EVERY_NS) clock_anchor(&T.an_last);
         T.an_exit = T.an_last;
-    } else {
-        T.an_exit.mono_ns = 0;
     }
     T.last_exit_ns = clock_now(&T.last_exit_mono_ns);
     T.last_exit_seq = T.ck_seq_now;
@@ -599,9 +597,9 @@ int64_t clock_gap(int64_t now, int64_t mono, const void *site, int window)
     int64_t raw = now - T.last_exit_ns;
     if (raw < 0) raw = 0;
     int64_t wall = mono - T.last_exit_mono_ns;
-    /* a gap whose start was paired (clock_gap_start) loses the steal in it */
-    int64_t cpu = T.an_exit.mono_ns && T.last_exit_mono_ns - T.an_exit.mono_ns <= STEAL_EVERY_NS + 1000
-                      ? clock_unsteal(&T.an_exit, raw) : raw;
+    /* a gap whose start was paired (clock_gap_start, an OpenMP worker's stretch) loses the steal
+     * in it; the pairing serves this gap alone */
+    int64_t cpu = clock_unsteal(&T.an_exit, raw);
     T.an_exit.mono_ns = 0;
     /* a window gap is measured between the wrappers' stamps, the others between the readings */
     int64_t base = window ? S.ck.window_baseline_ns : S.ck.baseline_ns;

@@ -117,11 +117,6 @@ MS_HIDDEN extern ms_state ms_shim_state;
 /* every file of the runtime says S for it, as shim.c always has */
 #define S ms_shim_state
 
-/* What each thread that calls MPI has of its own (thread-local, initial-exec: a plain %fs access,
- * as cheap as the process state's): its nesting, its virtual clock (MPI_THREAD_MULTIPLE: each
- * thread of a rank has one, docs/architecture.md "Threads"), its CPU clock and the gap it is in,
- * the call it is in, and the reply it waits for. Other threads reach it through the rank's
- * registry (S.thr), under the shim's lock. */
 /* The thread's two CPU clocks read at one moment (clock_anchor): the task clock (clock_now), which
  * counts the hypervisor's steal, and the CPU-time system call, which does not. */
 typedef struct ck_anchor {
@@ -130,6 +125,11 @@ typedef struct ck_anchor {
     int64_t mono_ns;             /* CLOCK_MONOTONIC (0: no anchor) */
 } ck_anchor;
 
+/* What each thread that calls MPI has of its own (thread-local, initial-exec: a plain %fs access,
+ * as cheap as the process state's): its nesting, its virtual clock (MPI_THREAD_MULTIPLE: each
+ * thread of a rank has one, docs/architecture.md "Threads"), its CPU clock and the gap it is in,
+ * the call it is in, and the reply it waits for. Other threads reach it through the rank's
+ * registry (S.thr), under the shim's lock. */
 typedef struct ms_thr {
     int depth;                   /* nesting of wrapped calls (re-entry guard) */
     int slot;                    /* its number in the rank (0: the thread of MPI_Init); -1: none yet */
@@ -148,7 +148,7 @@ typedef struct ms_thr {
     int64_t call_start_ps;
     int64_t last_exit_ns;        /* its clock reading (clock_now) when its last MPI call returned */
     int64_t last_exit_mono_ns;
-    ck_anchor an_exit;           /* the clocks paired at most STEAL_EVERY_NS before that exit reading */
+    ck_anchor an_exit;           /* the clocks paired for the gap that reading starts (0: none) */
     ck_anchor an_last;           /* its latest pairing of them */
     int clock_read;              /* the call being entered is a clock read (ms_read_virtual_clock) */
     /* its CPU clock without a system call (clock_now): a task-clock perf event's page and its

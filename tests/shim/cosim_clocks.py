@@ -87,7 +87,7 @@ def test_steal_excluded():
         cs = [x["charging"] for x in r["ranks"]]
         if any(c["method"] == "task-clock" and c["steal_syscalls"] < 20 for c in cs):
             sys.exit(f"FAILED: the gaps' clocks were not paired: {cs}")
-        # the rank's charge less the gaps that are not the work's (barriers' intervals: the floor)
+        # the rank's whole charge: its other gaps (around the barriers) are charged the floor, ~ns
         got = [x["compute_ps"] / 1e3 for x in r["ranks"]]
         return [g / o for g, o in zip(got, own)], sum(c["steal_ns"] for c in cs) / 1e6, cs[0]["method"]
 
