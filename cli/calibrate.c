@@ -28,7 +28,7 @@
 enum { O_OUT = 256, O_FROM, O_FROM_OFF, O_BUDGET, O_HOSTFILE, O_MPIRUN, O_MPIRUN_ARG, O_RPN, O_BASE, O_NO_CHECK,
        O_CSV, O_PLOT, O_KEEP, O_MAX, O_NP_SAMPLES };
 
-static const nm_opt cal_opts[] = {
+static const cm_opt cal_opts[] = {
     {"out", 'o', "FILE.ini", "the profile to write (default host.ini); FILE.csv and FILE.png beside it"},
     {"from", O_FROM, "FILE", "fit from a results file instead of measuring (repeatable): calibench's output, OSU\n"
                              "osu_latency/osu_bw/osu_bibw, IMB-MPI1 PingPong/PingPing, NetPIPE (np.out or its output)"},
@@ -46,8 +46,8 @@ static const nm_opt cal_opts[] = {
     {"csv", O_CSV, "FILE", "measured and re-run times per size (default: beside --out)"},
     {"plot", O_PLOT, "FILE.png", "measured vs re-run per size (default: beside --out; needs /usr/bin/python3 with matplotlib)"},
     {"keep", O_KEEP, "DIR", "keep the benchmarks' raw outputs in DIR"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void usage(FILE *f)
@@ -60,7 +60,7 @@ static void usage(FILE *f)
           "fitted key with its source; then re-runs the benchmarks under the profile (virtual time) and prints\n"
           "the fit quality per size range. Progress on stderr.\n",
           f);
-    nm_cmdline_print_options(cal_opts, f);
+    cm_cmdline_print_options(cal_opts, f);
 }
 
 static double now_s(void)
@@ -311,17 +311,17 @@ static char header[1 << 17];   /* the profile's header; the fit-quality table go
 /* The command line: -1 to go on, else the exit code. */
 static int parse_args(cal_run *c, int argc, char **argv)
 {
-    nm_cmdline cl;
-    nm_cmdline_init(&cl, "mpisim calibrate", cal_opts, argc, argv, 0);
+    cm_cmdline cl;
+    cm_cmdline_init(&cl, "mpisim calibrate", cal_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&cl, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&cl, &v)) != -1;) {
         switch (k) {
         case 'h': usage(stdout); return 0;
         case 'o': c->out = v; break;
         case O_FROM: c->from[c->nfrom++] = v; break;
         case O_FROM_OFF: c->from_off[c->nfrom_off++] = v; break;
         case O_BUDGET:
-            if (nm_cmdline_double(&cl, k, v, 5, &c->budget) != 0) return MS_EXIT_USAGE;
+            if (cm_cmdline_double(&cl, k, v, 5, &c->budget) != 0) return MS_EXIT_USAGE;
             break;
         case O_MAX: {
             /* a byte count with a binary suffix, as calibench takes it: 64k, 4M */
@@ -330,7 +330,7 @@ static int parse_args(cal_run *c, int argc, char **argv)
             double mul = *e == 'k' || *e == 'K' ? 1024.0 : *e == 'm' || *e == 'M' ? 1048576.0 : *e == 'g' || *e == 'G' ? 1073741824.0 : 1;
             if (mul > 1) e++;
             if (e == v || *e || !(x * mul >= 1024 && x * mul <= 1073741824.0) || x * mul != floor(x * mul))
-                return nm_cmdline_bad(&cl, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
+                return cm_cmdline_bad(&cl, k, v, "expected a byte count from 1k to 1G (suffixes k, M, G: x1024)");
             c->maxb = (long)(x * mul);
             break;
         }
@@ -338,7 +338,7 @@ static int parse_args(cal_run *c, int argc, char **argv)
         case O_MPIRUN: c->L.mpirun = v; break;
         case O_MPIRUN_ARG: c->margs[c->L.nmargs++] = v; break;
         case O_RPN:
-            if (nm_cmdline_long(&cl, k, v, 1, 1 << 20, &c->rpn) != 0) return MS_EXIT_USAGE;
+            if (cm_cmdline_long(&cl, k, v, 1, 1 << 20, &c->rpn) != 0) return MS_EXIT_USAGE;
             break;
         case O_BASE: c->base = v; break;
         case O_NO_CHECK: c->check = 0; break;
@@ -348,7 +348,7 @@ static int parse_args(cal_run *c, int argc, char **argv)
         default: return MS_EXIT_USAGE;
         }
     }
-    if (nm_cmdline_operands(&cl, 0, 0, "") < 0) return MS_EXIT_USAGE;
+    if (cm_cmdline_operands(&cl, 0, 0, "") < 0) return MS_EXIT_USAGE;
     return -1;
 }
 

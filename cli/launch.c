@@ -37,7 +37,7 @@
 #include "report_text.h"
 #include "timeline.h"
 
-static const nm_opt run_opts_table[] = {
+static const cm_opt run_opts_table[] = {
     {"np", 'n', "N", "number of ranks (required)"},
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
@@ -55,13 +55,13 @@ static const nm_opt run_opts_table[] = {
     {"listen", O_LISTEN, "ADDR", "address the model server listens on (default 127.0.0.1)"},
     {"server-address", O_SERVER_ADDRESS, "HOST", "address the ranks connect to (default: the listen address)"},
     {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 /* `mpisim trace`: run's options without those of the model server, which a capture does not
  * start (no report, no listen address): their values would go nowhere */
-static const nm_opt trace_opts_table[] = {
+static const cm_opt trace_opts_table[] = {
     {"np", 'n', "N", "number of ranks (required)"},
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
@@ -77,8 +77,8 @@ static const nm_opt trace_opts_table[] = {
     {"mpirun-arg", O_MPIRUN_ARG, "ARG", "pass ARG to mpirun (repeatable)"},
     {"bind", O_BIND, "none|core|socket", "mpirun's --bind-to for the ranks"},
     {"report", O_REPORT, "FILE", NULL},   /* refused with the way to a report */
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void run_usage(FILE *f, int capture_only)
@@ -92,9 +92,9 @@ static void run_usage(FILE *f, int capture_only)
         fputs("usage: mpisim run [options] -n N [--] PROGRAM [ARGS...]\n"
               "Runs the program under Open MPI with the shim preloaded while the model server says how long\n"
               "it would have taken on the modelled network (virtual time); writes a JSON report.\n", f);
-    nm_cmdline_print_options(capture_only ? trace_opts_table : run_opts_table, f);
+    cm_cmdline_print_options(capture_only ? trace_opts_table : run_opts_table, f);
     fputs("Routings:\n", f);
-    nm_registry_print(nm_routing_at, f, "  ");
+    cm_registry_print(nm_routing_at, f, "  ");
     fputs("Options end at the first operand (or --): the program and its own arguments follow.\n", f);
 }
 
@@ -111,16 +111,16 @@ int launch_parse_run(int argc, char **argv, run_opts *o, int capture_only)
     o->report = "mpisim-report.json";
     o->listen = "127.0.0.1";
     o->advertise = NULL;
-    nm_cmdline c;
-    nm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", capture_only ? trace_opts_table : run_opts_table,
+    cm_cmdline c;
+    cm_cmdline_init(&c, capture_only ? "mpisim trace" : "mpisim run", capture_only ? trace_opts_table : run_opts_table,
                     argc, argv, 1);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         long n;
         switch (k) {
         case 'h': run_usage(stdout, capture_only); exit(0);
         case 'n':
-            if (nm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return -1;
+            if (cm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return -1;
             o->nranks = (int)n;
             break;
         case O_PROFILE: o->profile = v; break;
@@ -151,14 +151,14 @@ int launch_parse_run(int argc, char **argv, run_opts *o, int capture_only)
             break;
         case O_BIND:
             if (strcmp(v, "none") && strcmp(v, "core") && strcmp(v, "socket"))
-                return nm_cmdline_bad(&c, k, v, "expected none, core or socket"), -1;
+                return cm_cmdline_bad(&c, k, v, "expected none, core or socket"), -1;
             o->bind = v;
             break;
         case O_SERVER_ADDRESS: o->advertise = v; break;
         default: return -1;
         }
     }
-    int first = nm_cmdline_operand(&c);   /* the program and its arguments */
+    int first = cm_cmdline_operand(&c);   /* the program and its arguments */
     o->prog = argv + first;
     o->nprog = argc - first;
     if (!o->nprog) {

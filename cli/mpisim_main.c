@@ -36,7 +36,7 @@
 #include "launch.h"
 
 /* The subcommands, for the global usage, "did you mean" and the completion's list. */
-static const nm_named subcommands[] = {
+static const cm_named subcommands[] = {
     {"run", "run [options] -n N -- PROGRAM [ARGS...]", "co-simulate an MPI program on a modelled network"},
     {"trace", "trace [options] -n N -- PROGRAM [ARGS...]", "capture an MPI program's calls to an HDF5 trace"},
     {"trace-recover", "trace-recover RAW_DIR OUT.h5", "convert the raw files a crashed run left"},
@@ -51,7 +51,7 @@ static const nm_named subcommands[] = {
     {"version", "version", "print the version"},
 };
 
-static const nm_named *subcommand_at(size_t i)
+static const cm_named *subcommand_at(size_t i)
 {
     return i < sizeof subcommands / sizeof subcommands[0] ? &subcommands[i] : NULL;
 }
@@ -59,7 +59,7 @@ static const nm_named *subcommand_at(size_t i)
 void launch_usage(FILE *f)
 {
     fputs("usage: mpisim COMMAND [options] (mpisim COMMAND --help describes each)\n", f);
-    const nm_named *c;
+    const cm_named *c;
     for (size_t i = 0; (c = subcommand_at(i)) != NULL; i++) fprintf(f, "  %-48s %s\n", c->usage, c->help);
     fprintf(f, "Profiles are looked up in $MPISIM_PROFILE_PATH, then %s.\n",
             mpisim_profile_path() ? mpisim_profile_path() : "../share/mpisim/configs beside the command");
@@ -171,13 +171,13 @@ static int cmd_trace(int argc, char **argv)
 /* Cores of which this process may run on at least one hardware thread: its cpuset (hwloc's
  * topology) and its affinity mask, which taskset, numactl or a batch system's binding narrow
  * without a cpuset, and which mpirun and the ranks inherit. */
-static const nm_opt config_opts[] = {
+static const cm_opt config_opts[] = {
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
     {"json", O_JSON, NULL, "write it as the reports carry it"},
     {"describe", O_DESCRIBE, NULL, "print each key's (or the KEY operand's) help, type, unit, default and source"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static int cmd_config(int argc, char **argv)
@@ -190,10 +190,10 @@ static int cmd_config(int argc, char **argv)
     }
     int nsets = 0, json = 0, describe = 0;
     const char *describe_key = NULL;
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim config", config_opts, argc, argv, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim config", config_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         switch (k) {
         case O_PROFILE: profile = v; break;
         case O_SET: sets[nsets++] = v; break;
@@ -203,17 +203,17 @@ static int cmd_config(int argc, char **argv)
             printf("usage: mpisim config [--profile NAME|FILE] [--set KEY=VALUE]... [--json | --describe [KEY]]\n"
                    "Prints the resolved configuration: every key's value, unit and source (the default's\n"
                    "citation, file:line of a profile, or --set).\n");
-            nm_cmdline_print_options(config_opts, stdout);
+            cm_cmdline_print_options(config_opts, stdout);
             free(sets);
             return 0;
         default: free(sets); return 2;
         }
     }
-    if (nm_cmdline_operands(&c, 0, describe, "KEY") < 0) {
+    if (cm_cmdline_operands(&c, 0, describe, "KEY") < 0) {
         free(sets);
         return 2;
     }
-    if (describe && nm_cmdline_operand(&c) < argc) describe_key = argv[nm_cmdline_operand(&c)];
+    if (describe && cm_cmdline_operand(&c) < argc) describe_key = argv[cm_cmdline_operand(&c)];
     char err[1024];
     nm_config *cfg = mpisim_load_config(profile, sets, nsets, err, sizeof err);
     free(sets);
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
         launch_usage(stdout);
         return 0;
     }
-    const char *s = nm_registry_suggest(subcommand_at, cmd);
+    const char *s = cm_registry_suggest(subcommand_at, cmd);
     fprintf(stderr, "mpisim: unknown command '%s'%s%s%s\n", cmd, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
     launch_usage(stderr);
     return 2;

@@ -79,35 +79,35 @@ enum { O_PROFILE = 256, O_SET, O_ROUTING, O_CPU_SCALE, O_WILDCARDS, O_REPORT, O_
     {"wildcards", O_WILDCARDS, "recorded|virtual", "wildcard receives match as recorded, or by virtual time"}
 
 /* One shared option (key k, value v): 1 if consumed, 0 if not ours, -1 on a bad value. */
-static int common_opt(const nm_cmdline *c, int k, const char *v, common_opts *o)
+static int common_opt(const cm_cmdline *c, int k, const char *v, common_opts *o)
 {
     switch (k) {
     case O_PROFILE: o->profile = v; return 1;
     case O_SET: o->sets[o->nsets++] = v; return 1;
     case O_ROUTING:   /* the routing is chosen by --routing wherever a network is built */
         return (o->sets[o->nsets++] = nm_cmdline_routing(c, k, v)) ? 1 : -1;
-    case O_CPU_SCALE: return nm_cmdline_double(c, k, v, 0, &o->ro.cpu_scale) == 0 ? 1 : -1;
+    case O_CPU_SCALE: return cm_cmdline_double(c, k, v, 0, &o->ro.cpu_scale) == 0 ? 1 : -1;
     case O_WILDCARDS:
         if (!strcmp(v, "recorded")) o->ro.wildcards = MS_WILDCARDS_RECORDED;
         else if (!strcmp(v, "virtual")) o->ro.wildcards = MS_WILDCARDS_VIRTUAL;
-        else return nm_cmdline_bad(c, k, v, "expected recorded or virtual"), -1;
+        else return cm_cmdline_bad(c, k, v, "expected recorded or virtual"), -1;
         return 1;
     }
     return 0;
 }
 
 /* The one TRACE operand; -1 (after a message) if there is none or more. */
-static int trace_operand(const nm_cmdline *c, char **argv, common_opts *o)
+static int trace_operand(const cm_cmdline *c, char **argv, common_opts *o)
 {
-    if (nm_cmdline_operands(c, 1, 1, "trace") < 0) return -1;
-    o->trace = argv[nm_cmdline_operand(c)];
+    if (cm_cmdline_operands(c, 1, 1, "trace") < 0) return -1;
+    o->trace = argv[cm_cmdline_operand(c)];
     return 0;
 }
 
 static void print_routings(FILE *f)
 {
     fputs("Routings:\n", f);
-    nm_registry_print(nm_routing_at, f, "  ");
+    cm_registry_print(nm_routing_at, f, "  ");
 }
 
 static void print_warnings(const char *cmd, const char *w)
@@ -124,13 +124,13 @@ static void print_warnings(const char *cmd, const char *w)
 
 /* ---- replay --------------------------------------------------------------------------------- */
 
-static const nm_opt replay_opts[] = {
+static const cm_opt replay_opts[] = {
     COMMON_OPTS,
     {"report", O_REPORT, "FILE|-", "JSON report (default mpisim-replay.json; - for standard output)"},
     {"timeline", O_TIMELINE, "FILE.csv", "every MPI call's virtual entry and exit time per rank"},
     {"quiet", 'q', NULL, "print nothing but errors"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void replay_usage(FILE *f)
@@ -138,7 +138,7 @@ static void replay_usage(FILE *f)
     fprintf(f, "usage: mpisim replay TRACE.h5 [options]\n"
                "Plays a trace (mpisim trace / run --trace) through the model. The configuration is the\n"
                "trace's recorded one unless --profile names another; --set overrides keys.\n");
-    nm_cmdline_print_options(replay_opts, f);
+    cm_cmdline_print_options(replay_opts, f);
     print_routings(f);
 }
 
@@ -156,10 +156,10 @@ static int replay_main(int argc, char **argv)
     o.sets = own(calloc((size_t)argc + 1, sizeof *o.sets), free);
     const char *report = "mpisim-replay.json", *timeline = NULL;
     int quiet = 0;
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim replay", replay_opts, argc, argv, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim replay", replay_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         int used = common_opt(&c, k, v, &o);
         if (used < 0) return 2;
         if (used) continue;
@@ -279,14 +279,14 @@ typedef struct vary {
     int n;
 } vary;
 
-static const nm_opt sweep_opts[] = {
+static const cm_opt sweep_opts[] = {
     COMMON_OPTS,
     {"vary", O_VARY, "KEY=V1,V2,...", "values of one key (repeatable; the key cpu_scale varies --cpu-scale)"},
     {"jobs", 'j', "J", "worker processes (default: the cores)"},
     {"out", 'o', "FILE.csv", "the table (default: standard output)"},
     {"merge-timeout", O_MERGE_TIMEOUT, "S", "under mpirun: how long rank 0 waits for the others' parts"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void sweep_usage(FILE *f)
@@ -297,7 +297,7 @@ static void sweep_usage(FILE *f)
             "per point. Under `mpirun -n K mpisim sweep ...` the points are divided among the K ranks, each\n"
             "writes FILE.csv.part<R>, and rank 0 merges them into FILE.csv (FILE must be on a shared file\n"
             "system).\n");
-    nm_cmdline_print_options(sweep_opts, f);
+    cm_cmdline_print_options(sweep_opts, f);
     print_routings(f);
 }
 
@@ -776,10 +776,10 @@ static int sweep_main(int argc, char **argv)
     const char *out = NULL;
     int jobs = 0;
     double merge_timeout = 86400;
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim sweep", sweep_opts, argc, argv, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim sweep", sweep_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         int used = common_opt(&c, k, v, &s.o);
         if (used < 0) return 2;
         if (used) continue;
@@ -789,22 +789,22 @@ static int sweep_main(int argc, char **argv)
         case O_VARY: {
             char *spec = own(strdup(v), free);
             char *eq = spec ? strchr(spec, '=') : NULL;
-            if (!eq || eq == spec || !eq[1]) return nm_cmdline_bad(&c, k, v, "expected KEY=V1,V2,...");
+            if (!eq || eq == spec || !eq[1]) return cm_cmdline_bad(&c, k, v, "expected KEY=V1,V2,...");
             *eq = 0;
             vary *w = &s.v[s.nv++];
             w->key = spec;
             w->values = own(calloc(strlen(eq + 1) + 1, sizeof *w->values), free);
             for (char *tok = strtok(eq + 1, ","); tok; tok = strtok(NULL, ",")) w->values[w->n++] = tok;
-            if (!w->n) return nm_cmdline_bad(&c, k, v, "no values");
+            if (!w->n) return cm_cmdline_bad(&c, k, v, "no values");
             break;
         }
         case 'j':
-            if (nm_cmdline_long(&c, k, v, 1, 4096, &n) != 0) return 2;
+            if (cm_cmdline_long(&c, k, v, 1, 4096, &n) != 0) return 2;
             jobs = (int)n;
             break;
         case 'o': out = v; break;
         case O_MERGE_TIMEOUT:
-            if (nm_cmdline_double(&c, k, v, 0, &merge_timeout) != 0) return 2;
+            if (cm_cmdline_double(&c, k, v, 0, &merge_timeout) != 0) return 2;
             break;
         default: return 2;
         }

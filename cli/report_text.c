@@ -172,10 +172,10 @@ int mpisim_report_text(const char *text, size_t len, FILE *out, int top, char *e
     return ferror(out) ? -1 : 0;
 }
 
-static const nm_opt report_opts[] = {
+static const cm_opt report_opts[] = {
     {"top", 't', "N", "how many call sites (default 20)"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 #define REPORT_MAX ((size_t)256 << 20)
@@ -184,13 +184,13 @@ int mpisim_report_main(int argc, char **argv)
 {
     const char *path = NULL;
     int top = 20;
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim report", report_opts, argc, argv, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim report", report_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         long n;
         if (k == 't') {
-            if (nm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return 2;
+            if (cm_cmdline_long(&c, k, v, 1, 1000000, &n) != 0) return 2;
             top = (int)n;
         } else if (k == 'h') {
             printf("usage: mpisim report [--top N] FILE.json\n"
@@ -198,12 +198,12 @@ int mpisim_report_main(int argc, char **argv)
                    "summary: per-rank App/MPI time and MPI%%, the N call sites with the most virtual time\n"
                    "with their least/mean/most over ranks, MPI_Pcontrol regions, and the message sizes per\n"
                    "MPI call. Times are virtual.\n");
-            nm_cmdline_print_options(report_opts, stdout);
+            cm_cmdline_print_options(report_opts, stdout);
             return 0;
         } else return 2;
     }
-    if (nm_cmdline_operands(&c, 1, 1, "report") < 0) return 2;
-    path = argv[nm_cmdline_operand(&c)];
+    if (cm_cmdline_operands(&c, 1, 1, "report") < 0) return 2;
+    path = argv[cm_cmdline_operand(&c)];
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "mpisim report: cannot read %s: %s\n", path, strerror(errno));

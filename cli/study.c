@@ -282,7 +282,7 @@ static int read_factor_file(const char *path, double *factor, char *source, size
 
 enum { O_PROFILE = 256, O_SET, O_ROUTING, O_COMPUTE, O_OUT, O_CPU_FACTOR, O_RUNS, O_PROCS, O_SIZES, O_DISTRIBUTE,
        O_PROGRAM };
-static const nm_opt study_options[] = {
+static const cm_opt study_options[] = {
     NM_OPT_PROFILE(O_PROFILE),
     NM_OPT_SET(O_SET),
     NM_OPT_ROUTING(O_ROUTING),
@@ -301,8 +301,8 @@ static const nm_opt study_options[] = {
     {"out", O_OUT, "DIR", "where the table, plot and runs go (default mpisim-speedup)"},
     {"program", O_PROGRAM, "PATH", "an MPI program in place of matmul: it takes matmul's arguments (N --repeat R\n"
      "[--distribute D]) and prints its result line (time_min_s=, compute_s=, check=ok; apps/README.md)"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void usage(FILE *f)
@@ -310,9 +310,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: mpisim study speedup [options]\n"
                "The speedup study of seed 000 sec 3.2 (results: sec 4.2): matmul co-simulated over a grid of\n"
                "process counts and matrix sizes; the testbed's time per multiply-add is %.0f ns.\n", SEED000_NS_PER_MAC);
-    nm_cmdline_print_options(study_options, f);
+    cm_cmdline_print_options(study_options, f);
     fputs("Routings:\n", f);
-    nm_registry_print(nm_routing_at, f, "  ");
+    cm_registry_print(nm_routing_at, f, "  ");
 }
 
 /* One `mpisim study speedup`: its options, the configuration, the CPU factor and the grid's
@@ -361,10 +361,10 @@ static int parse_study_options(study_run *s, int argc, char **argv)
     if (o->sets) o->sets[o->nsets++] = "shim.gap_noise_max=0";
     s->np = parse_list("1,2,4,8,16", s->procs, 64);
     s->ns = parse_range("32:144:16", s->sizes, 256);
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim study speedup", study_options, argc - 1, argv + 1, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim study speedup", study_options, argc - 1, argv + 1, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         long n;
         switch (k) {
         case 'h': usage(stdout); return 0;
@@ -375,27 +375,27 @@ static int parse_study_options(study_run *s, int argc, char **argv)
             break;
         case O_COMPUTE: o->compute = v; break;
         case O_DISTRIBUTE:
-            if (strcmp(v, "collective") && strcmp(v, "p2p")) return nm_cmdline_bad(&c, k, v, "expected collective or p2p");
+            if (strcmp(v, "collective") && strcmp(v, "p2p")) return cm_cmdline_bad(&c, k, v, "expected collective or p2p");
             o->distribute = v;
             break;
         case O_OUT: s->outdir = v; break;
         case O_PROGRAM: s->program = v; break;
         case O_CPU_FACTOR: s->cpu_factor_arg = v; break;
         case O_RUNS:
-            if (nm_cmdline_long(&c, k, v, 1, 20, &n) != 0) return 2;
+            if (cm_cmdline_long(&c, k, v, 1, 20, &n) != 0) return 2;
             s->runs = (int)n;
             break;
         case O_PROCS:
-            if ((s->np = parse_list(v, s->procs, 64)) <= 0) return nm_cmdline_bad(&c, k, v, "expected a list like 1,2,4");
+            if ((s->np = parse_list(v, s->procs, 64)) <= 0) return cm_cmdline_bad(&c, k, v, "expected a list like 1,2,4");
             break;
         case O_SIZES:
             if ((s->ns = parse_range(v, s->sizes, 256)) <= 0)
-                return nm_cmdline_bad(&c, k, v, "expected FIRST:LAST:STEP or a list");
+                return cm_cmdline_bad(&c, k, v, "expected FIRST:LAST:STEP or a list");
             break;
         default: return 2;
         }
     }
-    if (nm_cmdline_operands(&c, 0, 0, "") < 0) return 2;
+    if (cm_cmdline_operands(&c, 0, 0, "") < 0) return 2;
     return -1;
 }
 

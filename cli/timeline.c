@@ -289,19 +289,19 @@ int mpisim_timeline_file(const char *trace_path, const char *out_path, char *err
     return ms_outfile_commit(&out, err, errlen) < 0 ? -2 : 0;
 }
 
-static const nm_opt timeline_opts[] = {
+static const cm_opt timeline_opts[] = {
     {"output", 'o', "FILE.json", "where the timeline goes (required; - for standard output)"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 int mpisim_timeline_main(int argc, char **argv)
 {
     const char *trace = NULL, *out = NULL;
-    nm_cmdline c;
-    nm_cmdline_init(&c, "mpisim timeline", timeline_opts, argc, argv, 0);
+    cm_cmdline c;
+    cm_cmdline_init(&c, "mpisim timeline", timeline_opts, argc, argv, 0);
     const char *v;
-    for (int k; (k = nm_cmdline_next(&c, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&c, &v)) != -1;) {
         if (k == 'o') out = v;
         else if (k == 'h') {
             printf("usage: mpisim timeline TRACE.h5 -o FILE.json\n"
@@ -310,12 +310,12 @@ int mpisim_timeline_main(int argc, char **argv)
                    "point-to-point messages as flow arrows, MPI_Pcontrol regions on a second track.\n"
                    "Times are virtual for traces recorded in a co-simulation (mpisim run --trace), real\n"
                    "for capture-only ones (mpisim trace).\n");
-            nm_cmdline_print_options(timeline_opts, stdout);
+            cm_cmdline_print_options(timeline_opts, stdout);
             return 0;
         } else return 2;
     }
-    if (nm_cmdline_operands(&c, 1, 1, "trace") < 0) return 2;
-    trace = argv[nm_cmdline_operand(&c)];
+    if (cm_cmdline_operands(&c, 1, 1, "trace") < 0) return 2;
+    trace = argv[cm_cmdline_operand(&c)];
     if (!out) {
         fprintf(stderr, "mpisim timeline: say where the timeline goes with -o FILE.json (- for standard output)\n");
         return 2;

@@ -15,7 +15,8 @@ endif()
 install(TARGETS netmodel mpisim_common EXPORT mpisimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpisim)
-install(FILES ${CMAKE_SOURCE_DIR}/netmodel/include/netmodel.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpisim)
+install(FILES ${CMAKE_SOURCE_DIR}/netmodel/include/netmodel.h ${CMAKE_SOURCE_DIR}/common/include/cm_registry.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mpisim)
 if(DEFINED MPISIM_APPS)
   install(TARGETS ${MPISIM_APPS} RUNTIME DESTINATION ${MPISIM_APPDIR})
 endif()

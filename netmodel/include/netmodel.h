@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cm_registry.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -128,33 +130,11 @@ const char *nm_config_note(const nm_config *cfg, const char *name);
 const char *nm_config_kind(const nm_config *cfg, const char *name);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Registries: the names that network.engine, network.routing and network.topology (and the
- * tools' options) accept, each with its usage and one line of help, as BookSim and CODES keep
- * theirs. Choice lists, key help, usage texts and "did you mean" come from here, so that a name
- * added to a registry is offered everywhere at once. A registry is read by index: entry i, NULL
- * past the last. */
-typedef struct nm_named {
-    const char *name;         /* e.g. "torus2d" */
-    const char *usage;        /* e.g. "torus2d:X:Y:K" (the name alone when it takes no argument) */
-    const char *help;         /* one line */
-} nm_named;
-typedef const nm_named *(*nm_registry)(size_t i);
-const nm_named *nm_engine_at(size_t i);              /* packet engines built into this netmodel */
-const nm_named *nm_routing_at(size_t i);             /* route computations, "auto" first */
-const nm_named *nm_topology_generator_at(size_t i);  /* topology generators */
-/* The entry named `name` (before any ':' arguments), NULL if none. */
-const nm_named *nm_registry_find(nm_registry r, const char *name);
-/* The names joined by sep ("a|b|c", "a, b, c"), or usages when `usage` is set; the length written
- * (truncated to fit len; -1 if it did not fit). */
-int nm_registry_names(nm_registry r, const char *sep, int usage, char *buf, size_t len);
-/* "NAME  HELP" lines, one per entry, for usage texts and --help. */
-void nm_registry_print(nm_registry r, FILE *out, const char *indent);
-/* The entry nearest to a mistyped name (a third of its letters off at most), NULL if none. */
-const char *nm_registry_suggest(nm_registry r, const char *name);
-/* "what 'v' is not one of a, b, c (did you mean 'x'?)" into buf, for options and keys. */
-void nm_registry_unknown(nm_registry r, const char *what, const char *v, char *buf, size_t len);
-/* Edit distance of two short strings (at most 127 characters; larger: SIZE_MAX). */
-size_t nm_edit_distance(const char *a, const char *b);
+/* Registries (common's cm_registry.h): the names that network.engine, network.routing and
+ * network.topology (and the tools' options) accept. */
+const cm_named *nm_engine_at(size_t i);              /* packet engines built into this netmodel */
+const cm_named *nm_routing_at(size_t i);             /* route computations, "auto" first */
+const cm_named *nm_topology_generator_at(size_t i);  /* topology generators */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Topology: hosts, switches, full-duplex links between numbered ports; source routes.        */

@@ -135,11 +135,11 @@ const char *nm_config_suggest(const nm_config *cfg, const char *name)
     size_t bestd = (size_t)-1, len = strlen(name);
     for (size_t i = 0; i < cfg->n; i++) {
         const char *k = cfg->e[i].def->name;
-        size_t d = nm_edit_distance(name, k);
+        size_t d = cm_edit_distance(name, k);
         /* a key named without its section ("link_rate" for "network.link_rate") */
         const char *dot = strrchr(k, '.');
         if (dot && !strchr(name, '.')) {
-            size_t d2 = nm_edit_distance(name, dot + 1);
+            size_t d2 = cm_edit_distance(name, dot + 1);
             if (d2 < d) d = d2;
         }
         if (d < bestd) {
@@ -225,7 +225,7 @@ static int parse_value_in(const nm_key_def *def, char *buf, int64_t *ival, doubl
                 size_t l = strcspn(c, "|");
                 char w[64];
                 snprintf(w, sizeof w, "%.*s", (int)l, c);
-                size_t d = nm_edit_distance(v, w);
+                size_t d = cm_edit_distance(v, w);
                 if (d < bestd) { bestd = d; snprintf(best, sizeof best, "%s", w); }
                 c += l + (c[l] == '|');
             }
@@ -378,7 +378,7 @@ int nm_config_skip_sections(nm_config *cfg, const char *sections)
  * their help ("NAME (HELP), ...") and choices from the registries, so that neither can go stale. */
 static int registry_keys(nm_config *cfg)
 {
-    static const struct { const char *key; nm_registry r; int choices; } regs[] = {
+    static const struct { const char *key; cm_registry r; int choices; } regs[] = {
         {"network.engine", nm_engine_at, 1},
         {"network.routing", nm_routing_at, 1},
         {"network.topology", nm_topology_generator_at, 0},   /* a file path is allowed too */
@@ -394,7 +394,7 @@ static int registry_keys(nm_config *cfg)
             if (strcmp(d->name, regs[j].key)) continue;
             char *help = cfg->own_text + used;
             int w = snprintf(help, cap - used, "%s: ", d->help);
-            const nm_named *e;
+            const cm_named *e;
             for (size_t i = 0; w >= 0 && (size_t)w < cap - used && (e = regs[j].r(i)) != NULL; i++) {
                 int x = snprintf(help + w, cap - used - (size_t)w, "%s%s (%s)", i ? "; " : "", e->usage, e->help);
                 w = x < 0 ? -1 : w + x;
@@ -404,7 +404,7 @@ static int registry_keys(nm_config *cfg)
             d->help = help;
             if (regs[j].choices) {
                 char *ch = cfg->own_text + used;
-                int c = nm_registry_names(regs[j].r, "|", 0, ch, cap - used);
+                int c = cm_registry_names(regs[j].r, "|", 0, ch, cap - used);
                 if (c < 0 || (size_t)c + 1 >= cap - used) return -1;
                 used += (size_t)c + 1;
                 d->choices = ch;

@@ -43,7 +43,7 @@ int nm_engine_register_keys(nm_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-const nm_named *nm_engine_at(size_t i)
+const cm_named *nm_engine_at(size_t i)
 {
     return i < sizeof engines / sizeof engines[0] ? &engines[i]->id : NULL;
 }
@@ -71,7 +71,7 @@ nm_network *nm_network_create(const nm_config *cfg, const nm_topology *topo, cha
     const nm_engine_ops *ops = engine_named(name);
     if (!ops) {
         char m[400];
-        nm_registry_unknown(nm_engine_at, "network.engine", name, m, sizeof m);
+        cm_registry_unknown(nm_engine_at, "network.engine", name, m, sizeof m);
         nm_set_err(err, errlen, "%s (%s; engines built into this netmodel)", m, nm_config_origin(cfg, "network.engine"));
         return NULL;
     }

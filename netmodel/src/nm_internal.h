@@ -110,7 +110,7 @@ const nm_route *nm_route_get(const nm_topology *t, int src, int dst);
 
 /* Engines implement this table; nm_network dispatches on network.engine. */
 typedef struct nm_engine_ops {
-    nm_named id;              /* its entry in the engine registry (network.engine) */
+    cm_named id;              /* its entry in the engine registry (network.engine) */
     /* 1 if it holds channels while a packet is blocked (wormhole), so that routes with a
      * channel-dependency cycle can deadlock; 0 for engines that queue whole packets */
     int blocks;

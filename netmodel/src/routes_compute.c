@@ -211,7 +211,7 @@ int nm_topology_routing_info(const nm_topology *t, nm_routing_info *o)
 /* The routing registry (network.routing). `kind` is the NM_ROUTING_* it builds; auto is decided
  * by topology.c (shortest, then updown if shortest routes could deadlock on the engine). */
 static const struct routing_entry {
-    nm_named id;
+    cm_named id;
     int kind;
 } routings[] = {
     {{"auto", "auto", "shortest when its routes cannot deadlock on this engine, else updown"}, -1},
@@ -221,7 +221,7 @@ static const struct routing_entry {
     {{"itb", "itb", "random minimal paths split by in-transit buffers (seed 002 sec 4)"}, NM_ROUTING_ITB},
 };
 
-const nm_named *nm_routing_at(size_t i)
+const cm_named *nm_routing_at(size_t i)
 {
     return i < sizeof routings / sizeof routings[0] ? &routings[i].id : NULL;
 }
@@ -376,10 +376,10 @@ int nm_routes_compute_as(nm_topology *t, const nm_config *cfg, const char *routi
     const char *ties = cfg ? nm_config_string(cfg, "network.route_ties") : "lowest";
     R->spread = !strcmp(ties, "spread") || (!strcmp(ties, "auto") && t->prefer_spread);
     R->seed = cfg ? (uint64_t)nm_config_int(cfg, "network.seed") : 1;
-    const nm_named *id = nm_registry_find(nm_routing_at, routing);
+    const cm_named *id = cm_registry_find(nm_routing_at, routing);
     int kind = id ? ((const struct routing_entry *)id)->kind : -1;   /* id is the entry's first member */
     if (kind < 0) {
-        nm_registry_unknown(nm_routing_at, "network.routing", routing, err, errlen);
+        cm_registry_unknown(nm_routing_at, "network.routing", routing, err, errlen);
         return -1;
     }
     int ns = t->nswitches;

@@ -683,7 +683,7 @@ static int mk_sci_torus(gen *g, const char *spec, int n, const long *a)
 }
 
 static const struct generator {
-    nm_named id;     /* first member: the registry hands out &generators[i].id */
+    cm_named id;     /* first member: the registry hands out &generators[i].id */
     gen_fn make;
 } generators[] = {
     {{"auto", "auto:N", "the default testbed for N hosts: a network.switch_ports crossbar up to that many, "
@@ -708,7 +708,7 @@ static const struct generator {
     {{"sci-torus", "sci-torus:R:F", "an R-ary F-cube of SCI ringlets (seed 004 sec 3.1); needs network.engine = sci"}, mk_sci_torus},
 };
 
-const nm_named *nm_topology_generator_at(size_t i)
+const cm_named *nm_topology_generator_at(size_t i)
 {
     return i < sizeof generators / sizeof generators[0] ? &generators[i].id : NULL;
 }
@@ -719,7 +719,7 @@ int nm_topo_generate(nm_topology *t, const char *spec, const nm_config *cfg, cha
     long a[4] = {0, 0, 0, 0};
     int n = split_spec(spec, name, sizeof name, a);
     /* "crossbar:x" with a bad argument still names a generator (n = -1: its usage is the error) */
-    const nm_named *id = nm_registry_find(nm_topology_generator_at, spec);
+    const cm_named *id = cm_registry_find(nm_topology_generator_at, spec);
     if (!id) return 1;
     gen g = {t, cfg, NULL, 0, 0, err, errlen};
     int rc = ((const struct generator *)id)->make(&g, spec, n, a);

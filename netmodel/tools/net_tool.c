@@ -111,7 +111,7 @@ static int p_neighbor(int s, int nb, int n)
 
 /* The traffic pattern registry (--traffic). */
 static const struct pattern {
-    nm_named id;   /* first member: the registry hands out &patterns[i].id */
+    cm_named id;   /* first member: the registry hands out &patterns[i].id */
     int kind;
     int (*perm)(int s, int nb, int nhosts);
 } patterns[] = {
@@ -135,7 +135,7 @@ static const struct pattern {
     {{"neighbor", "neighbor", "complement the lowest bit"}, TR_PERM, p_neighbor},
 };
 
-static const nm_named *pattern_at(size_t i)
+static const cm_named *pattern_at(size_t i)
 {
     return i < sizeof patterns / sizeof patterns[0] ? &patterns[i].id : NULL;
 }
@@ -151,7 +151,7 @@ static int parse_time(const char *text, nm_time_t *out)
 enum { O_PROFILE = 256, O_TOPOLOGY, O_ROUTING, O_SET, O_TRAFFIC, O_INTERARRIVAL, O_LOAD, O_PAYLOAD, O_SEED,
        O_MAXOUT, O_WARMUP, O_MEASURE, O_JSON };
 
-static const nm_opt net_opts[] = {
+static const cm_opt net_opts[] = {
     NM_OPT_PROFILE(O_PROFILE),
     {"topology", O_TOPOLOGY, "SPEC", "generator or topology file (default: the profile's network.topology)"},
     NM_OPT_ROUTING(O_ROUTING),
@@ -165,8 +165,8 @@ static const nm_opt net_opts[] = {
     {"warmup", O_WARMUP, "TIME", "time before the measurement window (default 1 ms)"},
     {"measure", O_MEASURE, "TIME", "length of the measurement window (default 10 ms)"},
     {"json", O_JSON, NULL, "write the results as JSON"},
-    NM_OPT_HELP,
-    NM_OPT_END,
+    CM_OPT_HELP,
+    CM_OPT_END,
 };
 
 static void usage(FILE *f, const char *prog)
@@ -174,13 +174,13 @@ static void usage(FILE *f, const char *prog)
     fprintf(f, "usage: %s [--profile P] [--topology T] [--traffic PATTERN] [options]\n"
                "Network-only runs with synthetic traffic: accepted throughput, packet latency, drops and\n"
                "link utilisation over a measurement window.\n", prog);
-    nm_cmdline_print_options(net_opts, f);
+    cm_cmdline_print_options(net_opts, f);
     fputs("Routings (every routing is checked for deadlock freedom when it is built):\n", f);
-    nm_registry_print(nm_routing_at, f, "  ");
+    cm_registry_print(nm_routing_at, f, "  ");
     fputs("Traffic patterns (permutations need a power-of-two number of hosts):\n", f);
-    nm_registry_print(pattern_at, f, "  ");
+    cm_registry_print(pattern_at, f, "  ");
     fputs("Topology generators (or a topology file, format in netmodel/README.md):\n", f);
-    nm_registry_print(nm_topology_generator_at, f, "  ");
+    cm_registry_print(nm_topology_generator_at, f, "  ");
     fputs("Times take units (e.g. 2ms, 500us); bare numbers are picoseconds. Profiles are looked up in\n"
           "$MPISIM_PROFILE_PATH, then ../share/mpisim/configs beside the executable.\n", f);
 }
@@ -217,11 +217,11 @@ typedef struct {
 /* The options into r; -1 to go on, else the exit code (0 after --help). */
 static int parse_options(net_run *r, int argc, char **argv, const char *progname, FILE *out)
 {
-    nm_cmdline cl;
-    nm_cmdline_init(&cl, progname, net_opts, argc, argv, 0);
+    cm_cmdline cl;
+    cm_cmdline_init(&cl, progname, net_opts, argc, argv, 0);
     const char *v;
     int rc;
-    for (int k; (k = nm_cmdline_next(&cl, &v)) != -1;) {
+    for (int k; (k = cm_cmdline_next(&cl, &v)) != -1;) {
         double q;
         long l;
         switch (k) {
@@ -230,37 +230,37 @@ static int parse_options(net_run *r, int argc, char **argv, const char *progname
         case O_PROFILE: r->profile = v; break;
         case O_TOPOLOGY: r->topo_spec = v; break;
         case O_ROUTING:
-            if ((rc = nm_cmdline_choice(&cl, k, nm_routing_at, v)) != 0) return rc;
+            if ((rc = cm_cmdline_choice(&cl, k, nm_routing_at, v)) != 0) return rc;
             r->routing = v;
             break;
         case O_SET: r->sets[r->nsets++] = v; break;
         case O_TRAFFIC: r->traffic = v; break;
         case O_INTERARRIVAL:
             if (strcmp(v, "uniform") && strcmp(v, "exponential"))
-                return nm_cmdline_bad(&cl, k, v, "expected uniform or exponential");
+                return cm_cmdline_bad(&cl, k, v, "expected uniform or exponential");
             r->inter = v;
             break;
         case O_LOAD:
             if (nm_parse_quantity("b/s", v, &r->load) != 0 || !(r->load > 0))
-                return nm_cmdline_bad(&cl, k, v, "expected a positive bit rate (e.g. 160Mb/s)");
+                return cm_cmdline_bad(&cl, k, v, "expected a positive bit rate (e.g. 160Mb/s)");
             break;
         case O_PAYLOAD:
             if (nm_parse_quantity("B", v, &q) != 0 || !(q >= 0) || q > 1e9)
-                return nm_cmdline_bad(&cl, k, v, "expected a byte count");
+                return cm_cmdline_bad(&cl, k, v, "expected a byte count");
             r->payload = llround(q);
             break;
         case O_SEED:
-            if ((rc = nm_cmdline_long(&cl, k, v, 0, LONG_MAX, &l)) != 0) return rc;
+            if ((rc = cm_cmdline_long(&cl, k, v, 0, LONG_MAX, &l)) != 0) return rc;
             r->seed = l;
             break;
         case O_MAXOUT:
-            if ((rc = nm_cmdline_long(&cl, k, v, 1, 1000000, &l)) != 0) return rc;
+            if ((rc = cm_cmdline_long(&cl, k, v, 1, 1000000, &l)) != 0) return rc;
             r->max_out = l;
             break;
         case O_WARMUP:
         case O_MEASURE: {
             nm_time_t t;
-            if (parse_time(v, &t) != 0) return nm_cmdline_bad(&cl, k, v, "expected a time (e.g. 2ms)");
+            if (parse_time(v, &t) != 0) return cm_cmdline_bad(&cl, k, v, "expected a time (e.g. 2ms)");
             if (k == O_WARMUP) r->warmup = t;
             else r->measure = t;
             break;
@@ -268,7 +268,7 @@ static int parse_options(net_run *r, int argc, char **argv, const char *progname
         default: return 2;
         }
     }
-    if (nm_cmdline_operands(&cl, 0, 0, "") < 0) return 2;
+    if (cm_cmdline_operands(&cl, 0, 0, "") < 0) return 2;
     return -1;
 }
 
@@ -327,12 +327,12 @@ static int setup_traffic(net_run *r, FILE *errout)
     r->kind = TR_UNIFORM;
     r->hotspot = -1;
     r->rng = (uint64_t)r->seed * 0x2545F4914F6CDD1DULL + 12345;
-    const struct pattern *pat = (const struct pattern *)nm_registry_find(pattern_at, traffic);
+    const struct pattern *pat = (const struct pattern *)cm_registry_find(pattern_at, traffic);
     /* hotspot and local take their argument after ':', the others none */
     if (!pat || (strchr(traffic, ':') != NULL) != (pat->kind == TR_HOTSPOT || pat->kind == TR_LOCAL)) {
         char m[700];
         if (pat) snprintf(m, sizeof m, "--traffic '%s': expected %s", traffic, pat->id.usage);
-        else nm_registry_unknown(pattern_at, "--traffic", traffic, m, sizeof m);
+        else cm_registry_unknown(pattern_at, "--traffic", traffic, m, sizeof m);
         fprintf(errout, "%s: %s\n", prog, m);
         return 2;
     }

@@ -535,7 +535,7 @@ TEST(Registries, KeyHelpAndChoicesComeFromThem)
     ASSERT_EQ(nm_config_describe(k.c, "network.topology", f, err, sizeof err), 0) << err;
     fclose(f);
     std::string topo(buf);
-    const nm_named *e;
+    const cm_named *e;
     size_t n = 0;
     for (size_t i = 0; (e = nm_topology_generator_at(i)) != nullptr; i++, n++)
         EXPECT_NE(topo.find(e->usage), std::string::npos) << e->usage;
@@ -543,24 +543,24 @@ TEST(Registries, KeyHelpAndChoicesComeFromThem)
     for (const char *g : {"torus2d:X:Y:K", "cplant", "irregular:S:SEED", "avici:X:Y:Z[:K]", "sci-torus:R:F"})
         EXPECT_NE(topo.find(g), std::string::npos) << g;
     // every generator in the registry builds (its usage with small arguments)
-    EXPECT_NE(nm_registry_find(nm_topology_generator_at, "torus2d:2:2:1"), nullptr);
-    EXPECT_EQ(nm_registry_find(nm_topology_generator_at, "torus3d:2:2:1"), nullptr);
-    EXPECT_STREQ(nm_registry_suggest(nm_topology_generator_at, "toruss2d:2:2:1"), "torus2d");
-    EXPECT_STREQ(nm_registry_suggest(nm_routing_at, "updwn"), "updown");
-    EXPECT_EQ(nm_registry_suggest(nm_routing_at, "foo"), nullptr);
+    EXPECT_NE(cm_registry_find(nm_topology_generator_at, "torus2d:2:2:1"), nullptr);
+    EXPECT_EQ(cm_registry_find(nm_topology_generator_at, "torus3d:2:2:1"), nullptr);
+    EXPECT_STREQ(cm_registry_suggest(nm_topology_generator_at, "toruss2d:2:2:1"), "torus2d");
+    EXPECT_STREQ(cm_registry_suggest(nm_routing_at, "updwn"), "updown");
+    EXPECT_EQ(cm_registry_suggest(nm_routing_at, "foo"), nullptr);
 
     // network.routing's choices are the registry's
     std::string bad = set_err(k.c, "network.routing=foo");
     EXPECT_NE(bad.find("auto|shortest|updown|itb"), std::string::npos) << bad;
     char names[256];
-    ASSERT_GT(nm_registry_names(nm_engine_at, "|", 0, names, sizeof names), 0);
+    ASSERT_GT(cm_registry_names(nm_engine_at, "|", 0, names, sizeof names), 0);
     EXPECT_NE(std::string(names).find("analytic"), std::string::npos);
     EXPECT_NE(std::string(names).find("sci"), std::string::npos);
     bad = set_err(k.c, "network.engine=ethernett");
     EXPECT_NE(bad.find(names), std::string::npos) << bad;
 
     char m[512];
-    nm_registry_unknown(nm_routing_at, "--routing", "updwn", m, sizeof m);
+    cm_registry_unknown(nm_routing_at, "--routing", "updwn", m, sizeof m);
     EXPECT_EQ(std::string(m), "--routing 'updwn' is not one of auto, shortest, updown, itb (did you mean 'updown'?)");
 }
 

@@ -1,12 +1,11 @@
-/* Registries of names (engines, routings, topology generators; the tools' traffic patterns):
- * lookup, choice lists, help lines and "did you mean", so that no caller compares such names by
- * hand. Each registry is a function returning its entry i (network.c, routes.c, topo_gen.c). */
-#include "nm_internal.h"
+/* Registries of names (cm_registry.h): lookup, choice lists, help lines and "did you mean". Each
+ * registry is a function returning its entry i (netmodel's network.c, routes.c, topo_gen.c). */
+#include "cm_registry.h"
 
 #include <stdint.h>
 #include <string.h>
 
-size_t nm_edit_distance(const char *a, const char *b)
+size_t cm_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 127 || lb > 127) return SIZE_MAX;
@@ -27,22 +26,22 @@ size_t nm_edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
-const nm_named *nm_registry_find(nm_registry r, const char *name)
+const cm_named *cm_registry_find(cm_registry r, const char *name)
 {
     if (!r || !name) return NULL;
     size_t len = strcspn(name, ":");   /* a generator's arguments follow its name */
-    const nm_named *e;
+    const cm_named *e;
     for (size_t i = 0; (e = r(i)) != NULL; i++)
         if (strlen(e->name) == len && !strncmp(e->name, name, len)) return e;
     return NULL;
 }
 
-int nm_registry_names(nm_registry r, const char *sep, int usage, char *buf, size_t len)
+int cm_registry_names(cm_registry r, const char *sep, int usage, char *buf, size_t len)
 {
     if (!buf || !len) return -1;
     buf[0] = '\0';
     size_t n = 0;
-    const nm_named *e;
+    const cm_named *e;
     for (size_t i = 0; r && (e = r(i)) != NULL; i++) {
         int w = snprintf(buf + n, len - n, "%s%s", i ? sep : "", usage && e->usage ? e->usage : e->name);
         if (w < 0 || (size_t)w >= len - n) return -1;
@@ -51,23 +50,23 @@ int nm_registry_names(nm_registry r, const char *sep, int usage, char *buf, size
     return (int)n;
 }
 
-void nm_registry_print(nm_registry r, FILE *out, const char *indent)
+void cm_registry_print(cm_registry r, FILE *out, const char *indent)
 {
-    const nm_named *e;
+    const cm_named *e;
     for (size_t i = 0; r && (e = r(i)) != NULL; i++)
         fprintf(out, "%s%-22s %s\n", indent ? indent : "", e->usage ? e->usage : e->name, e->help ? e->help : "");
 }
 
-const char *nm_registry_suggest(nm_registry r, const char *name)
+const char *cm_registry_suggest(cm_registry r, const char *name)
 {
     if (!r || !name) return NULL;
     const char *best = NULL;
     size_t bestd = SIZE_MAX, len = strcspn(name, ":");
     char head[128];
     snprintf(head, sizeof head, "%.*s", (int)(len < sizeof head ? len : sizeof head - 1), name);
-    const nm_named *e;
+    const cm_named *e;
     for (size_t i = 0; (e = r(i)) != NULL; i++) {
-        size_t d = nm_edit_distance(head, e->name);
+        size_t d = cm_edit_distance(head, e->name);
         if (d < bestd) {
             bestd = d;
             best = e->name;
@@ -77,11 +76,11 @@ const char *nm_registry_suggest(nm_registry r, const char *name)
     return best && bestd > 0 && bestd * 3 <= len ? best : NULL;
 }
 
-void nm_registry_unknown(nm_registry r, const char *what, const char *v, char *buf, size_t len)
+void cm_registry_unknown(cm_registry r, const char *what, const char *v, char *buf, size_t len)
 {
     char names[512];
-    if (nm_registry_names(r, ", ", 0, names, sizeof names) < 0) snprintf(names, sizeof names, "(list too long)");
-    const char *s = nm_registry_suggest(r, v);
+    if (cm_registry_names(r, ", ", 0, names, sizeof names) < 0) snprintf(names, sizeof names, "(list too long)");
+    const char *s = cm_registry_suggest(r, v);
     snprintf(buf, len, "%s '%s' is not one of %s%s%s%s", what, v ? v : "", names, s ? " (did you mean '" : "",
              s ? s : "", s ? "'?)" : "");
 }
