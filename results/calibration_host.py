@@ -261,10 +261,12 @@ def main():
             paired = statistics.median(s_ / n_ for s_, n_ in zip(sim, nat)) - 1
             rows.append((name, pattern, mn, min(nat), ms, ms / mn - 1, ms / min(nat) - 1, min(loads), max(loads),
                          paired, min(lat), max(lat), min(mac), max(mac)))
+            host = ("host latency %.2f-%.2fx, multiply-add %.2f-%.2fx the calibrated" %
+                    (min(lat), max(lat), min(mac), max(mac)) if tag == "alone" else "host not probed beside the loops")
             print("%-6s %-32s native %.4g s (min %.4g), predicted %.4g s: %+.1f %% (%+.1f %% of the fastest, %+.1f %% paired)"
-                  "  (load %.1f-%.1f; host latency %.2f-%.2fx, multiply-add %.2f-%.2fx the calibrated)" %
+                  "  (load %.1f-%.1f; %s)" %
                   (tag, name, mn, min(nat), ms, 100 * (ms / mn - 1), 100 * (ms / min(nat) - 1), 100 * paired,
-                   min(loads), max(loads), min(lat), max(lat), min(mac), max(mac)), flush=True)
+                   min(loads), max(loads), host), flush=True)
         return rows
 
     rows = held_out("alone")

@@ -3,6 +3,7 @@
 # hold on a busy machine (a test that waits on a clock instead of on progress fails here first).
 # Usage: scripts/soak.sh [ROUNDS (3)] [BUSY_JOBS (2)] [ctest arguments, default -j2]
 # Stops at the first round with a failing test and exits 1; prints each round's time and load.
+# Each round's ctest output is in BUILD/soak/roundK.log, every test's own output in roundK.xml.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-3}
@@ -25,7 +26,9 @@ done
 for k in $(seq "$rounds"); do
   start=$SECONDS
   rc=0
-  (cd "$build" && ctest --timeout 600 "$@" >"$logs/round$k.log" 2>&1) || rc=$?
+  # every test's own output per round, as JUnit XML: Testing/Temporary/LastTest.log is the last
+  # ctest's in the build directory, and a test of the suite runs one itself
+  (cd "$build" && ctest --timeout 600 --output-junit "$logs/round$k.xml" "$@" >"$logs/round$k.log" 2>&1) || rc=$?
   summary=$(grep -E "tests passed|tests failed" "$logs/round$k.log" | tail -1 || true)
   echo "soak: round $k of $rounds beside $busy CPU-bound jobs: ${summary:-no summary} in $((SECONDS - start)) s" \
        "(load $(cut -d' ' -f1-3 /proc/loadavg)); log $logs/round$k.log"
