@@ -50,7 +50,7 @@ void cm_cmdline_print_options(const cm_opt *opts, FILE *out);
 /* "PROG: --NAME 'VAL': MESSAGE" on stderr; returns 2 (a usage error). */
 int cm_cmdline_bad(const cm_cmdline *c, int key, const char *val, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* A value that must name an entry of a registry (--routing: netmodel's nm_routing_at): 0, or 2 after
+/* A value that must name an entry of a registry (netmodel's routings for --routing): 0, or 2 after
  * "PROG: --NAME 'VAL' is not one of a, b, c (did you mean 'x'?)". */
 int cm_cmdline_choice(const cm_cmdline *c, int key, cm_registry r, const char *val);
 /* The operands argv[first..argc-1] of a subcommand that takes from min to max of them (what:
