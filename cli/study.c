@@ -604,11 +604,16 @@ static void run_grid(study_run *s)
         }
 }
 
-/* A point charged under UNCHARGED_SHARE of the calibrated rate (print_study refuses it) */
+/* Point k's rank 0 was charged under UNCHARGED_SHARE of the calibrated rate: print_study refuses it */
+static int point_uncharged(const study_run *s, int k)
+{
+    return s->rate[k] > 0 && s->here > 0 && s->rate[k] < UNCHARGED_SHARE * s->here;
+}
+
 static int any_uncharged(const study_run *s)
 {
     for (int k = 0; k < s->np * s->ns; k++)
-        if (s->t[k] > 0 && s->rate[k] > 0 && s->here > 0 && s->rate[k] < UNCHARGED_SHARE * s->here) return 1;
+        if (s->t[k] > 0 && point_uncharged(s, k)) return 1;
     return 0;
 }
 
@@ -768,9 +773,9 @@ static int print_study(study_run *s)
             double sp = t1 > 0 ? t1 / tp : 0, eff = sp / s->procs[i];
             double tol;
             int over = point_over(s, i, j, &tol);
-            double rate = s->rate[i * ns + j], nominal = s->here > 0 ? s->here : -1;
+            double rate = s->rate[i * ns + j], nominal = s->here;
             /* the one-rank point's too: it divides into the column's every efficiency */
-            int uncharged = rate > 0 && nominal > 0 && rate < UNCHARGED_SHARE * nominal;
+            int uncharged = point_uncharged(s, i * ns + j);
             printf("%6d %6d %14.6f %9.3f %10.1f%%", s->procs[i], s->sizes[j], tp * 1e3, sp, eff * 100);
             if (over) printf("  superlinear: speedup above P beyond %.1f %% (caches and noise)", tol * 100);
             else if (s->procs[i] > 1 && t1 > 0 && sp > s->procs[i] * (1 + tol) && cache_factor(s, base, i, j) > 1.0)
