@@ -30,16 +30,23 @@
  *
  * Time: `--budget S` seconds for all measurements together (default 60): each measurement
  * gets its share of what is left; it ends at `--samples N` samples (default 31) or when its
- * share is spent. Each measurement is visited in 4 rounds spread over the run (a spell of load
- * spoils a few samples of many sizes, not all of one); a visit ends at its part of the samples, at
- * its share of the time left with 2 samples, or at four times the share with 1 (a loaded machine
- * gives fewer samples, said in the output, never a longer run).
+ * share is spent. Each measurement is visited in `--rounds R` rounds (default 4) spread over the
+ * run (a spell of load spoils a few samples of many sizes, not all of one); a visit ends at its
+ * part of the samples, at its share of the time left with 2 samples, or at four times the share
+ * with 1 (a loaded machine gives fewer samples, said in the output, never a longer run).
+ * `--spread S`: round k starts no earlier than k S / R seconds after the first, both ranks asleep
+ * in between. This machine's slow spells last seconds (the ping-pong of 0 B at 2.5-3x its usual
+ * time in about one run in five, a few seconds at a time, on an idle VM): rounds spread over a
+ * longer time let the fit tell the spells from the machine. So each round is framed by a probe,
+ * the fastest of 9 samples of the standard ping-pong of 0 B, before and after it: the fit leaves
+ * out the rounds whose probe was slow (cli/calib_stats.c).
  *
  * Output: `--format raw` (default):
- *   # calibench procs=2 budget_s=60 samples=31 host0=NAME host1=NAME same_host=1
- *   test,mode,bytes,window,batch,samples,values_s
- *   pingpong,send,1,1,16,31,2.41e-07 2.39e-07 ...      (space-separated samples, seconds per op)
+ *   # calibench procs=2 budget_s=60 samples=31 rounds=4 spread_s=0 host0=NAME host1=NAME same_host=1
+ *   test,mode,bytes,window,batch,samples,values_s,rounds
+ *   pingpong,send,1,1,16,31,2.41e-07 2.39e-07 ...,0 0 ... 3   (samples, seconds per op; each one's round)
  *   ...
+ *   # round=0 start_s=0.000 probe_before_s=1.45e-07 probe_after_s=1.47e-07   (one line per round)
  *   # elapsed_s=12.3
  *   # check=ok
  * Progress (one line per measurement) goes to stderr with `--progress`.
@@ -48,11 +55,12 @@
  * profile made from files (`mpisim calibrate --from`) and for the tests of the parsers.
  *
  * Usage: calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S]
- *                  [--samples N] [--window W] [--all-sizes] [--format F] [--progress] [--check]
+ *                  [--samples N] [--rounds R] [--spread S] [--window W] [--all-sizes] [--format F]
+ *                  [--progress] [--check]
  * The modes other than send, the streams and the reductions take every other size of the list
  * (the first and the last always) unless --all-sizes. --quick: one warm-up and one operation per
- * sample and no warm-up, a bounded amount of work: under mpisim, whose clocks (and so --budget) are virtual,
- * `mpisim calibrate` checks its profile so.
+ * sample and no warm-up, no probes and no pauses, a bounded amount of work: under mpisim, whose clocks (and
+ * so --budget) are virtual, `mpisim calibrate` checks its profile so.
  *   defaults: sizes 0,1,2,4,...,4M; window 64 (16 above 64 KiB, at most 2 MiB of messages, 2 at least); budget 60;
  *   samples 31.
  * Every message's payload is checked after the timed loops (--check: every message).
@@ -65,7 +73,7 @@
 
 static const char *const USAGE =
     "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
-    "[--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
+    "[--rounds R] [--spread S] [--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
 
 enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_FORWARD, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
 static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall", "recvcall",
@@ -74,6 +82,11 @@ enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_COUNT };
 static const char *const mode_names[M_COUNT] = {"send", "ssend", "bsend", "rsend", "isend"};
 static const char *const empty_modes[] = {"iprobe", "test", "procnull", "wtime"};
 static const char *const reduce_modes[] = {"int", "double"};
+
+/* a control message that is no test: both ranks sleep `bytes` microseconds (--spread) */
+#define CTRL_PAUSE 100
+#define PROBE_SAMPLES 9
+#define MAX_ROUNDS 64
 
 enum { TAG_CTRL = 701, TAG_DATA = 702, TAG_REPLY = 703, TAG_READY = 704, TAG_ACK = 705 };
 #define BATCH_TARGET_S 10e-6
@@ -92,6 +105,8 @@ typedef struct {
     int nsizes;
     double budget;
     int samples;
+    int rounds;      /* 0: 4, or 1 when fewer than 8 samples */
+    double spread;   /* seconds the rounds span at least */
     long window;   /* 0: the default per size */
     const char *format;
     int progress;
@@ -332,6 +347,12 @@ static double compute_kernel(long k)
     return (now_s() - t0) / ((double)k * KN * KN * KN);
 }
 
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
 /* The mirror (rank 1) runs what rank 0 asks, sample by sample, until told to stop. */
 static void mirror(void)
 {
@@ -353,6 +374,7 @@ static void mirror(void)
         case T_RECVCALL: recvcall(1, c.bytes, c.batch); break;
         case T_FORWARD: forward(1, c.bytes, c.batch); break;
         case T_COMPUTE: compute_kernel(c.batch); break;
+        case CTRL_PAUSE: sleep_us(c.bytes); break;
         default: break;
         }
     }
@@ -391,7 +413,13 @@ typedef struct {
     long batch;
     int n;
     double *v;
+    unsigned char *rd;   /* each sample's round */
 } result_t;
+
+/* A round's frame: when it started, and the probe before and after it (0: not probed). */
+typedef struct {
+    double start_s, before_s, after_s;
+} round_t;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -497,7 +525,7 @@ static const char *const FORMATS[] = {"raw", "osu-latency", "osu-bw", "osu-bibw"
 static void parse_options(opts_t *o, int argc, char **argv)
 {
     *o = (opts_t){.budget = 60, .samples = 31, .format = "raw"};
-    long maxsize = 4L << 20, samples = o->samples;
+    long maxsize = 4L << 20, samples = o->samples, rounds = 0;
     int any_test = 0, any_mode = 0, format = 0;
     app_list sizes = {0};
     const app_opt opts[] = {
@@ -511,6 +539,8 @@ static void parse_options(opts_t *o, int argc, char **argv)
         {"--max", APP_OPT_LONG, &maxsize, .lo = 1, .hi = 1L << 30, .error = "bad --max '%s'"},
         {"--budget", APP_OPT_DOUBLE, &o->budget, .dlo = 0.1, .dhi = 86400, .error = "bad --budget '%s'"},
         {"--samples", APP_OPT_LONG, &samples, .lo = 1, .hi = 100000, .error = "bad --samples '%s'"},
+        {"--rounds", APP_OPT_LONG, &rounds, .lo = 1, .hi = MAX_ROUNDS, .error = "bad --rounds '%s' (1.." STR(MAX_ROUNDS) ")"},
+        {"--spread", APP_OPT_DOUBLE, &o->spread, .dlo = 0, .dhi = 86400, .error = "bad --spread '%s'"},
         {"--window", APP_OPT_LONG, &o->window, .lo = 1, .hi = MAX_WINDOW,
          .error = "bad --window '%s' (1.." STR(MAX_WINDOW) ")"},
         {"--format", APP_OPT_CHOICE, &format, .choices = FORMATS, .error = "unknown --format '%s'"},
@@ -519,6 +549,8 @@ static void parse_options(opts_t *o, int argc, char **argv)
                               .missing = "%s needs a value (or is unknown)"},
                    opts, APP_NOPTS(opts), argc, argv);
     o->samples = (int)samples;
+    o->rounds = (int)(rounds ? rounds : o->samples >= 8 ? 4 : 1);
+    if (o->rounds > o->samples) o->rounds = o->samples;
     o->format = FORMATS[format];
     o->sizes = sizes.v;
     o->nsizes = sizes.n;
@@ -658,15 +690,53 @@ static void print_progress(int i, int nm, const result_t *r)
             median_of(r->v, r->n), r->n < MIN_SAMPLES ? " (few: the machine is busy)" : "");
 }
 
+/* The probe that frames each round: the fastest of PROBE_SAMPLES samples of the standard
+ * ping-pong of 0 B (batch: what first_batch chose for it once). The fastest, not the median: a
+ * rank switched out by the scheduler (a CPU-bound job beside) slows some samples, a slow spell of
+ * the machine slows them all. */
+static double probe(const opts_t *o, long *batch)
+{
+    ctrl_t c = {T_PINGPONG, M_SEND, 0, 1, 1, 0};
+    if (*batch == 0) *batch = first_batch(o, &c);
+    c.batch = *batch;
+    sample(&c);   /* warm: other sizes ran since */
+    double best = HUGE_VAL;
+    for (int i = 0; i < PROBE_SAMPLES; i++) best = fmin(best, sample(&c));
+    return best;
+}
+
+/* Both ranks asleep until `until` (--spread): the rounds span a longer time at no CPU cost. */
+static void pause_until(double until)
+{
+    double left = until - now_s();
+    if (left <= 0) return;
+    ctrl_t c = {CTRL_PAUSE, 0, (long)(left * 1e6), 0, 0, 0};
+    send_ctrl(&c);
+    sleep_us(c.bytes);
+}
+
 /* Rounds: every measurement is visited several times over the run, so that a spell of load
- * spoils a few samples of many sizes rather than all of one size. */
-static void run_rounds(const opts_t *o, result_t *res, int nm, double start)
+ * spoils a few samples of many sizes rather than all of one size; each round framed by probes
+ * (rt[round]), the rounds spread over --spread seconds. Returns the rounds begun. */
+static int run_rounds(const opts_t *o, result_t *res, int nm, double start, round_t *rt)
 {
     double deadline = start + o->budget;
-    int rounds = o->samples >= 8 ? 4 : 1;
+    int rounds = o->rounds;
+    int framed = rounds > 1 && !o->quick;
     int per_visit = (o->samples + rounds - 1) / rounds;
-    int done_visits = 0, total_visits = rounds * nm, late = 0;
+    int done_visits = 0, total_visits = rounds * nm, late = 0, begun = 0;
+    long probe_batch = 0;
+    double last_probe = 0;
     for (int round = 0; round < rounds && !late; round++) {
+        if (framed && round > 0 && o->spread > 0) {
+            /* not past the deadline, with the time the rounds so far took per round left for this one */
+            double until = start + o->spread * round / rounds, per_round = (now_s() - start) / round;
+            if (until > deadline - per_round) until = deadline - per_round;
+            pause_until(until);
+        }
+        rt[round] = (round_t){.start_s = now_s() - start};
+        if (framed) rt[round].before_s = round > 0 && last_probe > 0 && o->spread <= 0 ? last_probe : probe(o, &probe_batch);
+        begun++;
         for (int i = 0; i < nm; i++, done_visits++) {
             result_t *r = &res[i];
             if (r->n >= o->samples) continue;
@@ -685,6 +755,7 @@ static void run_rounds(const opts_t *o, result_t *res, int nm, double start)
             double share = left > 0 ? left / (double)(total_visits - done_visits) : 0;
             int got = 0, want = round == rounds - 1 ? o->samples - r->n : per_visit;
             while (r->n < o->samples && got < want) {
+                r->rd[r->n] = (unsigned char)round;
                 r->v[r->n++] = sample(&c);
                 got++;
                 double el = now_s() - t0;
@@ -697,33 +768,42 @@ static void run_rounds(const opts_t *o, result_t *res, int nm, double start)
                 fflush(stderr);
             }
         }
+        if (framed) rt[round].after_s = last_probe = probe(o, &probe_batch);
         if (o->progress && late) {
             fprintf(stderr, "calibench: the budget is spent in round %d of %d (%.1f s): the samples so far count\n",
                     round + 1, rounds, now_s() - start);
             fflush(stderr);
         } else if (o->progress && round < rounds - 1) {
-            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s)\n", round + 1, rounds, nm,
+            fprintf(stderr, "calibench: round %d of %d done (%d measurements, %.1f s", round + 1, rounds, nm,
                     now_s() - start);
+            if (framed) fprintf(stderr, "; ping-pong of 0 B %.3g s before, %.3g s after", rt[round].before_s, rt[round].after_s);
+            fputs(")\n", stderr);
             fflush(stderr);
         }
     }
     if (late && o->progress)   /* the measurements' lines the last round would have printed */
         for (int i = 0; i < nm; i++) print_progress(i, nm, &res[i]);
+    return begun;
 }
 
 static void print_raw(const opts_t *o, const result_t *res, int nm, int nprocs, const char *host, const char *host1,
-                      double start)
+                      double start, const round_t *rt, int nrounds)
 {
-    printf("# calibench procs=%d budget_s=%g samples=%d host0=%s host1=%s same_host=%d\n", nprocs, o->budget,
-           o->samples, host, host1, !strcmp(host, host1));
-    printf("test,mode,bytes,window,batch,samples,values_s\n");
+    printf("# calibench procs=%d budget_s=%g samples=%d rounds=%d spread_s=%g host0=%s host1=%s same_host=%d\n", nprocs,
+           o->budget, o->samples, o->rounds, o->spread, host, host1, !strcmp(host, host1));
+    printf("test,mode,bytes,window,batch,samples,values_s,rounds\n");
     for (int i = 0; i < nm; i++) {
         const result_t *r = &res[i];
         printf("%s,%s,%ld,%ld,%ld,%d,", test_names[r->m.test], mode_name(r->m.test, r->m.mode), r->m.bytes,
                r->m.window, r->batch, r->n);
         for (int s = 0; s < r->n; s++) printf("%s%.4e", s ? " " : "", r->v[s]);
+        putchar(',');
+        for (int s = 0; s < r->n; s++) printf("%s%d", s ? " " : "", r->rd[s]);
         printf("\n");
     }
+    for (int k = 0; k < nrounds; k++)
+        printf("# round=%d start_s=%.3f probe_before_s=%.4e probe_after_s=%.4e\n", k, rt[k].start_s, rt[k].before_s,
+               rt[k].after_s);
     printf("# elapsed_s=%.3f\n", now_s() - start);
     printf(errors ? "# check=FAIL errors=%ld\n" : "# check=ok\n", errors);
 }
@@ -762,9 +842,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < nm; i++) {
         res[i].m = ms[i];
         res[i].v = malloc((size_t)o.samples * sizeof *res[i].v);
-        if (!res[i].v) MPI_Abort(MPI_COMM_WORLD, 1);
+        res[i].rd = malloc((size_t)o.samples);
+        if (!res[i].v || !res[i].rd) MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    run_rounds(&o, res, nm, start);
+    round_t rt[MAX_ROUNDS];
+    int nrounds = run_rounds(&o, res, nm, start, rt);
     /* the mirror's largest message, checked whatever the options */
     ctrl_t stop = {0, 0, maxbytes, 0, 0, 1};
     send_ctrl(&stop);
@@ -772,10 +854,10 @@ int main(int argc, char **argv)
     MPI_Recv(rbuf, (int)maxbytes, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     check_payload(maxbytes, 2);
 
-    if (!strcmp(o.format, "raw")) print_raw(&o, res, nm, nprocs, host, host1, start);
+    if (!strcmp(o.format, "raw")) print_raw(&o, res, nm, nprocs, host, host1, start, rt, nrounds);
     else print_suite(o.format, res, nm);
     fflush(stdout);
-    for (int i = 0; i < nm; i++) free(res[i].v);
+    for (int i = 0; i < nm; i++) free(res[i].v), free(res[i].rd);
     free(res);
     free(ms);
     if (bsend_buf) {

@@ -45,10 +45,11 @@ void cal_data_destroy(cal_data *d)
 {
     if (!d) return;
     for (int i = 0; i < d->ns; i++) {
-        for (int j = 0; j < d->s[i].np; j++) free(d->s[i].p[j].v);
+        for (int j = 0; j < d->s[i].np; j++) free(d->s[i].p[j].v), free(d->s[i].p[j].rd);
         free(d->s[i].p);
     }
     free(d->s);
+    free(d->rounds);
     free(d);
 }
 
@@ -61,6 +62,24 @@ cal_series *cal_find(const cal_data *d, cal_test t, const char *mode, int off_no
 
 int cal_add_sample(cal_data *d, cal_test t, const char *mode, long window, int off_node, const char *origin,
                    double bytes, double seconds)
+{
+    return cal_add_sample_round(d, t, mode, window, off_node, origin, bytes, seconds, -1);
+}
+
+int cal_set_round(cal_data *d, int k, double start_s, double before_s, double after_s)
+{
+    if (k < 0 || !(before_s >= 0) || !(after_s >= 0) || !isfinite(before_s) || !isfinite(after_s)) return -1;
+    if (k >= d->nrounds) {
+        if (cm_grow((void **)&d->rounds, &d->caprounds, (size_t)k + 1, sizeof *d->rounds, 16) < 0) return -1;
+        memset(d->rounds + d->nrounds, 0, (size_t)(k + 1 - d->nrounds) * sizeof *d->rounds);
+        d->nrounds = k + 1;
+    }
+    d->rounds[k] = (cal_round){.start_s = start_s, .before_s = before_s, .after_s = after_s, .kept = 1};
+    return 0;
+}
+
+int cal_add_sample_round(cal_data *d, cal_test t, const char *mode, long window, int off_node, const char *origin,
+                         double bytes, double seconds, int round)
 {
     if (!(seconds >= 0) || !isfinite(seconds) || !(bytes >= 0)) return -1;
     cal_series *s = cal_find(d, t, mode, off_node);
@@ -83,7 +102,10 @@ int cal_add_sample(cal_data *d, cal_test t, const char *mode, long window, int o
         memset(p, 0, sizeof *p);
         p->bytes = bytes;
     }
-    if (cm_grow((void **)&p->v, &p->capv, (size_t)p->nv + 1, sizeof *p->v, 32) < 0) return -1;
+    if (cm_grow((void **)&p->v, &p->capv, (size_t)p->nv + 1, sizeof *p->v, 32) < 0 ||
+        cm_grow((void **)&p->rd, &p->caprd, (size_t)p->nv + 1, sizeof *p->rd, 32) < 0)
+        return -1;
+    p->rd[p->nv] = round;
     p->v[p->nv++] = seconds;
     return 0;
 }
@@ -128,6 +150,7 @@ static int format_header(cal_data *d, const char *l, fmt_t *fmt, int off_node, i
 {
     if (!strncmp(l, "# calibench", 11)) {
         *fmt = F_CALIBENCH;
+        d->round_base = d->nrounds;   /* this run's rounds follow the runs read before */
         const char *sh = strstr(l, "same_host=");
         if (sh) {
             d->same_host = atoi(sh + 10);
@@ -155,8 +178,8 @@ static int format_header(cal_data *d, const char *l, fmt_t *fmt, int off_node, i
     return 0;
 }
 
-/* One line of calibench's table (test,mode,bytes,window,batch,samples,values...): its samples
- * into d, counted in *values. 0, or -1 with err. */
+/* One line of calibench's table (test,mode,bytes,window,batch,samples,values[,rounds]): its
+ * samples into d, counted in *values. 0, or -1 with err. */
 static int read_calibench_line(cal_data *d, const char *l, const char *name, int lineno, int node, int *values,
                                char *err, size_t errlen)
 {
@@ -173,16 +196,36 @@ static int read_calibench_line(cal_data *d, const char *l, const char *name, int
         cal_set_err(err, errlen, "%s:%d: unknown test '%s'", name, lineno, test);
         return -1;
     }
-    double v[4096];
-    int n = numbers(l + off, v, 4096);
-    if (n != ns || has_other_text(l + off, n)) {
+    static const int MAXV = 4096;
+    double v[4096], r[4096];
+    char vals[65536];
+    const char *comma = strchr(l + off, ',');
+    size_t vl = comma ? (size_t)(comma - (l + off)) : strlen(l + off);
+    if (vl >= sizeof vals) vl = sizeof vals - 1;
+    memcpy(vals, l + off, vl);
+    vals[vl] = 0;
+    int n = numbers(vals, v, MAXV);
+    if (n != ns || has_other_text(vals, n)) {
         cal_set_err(err, errlen, "%s:%d: %d samples announced, %d read", name, lineno, ns, n);
         return -1;
     }
+    int nr = comma ? numbers(comma + 1, r, MAXV) : 0;
+    if (comma && (nr != n || has_other_text(comma + 1, nr))) {
+        cal_set_err(err, errlen, "%s:%d: %d samples but %d rounds (the last column: each sample's round)", name, lineno,
+                    n, nr);
+        return -1;
+    }
+    for (int i = 0; i < nr; i++)
+        if (r[i] < 0 || r[i] > 1e6 || r[i] != floor(r[i])) {
+            cal_set_err(err, errlen, "%s:%d: round '%g' of sample %d is not a round number", name, lineno, r[i], i + 1);
+            return -1;
+        }
     char origin[96];
     snprintf(origin, sizeof origin, "calibench %s", test);
     for (int i = 0; i < n; i++)
-        if (cal_add_sample(d, (cal_test)t, mode, window, node, origin, (double)bytes, v[i]) == 0) (*values)++;
+        if (cal_add_sample_round(d, (cal_test)t, mode, window, node, origin, (double)bytes, v[i],
+                                 comma ? d->round_base + (int)r[i] : -1) == 0)
+            (*values)++;
     return 0;
 }
 
@@ -204,6 +247,18 @@ int cal_read_stream(cal_data *d, FILE *f, const char *name, int off_node, char *
         /* format headers, wherever they stand (files may hold several benchmarks) */
         if (format_header(d, l, &fmt, off_node, &node)) continue;
         if (l[0] == '#') {
+            if (fmt == F_CALIBENCH && !strncmp(l, "# round=", 8)) {
+                int k;
+                double st, b, a;
+                if (sscanf(l, "# round=%d start_s=%lf probe_before_s=%lf probe_after_s=%lf", &k, &st, &b, &a) != 4 ||
+                    k < 0 || k > 1000000 || cal_set_round(d, d->round_base + k, st, b, a) < 0) {
+                    cal_set_err(err, errlen, "%s:%d: expected '# round=K start_s=S probe_before_s=S probe_after_s=S', "
+                                "got '%.80s'", name, lineno, l);
+                    rc = -1;
+                    break;
+                }
+                continue;
+            }
             if (fmt == F_CALIBENCH) {
                 const char *e = strstr(l, "elapsed_s=");
                 if (e) d->elapsed_s += atof(e + 10);

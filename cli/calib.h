@@ -34,8 +34,10 @@ typedef struct cal_point {
     double spread;   /* relative width of the samples kept around it */
     int rejected;    /* samples left out as disturbed */
     double *v;       /* samples */
+    int *rd;         /* each sample's round (cal_data.rounds), -1: none */
     int nv;
-    size_t capv;
+    size_t capv, caprd;
+    int slow_out;    /* samples left out as taken in a slow round (cal_data_estimate) */
 } cal_point;
 
 typedef struct cal_series {
@@ -49,10 +51,30 @@ typedef struct cal_series {
     size_t capp;
 } cal_series;
 
+/* One round of calibench (`# round=` lines): the probe framing it, the ping-pong of 0 B before
+ * and after (seconds, 0 unknown). Rounds of every run read are numbered together. */
+typedef struct cal_round {
+    double start_s, before_s, after_s;
+    int kept;   /* cal_data_estimate: its samples count */
+} cal_round;
+
+/* A round is slow, and its samples left out, when its probe took more than this times the best
+ * round's: this machine's slow spells put the ping-pong of 0 B at 2.5-3x its usual time, while
+ * the usual times scatter by up to 1.5x (apps/calibench.c, --spread). */
+#define CAL_SLOW_ROUND 2.0
+
 typedef struct cal_data {
     cal_series *s;
     int ns;
     size_t caps;
+    cal_round *rounds;
+    int nrounds;
+    size_t caprounds;
+    int round_base;        /* the first round of the run being read */
+    int rounds_out;        /* rounds left out as slow (cal_data_estimate) */
+    int points_out;        /* sizes measured (nearly) only in slow rounds, taken out of their series */
+    char points_out_text[160];   /* some of them: "pingpong send 288 B, ..." */
+    double best_probe, worst_kept_probe, best_out_probe;   /* seconds; 0 none */
     char inputs[512];      /* the files or runs read, for the profile's header */
     int same_host;         /* calibench's report: 1, 0, or -1 unknown */
     double elapsed_s;      /* calibench's measuring time (0 unknown) */
@@ -63,6 +85,11 @@ void cal_data_destroy(cal_data *d);
 /* one sample of (test, mode, window, off_node) at `bytes`; origin names the benchmark */
 int cal_add_sample(cal_data *d, cal_test t, const char *mode, long window, int off_node, const char *origin,
                    double bytes, double seconds);
+/* the same, taken in round `round` of d->rounds (-1: none) */
+int cal_add_sample_round(cal_data *d, cal_test t, const char *mode, long window, int off_node, const char *origin,
+                         double bytes, double seconds, int round);
+/* round k's probes, k counted in d->rounds */
+int cal_set_round(cal_data *d, int k, double start_s, double before_s, double after_s);
 cal_series *cal_find(const cal_data *d, cal_test t, const char *mode, int off_node);
 /* Read a results file: calibench's raw output, OSU osu_latency / osu_bw / osu_bibw, IMB-MPI1
  * PingPong / PingPing (several benchmarks in one file too), NetPIPE's np.out or its terminal
@@ -72,7 +99,11 @@ cal_series *cal_find(const cal_data *d, cal_test t, const char *mode, int off_no
  * file and line. */
 int cal_read_file(cal_data *d, const char *path, int off_node, char *err, size_t errlen);
 int cal_read_stream(cal_data *d, FILE *f, const char *name, int off_node, char *err, size_t errlen);
-/* Sort each series by size and compute each point's robust estimate. */
+/* Sort each series by size and compute each point's robust estimate, leaving out the samples of
+ * slow rounds: those whose probe (the larger of before and after) took more than CAL_SLOW_ROUND
+ * times the best round's, while at least a quarter of the probed rounds are kept (else the
+ * fastest quarter). A size with fewer than 3 samples outside slow rounds (a short second pass
+ * inside a slow spell) is taken out of its series: it would fit the spell, not the machine. */
 void cal_data_estimate(cal_data *d);
 
 /* The location of samples disturbed only upwards (a loaded machine adds time, never takes it):

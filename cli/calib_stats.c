@@ -2,6 +2,7 @@
  * piecewise segments by dynamic programming. */
 #define _GNU_SOURCE
 #include "calib_internal.h"
+#include "cm_grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -68,8 +69,75 @@ double cal_location(const double *v, int n, double *spread, int *rejected)
     return est;
 }
 
+static int cmp_round_probe(const void *a, const void *b, void *ctx)
+{
+    const cal_round *r = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    double px = fmax(r[x].before_s, r[x].after_s), py = fmax(r[y].before_s, r[y].after_s);
+    return (px > py) - (px < py);
+}
+
+/* Which rounds count: the probed ones within CAL_SLOW_ROUND of the best, at least a quarter of
+ * them; a round without probes always counts (nothing says it was slow). */
+static void classify_rounds(cal_data *d)
+{
+    d->rounds_out = 0;
+    d->best_probe = d->worst_kept_probe = d->best_out_probe = 0;
+    int *ord = malloc((size_t)(d->nrounds ? d->nrounds : 1) * sizeof *ord);
+    if (!ord) return;
+    int np = 0;
+    for (int k = 0; k < d->nrounds; k++) {
+        cal_round *r = &d->rounds[k];
+        r->kept = 1;
+        if (r->before_s > 0 && r->after_s > 0) ord[np++] = k;
+    }
+    if (np >= 2) {
+        qsort_r(ord, (size_t)np, sizeof *ord, cmp_round_probe, d->rounds);
+        double best = fmax(d->rounds[ord[0]].before_s, d->rounds[ord[0]].after_s);
+        int least = (np + 3) / 4;
+        d->best_probe = best;
+        for (int i = 0; i < np; i++) {
+            cal_round *r = &d->rounds[ord[i]];
+            double p = fmax(r->before_s, r->after_s);
+            if (i >= least && p > CAL_SLOW_ROUND * best) {
+                r->kept = 0;
+                d->rounds_out++;
+                if (d->best_out_probe == 0) d->best_out_probe = p;
+            } else {
+                d->worst_kept_probe = p;
+            }
+        }
+    }
+    free(ord);
+}
+
 void cal_data_estimate(cal_data *d)
 {
+    classify_rounds(d);
+    double *kept = NULL;
+    size_t capk = 0;
+    for (int i = 0; i < d->ns; i++) {
+        cal_series *s = &d->s[i];
+        int w = 0;
+        for (int j = 0; j < s->np; j++) {
+            cal_point *p = &s->p[j];
+            int fast = 0;
+            for (int k = 0; k < p->nv; k++)
+                fast += p->rd[k] < 0 || p->rd[k] >= d->nrounds || d->rounds[p->rd[k]].kept;
+            if (fast >= 3 || fast == p->nv) {
+                s->p[w++] = *p;
+                continue;
+            }
+            if (d->points_out++ < 6) {
+                size_t l = strlen(d->points_out_text);
+                snprintf(d->points_out_text + l, sizeof d->points_out_text - l, "%s%s %s %.0f B", l ? ", " : "",
+                         cal_test_name(s->test), s->mode, p->bytes);
+            }
+            free(p->v);
+            free(p->rd);
+        }
+        s->np = w;
+    }
     for (int i = 0; i < d->ns; i++) {
         cal_series *s = &d->s[i];
         for (int a = 1; a < s->np; a++)   /* insertion sort by size: few points */
@@ -80,9 +148,17 @@ void cal_data_estimate(cal_data *d)
             }
         for (int j = 0; j < s->np; j++) {
             cal_point *p = &s->p[j];
-            p->est = cal_location(p->v, p->nv, &p->spread, &p->rejected);
+            int nk = 0;
+            if (cm_grow((void **)&kept, &capk, (size_t)p->nv + 1, sizeof *kept, 64) == 0) {
+                for (int k = 0; k < p->nv; k++)
+                    if (p->rd[k] < 0 || p->rd[k] >= d->nrounds || d->rounds[p->rd[k]].kept) kept[nk++] = p->v[k];
+            }
+            int use = kept && nk > 0 && nk < p->nv;
+            p->slow_out = use ? p->nv - nk : 0;
+            p->est = use ? cal_location(kept, nk, &p->spread, &p->rejected) : cal_location(p->v, p->nv, &p->spread, &p->rejected);
         }
     }
+    free(kept);
 }
 
 /* weighted least squares of y = a + b x with weights w; b >= 0 if asked */

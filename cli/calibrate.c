@@ -452,16 +452,19 @@ static int measure(cal_run *c)
     const size_t path_len = sizeof c->path;
     double meas_budget = c->check ? 0.55 * c->budget : 0.85 * c->budget;
     c->measured = 1;
-    char bud[32], mx[32];
+    char bud[32], mx[32], spread[32];
     snprintf(bud, sizeof bud, "%.1f", meas_budget);
     snprintf(mx, sizeof mx, "%ld", c->maxb);
-    char *extra[] = {"--budget", bud, "--max", mx, "--progress"};
+    /* 12 rounds of 3 samples over half the time: this machine's slow spells (seconds long) then
+     * spoil a few rounds, which the fit leaves out by their probes, rather than the whole run */
+    snprintf(spread, sizeof spread, "%.1f", fmin(30, 0.5 * meas_budget) * (c->L.hostfile ? 0.7 : 1));
+    char *extra[] = {"--budget", bud, "--max", mx, "--samples", "36", "--rounds", "12", "--spread", spread, "--progress"};
     char *av[64];
     /* on one node first (the fit); with a hostfile then between its hosts too */
     const char *hostfile = c->L.hostfile;
     c->L.hostfile = NULL;
     if (hostfile) snprintf(bud, sizeof bud, "%.1f", 0.7 * meas_budget);
-    bench_argv(&c->L, NULL, NULL, av, 64, extra, 5);
+    bench_argv(&c->L, NULL, NULL, av, 64, extra, (int)(sizeof extra / sizeof extra[0]));
     snprintf(path, path_len, "%s/calibench.txt", c->dir);
     fprintf(stderr, "mpisim calibrate: measuring with calibench on 2 ranks on this machine (%s s at most; load %s)\n",
             bud, c->load0);
@@ -497,10 +500,32 @@ static int measure(cal_run *c)
     return 0;
 }
 
+/* What the rounds' probes did to the samples, for the terminal and the profile's header ("" when
+ * no round was probed). */
+static void rounds_text(const cal_data *d, char *buf, size_t len)
+{
+    int probed = 0;
+    for (int k = 0; k < d->nrounds; k++) probed += d->rounds[k].before_s > 0 && d->rounds[k].after_s > 0;
+    buf[0] = 0;
+    if (probed < 2) return;
+    char pts[256] = "";
+    if (d->points_out)
+        snprintf(pts, sizeof pts, "; %d sizes with under 3 samples outside them left out (%s%s)", d->points_out,
+                 d->points_out_text, d->points_out > 6 ? ", ..." : "");
+    if (d->rounds_out == 0)
+        snprintf(buf, len, "every one of %d rounds counted (their probes, the ping-pong of 0 B, %.0f-%.0f ns)%s", probed,
+                 d->best_probe * 1e9, d->worst_kept_probe * 1e9, pts);
+    else
+        snprintf(buf, len, "%d of %d rounds left out as taken in a slow spell of the machine (their probe, the ping-pong "
+                 "of 0 B, from %.0f ns; the %d kept %.0f-%.0f ns)%s", d->rounds_out, probed, d->best_out_probe * 1e9,
+                 probed - d->rounds_out, d->best_probe * 1e9, d->worst_kept_probe * 1e9, pts);
+}
+
 /* The fit, and with measurements a second pass at the sizes it wants again: 0, or the exit code. */
 static int fit(cal_run *c)
 {
     cal_data *d = c->d;
+    char rt[640];
     cal_data_estimate(d);
     if (cal_fit_run(d, c->date, &c->f, c->err, sizeof c->err) != 0) {
         fprintf(stderr, "mpisim calibrate: %s\n", c->err);
@@ -513,14 +538,23 @@ static int fit(cal_run *c)
             char list[4096] = "", bud[32];
             size_t off = 0;
             for (int i = 0; i < nr && off + 24 < sizeof list; i++) off += (size_t)snprintf(list + off, sizeof list - off, "%s%ld", i ? "," : "", sizes[i]);
+            char spread[32];
             snprintf(bud, sizeof bud, "%.1f", 0.12 * c->budget);
-            char *extra[] = {"--tests", "pingpong,sendcall,recvcall", "--modes", "send", "--sizes", list, "--budget", bud};
+            /* spread too: a short pass inside one slow spell would be left out whole */
+            snprintf(spread, sizeof spread, "%.1f", 0.06 * c->budget);
+            char *extra[] = {"--tests", "pingpong,sendcall,recvcall", "--modes", "send", "--sizes", list, "--budget", bud,
+                             "--rounds", "6", "--spread", spread};
             char *av[64];
-            bench_argv(&c->L, NULL, NULL, av, 64, extra, 8);
+            bench_argv(&c->L, NULL, NULL, av, 64, extra, (int)(sizeof extra / sizeof extra[0]));
             snprintf(c->path, sizeof c->path, "%s/calibench-refine.txt", c->dir);
             fprintf(stderr, "mpisim calibrate: %d sizes again: inside the breakpoints' brackets and where the first pass "
                             "was disturbed\n", nr);
-            if (run_relay(av, c->path, "  ", 0) == 0 && cal_read_file(d, c->path, -1, c->err, sizeof c->err) > 0) {
+            char inputs[sizeof d->inputs];
+            memcpy(inputs, d->inputs, sizeof inputs);
+            int got = run_relay(av, c->path, "  ", 0) == 0 && cal_read_file(d, c->path, -1, c->err, sizeof c->err) > 0;
+            /* the scratch file's name is no input a reader of the profile can find */
+            snprintf(d->inputs, sizeof d->inputs, "%s%s", inputs, got ? " (and a second pass)" : "");
+            if (got) {
                 cal_data_estimate(d);
                 if (cal_fit_run(d, c->date, &c->f, c->err, sizeof c->err) != 0) {
                     fprintf(stderr, "mpisim calibrate: %s\n", c->err);
@@ -531,6 +565,8 @@ static int fit(cal_run *c)
             }
         }
     }
+    rounds_text(d, rt, sizeof rt);
+    if (rt[0]) fprintf(stderr, "mpisim calibrate: %s\n", rt);
     return 0;
 }
 
@@ -564,6 +600,9 @@ static void profile_header(cal_run *c)
     if (f->eager_threshold > 0)
         ho += (size_t)snprintf(header + ho, sizeof header - ho, "Protocol switch (eager -> rendezvous) at %.0f B (located to %.0f B).\n",
                                f->eager_threshold, f->threshold_resolution);
+    char rt[640];
+    rounds_text(c->d, rt, sizeof rt);
+    if (rt[0]) ho += (size_t)snprintf(header + ho, sizeof header - ho, "Samples: %s.\n", rt);
     for (int i = 0; i < f->nwarn; i++) ho += (size_t)snprintf(header + ho, sizeof header - ho, "warning: %s\n", f->warn[i]);
     c->ho = ho;
 }

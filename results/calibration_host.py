@@ -144,7 +144,7 @@ def profile_figures(ini, csv_path):
             fig["%s %s B" % (r["test"], r["bytes"])] = float(r["rerun_s"])
     keys = {}
     for line in open(ini):
-        m = re.match(r"^(\w+) = ([0-9.eE+-]+)", line)
+        m = re.match(r"^(\w+) = ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)(?![\w.])", line)
         if m:
             keys[m.group(1)] = float(m.group(2))
     for k in ("eager_threshold", "shm_latency", "poll_cost", "reduce_cost_per_byte", "bsend_overhead_per_byte"):

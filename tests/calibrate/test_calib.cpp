@@ -151,6 +151,86 @@ TEST(CalibRead, CalibenchRawAndItsErrors)
     EXPECT_NEAR(cal_find(c.d, CAL_PINGPONG, "send", 0)->p[0].est, 1.5e-6, 1e-12);
 }
 
+// calibench's rounds (--rounds, --spread): each sample's round, each round's probes; a round
+// whose probe took more than CAL_SLOW_ROUND x the best one's is left out of the estimates
+TEST(CalibRead, CalibenchRoundsLeaveOutSlowSpells)
+{
+    Data a;
+    char err[512];
+    ASSERT_GT(cal_read_file(a.d, data("calibench_rounds.txt").c_str(), -1, err, sizeof err), 40) << err;
+    ASSERT_EQ(a.d->nrounds, 4);
+    cal_series *pp = cal_find(a.d, CAL_PINGPONG, "send", 0);
+    ASSERT_TRUE(pp);
+    EXPECT_EQ(pp->p[0].nv, 12);
+    EXPECT_EQ(pp->p[0].rd[0], 0);
+    EXPECT_EQ(pp->p[0].rd[11], 3);
+    for (int k = 0; k < 4; k++) EXPECT_GT(a.d->rounds[k].before_s, 0);
+    // a second run read after it numbers its rounds after the first run's
+    ASSERT_GT(cal_read_file(a.d, data("calibench_rounds.txt").c_str(), -1, err, sizeof err), 40) << err;
+    EXPECT_EQ(a.d->nrounds, 8);
+    EXPECT_EQ(pp->p[0].nv, 24);
+    EXPECT_EQ(cal_find(a.d, CAL_PINGPONG, "send", 0)->p[0].rd[23], 7);
+
+    // four rounds of 3 samples, round 2 in a slow spell (its probe and its samples at 3x)
+    const char *head = "# calibench procs=2 same_host=1\ntest,mode,bytes,window,batch,samples,values_s,rounds\n";
+    std::string text = std::string(head) +
+                       "pingpong,send,8,1,4,12,1.00e-7 1.01e-7 1.02e-7 1.00e-7 1.01e-7 1.02e-7 3.0e-7 3.1e-7 3.2e-7 "
+                       "1.00e-7 1.01e-7 1.02e-7,0 0 0 1 1 1 2 2 2 3 3 3\n"
+                       "pingpong,send,16,1,4,3,3.0e-7 3.1e-7 3.2e-7,2 2 2\n"
+                       "pingpong,send,32,1,4,5,1.0e-7 1.0e-7 3.0e-7 3.1e-7 3.2e-7,0 1 2 2 2\n"
+                       "# round=0 start_s=0 probe_before_s=1.0e-7 probe_after_s=1.1e-7\n"
+                       "# round=1 start_s=1 probe_before_s=1.2e-7 probe_after_s=1.0e-7\n"
+                       "# round=2 start_s=2 probe_before_s=1.1e-7 probe_after_s=3.3e-7\n"
+                       "# round=3 start_s=3 probe_before_s=1.4e-7 probe_after_s=1.3e-7\n";
+    Data b;
+    ASSERT_EQ(read_text(b.d, text), 20);
+    cal_data_estimate(b.d);
+    EXPECT_EQ(b.d->rounds_out, 1);
+    EXPECT_FALSE(b.d->rounds[2].kept);
+    EXPECT_NEAR(b.d->best_probe, 1.1e-7, 1e-12);
+    EXPECT_NEAR(b.d->worst_kept_probe, 1.4e-7, 1e-12);
+    EXPECT_NEAR(b.d->best_out_probe, 3.3e-7, 1e-12);
+    cal_series *s = cal_find(b.d, CAL_PINGPONG, "send", 0);
+    EXPECT_LT(s->p[0].est, 1.03e-7);   // the slow round's samples left out
+    EXPECT_EQ(s->p[0].slow_out, 3);
+    // sizes with under 3 samples outside the slow round are taken out of their series, and said
+    ASSERT_EQ(s->np, 1);
+    EXPECT_EQ(b.d->points_out, 2);
+    EXPECT_STREQ(b.d->points_out_text, "pingpong send 16 B, pingpong send 32 B");
+    // estimating again (after a second pass) keeps what is left
+    cal_data_estimate(b.d);
+    EXPECT_EQ(cal_find(b.d, CAL_PINGPONG, "send", 0)->np, 1);
+    EXPECT_EQ(b.d->points_out, 2);
+
+    // all rounds slow but one: a quarter of the rounds (the fastest) still count
+    std::string slow = std::string(head) + "pingpong,send,8,1,4,4,1e-7 2e-7 2e-7 2e-7,0 1 2 3\n"
+                       "# round=0 start_s=0 probe_before_s=1e-7 probe_after_s=1e-7\n"
+                       "# round=1 start_s=1 probe_before_s=3e-7 probe_after_s=3e-7\n"
+                       "# round=2 start_s=2 probe_before_s=4e-7 probe_after_s=4e-7\n"
+                       "# round=3 start_s=3 probe_before_s=5e-7 probe_after_s=5e-7\n";
+    Data c;
+    ASSERT_EQ(read_text(c.d, slow), 4);
+    cal_data_estimate(c.d);
+    EXPECT_EQ(c.d->rounds_out, 3);
+    // no probes (a quick run, an older file): every round counts
+    Data d;
+    ASSERT_EQ(read_text(d.d, std::string(head) + "pingpong,send,8,1,4,2,1e-7 3e-7,0 1\n"
+                                                 "# round=0 start_s=0 probe_before_s=0 probe_after_s=0\n"), 2);
+    cal_data_estimate(d.d);
+    EXPECT_EQ(d.d->rounds_out, 0);
+    EXPECT_TRUE(d.d->rounds[0].kept);
+
+    // malformed: rounds that do not match the samples, a round that is no number, a bad round line
+    std::string e;
+    Data x;
+    EXPECT_EQ(read_text(x.d, std::string(head) + "pingpong,send,8,1,4,2,1e-7 2e-7,0\n", &e), -1);
+    EXPECT_NE(e.find("mem.txt:3: 2 samples but 1 rounds"), std::string::npos) << e;
+    EXPECT_EQ(read_text(x.d, std::string(head) + "pingpong,send,8,1,4,2,1e-7 2e-7,0 1.5\n", &e), -1);
+    EXPECT_NE(e.find("mem.txt:3: round '1.5' of sample 2"), std::string::npos) << e;
+    EXPECT_EQ(read_text(x.d, std::string(head) + "pingpong,send,8,1,4,1,1e-7,0\n# round=0 start_s=0 probe_before_s=x\n", &e), -1);
+    EXPECT_NE(e.find("mem.txt:4: expected '# round=K"), std::string::npos) << e;
+}
+
 // a deterministic generator: the same noise every run
 static double urand(unsigned *s)
 {
@@ -319,7 +399,7 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
 TEST(CalibRead, TruncatedAndMutatedFilesFailCleanly)
 {
     const char *files[] = {"osu_latency.txt", "osu_bw.txt", "imb_pingpong_pingping.txt", "netpipe_np.out",
-                           "netpipe_stdout.txt", "calibench_raw.txt"};
+                           "netpipe_stdout.txt", "calibench_raw.txt", "calibench_rounds.txt"};
     unsigned seed = 5;
     for (const char *name : files) {
         FILE *f = fopen(data(name).c_str(), "r");

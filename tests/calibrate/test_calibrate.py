@@ -30,8 +30,13 @@ p = subprocess.run([MPISIM, "calibrate", "--out", ini, "--budget", "30", "--max"
 err = p.stderr
 print(err[-6000:])
 check(p.returncode == 0, "mpisim calibrate exits 0")
-check("measuring with calibench" in err and re.search(r"round \d of 4 done|the budget is spent in round", err) is not None,
-      "progress: the measuring rounds are reported as they end")
+check("measuring with calibench" in err and re.search(r"round \d+ of 12 done \(\d+ measurements, [0-9.]+ s; ping-pong of 0 B "
+                                                    r"[0-9.e+-]+ s before|the budget is spent in round", err) is not None,
+      "progress: the measuring rounds are reported as they end, with their probes")
+# each round framed by its probes; the rounds the fit kept said on the terminal and in the profile
+rounds = re.search(r"mpisim calibrate: (every one of \d+ rounds counted|\d+ of \d+ rounds left out as taken in a slow "
+                   r"spell)", err)
+check(rounds is not None, "the rounds the fit kept and left out are reported")
 check(re.search(r"\d+/\d+ pingpong send \d+ B: \d+ samples", err) is not None, "progress: a line per measurement")
 # The check runs a bounded amount of work in virtual time, but its wall time is the host's: where
 # the budget ends first (a busy machine: load 13 beside a CPU-bound job took it past 45 s) the
@@ -53,6 +58,8 @@ for key in ("shm_latency", "eager_threshold", "size_segments", "poll_cost", "red
           "%s has a 'calibrated: ... on DATE' source" % key)
 if not cut:
     check("; Fit quality" in text, "the fit quality is kept in the profile's header")
+check(re.search(r"^; Samples: (every one of|\d+ of) \d+ rounds", text, re.M) is not None,
+      "the profile's header says which rounds' samples count")
 c = subprocess.run([MPISIM, "config", "--profile", ini], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 check(c.returncode == 0 and "calibrated: calibench" in c.stdout, "mpisim config reads it and shows the sources")
 r = subprocess.run([MPISIM, "run", "--profile", ini, "--report", os.path.join(work, "r.json"), "-n", "2", "--",
