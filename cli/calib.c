@@ -500,6 +500,12 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
         snprintf(both, sizeof both, "%s%s%s", f->src_seg, f->src_fwd[0] ? "; COPY_SHARED_PB " : "", f->src_fwd);
         src_line(o, "size_segments", both);
     }
+    if (f->unexp >= 0) {
+        fprintf(o, "recv_unexpected_overhead = %.0f ps\n", f->unexp);
+        src_line(o, "recv_unexpected_overhead", f->src_unexp);
+        fprintf(o, "recv_unexpected_overhead_per_byte = %.0f\n", fmax(f->unexp_pb, 0));
+        src_line(o, "recv_unexpected_overhead_per_byte", f->src_unexp);
+    }
     fprintf(o, "recv_overhead_serial = 1\nrecv_overhead_serial.source = assumed: one thread per rank runs the MPI "
                "library (Open MPI progresses on the calling thread), so receives are taken in turn; the streams "
                "and both-way runs of the check test it\n");

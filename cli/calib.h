@@ -158,13 +158,14 @@ typedef struct cal_fit {
     double bsend_rms, rsend_rms;
     double poll, poll_iprobe, poll_test; /* ps; < 0 not measured */
     double reduce_pb, reduce_rms;        /* ps/B; < 0 not measured */
+    double unexp, unexp_pb, unexp_rms;   /* an unexpected eager receive's extra: ps, ps/B; < 0 not measured */
     double ns_per_mac;                   /* < 0 not measured */
     int have_calls;                      /* send/recv call durations measured: the split is measured */
     double noise;                        /* the ping-pong's relative scatter between sizes */
     char warn[16][240];
     int nwarn;
     char src_seg[240], src_lat[240], src_thr[240], src_sync[240], src_bsend[240], src_rsend[240], src_poll[240],
-        src_reduce[240], src_cpu[240], src_fwd[240];
+        src_reduce[240], src_cpu[240], src_fwd[240], src_unexp[240];
 } cal_fit;
 
 /* Fit on-node parameters from the data (estimated). date: "YYYY-MM-DD" for the sources.

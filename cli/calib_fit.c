@@ -322,6 +322,44 @@ static void fit_threshold(cal_fit *f, const cal_series *P, const cal_seg *seg, i
     for (int j = 0; j < ns; j++) f->rndv[j] = thr_seg > 0 && j >= thr_seg;
 }
 
+/* An unexpected eager receive's extra, seconds at b bytes (0 when not measured). */
+static double unexp_at(const cal_fit *f, double b) { return f->unexp > 0 || f->unexp_pb > 0 ? (fmax(f->unexp, 0) + fmax(f->unexp_pb, 0) * b) * 1e-12 : 0; }
+
+/* The receive of a message that arrived first (recvcall: the library queued it unexpected and
+ * copies it out again) against one posted before its message (the ping-pong's, the streams'):
+ * the both-way stream takes, per pair, a send call and a posted receive on each rank's CPU, so
+ * e(B) = R(B) - (BW(B) - S(B)) at the eager sizes all three measured, each e between 0 and R; a
+ * line e = a + b B through them (weighted relative to R). */
+static void fit_unexpected(cal_fit *f, const cal_data *d, const cal_series *S, const cal_series *R, const char *date)
+{
+    f->unexp = f->unexp_pb = f->unexp_rms = -1;
+    const cal_series *B = cal_find(d, CAL_BOTHWAY, "send", 0);
+    if (!B || !f->have_calls) return;
+    double x[512], e[512], w[512];
+    int n = 0;
+    for (int i = 0; i < B->np && n < 512; i++) {
+        double b = B->p[i].bytes, sv = est_at(S, b), rv = est_at(R, b), bw = B->p[i].est;
+        if (f->eager_threshold > 0 && b >= f->eager_threshold) continue;
+        if (sv <= 0 || rv <= 0 || bw <= 0) continue;
+        double posted = fmin(fmax(bw - sv, 0), rv);
+        x[n] = b, e[n] = rv - posted, w[n] = 1.0 / (rv * rv);
+        n++;
+    }
+    if (n < 3) return;
+    double a, bb;
+    cal_wls(x, e, w, n, 1, &a, &bb);
+    if (a < 0) a = 0;
+    double ss = 0;
+    for (int i = 0; i < n; i++) {
+        double rv = est_at(R, x[i]), r = (a + bb * x[i] - e[i]) / rv;
+        ss += r * r;
+    }
+    f->unexp = a * 1e12, f->unexp_pb = bb * 1e12, f->unexp_rms = sqrt(ss / n);
+    snprintf(f->src_unexp, sizeof f->src_unexp,
+             "calibrated: calibench recvcall - (bothway - sendcall), %d eager sizes, on %s (%.0f %% rms of the receive)", n,
+             date, 100 * f->unexp_rms);
+}
+
 /* The intra-node latency: ping-pong = o_s + copy + L + o_r where the send call returns after its
  * copy (o_s + copy) and an arrived message's receive takes o_r. L in seconds. */
 static double fit_latency(cal_fit *f, const cal_series *P, const cal_series *S, const cal_series *R, const cal_seg *seg,
@@ -340,7 +378,8 @@ static double fit_latency(cal_fit *f, const cal_series *P, const cal_series *S, 
         f->ack[j] = m > 0 && cal_median(sr, m) > 0.7;
         if (f->ack[j]) continue;
         for (int i = seg[j].first; i <= seg[j].last && nL < 512; i++) {
-            double sv = est_at(S, x[i]), rv = est_at(R, x[i]);
+            /* the ping-pong's receive is posted before its message: o_r without the unexpected extra */
+            double sv = est_at(S, x[i]), rv = est_at(R, x[i]) - unexp_at(f, x[i]);
             if (sv > 0 && rv > 0) Ls[nL++] = y[i] - sv - rv;
         }
     }
@@ -389,7 +428,7 @@ static void fit_shares(cal_fit *f, const cal_seg *seg, int ns, const double *x, 
             w[k] = 1.0 / (y[i] * y[i]);
             double Rv = ys_r[i] > 0 ? ys_r[i] : -1, Sv = ys_s[i] > 0 ? ys_s[i] : -1;
             if (!f->rndv[j]) {
-                double orr = f->have_calls && Rv > 0 ? Rv : L;
+                double orr = f->have_calls && Rv > 0 ? fmax(Rv - unexp_at(f, x[i]), 0) : L;
                 v1[k] = y[i] - L - orr;   /* sender: o_s + copy */
                 v2[k] = orr;              /* o_r */
             } else if (f->have_calls && Rv > 0 && Sv > 0) {
@@ -454,6 +493,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     memset(f, 0, sizeof *f);
     f->sync_rendezvous = -1;
     f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
+    f->unexp = f->unexp_pb = f->unexp_rms = -1;
     for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
     const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
     if (!P || P->np < 2) {
@@ -491,6 +531,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     size_text(x[0], lo_t, sizeof lo_t);
     size_text(x[n - 1], hi_t, sizeof hi_t);
     fit_threshold(f, P, seg, ns, thr_seg, hi_t, date);
+    fit_unexpected(f, d, S, R, date);
     double L = fit_latency(f, P, S, R, seg, ns, x, y, date);
     fit_shares(f, seg, ns, x, y, ys_s, ys_r, L);
     char segs_txt[32] = "";   /* "N size ranges" */

@@ -36,6 +36,11 @@ static const nm_key_def mpi_keys[] = {
      "modelled cost of one MPI_Test*/MPI_Iprobe call", NULL, NM_KEY_NONNEG},
     {"mpi.reduce_cost_per_byte", NM_KEY_INT, "ps/B", "0", "project choice (0: reductions are free)",
      "arithmetic cost per byte combined in a reduction step (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_unexpected_overhead", NM_KEY_INT, "ps", "0", "0: the receive costs o_r whether or not its message came first",
+     "more host CPU time for an eager receive whose message arrived before it was posted (the library "
+     "queued it unexpected and copies it out again, as MPI_Recv after MPI_Iprobe), on top of o_r", NULL, NM_KEY_NONNEG},
+    {"mpi.recv_unexpected_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "0: no per-byte cost for unexpected receives",
+     "the same per message byte (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
     {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
      "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
      "(one thread runs the MPI library: several messages arriving at once are taken in turn), and so do "
@@ -188,6 +193,8 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->ctl_bytes = nm_config_int(cfg, "mpi.control_bytes");
     m->poll = nm_config_int(cfg, "mpi.poll_cost");
     m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
+    m->or_unexp = nm_config_int(cfg, "mpi.recv_unexpected_overhead");
+    m->or_unexp_pb = nm_config_int(cfg, "mpi.recv_unexpected_overhead_per_byte");
     if (m->pkt_payload < 1) m->pkt_payload = 1;
     m->recv_serial = nm_config_has(cfg, "mpi.recv_overhead_serial") ? (int)nm_config_int(cfg, "mpi.recv_overhead_serial") : 0;
     if (parse_segments(m, nm_config_has(cfg, "mpi.size_segments") ? nm_config_string(cfg, "mpi.size_segments") : "",

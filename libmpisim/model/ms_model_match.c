@@ -357,7 +357,10 @@ void msm_match(ms_model *m, ms_msg *g, ms_req *r, ms_time_t mt, int in_call)
         /* eager data is copied out of the registered receive buffers (host model), writing the
          * buffer's pages for the first time if the rank never received into them */
         ms_time_t touch = r->internal ? 0 : ms_host_touch(m->host, r->rank, r->buf, g->bytes);
-        ms_time_t done = rank_cpu(m, r, mt, or_cost(m, g->bytes) + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
+        /* a message that came before its receive was queued unexpected: the library copies it
+         * out of its queue again (mpi.recv_unexpected_overhead) */
+        ms_time_t unexp = r->post > g->arrival ? m->or_unexp + (ms_time_t)g->bytes * m->or_unexp_pb : 0;
+        ms_time_t done = rank_cpu(m, r, mt, or_cost(m, g->bytes) + unexp + (off_node ? ms_host_recv_copy(m->host, g->bytes) : 0) + touch);
         if (g->ack_taken) msm_schedule_inject(m, g, PK_ACK, done);   /* the fragment goes back once emptied */
         msm_determine(m, r, done);
     } else {

@@ -208,6 +208,35 @@ TEST(ModelP2P, UnexpectedEager)
     EXPECT_EQ(s.log[1].back().t, T + OR);
 }
 
+// mpi.recv_unexpected_overhead: an eager receive posted after its message arrived costs more
+// (the library copies it out of its unexpected queue); one posted before costs o_r alone
+TEST(ModelP2P, UnexpectedEagerExtraCost)
+{
+    const int64_t T = 200000000, U = 30000, UPB = 7;
+    const uint64_t B = 64;
+    const std::vector<std::string> keys = {"mpi.recv_unexpected_overhead=30000", "mpi.recv_unexpected_overhead_per_byte=7"};
+    Sim late(2, keys);
+    late.prog[0] = {isend(1, 1, 0, B), wait({1})};
+    late.prog[1] = {compute(T), irecv(1, 0, 0, B), wait({1})};
+    late.run();
+    EXPECT_EQ(late.log[1].back().t, T + OR + U + UPB * (int64_t)B);
+    Sim early(2, keys);
+    early.prog[0] = {isend(1, 1, 0, B), wait({1})};
+    early.prog[1] = {irecv(1, 0, 0, B), wait({1})};
+    early.run();
+    EXPECT_EQ(early.log[1].back().t, OS + msg_lat(B) + OR);
+    // rendezvous: the handshake waits for the receive anyway; no extra
+    Sim rndv(2, keys);
+    rndv.prog[0] = {isend(1, 1, 0, 100000), wait({1})};
+    rndv.prog[1] = {compute(T), irecv(1, 0, 0, 100000), wait({1})};
+    rndv.run();
+    Sim rndv0(2);
+    rndv0.prog[0] = {isend(1, 1, 0, 100000), wait({1})};
+    rndv0.prog[1] = {compute(T), irecv(1, 0, 0, 100000), wait({1})};
+    rndv0.run();
+    EXPECT_EQ(rndv.log[1].back().t, rndv0.log[1].back().t);
+}
+
 TEST(ModelP2P, SynchronousSendCompletesAfterMatch)
 {
     const int64_t T = 300000000;
