@@ -216,7 +216,7 @@ static int read_calibench_line(cal_data *d, const char *l, const char *name, int
         return -1;
     }
     for (int i = 0; i < nr; i++)
-        if (r[i] < 0 || r[i] > 1e6 || r[i] != floor(r[i])) {
+        if (r[i] < 0 || r[i] > 10000 || r[i] != floor(r[i])) {
             cal_set_err(err, errlen, "%s:%d: round '%g' of sample %d is not a round number", name, lineno, r[i], i + 1);
             return -1;
         }
@@ -251,7 +251,7 @@ int cal_read_stream(cal_data *d, FILE *f, const char *name, int off_node, char *
                 int k;
                 double st, b, a;
                 if (sscanf(l, "# round=%d start_s=%lf probe_before_s=%lf probe_after_s=%lf", &k, &st, &b, &a) != 4 ||
-                    k < 0 || k > 1000000 || cal_set_round(d, d->round_base + k, st, b, a) < 0) {
+                    k < 0 || k > 10000 || cal_set_round(d, d->round_base + k, st, b, a) < 0) {
                     cal_set_err(err, errlen, "%s:%d: expected '# round=K start_s=S probe_before_s=S probe_after_s=S', "
                                 "got '%.80s'", name, lineno, l);
                     rc = -1;
