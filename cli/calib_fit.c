@@ -493,7 +493,6 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     memset(f, 0, sizeof *f);
     f->sync_rendezvous = -1;
     f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
-    f->unexp = f->unexp_pb = f->unexp_rms = -1;
     for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
     const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
     if (!P || P->np < 2) {

@@ -111,6 +111,12 @@ static void classify_rounds(cal_data *d)
     free(ord);
 }
 
+/* sample k of p counts: no round, a round not read, or a round kept */
+static int sample_counts(const cal_data *d, const cal_point *p, int k)
+{
+    return p->rd[k] < 0 || p->rd[k] >= d->nrounds || d->rounds[p->rd[k]].kept;
+}
+
 void cal_data_estimate(cal_data *d)
 {
     classify_rounds(d);
@@ -122,8 +128,7 @@ void cal_data_estimate(cal_data *d)
         for (int j = 0; j < s->np; j++) {
             cal_point *p = &s->p[j];
             int fast = 0;
-            for (int k = 0; k < p->nv; k++)
-                fast += p->rd[k] < 0 || p->rd[k] >= d->nrounds || d->rounds[p->rd[k]].kept;
+            for (int k = 0; k < p->nv; k++) fast += sample_counts(d, p, k);
             if (fast >= 3 || fast == p->nv) {
                 s->p[w++] = *p;
                 continue;
@@ -151,7 +156,7 @@ void cal_data_estimate(cal_data *d)
             int nk = 0;
             if (cm_grow((void **)&kept, &capk, (size_t)p->nv + 1, sizeof *kept, 64) == 0) {
                 for (int k = 0; k < p->nv; k++)
-                    if (p->rd[k] < 0 || p->rd[k] >= d->nrounds || d->rounds[p->rd[k]].kept) kept[nk++] = p->v[k];
+                    if (sample_counts(d, p, k)) kept[nk++] = p->v[k];
             }
             int use = kept && nk > 0 && nk < p->nv;
             p->slow_out = use ? p->nv - nk : 0;
