@@ -50,7 +50,7 @@ static const nm_key_def shim_keys[] = {
      "measured (docs/architecture.md, Repeatable small gaps: empty intervals' medians 2-45 ns, at load 12 "
      "beside a CPU-bound job)",
      "the measurement's noise floor: an interval measured at or below this, or one of up to "
-     "shim.gap_noise_max between a pair of call sites whose last 256 intervals mostly were (after a "
+     "shim.gap_noise_max between a pair of call sites whose last 256 intervals were for a quarter or more (after a "
      "switched-out call: at or below 10 times this), is taken for an empty one and charged shim.gap_floor, "
      "so that runs with nothing between their MPI calls repeat exactly under compute cpu and wall, while "
      "real computation is charged as measured; 0: every interval as measured",
@@ -58,7 +58,7 @@ static const nm_key_def shim_keys[] = {
     {"shim.gap_noise_max", NM_KEY_INT, "ps", "5 us",
      "measured (docs/architecture.md, Repeatable small gaps: the longest empty interval of a steady loop "
      "beside a CPU-bound job at load 12 was 1.5 us, apart from rare stalls of the virtual machine)",
-     "the longest interval between a pair of call sites that usually does nothing (shim.gap_noise) still "
+     "the longest interval between a pair of call sites that often does nothing (shim.gap_noise) still "
      "taken for noise; longer ones are charged as measured, but for a stall of the machine: one of up to 20 "
      "times this (80 right after a switched-out call) between such a pair that does nothing, at most three "
      "in its last 256 intervals",

@@ -378,8 +378,10 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * other times from run to run. So a gap measured at or below the noise floor (shim.gap_noise) is
  * charged shim.gap_floor; and where the program does nothing between a pair of call sites (the
  * same code in between), a gap of up to shim.gap_noise_max is noise and charged the floor too. A
- * pair does nothing when at least half of its last GF_WINDOW gaps were at or below the noise
- * floor (empty gaps' medians were 2-45 ns at load 12; real work worth charging is longer), or,
+ * pair does nothing when at least 1 / GF_SHARE of its last GF_WINDOW gaps were at or below the
+ * noise floor (empty gaps' medians were 2-45 ns at load 12; real work worth charging is longer;
+ * a quarter, not a half: in a slow phase of the machine most of an empty pair's gaps measure
+ * 100-450 ns, docs/performance.md), or,
  * after a switched-out call, at most GF_WOKEN times it (beside a CPU-bound job a rank's empty
  * gaps after a switch took 200-600 ns for a whole run: a cold way back that the return path
  * cannot measure without unswitched gaps to compare), counting GF_PRIOR such gaps more as a prior
@@ -397,7 +399,7 @@ static int64_t rp_charge(int64_t d, const void *site, int woken, int desched)
  * (after a switched-out call GF_STALL_WOKEN x: 152 us seen at load 14), charged the floor; more
  * of them are charged (work that comes back is work). Anything else is charged as measured. */
 enum { GF_PAIRS = 512, GF_WINDOW = 256, GF_PRIOR = 8, GF_WOKEN = 10, GF_STALL = 20, GF_STALL_WOKEN = 80,
-       GF_STALLS = 3, GF_QUIET_MIN = 10 };
+       GF_STALLS = 3, GF_QUIET_MIN = 10, GF_SHARE = 4 };
 typedef struct gf_pair {
     uint64_t key;                /* 0: free */
     uint64_t small[GF_WINDOW / 64];   /* bit i: the window's gap i was taken for an empty one */
@@ -430,7 +432,7 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
     int stall = 0;
     if (p) {
         /* quiet before this gap: an isolated long one is a stall of the machine */
-        int quiet = p->n >= GF_QUIET_MIN && 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR && p->longs < GF_STALLS;
+        int quiet = p->n >= GF_QUIET_MIN && GF_SHARE * (p->count + GF_PRIOR) >= p->n + GF_PRIOR && p->longs < GF_STALLS;
         int lng = d * 1000 > S.params.gap_noise_max_ps;
         uint64_t *w = &p->small[p->pos / 64], *l = &p->longer[p->pos / 64], bit = 1ULL << (p->pos % 64);
         if (p->n == GF_WINDOW) {   /* the oldest leaves */
@@ -444,7 +446,7 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
         p->count += small;
         p->longs += lng;
         p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
-        empty = 2 * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
+        empty = GF_SHARE * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
         stall = lng && quiet && d * 1000 <= (woken ? GF_STALL_WOKEN : GF_STALL) * S.params.gap_noise_max_ps;
     }
     if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps) || stall) {
