@@ -490,9 +490,15 @@ void msm_do_send(ms_model *m, ms_req *r, ms_time_t t)
         }
     } else {
         g->rndv = 1;
-        g->sreq = r;
-        r->open = 1;
-        rs->open_sends++;
+        if (r->mode == MS_SEND_BUFFERED) {
+            /* buffered mode is local (MPI-3.1 sec. 3.4): the call ends with the copy into the
+             * attached buffer, and the library sends that copy by its rendezvous later */
+            msm_determine(m, r, ldone);
+        } else {
+            g->sreq = r;
+            r->open = 1;
+            rs->open_sends++;
+        }
         msm_schedule_inject(m, g, PK_RTS, tinj);
     }
 }

@@ -55,6 +55,21 @@ TEST(ModelP2P, RendezvousLateReceive)
     EXPECT_EQ(s.log[1].back().t, data + OR);
 }
 
+// MPI_Bsend is local: above the eager threshold it returns after its copy, whether or not the
+// receive is posted; the data follows by rendezvous once the receiver posts.
+TEST(ModelP2P, BufferedRendezvousIsLocal)
+{
+    const uint64_t B = 50000;
+    const int64_t T = 1000000000;   // receiver posts at 1 ms
+    Sim s(2);
+    s.prog[0] = {isend(1, 1, 0, B, MS_SEND_BUFFERED), wait({1})};
+    s.prog[1] = {compute(T), irecv(1, 0, 0, B), wait({1})};
+    s.run();
+    ASSERT_FALSE(s.deadlock);
+    EXPECT_EQ(s.log[0].back().t, OS);
+    EXPECT_EQ(s.log[1].back().t, T + OR + lat(0) + msg_lat(B) + OR);
+}
+
 TEST(ModelP2P, PingPongExact)
 {
     const int N = 10;
