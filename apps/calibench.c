@@ -24,6 +24,12 @@
  *   reduce    MPI_Reduce_local of B bytes, MPI_SUM (mode int and double): time per call
  *   compute   the reference kernel on both ranks at once: int32 dot products as matmul
  *             computes them (apps/matmul.c), time per multiply-add (mode mac), bytes = 0
+ *   coll      per call, on both ranks: MPI_Allreduce (doubles, MPI_SUM), MPI_Bcast (the root
+ *             alternating), MPI_Barrier, each also by hand as its algorithm runs on two ranks
+ *             (mode allreduce_p2p: MPI_Sendrecv and MPI_Reduce_local; bcast_p2p: MPI_Send and
+ *             MPI_Recv alternating; barrier_p2p: MPI_Sendrecv of 0 B); 8, 64 and 512 B up to the
+ *             largest size listed (barrier: 0 B), whatever --modes says. The difference is the collective's own path, which the
+ *             model's mpi.allreduce_overhead, bcast_overhead and barrier_overhead charge
  * Modes of the communication tests (`--modes`): send (MPI_Send / MPI_Recv), ssend, bsend
  * (buffer attached), rsend (receives posted before, as the standard requires), isend
  * (MPI_Isend + MPI_Wait). sendcall and recvcall use send only.
@@ -75,13 +81,19 @@ static const char *const USAGE =
     "calibench [--tests t1,..] [--modes m1,..] [--sizes a,b,.. | --max BYTES] [--budget S] [--samples N] "
     "[--rounds R] [--spread S] [--window W] [--all-sizes] [--quick] [--format raw|osu-latency|osu-bw|osu-bibw|imb-pingpong|imb-pingping] [--progress] [--check]";
 
-enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_FORWARD, T_EMPTY, T_REDUCE, T_COMPUTE, T_COUNT };
+enum { T_PINGPONG, T_STREAM, T_BOTHWAY, T_SENDCALL, T_RECVCALL, T_FORWARD, T_EMPTY, T_REDUCE, T_COMPUTE, T_COLL,
+       T_COUNT };
 static const char *const test_names[T_COUNT] = {"pingpong", "stream",  "bothway", "sendcall", "recvcall",
-                                                "forward",  "empty",   "reduce",  "compute"};
+                                                "forward",  "empty",   "reduce",  "compute", "coll"};
 enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_COUNT };
 static const char *const mode_names[M_COUNT] = {"send", "ssend", "bsend", "rsend", "isend"};
 static const char *const empty_modes[] = {"iprobe", "test", "procnull", "wtime"};
 static const char *const reduce_modes[] = {"int", "double"};
+/* coll: each collective, then the same messages and reduction sent by hand (what the collective's
+ * algorithm does on two ranks), so that the difference is the collective's own software path */
+enum { C_ALLREDUCE, C_ALLREDUCE_P2P, C_BCAST, C_BCAST_P2P, C_BARRIER, C_BARRIER_P2P, C_COUNT };
+static const char *const coll_modes[C_COUNT] = {"allreduce", "allreduce_p2p", "bcast", "bcast_p2p", "barrier",
+                                                "barrier_p2p"};
 
 /* a control message that is no test: both ranks sleep `bytes` microseconds (--spread) */
 #define CTRL_PAUSE 100
@@ -329,6 +341,43 @@ static double reduce_local(int mode, long bytes, long k)
     return (now_s() - t0) / (double)k;
 }
 
+/* One sample of k collective calls on both ranks (mode: coll_modes), time per call. allreduce:
+ * MPI_SUM of doubles; by hand, as recursive doubling on two ranks: the exchange (MPI_Sendrecv) and
+ * MPI_Reduce_local. bcast: the root alternates, so each call waits for the one before (one
+ * message's latency a call); by hand, the same message sent and received alternately. barrier: by
+ * hand, an exchange of 0 bytes. */
+static double coll(int rank, int mode, long bytes, long k)
+{
+    int peer = 1 - rank, count = (int)(bytes / (long)sizeof(double));
+    if (count < 1) count = 1;
+    long b = (long)count * (long)sizeof(double);
+    MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) {
+        int root = (int)(i % 2);
+        switch (mode) {
+        case C_ALLREDUCE: MPI_Allreduce(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+        case C_ALLREDUCE_P2P:
+            MPI_Sendrecv(sbuf, (int)b, MPI_BYTE, peer, TAG_DATA, rbuf, (int)b, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            MPI_Reduce_local(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM);
+            break;
+        case C_BCAST: MPI_Bcast(rank == root ? sbuf : rbuf, (int)b, MPI_BYTE, root, MPI_COMM_WORLD); break;
+        case C_BCAST_P2P:
+            if (rank == root) MPI_Send(sbuf, (int)b, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+            else MPI_Recv(rbuf, (int)b, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            break;
+        case C_BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
+        default:
+            MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_DATA, NULL, 0, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            break;
+        }
+    }
+    return (now_s() - t0) / (double)k;
+}
+
 /* matmul's inner loop (apps/matmul.c): dot products of int32 rows; time per multiply-add. */
 #define KN 96
 static int32_t ka[KN * KN], kb[KN * KN], kc[KN * KN];
@@ -374,6 +423,7 @@ static void mirror(void)
         case T_RECVCALL: recvcall(1, c.bytes, c.batch); break;
         case T_FORWARD: forward(1, c.bytes, c.batch); break;
         case T_COMPUTE: compute_kernel(c.batch); break;
+        case T_COLL: coll(1, (int)c.mode, c.bytes, c.batch); break;
         case CTRL_PAUSE: sleep_us(c.bytes); break;
         default: break;
         }
@@ -399,6 +449,7 @@ static double sample(const ctrl_t *c)
     case T_EMPTY: return empty_call((int)c->mode, c->batch);
     case T_REDUCE: return reduce_local((int)c->mode, c->bytes, c->batch);
     case T_COMPUTE: return compute_kernel(c->batch);
+    case T_COLL: return coll(0, (int)c->mode, c->bytes, c->batch);
     default: return 0;
     }
 }
@@ -443,6 +494,7 @@ static const char *mode_name(int test, int mode)
     if (test == T_EMPTY) return empty_modes[mode];
     if (test == T_REDUCE) return reduce_modes[mode];
     if (test == T_COMPUTE) return "mac";
+    if (test == T_COLL) return coll_modes[mode];
     return mode_names[mode];
 }
 
@@ -662,6 +714,20 @@ static meas_t *plan_measurements(const opts_t *o, int *nm)
             for (int s = 0; s < o->nsizes; s++)
                 if (o->sizes[s] >= 64 && (o->all_sizes || s % 2 == 0 || s == o->nsizes - 1))
                     add_meas(&ms, nm, &cap, T_REDUCE, m, o->sizes[s], 1);
+    /* coll: a per-call cost, so a few small sizes, the same whatever the list (8, 64, 512 B up to
+     * the largest listed; barrier 0 B) */
+    if (o->tests[T_COLL]) {
+        long top = 0;
+        for (int s = 0; s < o->nsizes; s++) top = o->sizes[s] > top ? o->sizes[s] : top;
+        for (int m = 0; m < C_COUNT; m++)
+            for (long b = 8; b <= 512; b *= 8) {
+                if (m >= C_BARRIER) {
+                    add_meas(&ms, nm, &cap, T_COLL, m, 0, 1);
+                    break;
+                }
+                if (b <= top || b == 8) add_meas(&ms, nm, &cap, T_COLL, m, b, 1);
+            }
+    }
     return ms;
 }
 
@@ -680,6 +746,8 @@ static long first_batch(const opts_t *o, ctrl_t *c)
     if (k > 64 && c->test != T_EMPTY && c->test != T_COMPUTE && c->test != T_REDUCE) k = 64;
     if (k > 100000) k = 100000;
     if (o->quick && c->test != T_EMPTY && c->test != T_COMPUTE) k = 1;
+    /* a collective's one call would start from the ready exchange's uneven exits: 16 of them */
+    if (o->quick && c->test == T_COLL) k = 16;
     return k;
 }
 

@@ -22,6 +22,7 @@ typedef enum {
     CAL_EMPTY,      /* a call with nothing to do (mode: iprobe, test, procnull, wtime) */
     CAL_REDUCE,     /* MPI_Reduce_local (mode int, double) */
     CAL_COMPUTE,    /* the reference kernel: seconds per multiply-add */
+    CAL_COLL,       /* a collective per call, and the same by hand (mode: allreduce, allreduce_p2p, ...) */
     CAL_NTESTS
 } cal_test;
 
@@ -160,12 +161,13 @@ typedef struct cal_fit {
     double reduce_pb, reduce_rms;        /* ps/B; < 0 not measured */
     double unexp, unexp_pb, unexp_rms;   /* an unexpected eager receive's extra: ps, ps/B; < 0 not measured */
     double ns_per_mac;                   /* < 0 not measured */
+    double coll_own[3];                  /* allreduce, bcast, barrier: a call's own path, ps; < 0 not measured */
     int have_calls;                      /* send/recv call durations measured: the split is measured */
     double noise;                        /* the ping-pong's relative scatter between sizes */
     char warn[16][240];
     int nwarn;
     char src_seg[240], src_lat[240], src_thr[240], src_sync[240], src_bsend[240], src_rsend[240], src_poll[240],
-        src_reduce[240], src_cpu[240], src_fwd[240], src_unexp[240];
+        src_reduce[240], src_cpu[240], src_fwd[240], src_unexp[240], src_coll[3][240];
 } cal_fit;
 
 /* Fit on-node parameters from the data (estimated). date: "YYYY-MM-DD" for the sources.

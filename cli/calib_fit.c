@@ -210,6 +210,36 @@ static void fit_local_costs(const cal_data *d, cal_fit *f, const char *date)
     }
 }
 
+/* A collective call's own path (mpi.allreduce_overhead, bcast_overhead, barrier_overhead): the
+ * collective less the same messages and reduction by hand (calibench coll), the median of the
+ * differences over its sizes; none below 0 (the library's path is not faster than its messages). */
+static void fit_collectives(const cal_data *d, cal_fit *f, const char *date)
+{
+    static const char *const kinds[3] = {"allreduce", "bcast", "barrier"};
+    for (int k = 0; k < 3; k++) {
+        f->coll_own[k] = -1;
+        char hand[32];
+        snprintf(hand, sizeof hand, "%s_p2p", kinds[k]);
+        const cal_series *C = cal_find(d, CAL_COLL, kinds[k], 0), *H = cal_find(d, CAL_COLL, hand, 0);
+        if (!C || !H) continue;
+        double dy[64], lo = 0, hi = 0;
+        int m = 0;
+        for (int i = 0; i < C->np && m < 64; i++) {
+            double h = est_at(H, C->p[i].bytes);
+            if (h <= 0 || C->p[i].est <= 0) continue;
+            if (!m || C->p[i].bytes < lo) lo = C->p[i].bytes;
+            if (!m || C->p[i].bytes > hi) hi = C->p[i].bytes;
+            dy[m++] = C->p[i].est - h;
+        }
+        if (!m) continue;
+        double md = cal_median(dy, m);
+        f->coll_own[k] = md > 0 ? md * 1e12 : 0;
+        snprintf(f->src_coll[k], sizeof f->src_coll[k],
+                 "calibrated: calibench coll %s - %s, %d size(s) %.0f..%.0f B, median %+.1f ns, on %s", kinds[k], hand,
+                 m, lo, hi, md * 1e9, date);
+    }
+}
+
 /* The eager/rendezvous switch seen in recvcall: the largest rise from one size to the next beyond
  * what growing with the size could give (a line through the origin at most), at least 2.5-fold,
  * and still there at the two sizes after (a disturbed point is not a step). The index of the first
@@ -493,6 +523,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     memset(f, 0, sizeof *f);
     f->sync_rendezvous = -1;
     f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
+    f->coll_own[0] = f->coll_own[1] = f->coll_own[2] = -1;
     for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
     const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
     if (!P || P->np < 2) {
@@ -541,6 +572,7 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     fit_forward(d, f, P, date);
     fit_send_modes(d, f, P, L, date);
     fit_local_costs(d, f, date);
+    fit_collectives(d, f, date);
     return 0;
 }
 

@@ -243,7 +243,7 @@ static int bench_argv(const launch_t *L, const char *profile, const char *report
 static int is_checked_test(cal_test t)
 {
     return t == CAL_PINGPONG || t == CAL_STREAM || t == CAL_BOTHWAY || t == CAL_SENDCALL || t == CAL_RECVCALL ||
-           t == CAL_FORWARD;
+           t == CAL_FORWARD || t == CAL_COLL;
 }
 
 typedef struct {
@@ -675,7 +675,7 @@ static int plan_check(const cal_run *c, check_job *jobs, const char *list)
             char m[24], wrapped[140];
             snprintf(m, sizeof m, ",%s,", sr->mode);
             snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
-            if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+            if (sr->test != CAL_COLL && !strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
         }
         so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
         for (long b = 1; b <= c->maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
@@ -710,7 +710,7 @@ static int plan_check(const cal_run *c, check_job *jobs, const char *list)
                 char m[24], wrapped[140];
                 snprintf(m, sizeof m, ",%s,", sr->mode);
                 snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
-                if (!strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+                if (sr->test != CAL_COLL && !strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
             }
             if (to) nj++;
         }

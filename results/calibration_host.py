@@ -179,13 +179,17 @@ READING = """## What the model follows here, and what it does not
   sending is charged the shared rate).
 - **Local copies in collectives.** Allreduce copies the send buffer into the result first and the
   pairwise alltoall copies a member's own block: charged at the copy rate of that size.
-- **A collective's own software path.** The model charges a collective its messages, reductions and
-  local copies, nothing for the call itself. Open MPI's allreduce costs more than that: in a small
-  program on two ranks here (2000 calls, two runs), `MPI_Allreduce` of 8 doubles took 233-288 ns a
-  call against 173-192 ns for the same `MPI_Sendrecv` of 64 B and `MPI_Reduce_local` (its barrier
-  170-190 ns; under the calibrated profile all three 177-185 ns). The 50-100 ns of the `tuned`
-  component's own path (dispatch, the temporary buffer of recursive doubling) are missed, so the
-  allreduce of 64 B is predicted short; no calibration input measures that path yet.
+- **A collective's own software path.** The profile charges an allreduce, a bcast and a barrier
+  their own path through the library (`mpi.allreduce_overhead`, `bcast_overhead`,
+  `barrier_overhead`), fitted from calibench's `coll`: each collective less the same messages and
+  reduction sent by hand, at 8, 64 and 512 B. In three calibrations here that was 12-19 ns for the
+  allreduce, 24-85 ns for the bcast and 0-1 ns for the barrier: small. The allreduce of 64 B is
+  still predicted short, and the cause is its exchange, not the call: by hand (`MPI_Sendrecv` of
+  64 B, then `MPI_Reduce_local`) it took 403-487 ns a call natively against 313 ns under the
+  profile, and the barrier's exchange of 0 B 332-357 ns against 288 ns, while the ping-pong's size
+  range that holds 64 B fits within 5 %. Both ranks sending and receiving at once cost more than
+  the model's o_s + L + o_r of a message one way (the fit-quality table's `coll` rows show it);
+  the both-way stream, which the profile fits, is a window of messages, not one exchange.
 - **Algorithms.** The model plays MPICH's algorithms. Open MPI 4.1's `tuned` component chose, on two
   ranks here (breakpoints on `ompi_coll_base_*` under gdb): allreduce recursive doubling at 64 B and
   8 KiB, ring at 4 and 16 KiB, segmented ring at 64 KiB, Rabenseifner (`redscat_allgather`) at

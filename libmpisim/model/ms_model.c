@@ -41,6 +41,15 @@ static const nm_key_def mpi_keys[] = {
      "queued it unexpected and copies it out again, as MPI_Recv after MPI_Iprobe), on top of o_r", NULL, NM_KEY_NONNEG},
     {"mpi.recv_unexpected_overhead_per_byte", NM_KEY_INT, "ps/B", "0", "0: no per-byte cost for unexpected receives",
      "the same per message byte (plain integer ps per byte)", NULL, NM_KEY_NONNEG},
+    {"mpi.allreduce_overhead", NM_KEY_INT, "ps", "0", "0: a collective costs its algorithm's messages, reductions and copies",
+     "host CPU time of an MPI_Allreduce call on each member beyond its algorithm's messages, reductions and "
+     "local copies (the MPI library's own path: dispatch, the choice of algorithm, temporary buffers), "
+     "charged at the call's start; mpisim calibrate fits it as calibench's allreduce less the same exchange "
+     "and reduction by hand", NULL, NM_KEY_NONNEG},
+    {"mpi.bcast_overhead", NM_KEY_INT, "ps", "0", "0: a collective costs its algorithm's messages, reductions and copies",
+     "the same for MPI_Bcast (calibrate: calibench's bcast less its message sent by hand)", NULL, NM_KEY_NONNEG},
+    {"mpi.barrier_overhead", NM_KEY_INT, "ps", "0", "0: a collective costs its algorithm's messages, reductions and copies",
+     "the same for MPI_Barrier (calibrate: calibench's barrier less an exchange of 0 B by hand)", NULL, NM_KEY_NONNEG},
     {"mpi.recv_overhead_serial", NM_KEY_INT, "", "0", "0: the timing contract of seed 000's model (receives overlap)",
      "1: a rank's receive overheads o_r(B) take its CPU one after the other and after its send overheads "
      "(one thread runs the MPI library: several messages arriving at once are taken in turn), and so do "
@@ -195,6 +204,9 @@ ms_model *ms_model_create(const nm_config *cfg, nm_network *net, int nranks, con
     m->red_pb = nm_config_int(cfg, "mpi.reduce_cost_per_byte");
     m->or_unexp = nm_config_int(cfg, "mpi.recv_unexpected_overhead");
     m->or_unexp_pb = nm_config_int(cfg, "mpi.recv_unexpected_overhead_per_byte");
+    m->coll_call[MS_COLL_ALLREDUCE] = nm_config_int(cfg, "mpi.allreduce_overhead");
+    m->coll_call[MS_COLL_BCAST] = nm_config_int(cfg, "mpi.bcast_overhead");
+    m->coll_call[MS_COLL_BARRIER] = nm_config_int(cfg, "mpi.barrier_overhead");
     if (m->pkt_payload < 1) m->pkt_payload = 1;
     m->recv_serial = nm_config_has(cfg, "mpi.recv_overhead_serial") ? (int)nm_config_int(cfg, "mpi.recv_overhead_serial") : 0;
     if (parse_segments(m, nm_config_has(cfg, "mpi.size_segments") ? nm_config_string(cfg, "mpi.size_segments") : "",

@@ -50,6 +50,15 @@ void msm_coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
         return;
     }
     const ms_coll_step *st = &cm->plan.steps[cm->step];
+    rank_state *rs = &m->ranks[cm->rank];
+    waiter *w = wt_of(rs, cm->req ? cm->req->thread : 0);   /* the calling thread's CPU */
+    ms_time_t own = cm->step == 0 && cm->comm->size > 1 ? m->coll_call[cm->kind] : 0;   /* COMM_SELF: a shortcut */
+    if (own) {
+        /* the library's own path through the call, before its first step */
+        s = tmax(s, w->cpu_free) + own;
+        w->cpu_free = s;
+        cm->step_max = s;
+    }
     if (st->copy_bytes) {
         /* a local copy on the member's CPU before it posts the step: one core copying, as a
          * rendezvous's single copy of that size does (the segment's COPY_PB) */
@@ -59,8 +68,6 @@ void msm_coll_step_start(ms_model *m, coll_member *cm, ms_time_t s)
             ms_host_copy_costs(m->host, &sc, &shm, &mem);
             c = (ms_time_t)(shm * (double)st->copy_bytes);
         }
-        rank_state *rs = &m->ranks[cm->rank];
-        waiter *w = wt_of(rs, cm->req->thread);   /* the calling thread's CPU */
         s = tmax(s, w->cpu_free) + c;
         w->cpu_free = s;
         cm->step_max = s;

@@ -237,6 +237,7 @@ struct ms_model {
     /* parameters */
     int64_t eager_thr, o_s, o_r, o_s_pb, o_r_pb, gap, pkt_payload, env_bytes, ctl_bytes, poll, red_pb;
     int64_t or_unexp, or_unexp_pb;   /* an eager receive posted after its message arrived: more o_r */
+    int64_t coll_call[MS_COLL_COUNT];   /* a collective call's own path on each member (ps; by kind) */
     ms_segment seg[MS_MAX_SEGMENTS];
     int nseg;
     int recv_serial;          /* mpi.recv_overhead_serial */

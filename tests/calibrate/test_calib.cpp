@@ -322,10 +322,27 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
                                           (P + (b >= T ? (cp_sh - cp_r) * b : 0)) * n);
         }
     }
+    // collectives against the same by hand: allreduce 90 ns of its own path, bcast none, barrier
+    // 10 ns faster than its exchange (fitted as 0)
+    for (double b : {8.0, 64.0, 512.0})
+        for (int k = 0; k < 9; k++) {
+            double n = 1 + 0.01 * (2 * urand(&seed) - 1), x = 2 * L + 3e-10 * b;
+            cal_add_sample(a.d, CAL_COLL, "allreduce", 1, 0, "calibench coll", b, x + 90e-9);
+            cal_add_sample(a.d, CAL_COLL, "allreduce_p2p", 1, 0, "calibench coll", b, x * n);
+            cal_add_sample(a.d, CAL_COLL, "bcast", 1, 0, "calibench coll", b, x * n);
+            cal_add_sample(a.d, CAL_COLL, "bcast_p2p", 1, 0, "calibench coll", b, x * n);
+        }
+    for (int k = 0; k < 9; k++) {
+        cal_add_sample(a.d, CAL_COLL, "barrier", 1, 0, "calibench coll", 0, 2 * L - 10e-9);
+        cal_add_sample(a.d, CAL_COLL, "barrier_p2p", 1, 0, "calibench coll", 0, 2 * L);
+    }
     cal_data_estimate(a.d);
     cal_fit f;
     char err[256];
     ASSERT_EQ(cal_fit_run(a.d, "2000-01-01", &f, err, sizeof err), 0) << err;
+    EXPECT_NEAR(f.coll_own[0], 90000, 8000);
+    EXPECT_NEAR(f.coll_own[1], 0, 8000);
+    EXPECT_EQ(f.coll_own[2], 0);
     EXPECT_EQ(f.eager_threshold, 4096);
     {
         int jr = cal_fit_segment_of(&f, 65536);
@@ -378,6 +395,8 @@ TEST(CalibFit, ModelParametersFromSyntheticBenchmarks)
     ASSERT_EQ(nm_config_load_profile(cfg, path, MPISIM_SOURCE_PROFILE_DIR, e2, sizeof e2), 0) << e2 << "\n" << prof;
     unlink(path);
     EXPECT_EQ(nm_config_int(cfg, "mpi.eager_threshold"), 4096);
+    EXPECT_NEAR((double)nm_config_int(cfg, "mpi.allreduce_overhead"), 90000, 8000);
+    EXPECT_EQ(std::string(nm_config_note(cfg, "mpi.allreduce_overhead")).substr(0, 35), "calibrated: calibench coll allreduc");
     EXPECT_EQ(std::string(nm_config_note(cfg, "host.shm_latency")).substr(0, 11), "calibrated:");
     EXPECT_STREQ(nm_config_kind(cfg, "host.shm_latency"), "calibrated");
     EXPECT_EQ(nm_config_int(cfg, "host.ranks_per_node"), 2);

@@ -259,6 +259,30 @@ TEST(CollRun, BinomialBcastExact)
     EXPECT_EQ(s.clock[3], 2 * hop);
 }
 
+// mpi.barrier_overhead / bcast_overhead / allreduce_overhead: the library's own path, once per
+// call on each member before the first step; other collectives and COMM_SELF-sized ones not.
+TEST(CollRun, CallOverheadOncePerCall)
+{
+    const int64_t OWN = 70000;
+    for (int P : {2, 4}) {
+        Sim s(P, {"mpi.barrier_overhead=70ns", "mpi.bcast_overhead=1us"});
+        for (int r = 0; r < P; r++) s.prog[r] = {coll(1, MS_COLL_BARRIER, 0), wait({1}), coll(2, MS_COLL_BARRIER, 0), wait({2})};
+        s.run();
+        for (int r = 0; r < P; r++) EXPECT_EQ(s.clock[r], 2 * (OWN + ceil_log2(P) * (OS + lat(0) + OR))) << P;
+    }
+    // a reduce is not charged the others' keys
+    Sim s(2, {"mpi.barrier_overhead=70ns", "mpi.bcast_overhead=1us", "mpi.allreduce_overhead=2us"});
+    for (int r = 0; r < 2; r++) s.prog[r] = {coll(1, MS_COLL_REDUCE, 8, 0), wait({1})};
+    s.run();
+    EXPECT_EQ(s.clock[0], OS + lat(8) + OR);
+    // the root's bcast starts after its own path, the receiver's path overlaps the message
+    Sim b(2, {"mpi.bcast_overhead=1us"});
+    for (int r = 0; r < 2; r++) b.prog[r] = {coll(1, MS_COLL_BCAST, 8, 0), wait({1})};
+    b.run();
+    EXPECT_EQ(b.clock[0], 1000000 + OS);
+    EXPECT_EQ(b.clock[1], 1000000 + OS + lat(8) + OR);
+}
+
 TEST(CollRun, ReduceCostPerByte)
 {
     const uint64_t B = 1000;
