@@ -28,8 +28,9 @@
  *             alternating), MPI_Barrier, each also by hand as its algorithm runs on two ranks
  *             (mode allreduce_p2p: MPI_Sendrecv and MPI_Reduce_local; bcast_p2p: MPI_Send and
  *             MPI_Recv alternating; barrier_p2p: MPI_Sendrecv of 0 B); 8, 64 and 512 B up to the
- *             largest size listed (barrier: 0 B), whatever --modes says. The difference is the collective's own path, which the
- *             model's mpi.allreduce_overhead, bcast_overhead and barrier_overhead charge
+ *             largest size listed (barrier: 0 B), whatever --modes says. The difference is the
+ *             collective's own path, which the model's mpi.allreduce_overhead, bcast_overhead and
+ *             barrier_overhead charge
  * Modes of the communication tests (`--modes`): send (MPI_Send / MPI_Recv), ssend, bsend
  * (buffer attached), rsend (receives posted before, as the standard requires), isend
  * (MPI_Isend + MPI_Wait). sendcall and recvcall use send only.

@@ -50,8 +50,8 @@ static const nm_key_def shim_keys[] = {
      "measured (docs/architecture.md, Repeatable small gaps: empty intervals' medians 2-45 ns, at load 12 "
      "beside a CPU-bound job)",
      "the measurement's noise floor: an interval measured at or below this, or one of up to "
-     "shim.gap_noise_max between a pair of call sites whose last 256 intervals were for a quarter or more (after a "
-     "switched-out call: at or below 10 times this), is taken for an empty one and charged shim.gap_floor, "
+     "shim.gap_noise_max between a pair of call sites whose last 256 intervals were for a quarter or "
+     "more (after a switched-out call: at or below 10 times this), is taken for an empty one and charged shim.gap_floor, "
      "so that runs with nothing between their MPI calls repeat exactly under compute cpu and wall, while "
      "real computation is charged as measured; 0: every interval as measured",
      "0..1e7", 0},
