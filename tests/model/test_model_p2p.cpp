@@ -68,6 +68,13 @@ TEST(ModelP2P, BufferedRendezvousIsLocal)
     ASSERT_FALSE(s.deadlock);
     EXPECT_EQ(s.log[0].back().t, OS);
     EXPECT_EQ(s.log[1].back().t, T + OR + lat(0) + msg_lat(B) + OR);
+    // a head-on exchange that only buffering lets through: rank 0 Bsends, rank 1 Sends (both
+    // rendezvous), each then receives; a Bsend that waited for its receive deadlocked here
+    Sim h(2);
+    h.prog[0] = {isend(1, 1, 0, B, MS_SEND_BUFFERED), wait({1}), irecv(2, 1, 0, B), wait({2})};
+    h.prog[1] = {isend(1, 0, 0, B), wait({1}), irecv(2, 0, 0, B), wait({2})};
+    h.run();
+    EXPECT_FALSE(h.deadlock);
 }
 
 TEST(ModelP2P, PingPongExact)
