@@ -15,6 +15,8 @@
 static const char *const test_names[CAL_NTESTS] = {"pingpong", "stream",  "bothway", "sendcall", "recvcall",
                                                    "forward",  "empty",   "reduce",  "compute", "coll"};
 
+const char *const cal_coll_kinds[3] = {"allreduce", "bcast", "barrier"};
+
 const char *cal_test_name(cal_test t) { return (unsigned)t < CAL_NTESTS ? test_names[t] : "?"; }
 int cal_test_lookup(const char *name)
 {
@@ -517,11 +519,12 @@ static int write_profile_raw(const cal_fit *f, FILE *o, const char *header, cons
         fprintf(o, "reduce_cost_per_byte = %.0f\n", f->reduce_pb);
         src_line(o, "reduce_cost_per_byte", f->src_reduce);
     }
-    static const char *const coll_keys[3] = {"allreduce_overhead", "bcast_overhead", "barrier_overhead"};
     for (int k = 0; k < 3; k++)
         if (f->coll_own[k] >= 0) {
-            fprintf(o, "%s = %.0f ps\n", coll_keys[k], f->coll_own[k]);
-            src_line(o, coll_keys[k], f->src_coll[k]);
+            char key[40];
+            snprintf(key, sizeof key, "%s_overhead", cal_coll_kinds[k]);
+            fprintf(o, "%s = %.0f ps\n", key, f->coll_own[k]);
+            src_line(o, key, f->src_coll[k]);
         }
     if (f->ns_per_mac >= 0) {
         fprintf(o, "\n[shim]\n");

@@ -27,6 +27,8 @@ typedef enum {
 } cal_test;
 
 const char *cal_test_name(cal_test t);
+/* The collectives whose own path is fitted (calibench coll; key mpi.<kind>_overhead) */
+extern const char *const cal_coll_kinds[3];
 int cal_test_lookup(const char *name);   /* -1 if unknown */
 
 typedef struct cal_point {
@@ -161,7 +163,7 @@ typedef struct cal_fit {
     double reduce_pb, reduce_rms;        /* ps/B; < 0 not measured */
     double unexp, unexp_pb, unexp_rms;   /* an unexpected eager receive's extra: ps, ps/B; < 0 not measured */
     double ns_per_mac;                   /* < 0 not measured */
-    double coll_own[3];                  /* allreduce, bcast, barrier: a call's own path, ps; < 0 not measured */
+    double coll_own[3];                  /* by cal_coll_kinds: a call's own path, ps; < 0 not measured */
     int have_calls;                      /* send/recv call durations measured: the split is measured */
     double noise;                        /* the ping-pong's relative scatter between sizes */
     char warn[16][240];

@@ -215,7 +215,7 @@ static void fit_local_costs(const cal_data *d, cal_fit *f, const char *date)
  * differences over its sizes; none below 0 (the library's path is not faster than its messages). */
 static void fit_collectives(const cal_data *d, cal_fit *f, const char *date)
 {
-    static const char *const kinds[3] = {"allreduce", "bcast", "barrier"};
+    const char *const *kinds = cal_coll_kinds;
     for (int k = 0; k < 3; k++) {
         f->coll_own[k] = -1;
         char hand[32];
@@ -523,7 +523,6 @@ int cal_fit_run(const cal_data *d, const char *date, cal_fit *f, char *err, size
     memset(f, 0, sizeof *f);
     f->sync_rendezvous = -1;
     f->bsend = f->bsend_pb = f->rsend = f->poll = f->poll_iprobe = f->poll_test = f->reduce_pb = f->ns_per_mac = -1;
-    f->coll_own[0] = f->coll_own[1] = f->coll_own[2] = -1;
     for (int j = 0; j < CAL_MAX_SEG; j++) f->copy_shared_pb[j] = -1;
     const cal_series *P = cal_find(d, CAL_PINGPONG, "send", 0);
     if (!P || P->np < 2) {

@@ -648,6 +648,19 @@ static void print_ranges(const cal_run *c)
  * sizes for its three tests. From files: every size of the files, per window. */
 typedef struct { char tests[128], modes[128], sizes[8192]; long window; int all; } check_job;
 
+/* Series sr's test and mode into job j's lists (to, mo: their lengths), each once; coll runs all
+ * its modes whatever --modes says (they are not send modes). */
+static void job_add(check_job *j, size_t *to, size_t *mo, const cal_series *sr)
+{
+    if (!strstr(j->tests, cal_test_name(sr->test)))
+        *to += (size_t)snprintf(j->tests + *to, sizeof j->tests - *to, "%s%s", *to ? "," : "", cal_test_name(sr->test));
+    char m[24], wrapped[140];
+    snprintf(m, sizeof m, ",%s,", sr->mode);
+    snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
+    if (sr->test != CAL_COLL && !strstr(wrapped, m))
+        *mo += (size_t)snprintf(j->modes + *mo, sizeof j->modes - *mo, "%s%s", *mo ? "," : "", sr->mode);
+}
+
 static int plan_check(const cal_run *c, check_job *jobs, const char *list)
 {
     const cal_data *d = c->d;
@@ -670,12 +683,7 @@ static int plan_check(const cal_run *c, check_job *jobs, const char *list)
         for (int i = 0; i < d->ns; i++) {
             const cal_series *sr = &d->s[i];
             if (!is_checked_test(sr->test) || sr->off_node) continue;
-            if (!strstr(j->tests, cal_test_name(sr->test)))
-                to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
-            char m[24], wrapped[140];
-            snprintf(m, sizeof m, ",%s,", sr->mode);
-            snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
-            if (sr->test != CAL_COLL && !strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+            job_add(j, &to, &mo, sr);
         }
         so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, "0");
         for (long b = 1; b <= c->maxb; b *= 2) so += (size_t)snprintf(j->sizes + so, sizeof j->sizes - so, ",%ld", b);
@@ -705,12 +713,7 @@ static int plan_check(const cal_run *c, check_job *jobs, const char *list)
                 const cal_series *sr = &d->s[i];
                 if (!is_checked_test(sr->test) || sr->off_node) continue;
                 if ((sr->test == CAL_STREAM || sr->test == CAL_BOTHWAY) && sr->window != windows[w]) continue;
-                if (!strstr(j->tests, cal_test_name(sr->test)))
-                    to += (size_t)snprintf(j->tests + to, sizeof j->tests - to, "%s%s", to ? "," : "", cal_test_name(sr->test));
-                char m[24], wrapped[140];
-                snprintf(m, sizeof m, ",%s,", sr->mode);
-                snprintf(wrapped, sizeof wrapped, ",%s,", j->modes);
-                if (sr->test != CAL_COLL && !strstr(wrapped, m)) mo += (size_t)snprintf(j->modes + mo, sizeof j->modes - mo, "%s%s", mo ? "," : "", sr->mode);
+                job_add(j, &to, &mo, sr);
             }
             if (to) nj++;
         }

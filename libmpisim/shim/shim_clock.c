@@ -423,6 +423,9 @@ static gf_pair *gf_find(uint64_t key)
     return NULL;
 }
 
+/* The pair's window (with the prior) holds enough gaps taken for empty ones: it does nothing. */
+static inline int gf_empty(const gf_pair *p) { return GF_SHARE * (p->count + GF_PRIOR) >= p->n + GF_PRIOR; }
+
 /* The charge of a gap of d ns (after baselines and the return path), ending at `site`. */
 static int64_t gap_floor(int64_t d, const void *site, int woken)
 {
@@ -432,7 +435,7 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
     int stall = 0;
     if (p) {
         /* quiet before this gap: an isolated long one is a stall of the machine */
-        int quiet = p->n >= GF_QUIET_MIN && GF_SHARE * (p->count + GF_PRIOR) >= p->n + GF_PRIOR && p->longs < GF_STALLS;
+        int quiet = p->n >= GF_QUIET_MIN && gf_empty(p) && p->longs < GF_STALLS;
         int lng = d * 1000 > S.params.gap_noise_max_ps;
         uint64_t *w = &p->small[p->pos / 64], *l = &p->longer[p->pos / 64], bit = 1ULL << (p->pos % 64);
         if (p->n == GF_WINDOW) {   /* the oldest leaves */
@@ -446,7 +449,7 @@ static int64_t gap_floor(int64_t d, const void *site, int woken)
         p->count += small;
         p->longs += lng;
         p->pos = (uint16_t)((p->pos + 1) % GF_WINDOW);
-        empty = GF_SHARE * (p->count + GF_PRIOR) >= p->n + GF_PRIOR;
+        empty = gf_empty(p);
         stall = lng && quiet && d * 1000 <= (woken ? GF_STALL_WOKEN : GF_STALL) * S.params.gap_noise_max_ps;
     }
     if (d <= noise || (empty && d * 1000 <= S.params.gap_noise_max_ps) || stall) {
